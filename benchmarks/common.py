@@ -1,0 +1,25 @@
+"""Shared helpers for the benchmark scripts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from mdlm_hf import MDLM
+from mdlm_hf.data import read_text
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SHIPPED_MODEL = REPO_ROOT / "pretrained" / "mdlm-shakespeare-char"
+SHARED_DATA = REPO_ROOT.parent / "shared" / "data" / "tinyshakespeare.txt"
+
+
+def load_model(path: str | None) -> tuple[MDLM, str]:
+    """The model at `path`, else the shipped checkpoint, else a random model of the shipped shape."""
+    if path:
+        return MDLM.from_pretrained(path), path
+    if (SHIPPED_MODEL / "model.safetensors").is_file():
+        return MDLM.from_pretrained(SHIPPED_MODEL), str(SHIPPED_MODEL)
+    vocab = "".join(sorted(set(read_text(SHARED_DATA)))) if SHARED_DATA.is_file() else "".join(map(chr, range(32, 127)))
+    torch.manual_seed(0)
+    return MDLM(vocab, n_layer=6, n_head=4, n_embd=256, block_size=256).eval(), "random init (d256 L6)"

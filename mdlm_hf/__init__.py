@@ -1,0 +1,24 @@
+"""mdlm_hf: a small character-level masked diffusion language model."""
+
+from mdlm_hf.diffusion import ElboResult, diffusion_loss, elbo, mask_tokens, sample_times
+from mdlm_hf.model import MDLM
+from mdlm_hf.sampler import ORDERS, SCHEDULES, SamplerOptions, SamplerState, complete, infill, sample
+from mdlm_hf.tokenizer import MASK_GLYPH, CharTokenizer
+
+__all__ = [
+    "MDLM",
+    "MASK_GLYPH",
+    "ORDERS",
+    "SCHEDULES",
+    "CharTokenizer",
+    "ElboResult",
+    "SamplerOptions",
+    "SamplerState",
+    "complete",
+    "diffusion_loss",
+    "elbo",
+    "infill",
+    "mask_tokens",
+    "sample",
+    "sample_times",
+]

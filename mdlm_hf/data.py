@@ -1,0 +1,72 @@
+"""Training text: download TinyShakespeare (checksum verified) or read a user's UTF-8 file, then split."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import urllib.request
+from pathlib import Path
+
+TINYSHAKESPEARE_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
+TINYSHAKESPEARE_MD5 = "6fb458f1232090904fb40fe944165e91"
+TRAIN_FRACTION = 0.9  # nanoGPT's split: first 90 % train, last 10 % validation
+
+
+def download_tinyshakespeare(destination: Path) -> Path:
+    """Downloads TinyShakespeare to `destination` (atomically) and verifies its md5."""
+    if destination.is_file() and _md5(destination.read_bytes()) == TINYSHAKESPEARE_MD5:
+        return destination
+    try:
+        with urllib.request.urlopen(TINYSHAKESPEARE_URL, timeout=30) as response:
+            payload = response.read()
+    except OSError as error:
+        raise RuntimeError(
+            f"could not download TinyShakespeare from {TINYSHAKESPEARE_URL} ({error}); "
+            "pass --data PATH to train on a local file"
+        ) from error
+    digest = _md5(payload)
+    if digest != TINYSHAKESPEARE_MD5:
+        raise RuntimeError(f"downloaded TinyShakespeare has md5 {digest}, expected {TINYSHAKESPEARE_MD5}; not using it")
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(destination, payload)
+    return destination
+
+
+def read_text(path: str | Path) -> str:
+    """Reads a UTF-8 text file, with a clear error for a missing, unreadable or empty file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"training text {path} does not exist or is not a file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"training text {path} is not valid UTF-8 ({error})") from error
+    if not text.strip():
+        raise ValueError(f"training text {path} is empty")
+    return text
+
+
+def split_text(text: str) -> tuple[str, str]:
+    """First 90 % for training, last 10 % for validation."""
+    cut = int(len(text) * TRAIN_FRACTION)
+    return text[:cut], text[cut:]
+
+
+def atomic_write_bytes(path: Path, payload: bytes) -> None:
+    """Writes to a temporary file beside `path`, then renames: a crash never leaves a half-written file."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(payload)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _md5(payload: bytes) -> str:
+    return hashlib.md5(payload).hexdigest()

@@ -1,0 +1,137 @@
+"""The forward (noising) process, the training loss and the ELBO evaluation; no weights live here.
+
+Absorbing-state diffusion with a linear schedule: at time t in [0, 1] every character is replaced by
+[MASK] independently with probability t. The continuous-time negative ELBO of a sequence x of
+length L is
+
+    NELBO(x) = integral_0^1 (1/t) E_{x_t ~ q(x_t|x)} [ sum_{i masked} -log p(x_i | x_t) ] dt   >=  -log p(x)
+
+so the training loss is cross-entropy at masked positions weighted by 1/t (MDLM, Sahoo et al. 2024).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+LOSS_WEIGHTINGS = ("elbo", "elbo_count", "uniform")
+
+
+def sample_times(batch_size: int, generator: torch.Generator, t_min: float = 1e-3) -> torch.Tensor:
+    """Low-discrepancy (stratified) t in [t_min, 1): one shared uniform offset, B evenly spaced strata."""
+    offset = torch.rand((), generator=generator)
+    u = (offset + torch.arange(batch_size) / batch_size) % 1.0  # (B,) one point per stratum
+    return t_min + (1.0 - t_min) * u  # clamped away from 0 where the 1/t weight explodes
+
+
+def mask_tokens(
+    tokens: torch.Tensor, t: torch.Tensor, mask_id: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Samples x_t ~ q(x_t | x_0): each token of `tokens` (B, T) becomes `mask_id` with probability t (B,)."""
+    u = torch.rand(tokens.shape, generator=generator).to(tokens.device)
+    is_masked = u < t.to(tokens.device)[:, None]  # (B, T)
+    return torch.where(is_masked, mask_id, tokens), is_masked
+
+
+def diffusion_loss(
+    model: nn.Module,
+    tokens: torch.Tensor,
+    generator: torch.Generator,
+    weighting: str = "elbo",
+    t_min: float = 1e-3,
+) -> torch.Tensor:
+    """Training loss for a batch of clean `tokens` (B, T), in nats per character.
+
+    weighting="elbo": the continuous-time ELBO, cross-entropy summed over masked positions, times 1/t,
+        divided by T; its expectation is the NELBO per character, an upper bound on the NLL.
+    weighting="elbo_count": the same bound per character, but each sequence's masked cross-entropy is
+        divided by its realised number of masks instead of by its expectation t*T. With t uniform the
+        mask count is uniform on 0..T, so this is the mask-count form of the ELBO (see `elbo`), with
+        less variance from small t.
+    weighting="uniform": the plain mean cross-entropy over masked positions (the seed notebooks' loss);
+        not a bound, but every t counts the same.
+    """
+    if weighting not in LOSS_WEIGHTINGS:
+        raise ValueError(f"weighting must be one of {LOSS_WEIGHTINGS}, got {weighting!r}")
+    B, T = tokens.shape
+    t = sample_times(B, generator, t_min)  # (B,)
+    mask_id = getattr(model, "module", model).mask_id  # DistributedDataParallel wraps the model in .module
+    noisy, is_masked = mask_tokens(tokens, t, mask_id, generator)
+    logits = model(noisy, t.to(tokens.device))  # (B, T, V)
+    ce = F.cross_entropy(logits.view(B * T, -1), tokens.view(-1), reduction="none").view(B, T)
+    ce = ce * is_masked
+    if weighting == "uniform":
+        return ce.sum() / is_masked.sum().clamp(min=1)
+    if weighting == "elbo_count":
+        return (ce.sum(dim=1) / is_masked.sum(dim=1).clamp(min=1)).mean()
+    return (ce.sum(dim=1) / t.to(ce.device)).mean() / T
+
+
+@dataclass
+class ElboResult:
+    """Negative ELBO per character: an upper bound on the negative log-likelihood."""
+
+    nats_per_char: float
+    num_chars: int
+
+    @property
+    def bits_per_char(self) -> float:
+        return self.nats_per_char / math.log(2)
+
+
+@torch.no_grad()
+def elbo(
+    model: nn.Module,
+    tokens: torch.Tensor,
+    num_samples: int = 4,
+    generator: torch.Generator | None = None,
+    batch_size: int = 64,
+) -> ElboResult:
+    """Negative ELBO in nats per char of a long 1-D `tokens`, split into block_size windows.
+
+    Integrating the Binomial number of masks over t turns the 1/t-weighted integral into an average
+    over the mask count: NELBO(x)/L = E_{m ~ Uniform{1..L}} E_{|S| = m} [ (1/m) sum_{i in S} -log p(x_i | x_S masked) ].
+    (int_0^1 (1/t) C(L,m) t^m (1-t)^(L-m) dt = 1/m.) This is the same bound as the t-form, without the
+    variance of a random mask count; m is stratified over the `num_samples` draws of each window.
+    Deterministic for a given generator state.
+    """
+    if tokens.dim() != 1 or tokens.numel() == 0:
+        raise ValueError("elbo expects a non-empty 1-D tensor of token ids")
+    if num_samples < 1:
+        raise ValueError(f"num_samples must be >= 1, got {num_samples}")
+    generator = generator if generator is not None else torch.Generator().manual_seed(0)
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    L = model.block_size
+    windows = [tokens[i : i + L] for i in range(0, tokens.numel(), L)]
+    total_nats = 0.0
+    # group equal-length windows (all but maybe the last) into batches
+    jobs = [(w, s) for w in windows for s in range(num_samples)]
+    for start in range(0, len(jobs), batch_size):
+        chunk = jobs[start : start + batch_size]
+        by_length: dict[int, list[tuple[torch.Tensor, int]]] = {}
+        for w, s in chunk:
+            by_length.setdefault(w.numel(), []).append((w, s))
+        for n, group in by_length.items():
+            x0 = torch.stack([w for w, _ in group]).to(device)  # (b, n)
+            strata = torch.tensor([s for _, s in group], dtype=torch.float64)
+            u = (strata + torch.rand(len(group), generator=generator, dtype=torch.float64)) / num_samples
+            num_masked = (u * n).floor().long().clamp(0, n - 1) + 1  # (b,) m in 1..n, stratified
+            scores = torch.rand((len(group), n), generator=generator)
+            # a uniformly random subset of size m: the m positions with the smallest random scores
+            ranks = scores.argsort(dim=1).argsort(dim=1)
+            is_masked = (ranks < num_masked[:, None]).to(device)  # (b, n)
+            noisy = torch.where(is_masked, model.mask_id, x0)
+            t = (num_masked.float() / n).to(device)
+            logits = model(noisy, t)
+            ce = F.cross_entropy(logits.reshape(-1, logits.size(-1)), x0.reshape(-1), reduction="none")
+            ce = (ce.view_as(x0) * is_masked).sum(dim=1).double().cpu()  # (b,)
+            # window NELBO = n * mean over masked; averaged over the num_samples draws
+            total_nats += (ce / num_masked * n).sum().item() / num_samples
+    model.train(was_training)
+    return ElboResult(nats_per_char=total_nats / tokens.numel(), num_chars=tokens.numel())

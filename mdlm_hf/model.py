@@ -1,0 +1,310 @@
+"""The denoiser: a bidirectional transformer that predicts the clean character at every position.
+
+Read top to bottom like nanoGPT's model.py: rotary attention, MLP, block, then the model, which is
+also a `PyTorchModelHubMixin` so `save_pretrained` / `from_pretrained` / `push_to_hub` just work.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from huggingface_hub import PyTorchModelHubMixin
+
+from mdlm_hf.tokenizer import CharTokenizer
+
+REPO_URL = "https://github.com/mdlm-hf/mdlm_hf"
+
+MODEL_CARD_TEMPLATE = """---
+{{ card_data }}
+---
+
+# {{ title | default("mdlm_hf character-level masked diffusion language model", true) }}
+
+A character-level **masked diffusion language model** (MDLM, absorbing-state diffusion) made with
+[mdlm_hf]({{ repo_url }}). Every character is masked independently with probability t; a
+bidirectional transformer learns to put the masked characters back. Generation starts from an all-mask
+canvas and reveals characters over a few denoising steps, in any order; prompting and infilling are
+the same operation with some positions fixed.
+
+{{ summary | default("", true) }}
+
+## Usage
+
+```python
+from mdlm_hf import MDLM
+
+model = MDLM.from_pretrained("{{ repo_id | default("path/or/repo-id", true) }}")
+print(model.generate(length=256, num_steps=64, seed=0))
+print(model.complete("ROMEO:\\n", length=200, num_steps=64))
+print(model.infill("To be, or not to be, ________ is the question:"))
+```
+
+{{ details | default("", true) }}
+"""
+
+
+class RotaryEmbedding(nn.Module):
+    """Rotary position embedding: relative offsets enter attention directly, so locality is easy to learn."""
+
+    def __init__(self, head_dim: int, max_len: int, base: float = 10000.0) -> None:
+        super().__init__()
+        inv_freq = 1.0 / (base ** (torch.arange(0, head_dim, 2).float() / head_dim))  # (hd/2,)
+        angles = torch.outer(torch.arange(max_len).float(), inv_freq).repeat(1, 2)  # (T, hd), halves share angles
+        # not persistent: derived from the config, so it stays out of the weights file
+        self.register_buffer("cos", angles.cos(), persistent=False)
+        self.register_buffer("sin", angles.sin(), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Rotates channel i with channel i + hd/2 of x (B, nh, T, hd) by a position-dependent angle."""
+        T, half = x.size(-2), x.size(-1) // 2
+        rotated_half = torch.cat((-x[..., half:], x[..., :half]), dim=-1)  # (B, nh, T, hd)
+        return x * self.cos[:T].to(x.dtype) + rotated_half * self.sin[:T].to(x.dtype)
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention with no causal mask: every position sees the whole canvas."""
+
+    def __init__(self, n_embd: int, n_head: int, dropout: float, rotary: RotaryEmbedding | None) -> None:
+        super().__init__()
+        self.n_head = n_head
+        self.qkv = nn.Linear(n_embd, 3 * n_embd, bias=False)
+        self.proj = nn.Linear(n_embd, n_embd, bias=False)
+        self.proj.is_residual_projection = True
+        self.dropout = dropout
+        self.resid_dropout = nn.Dropout(dropout)
+        self.rotary = rotary
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)  # 3 x (B, T, C)
+        q, k, v = (z.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for z in (q, k, v))  # (B, nh, T, hd)
+        if self.rotary is not None:
+            q, k = self.rotary(q), self.rotary(k)
+        y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=False)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, C)
+        return self.resid_dropout(self.proj(y))
+
+
+class MLP(nn.Module):
+    def __init__(self, n_embd: int, dropout: float) -> None:
+        super().__init__()
+        self.fc = nn.Linear(n_embd, 4 * n_embd, bias=False)
+        self.proj = nn.Linear(4 * n_embd, n_embd, bias=False)
+        self.proj.is_residual_projection = True
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dropout(self.proj(F.gelu(self.fc(x))))
+
+
+class Block(nn.Module):
+    """Pre-LN transformer block."""
+
+    def __init__(self, n_embd: int, n_head: int, dropout: float, rotary: RotaryEmbedding | None) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(n_embd)
+        self.attn = SelfAttention(n_embd, n_head, dropout, rotary)
+        self.ln_2 = nn.LayerNorm(n_embd)
+        self.mlp = MLP(n_embd, dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class TimeEmbedding(nn.Module):
+    """Sinusoidal features of the mask ratio t, then an MLP; only used when time conditioning is on."""
+
+    def __init__(self, n_embd: int, n_freq: int = 64) -> None:
+        super().__init__()
+        self.register_buffer("freqs", torch.exp(-math.log(1000.0) * torch.arange(n_freq) / n_freq), persistent=False)
+        self.mlp = nn.Sequential(nn.Linear(2 * n_freq, n_embd), nn.SiLU(), nn.Linear(n_embd, n_embd))
+
+    def forward(self, t: torch.Tensor) -> torch.Tensor:
+        angles = 1000.0 * t[:, None].float() * self.freqs[None, :]  # (B, n_freq)
+        return self.mlp(torch.cat([angles.sin(), angles.cos()], dim=-1))  # (B, C)
+
+
+class MDLM(
+    nn.Module,
+    PyTorchModelHubMixin,
+    library_name="mdlm_hf",
+    repo_url=REPO_URL,
+    license="mit",
+    pipeline_tag="text-generation",
+    tags=["masked-diffusion", "diffusion-language-model", "character-level", "mdlm"],
+    model_card_template=MODEL_CARD_TEMPLATE,
+):
+    """Bidirectional transformer denoiser p(x_0 | x_t) over characters, with [MASK] as the last id.
+
+    Every `__init__` argument is JSON-safe and is written to `config.json` by `save_pretrained`:
+      vocab              the characters the model knows, in id order; [MASK] is id len(vocab)
+      n_layer, n_head    depth and number of attention heads
+      n_embd             width of the residual stream
+      block_size         longest canvas the model accepts
+      dropout            dropout in attention and MLP (0 for the small-data, short-training regime)
+      position_encoding  "rope" (rotary, relative) or "learned" (absolute table, as in GPT-2)
+      time_conditioning  feed the mask ratio t to the network; off by default as in MDLM, since the
+                         number of masks already tells the model the noise level, and then an
+                         unchanged canvas gives unchanged logits (which lets the sampler skip passes)
+    """
+
+    def __init__(
+        self,
+        vocab: str,
+        n_layer: int = 6,
+        n_head: int = 6,
+        n_embd: int = 384,
+        block_size: int = 256,
+        dropout: float = 0.0,
+        position_encoding: str = "rope",
+        time_conditioning: bool = False,
+    ) -> None:
+        super().__init__()
+        if n_embd % n_head != 0 or (n_embd // n_head) % 2 != 0:
+            raise ValueError(f"n_embd ({n_embd}) must split into n_head ({n_head}) heads of even size")
+        if position_encoding not in ("rope", "learned"):
+            raise ValueError(f"position_encoding must be 'rope' or 'learned', got {position_encoding!r}")
+        if n_layer < 1 or block_size < 1 or not 0.0 <= dropout < 1.0:
+            raise ValueError("n_layer and block_size must be >= 1 and dropout in [0, 1)")
+        self.tokenizer = CharTokenizer(vocab)
+        self.mask_id = self.tokenizer.mask_id
+        self.vocab_size = self.tokenizer.vocab_size
+        self.block_size = block_size
+        self.time_conditioning = time_conditioning
+
+        rotary = RotaryEmbedding(n_embd // n_head, block_size) if position_encoding == "rope" else None
+        self.token_embedding = nn.Embedding(self.vocab_size, n_embd)
+        self.position_embedding = nn.Embedding(block_size, n_embd) if position_encoding == "learned" else None
+        self.time_embedding = TimeEmbedding(n_embd) if time_conditioning else None
+        self.dropout = nn.Dropout(dropout)
+        self.blocks = nn.ModuleList([Block(n_embd, n_head, dropout, rotary) for _ in range(n_layer)])
+        self.ln_f = nn.LayerNorm(n_embd)
+        self.lm_head = nn.Linear(n_embd, self.vocab_size, bias=False)
+        self.lm_head.weight = self.token_embedding.weight  # weight tying
+        self.n_layer = n_layer
+        self.apply(self._init_weights)
+
+    def _init_weights(self, module: nn.Module) -> None:
+        if isinstance(module, nn.Linear):
+            # GPT-2: residual projections scaled down so the residual stream's variance stays put with depth
+            std = 0.02 / math.sqrt(2 * self.n_layer) if getattr(module, "is_residual_projection", False) else 0.02
+            nn.init.normal_(module.weight, mean=0.0, std=std)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+    def num_parameters(self) -> int:
+        """Number of distinct parameters (tied weights counted once)."""
+        return sum(p.numel() for p in self.parameters())
+
+    def forward(self, tokens: torch.Tensor, t: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits (B, T, V) of x_0 given the noisy canvas `tokens` (B, T); [MASK] gets -inf."""
+        B, T = tokens.shape
+        if T > self.block_size:
+            raise ValueError(f"canvas length {T} exceeds the model's block_size {self.block_size}")
+        x = self.token_embedding(tokens)  # (B, T, C)
+        if self.position_embedding is not None:
+            x = x + self.position_embedding(torch.arange(T, device=tokens.device))  # (T, C) broadcast
+        if self.time_embedding is not None:
+            if t is None:
+                raise ValueError("this model is time-conditioned: pass the mask ratio t of shape (B,)")
+            x = x + self.time_embedding(t)[:, None, :]  # (B, 1, C) broadcast over positions
+        x = self.dropout(x)
+        for block in self.blocks:
+            x = block(x)
+        logits = self.lm_head(self.ln_f(x)).float()  # (B, T, V)
+        # the clean text never contains [MASK], so the model can never predict it
+        logits[..., self.mask_id] = float("-inf")
+        return logits
+
+    # --- sampling: thin wrappers over the one sampler core in mdlm_hf.sampler ---
+
+    def stream(self, canvas: str, blank: str = "_", **options: Any) -> Iterator[Any]:
+        """Yields every intermediate `SamplerState` while filling the `blank` characters of `canvas`."""
+        from mdlm_hf.sampler import sample, text_to_canvas
+
+        return sample(self, text_to_canvas(self.tokenizer, canvas, blank), **options)
+
+    def infill(self, template: str, blank: str = "_", **options: Any) -> str:
+        """Fills every `blank` character of `template`; other characters stay exactly as given."""
+        from mdlm_hf.sampler import infill
+
+        return infill(self, template, blank=blank, **options)
+
+    def complete(self, prompt: str, length: int, **options: Any) -> str:
+        """Prompt followed by `length` generated characters."""
+        from mdlm_hf.sampler import complete
+
+        return complete(self, prompt, length, **options)
+
+    def generate(self, length: int | None = None, **options: Any) -> str:
+        """Generates `length` characters (default: block_size) from an all-mask canvas."""
+        from mdlm_hf.sampler import complete
+
+        return complete(self, "", self.block_size if length is None else length, **options)
+
+    # --- loading: strict, with errors that say what is wrong ---
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path: str | Path, **kwargs: Any) -> MDLM:
+        """Loads config.json + model.safetensors from a local directory or a Hub repo id."""
+        path = Path(pretrained_model_name_or_path)
+        if path.is_dir():
+            _check_local_checkpoint(path)
+        elif os.path.exists(path):
+            raise ValueError(f"{path} is a file; pass the directory that holds config.json and model.safetensors")
+        return super().from_pretrained(pretrained_model_name_or_path, **kwargs)
+
+    @classmethod
+    def _load_as_safetensor(cls, model: MDLM, model_file: str, map_location: str, strict: bool) -> MDLM:
+        import safetensors.torch
+
+        try:
+            state_dict = safetensors.torch.load_file(model_file, device=map_location)
+        except Exception as error:  # safetensors raises its own error type for truncated/garbled files
+            raise ValueError(f"{model_file} is not a readable safetensors file ({error})") from error
+        expected = model.state_dict()
+        # tied weights are stored once, under either name
+        tied = ("token_embedding.weight", "lm_head.weight")
+        for name, alias in (tied, tied[::-1]):
+            if name in state_dict and alias not in state_dict:
+                state_dict[alias] = state_dict[name]
+        missing = [k for k in expected if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in expected]
+        wrong_shape = [
+            f"{k}: file {tuple(v.shape)} vs config {tuple(expected[k].shape)}"
+            for k, v in state_dict.items()
+            if k in expected and v.shape != expected[k].shape
+        ]
+        if missing or unexpected or wrong_shape:
+            raise ValueError(
+                f"weights in {model_file} do not match config.json: "
+                f"missing {missing or 'none'}; unexpected {unexpected or 'none'}; wrong shape {wrong_shape or 'none'}"
+            )
+        model.load_state_dict(state_dict)
+        model.eval()
+        return model
+
+
+def _check_local_checkpoint(path: Path) -> None:
+    """Raises ValueError naming what is missing or malformed in a checkpoint directory."""
+    config_path, weights_path = path / "config.json", path / "model.safetensors"
+    for required in (config_path, weights_path):
+        if not required.is_file():
+            raise ValueError(f"{path} is not an mdlm_hf checkpoint: {required.name} is missing")
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{config_path} is not valid JSON ({error})") from error
+    if not isinstance(config, dict) or not isinstance(config.get("vocab"), str):
+        raise ValueError(f"{config_path} has no 'vocab' string; was it written by mdlm_hf?")

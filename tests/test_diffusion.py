@@ -1,0 +1,96 @@
+import math
+
+import pytest
+import torch
+import torch.nn as nn
+
+from mdlm_hf import MDLM, CharTokenizer, diffusion_loss, elbo, mask_tokens, sample_times
+
+
+class UniformModel(nn.Module):
+    """Puts equal probability on every non-mask character, whatever the canvas."""
+
+    def __init__(self, vocab_size: int, block_size: int = 64) -> None:
+        super().__init__()
+        self.mask_id, self.vocab_size, self.block_size, self.time_conditioning = (
+            vocab_size - 1,
+            vocab_size,
+            block_size,
+            False,
+        )
+        self.unused = nn.Parameter(torch.zeros(1))
+
+    def forward(self, tokens, t=None):
+        logits = torch.zeros(*tokens.shape, self.vocab_size) + 0 * self.unused
+        logits[..., self.mask_id] = float("-inf")
+        return logits
+
+
+def test_sample_times_are_stratified():
+    t = sample_times(8, torch.Generator().manual_seed(0), t_min=0.0)
+    strata = (t * 8).floor().sort().values
+    assert torch.equal(strata, torch.arange(8.0))  # one t in each eighth of [0, 1)
+
+
+def test_mask_tokens_rate_and_values():
+    tokens = torch.zeros(4, 10_000, dtype=torch.long)
+    t = torch.tensor([0.0, 0.25, 0.5, 1.0])
+    noisy, is_masked = mask_tokens(tokens, t, mask_id=7, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(noisy == 7, is_masked)
+    rates = is_masked.float().mean(dim=1)
+    assert torch.allclose(rates, t, atol=0.02)
+
+
+def test_uniform_model_elbo_is_log_v_minus_one():
+    vocab_size = 40
+    model = UniformModel(vocab_size)
+    tokens = torch.randint(0, vocab_size - 1, (5000,), generator=torch.Generator().manual_seed(0))
+    result = elbo(model, tokens, num_samples=4, generator=torch.Generator().manual_seed(1))
+    assert result.nats_per_char == pytest.approx(math.log(vocab_size - 1), rel=0.01)
+    assert result.bits_per_char == pytest.approx(math.log2(vocab_size - 1), rel=0.01)
+
+
+@pytest.mark.parametrize("weighting", ["elbo", "elbo_count"])
+def test_training_loss_estimates_the_same_bound(weighting):
+    vocab_size = 40
+    model = UniformModel(vocab_size)
+    generator = torch.Generator().manual_seed(0)
+    tokens = torch.randint(0, vocab_size - 1, (64, 64), generator=generator)
+    losses = [diffusion_loss(model, tokens, generator, weighting=weighting).item() for _ in range(100)]
+    assert sum(losses) / len(losses) == pytest.approx(math.log(vocab_size - 1), rel=0.03)
+
+
+def test_elbo_is_deterministic_for_a_generator(tiny_model):
+    tokens = torch.randint(0, tiny_model.mask_id, (300,), generator=torch.Generator().manual_seed(0))
+    first = elbo(tiny_model, tokens, 2, torch.Generator().manual_seed(5)).nats_per_char
+    second = elbo(tiny_model, tokens, 2, torch.Generator().manual_seed(5)).nats_per_char
+    other = elbo(tiny_model, tokens, 2, torch.Generator().manual_seed(6)).nats_per_char
+    assert first == second != other
+
+
+def test_bad_loss_arguments(tiny_model):
+    tokens = torch.zeros(2, 8, dtype=torch.long)
+    with pytest.raises(ValueError, match="weighting"):
+        diffusion_loss(tiny_model, tokens, torch.Generator(), weighting="snr")
+    with pytest.raises(ValueError, match="num_samples"):
+        elbo(tiny_model, tokens[0], num_samples=0)
+
+
+def test_training_on_deterministic_text_drives_elbo_toward_zero():
+    # the only uncertainty is the phase of the period-8 pattern: log(8) / 32 = 0.065 nats/char per window
+    text = "abcdefgh" * 128
+    torch.manual_seed(0)
+    model = MDLM(CharTokenizer.from_text(text).vocab, n_layer=2, n_head=2, n_embd=64, block_size=32)
+    data = torch.tensor(model.tokenizer.encode(text))
+    generator = torch.Generator().manual_seed(0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    before = elbo(model, data, 2, torch.Generator().manual_seed(0)).nats_per_char
+    for _ in range(400):
+        starts = torch.randint(0, len(data) - 32, (32,), generator=generator)
+        batch = torch.stack([data[s : s + 32] for s in starts])
+        loss = diffusion_loss(model, batch, generator)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    after = elbo(model, data, 2, torch.Generator().manual_seed(0)).nats_per_char
+    assert before > 1.5 and after < 0.15

@@ -1,0 +1,85 @@
+import json
+
+import pytest
+import torch
+
+from mdlm_hf import MDLM
+
+
+def test_logits_shape_and_mask_never_predicted(tiny_model):
+    tokens = torch.randint(0, tiny_model.vocab_size, (3, 40))
+    logits = tiny_model(tokens)
+    assert logits.shape == (3, 40, tiny_model.vocab_size)
+    assert torch.isinf(logits[..., tiny_model.mask_id]).all()
+    assert torch.isfinite(logits[..., : tiny_model.mask_id]).all()
+
+
+def test_attention_is_bidirectional(tiny_model):
+    tokens = torch.randint(0, tiny_model.mask_id, (1, 20))
+    changed = tokens.clone()
+    changed[0, -1] = (changed[0, -1] + 1) % tiny_model.mask_id
+    # a change at the last position must reach the first one (no causal mask)
+    assert not torch.allclose(tiny_model(tokens)[0, 0], tiny_model(changed)[0, 0])
+
+
+def test_too_long_canvas_is_refused(tiny_model):
+    with pytest.raises(ValueError, match="block_size"):
+        tiny_model(torch.zeros(1, tiny_model.block_size + 1, dtype=torch.long))
+
+
+def test_time_conditioning_needs_t(tiny_model):
+    model = MDLM(tiny_model.tokenizer.vocab, n_layer=1, n_head=2, n_embd=32, block_size=16, time_conditioning=True)
+    tokens = torch.zeros(2, 8, dtype=torch.long)
+    with pytest.raises(ValueError, match="time-conditioned"):
+        model(tokens)
+    assert model(tokens, torch.tensor([0.1, 0.9])).shape == (2, 8, model.vocab_size)
+
+
+def test_save_and_load_round_trip(tiny_model, tmp_path):
+    tiny_model.save_pretrained(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["README.md", "config.json", "model.safetensors"]
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["vocab"] == tiny_model.tokenizer.vocab and config["n_layer"] == 2
+    loaded = MDLM.from_pretrained(tmp_path)
+    tokens = torch.randint(0, tiny_model.vocab_size, (2, 30))
+    assert torch.equal(loaded(tokens), tiny_model(tokens))
+    assert loaded.tokenizer == tiny_model.tokenizer
+    assert loaded.lm_head.weight is loaded.token_embedding.weight  # the tie survives loading
+    card = (tmp_path / "README.md").read_text()
+    assert "library_name: mdlm_hf" in card and "from_pretrained" in card
+
+
+def test_mismatched_config_is_refused(tiny_model, tmp_path):
+    tiny_model.save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["n_embd"] = 64
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="do not match config.json.*wrong shape"):
+        MDLM.from_pretrained(tmp_path)
+    config["n_embd"], config["n_layer"] = 32, 3
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="missing.*blocks.2"):
+        MDLM.from_pretrained(tmp_path)
+
+
+def test_corrupt_files_give_clear_errors(tiny_model, tmp_path):
+    tiny_model.save_pretrained(tmp_path)
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])
+    with pytest.raises(ValueError, match="not a readable safetensors file"):
+        MDLM.from_pretrained(tmp_path)
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        MDLM.from_pretrained(tmp_path)
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(ValueError, match="no 'vocab'"):
+        MDLM.from_pretrained(tmp_path)
+    (tmp_path / "config.json").unlink()
+    with pytest.raises(ValueError, match="config.json is missing"):
+        MDLM.from_pretrained(tmp_path)
+
+
+@pytest.mark.parametrize("kwargs", [dict(n_embd=30, n_head=4), dict(position_encoding="alibi"), dict(dropout=1.5)])
+def test_bad_config_is_refused(kwargs):
+    with pytest.raises(ValueError):
+        MDLM("abc", **{"n_layer": 1, "n_head": 2, "n_embd": 32, **kwargs})

@@ -1,0 +1,210 @@
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import train  # training/train.py (pytest puts training/ on sys.path)
+
+from mdlm_hf import MDLM
+from mdlm_hf.data import atomic_write_bytes
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+TINY_ARGS = [
+    "--n-layer",
+    "1",
+    "--n-head",
+    "2",
+    "--n-embd",
+    "32",
+    "--block-size",
+    "32",
+    "--batch-size",
+    "4",
+    "--warmup-steps",
+    "2",
+    "--eval-interval",
+    "5",
+    "--eval-chars",
+    "256",
+    "--log-interval",
+    "2",
+    "--dtype",
+    "float32",
+    "--threads",
+    "1",
+]
+
+
+@pytest.fixture
+def text_file(tmp_path, tiny_text):
+    path = tmp_path / "text.txt"
+    path.write_text(tiny_text * 3)
+    return path
+
+
+def run(text_file, out_dir, *extra):
+    return train.main(["--data", str(text_file), "--out-dir", str(out_dir), *TINY_ARGS, *extra])
+
+
+def test_resumed_run_continues_with_identical_state(text_file, tmp_path):
+    straight = run(text_file, tmp_path / "straight", "--max-steps", "12", "--dropout", "0.1")
+    first_half = run(text_file, tmp_path / "split", "--max-steps", "12", "--dropout", "0.1", "--stop-at-step", "6")
+    assert first_half["step"] == 6 and not first_half["finished"]
+    resumed = run(text_file, tmp_path / "split", "--max-steps", "12", "--dropout", "0.1", "--resume")
+    assert resumed["step"] == 12 and resumed["finished"]
+    for name, weight in straight["model"].state_dict().items():
+        assert torch.equal(weight, resumed["model"].state_dict()[name]), name
+    history = json.loads((tmp_path / "split" / "history.json").read_text())
+    assert [h["step"] for h in history["val"]] == [5, 10, 12]
+
+
+def test_killed_write_keeps_the_previous_file(tmp_path, monkeypatch):
+    path = tmp_path / "ckpt.pt"
+    atomic_write_bytes(path, b"good checkpoint")
+
+    def crash(fd):
+        raise OSError("killed mid-write")
+
+    monkeypatch.setattr(os, "fsync", crash)
+    with pytest.raises(OSError):
+        atomic_write_bytes(path, b"half a checkpo")
+    assert path.read_bytes() == b"good checkpoint"
+    assert [p.name for p in tmp_path.iterdir()] == ["ckpt.pt"]  # no temporary file left behind
+
+
+def test_sigkill_during_training_leaves_a_loadable_checkpoint(text_file, tmp_path):
+    out = tmp_path / "run"
+    command = [
+        sys.executable,
+        str(REPO_ROOT / "training" / "train.py"),
+        "--data",
+        str(text_file),
+        "--out-dir",
+        str(out),
+        *TINY_ARGS,
+        "--max-steps",
+        "100000",
+        "--eval-interval",
+        "3",
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):  # wait until a few checkpoints have been written
+            if (out / "history.json").is_file() and len(json.loads((out / "history.json").read_text())["val"]) >= 3:
+                break
+            process.wait(timeout=0.1) if process.poll() is not None else None
+            torch.multiprocessing.Event().wait(0.1)
+        process.kill()
+        process.wait()
+    finally:
+        process.kill()
+    checkpoint = torch.load(out / "ckpt.pt", weights_only=False)
+    assert checkpoint["step"] >= 9
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_export_round_trips_and_push_is_intercepted(text_file, tmp_path, monkeypatch):
+    export_dir = tmp_path / "export"
+    summary = run(text_file, tmp_path / "run", "--max-steps", "6", "--export-dir", str(export_dir))
+    files = sorted(p.name for p in export_dir.iterdir())
+    assert files == sorted(train_export().EXPORT_FILES)
+    loaded = MDLM.from_pretrained(export_dir)
+    tokens = torch.randint(0, loaded.mask_id, (1, 20))
+    best = torch.load(tmp_path / "run" / "best.pt", weights_only=False)
+    reference = MDLM(**best["model_config"])
+    reference.load_state_dict(best["model"])
+    assert torch.equal(loaded(tokens), reference.eval()(tokens))
+    card = (export_dir / "README.md").read_text()
+    metrics = json.loads((export_dir / "metrics.json").read_text())
+    assert f"{metrics['val_nelbo_nats_per_char']:.4f} nats/char" in card and "## Samples" in card
+    assert summary["finished"]
+
+    calls = []
+
+    class FakeApi:
+        def __init__(self, token=None):
+            pass
+
+        def create_repo(self, repo_id, **kwargs):
+            calls.append(("create_repo", repo_id, kwargs))
+
+        def upload_folder(self, folder_path, repo_id, **kwargs):
+            calls.append(("upload_folder", repo_id, sorted(p.name for p in Path(folder_path).iterdir())))
+            return "https://huggingface.co/me/model/commit/abc"
+
+    import huggingface_hub
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
+    url = train_export().push_to_hub(export_dir, "me/model")
+    assert url.endswith("abc")
+    assert calls[0][:2] == ("create_repo", "me/model") and calls[0][2]["exist_ok"]
+    assert calls[1] == ("upload_folder", "me/model", files)
+
+
+def train_export():
+    import export
+
+    return export
+
+
+def test_bad_arguments_give_clear_errors(tmp_path, text_file):
+    with pytest.raises(ValueError, match="does not exist"):
+        run(tmp_path / "missing.txt", tmp_path / "a", "--max-steps", "1")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("  \n")
+    with pytest.raises(ValueError, match="is empty"):
+        run(empty, tmp_path / "b", "--max-steps", "1")
+    short = tmp_path / "short.txt"
+    short.write_text("just a few words")
+    with pytest.raises(ValueError, match="too short for --block-size"):
+        run(short, tmp_path / "c", "--max-steps", "1")
+    with pytest.raises(ValueError, match="no checkpoint"):
+        run(text_file, tmp_path / "d", "--resume")
+    with pytest.raises(SystemExit):
+        run(text_file, tmp_path / "e", "--batch-size", "0")
+    result = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "training" / "train.py"), "--data", str(tmp_path / "nope")],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode != 0 and result.stderr.strip().splitlines()[-1].startswith("error: training text")
+
+
+def test_torchrun_two_processes_end_with_identical_weights(text_file, tmp_path):
+    script = tmp_path / "ddp_check.py"
+    script.write_text(
+        "import sys, os, torch\n"
+        f"sys.path.insert(0, {str(REPO_ROOT / 'training')!r})\n"
+        "import train\n"
+        "summary = train.main(sys.argv[1:])\n"
+        "rank_file = os.path.join(summary['out_dir'], f\"rank{os.environ['RANK']}.pt\")\n"
+        "torch.save(summary['model'].state_dict(), rank_file)\n"
+    )
+    out = tmp_path / "ddp"
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_port",
+        "29517",
+        str(script),
+        "--data",
+        str(text_file),
+        "--out-dir",
+        str(out),
+        *TINY_ARGS,
+        "--max-steps",
+        "6",
+    ]
+    subprocess.run(command, check=True, capture_output=True, timeout=300)
+    rank0, rank1 = torch.load(out / "rank0.pt"), torch.load(out / "rank1.pt")
+    assert all(torch.equal(rank0[k], rank1[k]) for k in rank0)
+    checkpoint = torch.load(out / "ckpt.pt", weights_only=False)
+    assert checkpoint["step"] == 6 and checkpoint["tokens_seen"] == 6 * 2 * 4 * 32  # both ranks' batches count
+    assert all(torch.equal(checkpoint["model"][k], rank0[k]) for k in rank0)
+    assert len(checkpoint["rng"]) == 2 and not torch.equal(checkpoint["rng"][0]["data"], checkpoint["rng"][1]["data"])

@@ -1,0 +1,224 @@
+"""Turn a training run into the directory a Hub repo holds, and optionally upload it.
+
+    python training/export.py --run-dir runs/shakespeare --export-dir pretrained/mdlm-shakespeare-char \\
+        --data ../shared/data/tinyshakespeare.txt [--push-to-hub user/mdlm-shakespeare-char]
+
+The export holds model.safetensors, config.json, a model card README.md with measured metrics,
+training_curve.png, accuracy_vs_mask_ratio.png, metrics.json and words.txt (the training split's
+word list, used by the app's valid-word metric). It is written to a temporary directory and then
+swapped in, so an interrupted export never leaves a half-written model behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shutil
+import tempfile
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import torch
+from evaluate import evaluate_model, plot_accuracy  # training/evaluate.py, beside this script
+
+from mdlm_hf import MDLM
+from mdlm_hf.data import read_text, split_text
+from mdlm_hf.metrics import save_word_list
+
+EXPORT_FILES = (
+    "README.md",
+    "accuracy_vs_mask_ratio.png",
+    "config.json",
+    "metrics.json",
+    "model.safetensors",
+    "training_curve.png",
+    "words.txt",
+)
+
+
+def plot_training_curve(history: dict, path: Path) -> None:
+    """Training loss and validation NELBO against tokens seen."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    if history.get("train"):
+        ax.plot(
+            [h["tokens"] / 1e6 for h in history["train"]],
+            [h["loss"] for h in history["train"]],
+            alpha=0.5,
+            label="training loss (one batch)",
+        )
+    if history.get("val"):
+        ax.plot(
+            [h["tokens"] / 1e6 for h in history["val"]],
+            [h["nelbo"] for h in history["val"]],
+            marker="o",
+            label="validation NELBO",
+        )
+    ax.set(xlabel="tokens seen (millions)", ylabel="nats per character", title="Training")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def hardware_description() -> str:
+    """CPU model and core count, or the GPU name."""
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name(0)
+    model_name = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model_name = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{model_name}, {torch.get_num_threads()} threads"
+
+
+def model_card_details(model: MDLM, report: dict, run: dict) -> dict:
+    """Values for the model card template: metrics, training facts, samples, limitations."""
+    accuracy_rows = "\n".join(f"| {r:.1f} | {a:.3f} |" for r, a in report["accuracy_by_mask_ratio"])
+    samples = "\n\n".join(f"```\n{t}\n```" for t in report["samples"])
+    args = run.get("args", {})
+    recipe = ", ".join(
+        f"{k}={args[k]}"
+        for k in (
+            "n_layer",
+            "n_head",
+            "n_embd",
+            "block_size",
+            "dropout",
+            "position_encoding",
+            "batch_size",
+            "max_steps",
+            "lr",
+            "min_lr",
+            "warmup_steps",
+            "weight_decay",
+            "beta2",
+            "grad_clip",
+            "loss_weighting",
+        )
+        if k in args
+    )
+    details = f"""## Evaluation (validation split: last 10 % of the text, {report["val_chars"]:,} characters)
+
+| metric | value |
+|---|---|
+| negative ELBO (upper bound on NLL) | **{report["val_nelbo_nats_per_char"]:.4f} nats/char** |
+| same, in bits | {report["val_nelbo_bits_per_char"]:.4f} bits/char |
+
+The ELBO uses {report["elbo_mask_samples_per_window"]} stratified mask draws per {model.block_size}-character window.
+For comparison, nanoGPT's autoregressive character model reaches 1.47 nats/char on this split.
+
+Masked-token accuracy (argmax) by mask ratio:
+
+| mask ratio | accuracy |
+|---|---|
+{accuracy_rows}
+
+![accuracy vs mask ratio](accuracy_vs_mask_ratio.png)
+
+## Training
+
+- parameters: {model.num_parameters():,}
+- tokens seen: {run.get("tokens_seen", 0):,}, in {run.get("step", 0):,} steps
+- wall time: {run.get("wall_time", 0) / 60:.1f} minutes on {hardware_description()}
+- recipe: {recipe}
+
+![training curve](training_curve.png)
+
+## Samples ({report["sampling"]["length"]} characters, {report["sampling"]["num_steps"]} steps, \
+order {report["sampling"]["order"]}, temperature {report["sampling"]["temperature"]})
+
+{samples}
+
+## Limitations
+
+A character-level model of about a million characters of Shakespeare, trained for minutes on a CPU:
+it writes Shakespeare-shaped text (speaker names, verse lines, mostly real words) without sense or
+memory beyond its {model.block_size}-character window. It knows only the characters of its training
+text and refuses others. Not for any use beyond study and play.
+"""
+    return {
+        "title": "mdlm_hf: a masked diffusion language model of Shakespeare, character by character",
+        "details": details,
+    }
+
+
+def export_model(model: MDLM, export_dir: Path, train_text: str, val_text: str, run: dict, history: dict) -> dict:
+    """Writes the Hub-ready directory for `model` (atomically); returns the evaluation report."""
+    export_dir = Path(export_dir)
+    export_dir.parent.mkdir(parents=True, exist_ok=True)
+    report = evaluate_model(model, val_text)
+    staging = Path(tempfile.mkdtemp(dir=export_dir.parent, prefix=f".{export_dir.name}."))
+    try:
+        model.save_pretrained(staging, model_card_kwargs=model_card_details(model, report, run))
+        save_word_list(train_text, staging / "words.txt")
+        plot_accuracy(report["accuracy_by_mask_ratio"], staging / "accuracy_vs_mask_ratio.png")
+        plot_training_curve(history, staging / "training_curve.png")
+        facts = {k: run.get(k) for k in ("step", "tokens_seen", "wall_time")}
+        (staging / "metrics.json").write_text(json.dumps({**report, "training": facts}, indent=2))
+        old = export_dir.with_name(f".{export_dir.name}.old")
+        if export_dir.exists():
+            export_dir.rename(old)
+        staging.rename(export_dir)
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return report
+
+
+def push_to_hub(export_dir: Path, repo_id: str, token: str | None = None, private: bool = False) -> str:
+    """Creates the model repo if needed and uploads the export directory; returns the commit URL."""
+    from huggingface_hub import HfApi
+
+    export_dir = Path(export_dir)
+    missing = [f for f in ("config.json", "model.safetensors", "README.md") if not (export_dir / f).is_file()]
+    if missing:
+        raise ValueError(f"{export_dir} is not an export directory: missing {', '.join(missing)}")
+    api = HfApi(token=token)
+    api.create_repo(repo_id, repo_type="model", private=private, exist_ok=True)
+    commit = api.upload_folder(
+        folder_path=str(export_dir), repo_id=repo_id, repo_type="model", commit_message="Upload mdlm_hf model"
+    )
+    return str(commit)
+
+
+def export_run(run_dir: Path, export_dir: Path, data_path: Path, push_to_hub_repo: str | None = None) -> dict:
+    """Exports the best checkpoint of a run (the latest if none was kept) and optionally uploads it."""
+    run_dir = Path(run_dir)
+    latest = run_dir / "ckpt.pt"
+    if not latest.is_file():
+        raise ValueError(f"{run_dir} has no ckpt.pt: is it a training run's --out-dir?")
+    run = torch.load(latest, map_location="cpu", weights_only=False)
+    best_path = run_dir / "best.pt"
+    weights = torch.load(best_path, map_location="cpu", weights_only=False) if best_path.is_file() else run
+    model = MDLM(**weights["model_config"])
+    model.load_state_dict(weights["model"])
+    train_text, val_text = split_text(read_text(data_path))
+    report = export_model(model, Path(export_dir), train_text, val_text, run, run.get("history", {}))
+    print(f"exported to {export_dir}: validation NELBO {report['val_nelbo_nats_per_char']:.4f} nats/char")
+    if push_to_hub_repo:
+        print(f"pushed: {push_to_hub(Path(export_dir), push_to_hub_repo)}")
+    return report
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--run-dir", required=True)
+    parser.add_argument("--export-dir", required=True)
+    parser.add_argument("--data", required=True, help="the training text (for the validation split and word list)")
+    parser.add_argument("--push-to-hub", default=None, metavar="REPO_ID")
+    args = parser.parse_args(argv)
+    export_run(Path(args.run_dir), Path(args.export_dir), Path(args.data), args.push_to_hub)
+
+
+if __name__ == "__main__":
+    main()
