@@ -19,6 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 LOSS_WEIGHTINGS = ("elbo", "elbo_count", "uniform")
+MASK_RATIOS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
 
 def sample_times(batch_size: int, generator: torch.Generator, t_min: float = 1e-3) -> torch.Tensor:
@@ -135,3 +136,32 @@ def elbo(
             total_nats += (ce / num_masked * n).sum().item() / num_samples
     model.train(was_training)
     return ElboResult(nats_per_char=total_nats / tokens.numel(), num_chars=tokens.numel())
+
+
+@torch.no_grad()
+def accuracy_by_mask_ratio(
+    model: nn.Module,
+    tokens: torch.Tensor,
+    ratios: tuple[float, ...] = MASK_RATIOS,
+    num_windows: int = 64,
+    seed: int = 0,
+) -> list[tuple[float, float]]:
+    """Share of masked characters the model's argmax gets right, for each mask ratio, on validation windows."""
+    generator = torch.Generator().manual_seed(seed)
+    if tokens.dim() != 1 or tokens.numel() == 0:
+        raise ValueError("accuracy_by_mask_ratio expects a non-empty 1-D tensor of token ids")
+    L = min(model.block_size, tokens.numel())
+    starts = torch.randint(0, tokens.numel() - L + 1, (num_windows,), generator=generator)
+    windows = torch.stack([tokens[s : s + L] for s in starts.tolist()])  # (N, L)
+    results = []
+    for ratio in ratios:
+        num_masked = max(1, round(ratio * L))
+        ranks = torch.rand(windows.shape, generator=generator).argsort(dim=1).argsort(dim=1)
+        is_masked = ranks < num_masked  # exactly num_masked random positions per window
+        noisy = torch.where(is_masked, model.mask_id, windows)
+        device = next(model.parameters()).device
+        logits = model(noisy.to(device), torch.full((num_windows,), num_masked / L, device=device))
+        predictions = logits.argmax(dim=-1).cpu()
+        correct = (predictions == windows) & is_masked
+        results.append((ratio, correct.sum().item() / is_masked.sum().item()))
+    return results

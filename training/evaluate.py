@@ -17,30 +17,8 @@ import torch
 
 from mdlm_hf import MDLM, elbo
 from mdlm_hf.data import read_text, split_text
+from mdlm_hf.diffusion import accuracy_by_mask_ratio
 from mdlm_hf.sampler import DEFAULT_SAMPLING
-
-MASK_RATIOS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
-
-
-@torch.no_grad()
-def accuracy_by_mask_ratio(
-    model: MDLM, tokens: torch.Tensor, ratios: tuple[float, ...] = MASK_RATIOS, num_windows: int = 64, seed: int = 0
-) -> list[tuple[float, float]]:
-    """Share of masked characters the model's argmax gets right, for each mask ratio, on validation windows."""
-    generator = torch.Generator().manual_seed(seed)
-    L = min(model.block_size, tokens.numel())
-    starts = torch.randint(0, tokens.numel() - L + 1, (num_windows,), generator=generator)
-    windows = torch.stack([tokens[s : s + L] for s in starts.tolist()])  # (N, L)
-    results = []
-    for ratio in ratios:
-        num_masked = max(1, round(ratio * L))
-        ranks = torch.rand(windows.shape, generator=generator).argsort(dim=1).argsort(dim=1)
-        is_masked = ranks < num_masked  # exactly num_masked random positions per window
-        noisy = torch.where(is_masked, model.mask_id, windows)
-        predictions = model(noisy, torch.full((num_windows,), num_masked / L)).argmax(dim=-1)
-        correct = (predictions == windows) & is_masked
-        results.append((ratio, correct.sum().item() / is_masked.sum().item()))
-    return results
 
 
 def plot_accuracy(results: list[tuple[float, float]], path: Path) -> None:

@@ -196,7 +196,9 @@ def main(argv: list[str] | None = None) -> dict:
             position_encoding=args.position_encoding,
             time_conditioning=args.time_conditioning,
         )
+    torch.manual_seed(args.seed)  # the same initial weights on every rank; DDP also broadcasts rank 0's
     model = MDLM(**model_config).to(device)
+    torch.manual_seed(args.seed + 2000 + rank)  # dropout masks differ between ranks
     tokenizer = model.tokenizer
     train_data = torch.tensor(tokenizer.encode(train_text), dtype=torch.long)
     val_data = torch.tensor(tokenizer.encode(val_text), dtype=torch.long)
@@ -211,7 +213,6 @@ def main(argv: list[str] | None = None) -> dict:
     )
     data_generator = torch.Generator().manual_seed(args.seed + rank)
     noise_generator = torch.Generator().manual_seed(args.seed + 1000 + rank)
-    torch.manual_seed(args.seed + 2000 + rank)  # dropout
     step, tokens_seen, wall_time, best_val = 0, 0, 0.0, float("inf")
     history: dict[str, list] = {"train": [], "val": []}
     if checkpoint is not None:
@@ -264,7 +265,7 @@ def main(argv: list[str] | None = None) -> dict:
         payload = make_checkpoint()  # collective under torchrun: every rank calls it
         if is_main:
             save_checkpoint(ckpt_path, payload)
-            (out_dir / "history.json").write_text(json.dumps(history))
+            atomic_write_bytes(out_dir / "history.json", json.dumps(history).encode())
 
     # SIGTERM (e.g. a scheduler stopping us) behaves like Ctrl-C: save, then exit cleanly
     signal.signal(signal.SIGTERM, signal.default_int_handler)
@@ -345,7 +346,7 @@ def main(argv: list[str] | None = None) -> dict:
     if interrupted:
         if is_main:
             save_checkpoint(ckpt_path, make_checkpoint())
-            (out_dir / "history.json").write_text(json.dumps(history))
+            atomic_write_bytes(out_dir / "history.json", json.dumps(history).encode())
     else:
         write_checkpoint()
 
