@@ -93,4 +93,4 @@ def test_training_on_deterministic_text_drives_elbo_toward_zero():
         loss.backward()
         optimizer.step()
     after = elbo(model, data, 2, torch.Generator().manual_seed(0)).nats_per_char
-    assert before > 1.5 and after < 0.15
+    assert before > 1.5 and after < 0.25  # from log(8) = 2.08 towards the 0.065 floor

@@ -220,10 +220,15 @@ def main(argv: list[str] | None = None) -> dict:
         optimizer.load_state_dict(checkpoint["optimizer"])
         step, tokens_seen, wall_time = checkpoint["step"], checkpoint["tokens_seen"], checkpoint["wall_time"]
         best_val, history = checkpoint["best_val"], checkpoint["history"]
-        rng = checkpoint["rng"][rank] if rank < len(checkpoint["rng"]) else checkpoint["rng"][0]
-        data_generator.set_state(rng["data"])
-        noise_generator.set_state(rng["noise"])
-        torch.set_rng_state(rng["torch"])
+        if rank < len(checkpoint["rng"]):
+            rng = checkpoint["rng"][rank]
+            data_generator.set_state(rng["data"])
+            noise_generator.set_state(rng["noise"])
+            torch.set_rng_state(rng["torch"])
+        else:  # saved on Ctrl-C, when only rank 0's state could be collected: fresh streams, never a copy of rank 0's
+            data_generator.manual_seed(args.seed + rank + 7919 * step)
+            noise_generator.manual_seed(args.seed + 1000 + rank + 7919 * step)
+            torch.manual_seed(args.seed + 2000 + rank + 7919 * step)
     train_model = DistributedDataParallel(model) if distributed else model
 
     if args.dtype == "auto" and device.type == "cpu":
