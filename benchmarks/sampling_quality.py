@@ -1,0 +1,194 @@
+"""Sampling study: quality vs steps vs speed for every reveal order, on the trained model.
+
+    python benchmarks/sampling_quality.py [--model DIR] [--steps 8 16 32 64 128 256] [--samples 32]
+
+For each setting, `--samples` texts of `--length` characters are generated in one batch with fixed
+seeds and scored against the training split: valid-word rate, perplexity under an independent
+character 5-gram Kneser-Ney judge, character entropy and distinct-4 (real validation text is scored
+the same way for reference), plus chars/s. Results accumulate in benchmarks/results/sampling_quality.json
+(so the grid can be run in parts); the markdown table and PNG plots are rebuilt from all results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import torch
+from common import REPO_ROOT, SHARED_DATA, load_model
+
+from mdlm_hf import ORDERS, sample
+from mdlm_hf.data import read_text, split_text
+from mdlm_hf.metrics import KneserNeyJudge, char_entropy, distinct_n, valid_word_rate, word_list
+from mdlm_hf.sampler import final_state
+
+RESULTS = REPO_ROOT / "benchmarks" / "results"
+
+
+def score(texts: list[str], judge: KneserNeyJudge, known_words: set[str]) -> dict:
+    """Quality metrics of a set of texts, pooled over the set."""
+    pooled = "".join(texts)
+    return {
+        "valid_word_rate": valid_word_rate(" ".join(texts), known_words),
+        "judge_perplexity": judge.perplexity(texts),
+        "char_entropy_bits": char_entropy(pooled),
+        "distinct_4": sum(distinct_n(t, 4) for t in texts) / len(texts),
+    }
+
+
+def run_setting(model, setting: dict, num_samples: int, length: int, seed: int) -> tuple[list[str], float]:
+    """Generates num_samples texts in one batch; returns them and the wall time."""
+    canvas = torch.full((num_samples, length), model.mask_id)
+    start = time.perf_counter()
+    state = final_state(sample(model, canvas, seed=seed, **setting))
+    seconds = time.perf_counter() - start
+    return [model.tokenizer.decode(row) for row in state.tokens], seconds
+
+
+def make_report(results: list[dict], reference: dict, out_dir: Path) -> str:
+    """Markdown table and the two plots from all results so far."""
+    lines = [
+        f"Real validation text ({reference['num_samples']} windows of {reference['length']} chars): "
+        f"valid-word rate {reference['valid_word_rate']:.3f}, judge perplexity {reference['judge_perplexity']:.2f}, "
+        f"char entropy {reference['char_entropy_bits']:.3f} bits, distinct-4 {reference['distinct_4']:.3f}\n",
+        "| order | steps | temp | extra | valid words | judge ppl | ppl / real | entropy / real | distinct-4 "
+        "| chars/s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in sorted(results, key=lambda r: (r["extra"], r["order"], r["temperature"], r["num_steps"])):
+        lines.append(
+            f"| {r['order']} | {r['num_steps']} | {r['temperature']} | {r['extra'] or '-'} "
+            f"| {r['valid_word_rate']:.3f} | "
+            f"{r['judge_perplexity']:.2f} | {r['judge_perplexity'] / reference['judge_perplexity']:.2f} | "
+            f"{r['char_entropy_bits'] / reference['char_entropy_bits']:.3f} | {r['distinct_4']:.3f} | "
+            f"{r['chars_per_s']:.0f} |"
+        )
+    plain = [r for r in results if not r["extra"]]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for order in ORDERS:
+        for temperature, style in ((1.0, "-"), (0.7, "--")):
+            rows = sorted(
+                (r for r in plain if r["order"] == order and r["temperature"] == temperature),
+                key=lambda r: r["num_steps"],
+            )
+            if rows:
+                label = f"{order}, T={temperature}"
+                axes[0].plot(
+                    [r["num_steps"] for r in rows], [r["valid_word_rate"] for r in rows], style, marker="o", label=label
+                )
+                axes[1].plot(
+                    [r["num_steps"] for r in rows],
+                    [r["judge_perplexity"] for r in rows],
+                    style,
+                    marker="o",
+                    label=label,
+                )
+    axes[0].axhline(reference["valid_word_rate"], color="k", lw=0.8, label="real text")
+    axes[1].axhline(reference["judge_perplexity"], color="k", lw=0.8, label="real text")
+    axes[0].set(xscale="log", xlabel="denoising steps", ylabel="valid-word rate", title="Valid words vs steps")
+    axes[1].set(
+        xscale="log",
+        xlabel="denoising steps",
+        ylabel="judge perplexity (lower is better)",
+        title="Judge perplexity vs steps",
+    )
+    axes[1].legend(fontsize=7, ncol=2)
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out_dir / "quality_vs_steps.png", dpi=110)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    for order in ORDERS:
+        rows = [r for r in plain if r["order"] == order]
+        ax.scatter([r["chars_per_s"] for r in rows], [r["valid_word_rate"] for r in rows], label=order, s=18)
+    extras = [r for r in results if r["extra"]]
+    ax.scatter(
+        [r["chars_per_s"] for r in extras],
+        [r["valid_word_rate"] for r in extras],
+        marker="x",
+        c="k",
+        label="threshold / blocks",
+    )
+    ax.set(
+        xscale="log", xlabel="chars/s (batch of samples, this CPU)", ylabel="valid-word rate", title="Quality vs speed"
+    )
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out_dir / "quality_vs_speed.png", dpi=110)
+    plt.close(fig)
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default=None)
+    parser.add_argument(
+        "--data", default=str(SHARED_DATA), help="training text: the judge and word list use its train split"
+    )
+    parser.add_argument("--steps", type=int, nargs="+", default=[8, 16, 32, 64, 128, 256])
+    parser.add_argument("--orders", nargs="+", default=list(ORDERS))
+    parser.add_argument("--temperatures", type=float, nargs="+", default=[0.7, 1.0])
+    parser.add_argument("--extras", action="store_true", help="also threshold mode and semi-autoregressive blocks")
+    parser.add_argument("--samples", type=int, default=32)
+    parser.add_argument("--length", type=int, default=256)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out-dir", default=str(RESULTS))
+    args = parser.parse_args(argv)
+    model, source = load_model(args.model)
+    train_text, val_text = split_text(read_text(args.data))
+    judge, known_words = KneserNeyJudge(train_text, order=5), set(word_list(train_text))
+    windows = [val_text[i : i + args.length] for i in range(0, args.samples * args.length * 4, args.length * 4)]
+    reference = {**score(windows, judge, known_words), "num_samples": len(windows), "length": args.length}
+    out_dir = Path(args.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    store = out_dir / "sampling_quality.json"
+    results = json.loads(store.read_text())["results"] if store.is_file() else []
+
+    settings = [
+        dict(order=o, num_steps=s, temperature=t) for t in args.temperatures for s in args.steps for o in args.orders
+    ]
+    if args.extras:
+        for t in args.temperatures:
+            settings += [
+                dict(order="confidence", num_steps=64, temperature=t, threshold=0.9),
+                dict(order="confidence", num_steps=64, temperature=t, block_length=32),
+            ]
+    for setting in settings:
+        extra = "threshold 0.9" if "threshold" in setting else ("blocks of 32" if "block_length" in setting else "")
+        texts, seconds = run_setting(model, setting, args.samples, args.length, args.seed)
+        row = {
+            "order": setting["order"],
+            "num_steps": setting["num_steps"],
+            "temperature": setting["temperature"],
+            "extra": extra,
+            **score(texts, judge, known_words),
+            "chars_per_s": args.samples * args.length / seconds,
+            "example": texts[0],
+        }
+        results = [
+            r
+            for r in results
+            if (r["order"], r["num_steps"], r["temperature"], r["extra"])
+            != (row["order"], row["num_steps"], row["temperature"], row["extra"])
+        ] + [row]
+        store.write_text(json.dumps({"model": source, "reference": reference, "results": results}, indent=1))
+        print(
+            f"{setting} -> valid words {row['valid_word_rate']:.3f}, judge ppl {row['judge_perplexity']:.2f}, "
+            f"{row['chars_per_s']:.0f} chars/s",
+            flush=True,
+        )
+    table = make_report(results, reference, out_dir)
+    (out_dir / "sampling_quality.md").write_text(table + "\n")
+    print(table)
+
+
+if __name__ == "__main__":
+    main()
