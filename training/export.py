@@ -80,7 +80,7 @@ def hardware_description() -> str:
     return f"{model_name}, {torch.get_num_threads()} threads"
 
 
-def model_card_details(model: MDLM, report: dict, run: dict) -> dict:
+def model_card_details(model: MDLM, report: dict, run: dict, recipe_notes: str = "") -> dict:
     """Values for the model card template: metrics, training facts, samples, limitations."""
     accuracy_rows = "\n".join(f"| {r:.1f} | {a:.3f} |" for r, a in report["accuracy_by_mask_ratio"])
     samples = "\n\n".join(f"```\n{t}\n```" for t in report["samples"])
@@ -133,6 +133,8 @@ Masked-token accuracy (argmax) by mask ratio:
 
 ![training curve](training_curve.png)
 
+{recipe_notes}
+
 ## Samples ({report["sampling"]["length"]} characters, {report["sampling"]["num_steps"]} steps, \
 order {report["sampling"]["order"]}, temperature {report["sampling"]["temperature"]})
 
@@ -151,14 +153,16 @@ text and refuses others. Not for any use beyond study and play.
     }
 
 
-def export_model(model: MDLM, export_dir: Path, train_text: str, val_text: str, run: dict, history: dict) -> dict:
+def export_model(
+    model: MDLM, export_dir: Path, train_text: str, val_text: str, run: dict, history: dict, recipe_notes: str = ""
+) -> dict:
     """Writes the Hub-ready directory for `model` (atomically); returns the evaluation report."""
     export_dir = Path(export_dir)
     export_dir.parent.mkdir(parents=True, exist_ok=True)
     report = evaluate_model(model, val_text)
     staging = Path(tempfile.mkdtemp(dir=export_dir.parent, prefix=f".{export_dir.name}."))
     try:
-        model.save_pretrained(staging, model_card_kwargs=model_card_details(model, report, run))
+        model.save_pretrained(staging, model_card_kwargs=model_card_details(model, report, run, recipe_notes))
         save_word_list(train_text, staging / "words.txt")
         plot_accuracy(report["accuracy_by_mask_ratio"], staging / "accuracy_vs_mask_ratio.png")
         plot_training_curve(history, staging / "training_curve.png")
@@ -191,7 +195,13 @@ def push_to_hub(export_dir: Path, repo_id: str, token: str | None = None, privat
     return str(commit)
 
 
-def export_run(run_dir: Path, export_dir: Path, data_path: Path, push_to_hub_repo: str | None = None) -> dict:
+def export_run(
+    run_dir: Path,
+    export_dir: Path,
+    data_path: Path,
+    push_to_hub_repo: str | None = None,
+    recipe_path: Path | None = None,
+) -> dict:
     """Exports the best checkpoint of a run (the latest if none was kept) and optionally uploads it."""
     run_dir = Path(run_dir)
     latest = run_dir / "ckpt.pt"
@@ -203,7 +213,8 @@ def export_run(run_dir: Path, export_dir: Path, data_path: Path, push_to_hub_rep
     model = MDLM(**weights["model_config"])
     model.load_state_dict(weights["model"])
     train_text, val_text = split_text(read_text(data_path))
-    report = export_model(model, Path(export_dir), train_text, val_text, run, run.get("history", {}))
+    recipe_notes = Path(recipe_path).read_text(encoding="utf-8") if recipe_path else ""
+    report = export_model(model, Path(export_dir), train_text, val_text, run, run.get("history", {}), recipe_notes)
     print(f"exported to {export_dir}: validation NELBO {report['val_nelbo_nats_per_char']:.4f} nats/char")
     if push_to_hub_repo:
         print(f"pushed: {push_to_hub(Path(export_dir), push_to_hub_repo)}")
@@ -216,8 +227,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--export-dir", required=True)
     parser.add_argument("--data", required=True, help="the training text (for the validation split and word list)")
     parser.add_argument("--push-to-hub", default=None, metavar="REPO_ID")
+    parser.add_argument("--recipe", default=None, help="markdown file with the recipe and ablations, for the card")
     args = parser.parse_args(argv)
-    export_run(Path(args.run_dir), Path(args.export_dir), Path(args.data), args.push_to_hub)
+    export_run(Path(args.run_dir), Path(args.export_dir), Path(args.data), args.push_to_hub, args.recipe)
 
 
 if __name__ == "__main__":
