@@ -18,15 +18,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import gradio as gr
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import torch
 
 from mdlm_hf import MASK_GLYPH, MDLM, ORDERS, SamplerState, mask_tokens, sample
 from mdlm_hf.diffusion import accuracy_by_mask_ratio
 from mdlm_hf.metrics import load_word_list, valid_word_rate
+from mdlm_hf.plots import accuracy_figure
 from mdlm_hf.sampler import DEFAULT_SAMPLING, prompt_canvas, text_to_canvas
 
 DEFAULT_MODEL = Path(__file__).resolve().parent / "pretrained" / "mdlm-shakespeare-char"
@@ -147,23 +144,12 @@ def word_share(text: str, known_words: set[str] | None) -> str:
     return "n/a (no words)" if rate != rate else f"{rate:.0%}"
 
 
-def accuracy_figure(model: MDLM) -> plt.Figure:
+def sonnet_accuracy_figure(model: MDLM):
     """Accuracy vs mask ratio of the loaded model on Sonnet 18, which it never saw in training."""
     tokens = torch.tensor(model.tokenizer.encode(SONNET_18))
     with torch.inference_mode():
-        results = accuracy_by_mask_ratio(model, tokens, num_windows=32)
-    fig, ax = plt.subplots(figsize=(6, 3.4))
-    ax.plot([r for r, _ in results], [a for _, a in results], marker="o", color="#0e7c66")
-    ax.set(
-        xlabel="mask ratio t",
-        ylabel="accuracy at masked cells",
-        ylim=(0, 1),
-        title="Denoising accuracy on Sonnet 18 (unseen in training)",
-    )
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
+        results = accuracy_by_mask_ratio(model, tokens, num_windows=16)
+    return accuracy_figure(results, "Denoising accuracy on Sonnet 18 (unseen in training)")
 
 
 def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
@@ -404,7 +390,7 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
                 trigger(forward_process, inputs, outputs, api_name=False)
             gr.Button("Mask and predict").click(forward_process, inputs, outputs, api_name="forward_process")
             demo.load(forward_process, inputs, outputs, api_name=False)
-            gr.Plot(value=accuracy_figure(model), label="Accuracy vs mask ratio")
+            gr.Plot(value=sonnet_accuracy_figure(model), label="Accuracy vs mask ratio")
     return demo
 
 

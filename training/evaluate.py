@@ -9,32 +9,18 @@ import argparse
 import json
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only; no display on a server
-import matplotlib.pyplot as plt
 import torch
 
 from mdlm_hf import MDLM, elbo
 from mdlm_hf.data import read_text, split_text
 from mdlm_hf.diffusion import accuracy_by_mask_ratio
+from mdlm_hf.plots import accuracy_figure
 from mdlm_hf.sampler import DEFAULT_SAMPLING
 
 
 def plot_accuracy(results: list[tuple[float, float]], path: Path) -> None:
-    """Accuracy vs mask ratio, as in the seed notebooks' figure."""
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot([r for r, _ in results], [a for _, a in results], marker="o")
-    ax.set(
-        xlabel="mask ratio t",
-        ylabel="accuracy at masked positions",
-        ylim=(0, 1),
-        title="Denoising accuracy vs mask ratio",
-    )
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    """Writes the accuracy-vs-mask-ratio figure to `path`."""
+    accuracy_figure(results).savefig(path, dpi=120)
 
 
 def evaluate_model(model: MDLM, val_text: str, num_samples: int = 4, num_texts: int = 3, seed: int = 0) -> dict:
