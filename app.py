@@ -69,17 +69,13 @@ LEGEND = (
 
 def load_model(source: str | os.PathLike) -> tuple[MDLM, set[str] | None]:
     """Loads a model and its training word list (None when the model has none) from a directory or repo id."""
-    source = str(source)
-    looks_local = os.sep in source or source.startswith(".") or Path(source).exists()
-    if looks_local and not Path(source).is_dir():
-        raise ValueError(f"model directory {source} does not exist")
     model = MDLM.from_pretrained(source).eval()
-    words_path = Path(source) / "words.txt"
-    if not looks_local:
+    words_path: Path | None = Path(source).expanduser() / "words.txt"
+    if not Path(source).expanduser().is_dir():
         try:
             from huggingface_hub import hf_hub_download
 
-            words_path = Path(hf_hub_download(source, "words.txt"))
+            words_path = Path(hf_hub_download(str(source), "words.txt"))
         except Exception:  # the word list is optional: the valid-word metric then shows n/a
             words_path = None
     known_words = load_word_list(words_path) if words_path is not None and words_path.is_file() else None

@@ -258,12 +258,46 @@ class MDLM(
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path: str | Path, **kwargs: Any) -> MDLM:
         """Loads config.json + model.safetensors from a local directory or a Hub repo id."""
-        path = Path(pretrained_model_name_or_path)
+        path = Path(pretrained_model_name_or_path).expanduser()
         if path.is_dir():
             _check_local_checkpoint(path)
-        elif os.path.exists(path):
+            pretrained_model_name_or_path = path
+        elif path.exists():
             raise ValueError(f"{path} is a file; pass the directory that holds config.json and model.safetensors")
+        elif path.is_absolute() or str(pretrained_model_name_or_path).startswith((".", "~")):
+            raise ValueError(f"model directory {path} does not exist")
         return super().from_pretrained(pretrained_model_name_or_path, **kwargs)
+
+    @classmethod
+    def _from_pretrained(
+        cls,
+        *,
+        model_id: str,
+        revision: str | None,
+        cache_dir: str | Path | None,
+        force_download: bool,
+        local_files_only: bool,
+        token: str | bool | None,
+        map_location: str = "cpu",
+        strict: bool = True,
+        **model_kwargs: Any,
+    ) -> MDLM:
+        model = cls(**model_kwargs)
+        if os.path.isdir(model_id):
+            model_file = os.path.join(model_id, "model.safetensors")
+        else:
+            from huggingface_hub import hf_hub_download
+
+            model_file = hf_hub_download(
+                repo_id=model_id,
+                filename="model.safetensors",
+                revision=revision,
+                cache_dir=cache_dir,
+                force_download=force_download,
+                token=token,
+                local_files_only=local_files_only,
+            )
+        return cls._load_as_safetensor(model, model_file, map_location, strict)
 
     @classmethod
     def _load_as_safetensor(cls, model: MDLM, model_file: str, map_location: str, strict: bool) -> MDLM:
