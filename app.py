@@ -140,6 +140,12 @@ def word_share(text: str, known_words: set[str] | None) -> str:
     return "n/a (no words)" if rate != rate else f"{rate:.0%}"
 
 
+def cap_steps(num_masked: float, num_steps: float) -> dict:
+    """Steps slider update: at most one step per masked position (and at least one step)."""
+    maximum = max(1, int(num_masked or 1))
+    return gr.update(maximum=maximum, value=min(int(num_steps or 1), maximum))
+
+
 def sonnet_accuracy_figure(model: MDLM):
     """Accuracy vs mask ratio of the loaded model on Sonnet 18, which it never saw in training."""
     tokens = torch.tensor(model.tokenizer.encode(SONNET_18))
@@ -307,7 +313,8 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
                     final_text = gr.Textbox(
                         label="Final text", lines=8, buttons=["copy"], elem_id="generate-final-text"
                     )
-            length.change(lambda n: gr.update(maximum=max(1, int(n))), length, steps)
+            # steps never exceed the masked positions
+            length.change(cap_steps, [length, steps], steps, api_name=False)
             generate_button.click(
                 generate,
                 [prompt, length, steps, temperature, top_p, order, seed, block_length],
@@ -333,6 +340,12 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
                     infill_canvas = gr.HTML(label="Canvas", elem_id="generate-canvas")
                     infill_stats = gr.Markdown()
                     infill_text = gr.Textbox(label="Final text", lines=6, buttons=["copy"], elem_id="infill-final-text")
+            template.change(
+                lambda text, n: cap_steps(min(block_size, (text or "").count("_")), n),
+                [template, infill_steps],
+                infill_steps,
+                api_name=False,
+            )
             infill_button.click(
                 infill,
                 [template, infill_steps, infill_temperature, infill_top_p, infill_order, infill_seed],
@@ -362,6 +375,7 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
                 with gr.Column():
                     gr.Markdown("### Confidence order")
                     right_canvas, right_stats = gr.HTML(), gr.Markdown()
+            compare_length.change(cap_steps, [compare_length, compare_steps], compare_steps, api_name=False)
             compare_button.click(
                 compare,
                 [compare_prompt, compare_length, compare_steps, compare_temperature, compare_seed, autoregressive],

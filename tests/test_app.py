@@ -206,6 +206,8 @@ def test_browser_generate_and_infill(server, tmp_path):
 
             page.get_by_role("tab", name="Infill").click()
             page.get_by_text("ROMEO:\nBut soft", exact=False).first.click()  # one of the examples
+            # the steps slider is capped at the example's 12 blanks once the template's change event returns
+            expect(page.get_by_label("number input for Denoising steps").nth(1)).to_have_value("12")
             page.get_by_role("button", name="Fill the blanks").click()
             infill_text = page.locator("#infill-final-text textarea")
             expect(infill_text).not_to_have_value("", timeout=60_000)
