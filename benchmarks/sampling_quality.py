@@ -141,6 +141,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--length", type=int, default=256)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out-dir", default=str(RESULTS))
+    parser.add_argument(
+        "--results-file",
+        default="sampling_quality.json",
+        help="where this process stores its rows; give parallel processes different files",
+    )
+    parser.add_argument("--report-only", action="store_true", help="rebuild the table and plots from stored rows")
     args = parser.parse_args(argv)
     model, source = load_model(args.model)
     train_text, val_text = split_text(read_text(args.data))
@@ -149,13 +155,20 @@ def main(argv: list[str] | None = None) -> None:
     reference = {**score(windows, judge, known_words), "num_samples": len(windows), "length": args.length}
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    store = out_dir / "sampling_quality.json"
+    store = out_dir / args.results_file
     results = json.loads(store.read_text())["results"] if store.is_file() else []
 
-    settings = [
-        dict(order=o, num_steps=s, temperature=t) for t in args.temperatures for s in args.steps for o in args.orders
-    ]
-    if args.extras:
+    settings = (
+        []
+        if args.report_only
+        else [
+            dict(order=o, num_steps=s, temperature=t)
+            for t in args.temperatures
+            for s in args.steps
+            for o in args.orders
+        ]
+    )
+    if args.extras and not args.report_only:
         for t in args.temperatures:
             settings += [
                 dict(order="confidence", num_steps=64, temperature=t, threshold=0.9),
@@ -185,7 +198,11 @@ def main(argv: list[str] | None = None) -> None:
             f"{row['chars_per_s']:.0f} chars/s",
             flush=True,
         )
-    table = make_report(results, reference, out_dir)
+    rows = {}  # every process's rows, one per setting
+    for path in sorted(out_dir.glob("sampling_quality*.json")):
+        for r in json.loads(path.read_text())["results"]:
+            rows[(r["order"], r["num_steps"], r["temperature"], r["extra"])] = r
+    table = make_report(list(rows.values()), reference, out_dir)
     (out_dir / "sampling_quality.md").write_text(table + "\n")
     print(table)
 
