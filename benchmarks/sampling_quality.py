@@ -158,22 +158,25 @@ def main(argv: list[str] | None = None) -> None:
     store = out_dir / args.results_file
     results = json.loads(store.read_text())["results"] if store.is_file() else []
 
+    # cheapest first (few steps, then the 64-step extras), so a stopped run has still measured the most
     settings = (
         []
         if args.report_only
-        else [
-            dict(order=o, num_steps=s, temperature=t)
-            for t in args.temperatures
-            for s in args.steps
-            for o in args.orders
-        ]
+        else sorted(
+            [
+                dict(order=o, num_steps=s, temperature=t)
+                for t in args.temperatures
+                for s in args.steps
+                for o in args.orders
+            ],
+            key=lambda setting: setting["num_steps"],
+        )
     )
     if args.extras and not args.report_only:
-        for t in args.temperatures:
-            settings += [
-                dict(order="confidence", num_steps=64, temperature=t, threshold=0.9),
-                dict(order="confidence", num_steps=64, temperature=t, block_length=32),
-            ]
+        extras = [dict(order="confidence", num_steps=64, temperature=t, threshold=0.9) for t in args.temperatures]
+        extras += [dict(order="confidence", num_steps=64, temperature=t, block_length=32) for t in args.temperatures]
+        cut = sum(setting["num_steps"] <= 64 for setting in settings)
+        settings = settings[:cut] + extras + settings[cut:]
     for setting in settings:
         extra = "threshold 0.9" if "threshold" in setting else ("blocks of 32" if "block_length" in setting else "")
         texts, seconds = run_setting(model, setting, args.samples, args.length, args.seed)
