@@ -2,7 +2,8 @@
 
     python benchmarks/sampler_speed.py [--model DIR] [--length 256] [--repeats 3]
 
-Both quantities are measured in the same run, interleaved, so machine noise hits them alike.
+Both are measured in the same run, interleaved step by step: after each sampler step, one bare
+forward of the same model on the same canvas is timed, so machine noise hits both alike.
 Target: ratio <= 1.10 for every order and step count.
 """
 
@@ -16,18 +17,24 @@ import torch
 from common import load_model
 
 from mdlm_hf import ORDERS, sample
-from mdlm_hf.sampler import final_state
 
 
-def bare_forward_seconds(model, canvas: torch.Tensor, repeats: int) -> float:
-    """Median time of one forward pass on the canvas."""
-    timings = []
-    with torch.inference_mode():
-        for _ in range(repeats):
-            start = time.perf_counter()
-            model(canvas[None])
-            timings.append(time.perf_counter() - start)
-    return statistics.median(timings)
+def interleaved_timing(model, canvas: torch.Tensor, num_steps: int, order: str, seed: int) -> tuple[float, float, int]:
+    """(sampler seconds, bare-forward seconds, steps): one bare forward timed right after every sampler step."""
+    states = sample(model, canvas, num_steps=num_steps, order=order, seed=seed)
+    sampler_seconds, bare_seconds, steps = 0.0, 0.0, 0
+    while True:
+        start = time.perf_counter()
+        state = next(states, None)
+        sampler_seconds += time.perf_counter() - start
+        if state is None:
+            return sampler_seconds, bare_seconds, steps
+        if state.step > 0:
+            steps += 1
+            with torch.inference_mode():
+                start = time.perf_counter()
+                model(canvas[None])
+                bare_seconds += time.perf_counter() - start
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -35,22 +42,19 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--model", default=None)
     parser.add_argument("--length", type=int, default=256)
     parser.add_argument("--steps", type=int, nargs="+", default=[8, 32, 128, 256])
-    parser.add_argument("--repeats", type=int, default=3, help="sampling runs per cell (median)")
+    parser.add_argument("--repeats", type=int, default=5, help="sampling runs per cell (median)")
     args = parser.parse_args(argv)
     model, source = load_model(args.model)
     torch.manual_seed(0)
     canvas = torch.full((args.length,), model.mask_id)
-    bare_forward_seconds(model, canvas, 5)  # warm-up
+    interleaved_timing(model, canvas, 8, "confidence", 0)  # warm-up
     rows = []
     for order in ORDERS:
         for num_steps in args.steps:
             ratios, walls = [], []
             for repeat in range(args.repeats):
-                forward = bare_forward_seconds(model, canvas, 7)
-                start = time.perf_counter()
-                state = final_state(sample(model, canvas, num_steps=num_steps, order=order, seed=repeat))
-                wall = time.perf_counter() - start
-                ratios.append(wall / (state.num_steps * forward))
+                wall, bare, steps = interleaved_timing(model, canvas, num_steps, order, repeat)
+                ratios.append(wall / bare)  # bare = steps x one forward
                 walls.append(wall)
             rows.append(
                 {
