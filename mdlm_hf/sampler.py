@@ -237,7 +237,7 @@ def sample(
     return _run(model, canvas.clone(), plan, options, generator)
 
 
-@torch.inference_mode()
+@torch.no_grad()  # not inference_mode: states stay ordinary tensors that users can feed back to the model
 def _run(
     model: nn.Module,
     tokens: torch.Tensor,

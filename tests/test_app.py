@@ -116,7 +116,7 @@ BAD_INPUTS = [
 
 @pytest.mark.parametrize("endpoint,args,message", BAD_INPUTS)
 def test_bad_input_is_a_visible_error_and_the_app_keeps_serving(client, endpoint, args, message):
-    with pytest.raises(Exception, match="") as error:
+    with pytest.raises(Exception) as error:  # gradio_client's AppError carries the gr.Error message
         client.predict(*args, api_name=endpoint)
     assert message in str(error.value)
     assert len(client.predict("", 10, 2, 0.8, 1.0, "confidence", 0, 0, api_name="/generate")[1]) == 10

@@ -57,7 +57,7 @@ def test_steps_that_change_nothing_reuse_the_logits(tiny_model):
 def test_time_conditioned_model_never_reuses_logits(tiny_model):
     model = MDLM(tiny_model.tokenizer.vocab, n_layer=1, n_head=2, n_embd=32, block_size=32, time_conditioning=True)
     states = list(sample(model, torch.full((10,), model.mask_id), num_steps=30, reveal_counts="binomial", seed=0))
-    assert states[-1].num_forward_passes == 30
+    assert states[-1].done and states[-1].num_forward_passes == states[-1].step  # t changes every step
 
 
 def test_left_to_right_reveals_strictly_left_to_right(tiny_model):
