@@ -103,9 +103,12 @@ def test_sigkill_during_training_leaves_a_loadable_checkpoint(text_file, tmp_pat
     finally:
         process.kill()
         process.wait()
-    checkpoint = torch.load(out / "ckpt.pt", weights_only=False)
+    checkpoint = torch.load(out / "ckpt.pt", weights_only=False)  # the last complete write, never a torn one
     assert checkpoint["step"] >= 9
-    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+    torch.load(out / "best.pt", weights_only=False)
+    resumed = run(text_file, out, "--max-steps", str(checkpoint["step"] + 1), "--resume")
+    assert resumed["step"] == checkpoint["step"] + 1
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]  # a killed write's leftovers are cleaned up
 
 
 def test_export_round_trips_and_push_is_intercepted(text_file, tmp_path, monkeypatch):

@@ -166,6 +166,8 @@ def main(argv: list[str] | None = None) -> dict:
     out_dir = Path(args.out_dir)
     if is_main:
         out_dir.mkdir(parents=True, exist_ok=True)
+        for stale in out_dir.glob(".*.tmp"):  # left by a write that was killed (SIGKILL cannot be caught)
+            stale.unlink()
 
     # ---- data ----
     data_path = Path(args.data) if args.data else download_tinyshakespeare(DEFAULT_DATA_CACHE)
