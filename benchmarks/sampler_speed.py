@@ -1,6 +1,6 @@
 """Sampler overhead: wall time of a full sampling run / (num_steps x one bare forward), per order.
 
-    python benchmarks/sampler_speed.py [--model DIR] [--length 256] [--repeats 3]
+    python benchmarks/sampler_speed.py [--model DIR] [--length 256] [--repeats 5]
 
 Both are measured in the same run, interleaved step by step: after each sampler step, one bare
 forward of the same model on the same canvas is timed, so machine noise hits both alike.
