@@ -38,6 +38,15 @@ def mask_tokens(
     return torch.where(is_masked, mask_id, tokens), is_masked
 
 
+def random_subset_mask(
+    batch_size: int, length: int, num_masked: torch.Tensor, generator: torch.Generator
+) -> torch.Tensor:
+    """(B, T) bool: in each row a uniformly random set of exactly num_masked (B,) or (1,) positions."""
+    scores = torch.rand((batch_size, length), generator=generator)
+    ranks = scores.argsort(dim=1).argsort(dim=1)  # the positions with the m smallest scores form the set
+    return ranks < num_masked[:, None]
+
+
 def diffusion_loss(
     model: nn.Module,
     tokens: torch.Tensor,
@@ -123,10 +132,7 @@ def elbo(
             strata = torch.tensor([s for _, s in group], dtype=torch.float64)
             u = (strata + torch.rand(len(group), generator=generator, dtype=torch.float64)) / num_samples
             num_masked = (u * n).floor().long().clamp(0, n - 1) + 1  # (b,) m in 1..n, stratified
-            scores = torch.rand((len(group), n), generator=generator)
-            # a uniformly random subset of size m: the m positions with the smallest random scores
-            ranks = scores.argsort(dim=1).argsort(dim=1)
-            is_masked = (ranks < num_masked[:, None]).to(device)  # (b, n)
+            is_masked = random_subset_mask(len(group), n, num_masked, generator).to(device)  # (b, n)
             noisy = torch.where(is_masked, model.mask_id, x0)
             t = (num_masked.float() / n).to(device)
             logits = model(noisy, t)
@@ -156,8 +162,7 @@ def accuracy_by_mask_ratio(
     results = []
     for ratio in ratios:
         num_masked = max(1, round(ratio * L))
-        ranks = torch.rand(windows.shape, generator=generator).argsort(dim=1).argsort(dim=1)
-        is_masked = ranks < num_masked  # exactly num_masked random positions per window
+        is_masked = random_subset_mask(num_windows, L, torch.tensor([num_masked]), generator)
         noisy = torch.where(is_masked, model.mask_id, windows)
         device = next(model.parameters()).device
         logits = model(noisy.to(device), torch.full((num_windows,), num_masked / L, device=device))
