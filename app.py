@@ -29,6 +29,7 @@ from mdlm_hf.sampler import DEFAULT_SAMPLING, prompt_canvas, text_to_canvas
 DEFAULT_MODEL = Path(__file__).resolve().parent / "pretrained" / "mdlm-shakespeare-char"
 MODEL_ENV_VAR = "MDLM_MODEL"
 MAX_SEED = 2**31 - 1
+ORDER_TEMPERATURE_LABEL = "Order temperature (0 = strict order; higher = closer to random order)"
 
 INFILL_EXAMPLES = [
     "To be, or not to be, ________ is the question:",
@@ -161,7 +162,7 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
     default_steps = min(DEFAULT_SAMPLING["num_steps"], default_length)
 
     def start(
-        canvas: torch.Tensor, num_steps, order, temperature, top_p, seed, block_length=0
+        canvas: torch.Tensor, num_steps, order, temperature, top_p, seed, block_length=0, order_temperature=0.0
     ) -> Iterator[SamplerState]:
         """Validates the UI's options and starts the sampler; every problem becomes a gr.Error."""
         num_steps = as_int(num_steps, "steps", 1, block_size)
@@ -169,6 +170,7 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
         top_p = as_float(top_p, "top-p", 0.0, 1.0)
         seed = as_int(seed, "seed", 0, MAX_SEED)
         block_length = as_int(block_length, "block length", 0, block_size)
+        order_temperature = as_float(order_temperature, "order temperature", 0.0, 100.0)
         try:  # the sampler checks the order and top-p range itself
             return sample(
                 model,
@@ -179,6 +181,7 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
                 top_p=None if top_p == 1 else top_p,
                 seed=seed,
                 block_length=block_length or None,
+                order_temperature=order_temperature,
             )
         except ValueError as error:
             raise gr.Error(str(error)) from None
@@ -198,19 +201,32 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
             text = tokenizer.decode(state.tokens[0]) if state.done else ""
             yield render_canvas(model, state) + LEGEND, text, readout(state, seconds, state.tokens.size(1) - num_fixed)
 
-    def generate(prompt, length, num_steps, temperature, top_p, order, seed, block_length):
+    def generate(
+        prompt,
+        length,
+        num_steps,
+        temperature,
+        top_p,
+        order,
+        seed,
+        block_length,
+        order_temperature=DEFAULT_SAMPLING["order_temperature"],
+    ):
         prompt = prompt or ""
         length = as_int(length, "length", 1, block_size)
         canvas = make_canvas(prompt_canvas, tokenizer, prompt, length, block_size)
-        yield from stream(start(canvas, num_steps, order, temperature, top_p, seed, block_length), len(prompt))
+        states = start(canvas, num_steps, order, temperature, top_p, seed, block_length, order_temperature)
+        yield from stream(states, len(prompt))
 
-    def infill(template, num_steps, temperature, top_p, order, seed):
+    def infill(
+        template, num_steps, temperature, top_p, order, seed, order_temperature=DEFAULT_SAMPLING["order_temperature"]
+    ):
         template = template or ""
         if len(template) > block_size:
             raise gr.Error(f"template has {len(template)} characters; this model takes at most {block_size}")
         canvas = make_canvas(text_to_canvas, tokenizer, template, "_")
         num_fixed = int((canvas != model.mask_id).sum())
-        yield from stream(start(canvas, num_steps, order, temperature, top_p, seed), num_fixed)
+        yield from stream(start(canvas, num_steps, order, temperature, top_p, seed, 0, order_temperature), num_fixed)
 
     def compare(prompt, length, num_steps, temperature, seed, autoregressive):
         prompt = prompt or ""
@@ -221,7 +237,9 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
             "left_to_right": start(
                 canvas, length if autoregressive else num_steps, "left_to_right", temperature, 1.0, seed
             ),
-            "confidence": start(canvas, num_steps, "confidence", temperature, 1.0, seed),
+            "confidence": start(
+                canvas, num_steps, "confidence", temperature, 1.0, seed, 0, DEFAULT_SAMPLING["order_temperature"]
+            ),
         }
         latest: dict[str, SamplerState] = {}
         busy = {name: 0.0 for name in runs}
@@ -292,6 +310,9 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
                     length = gr.Slider(1, block_size, value=default_length - 7, step=1, label="Characters to generate")
                     steps = gr.Slider(1, block_size, value=default_steps, step=1, label="Denoising steps")
                     order = gr.Dropdown(list(ORDERS), value=DEFAULT_SAMPLING["order"], label="Reveal order")
+                    order_temperature = gr.Slider(
+                        0, 2, value=DEFAULT_SAMPLING["order_temperature"], step=0.05, label=ORDER_TEMPERATURE_LABEL
+                    )
                     temperature = gr.Slider(
                         0, 2, value=DEFAULT_SAMPLING["temperature"], step=0.05, label="Temperature (0 = greedy)"
                     )
@@ -311,7 +332,7 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
             length.change(cap_steps, [length, steps], steps, api_name=False)
             generate_button.click(
                 generate,
-                [prompt, length, steps, temperature, top_p, order, seed, block_length],
+                [prompt, length, steps, temperature, top_p, order, seed, block_length, order_temperature],
                 [canvas, final_text, stats],
                 api_name="generate",
             )
@@ -324,6 +345,9 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
                     gr.Examples(INFILL_EXAMPLES, inputs=[template])
                     infill_steps = gr.Slider(1, block_size, value=16, step=1, label="Denoising steps")
                     infill_order = gr.Dropdown(list(ORDERS), value=DEFAULT_SAMPLING["order"], label="Reveal order")
+                    infill_order_temperature = gr.Slider(
+                        0, 2, value=DEFAULT_SAMPLING["order_temperature"], step=0.05, label=ORDER_TEMPERATURE_LABEL
+                    )
                     infill_temperature = gr.Slider(
                         0, 2, value=DEFAULT_SAMPLING["temperature"], step=0.05, label="Temperature (0 = greedy)"
                     )
@@ -342,7 +366,15 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
             )
             infill_button.click(
                 infill,
-                [template, infill_steps, infill_temperature, infill_top_p, infill_order, infill_seed],
+                [
+                    template,
+                    infill_steps,
+                    infill_temperature,
+                    infill_top_p,
+                    infill_order,
+                    infill_seed,
+                    infill_order_temperature,
+                ],
                 [infill_canvas, infill_text, infill_stats],
                 api_name="infill",
             )

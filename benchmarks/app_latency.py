@@ -46,6 +46,7 @@ def main(argv: list[str] | None = None) -> None:
                 DEFAULT_SAMPLING["order"],
                 seed,
                 0,
+                DEFAULT_SAMPLING["order_temperature"],
                 api_name="/generate",
             )
             count, first_at = 0, None

@@ -1,17 +1,21 @@
 """Sampling study: quality vs steps vs speed for every reveal order, on the trained model.
 
     python benchmarks/sampling_quality.py [--model DIR] [--steps 8 16 32 64 128 256] [--samples 32]
+    python benchmarks/sampling_quality.py --orders confidence --order-temperatures 0.25 0.5   # soft orders
 
 For each setting, `--samples` texts of `--length` characters are generated in one batch with fixed
 seeds and scored against the training split: valid-word rate, perplexity under an independent
 character 5-gram Kneser-Ney judge, character entropy and distinct-4 (real validation text is scored
-the same way for reference), plus chars/s. Results accumulate in benchmarks/results/sampling_quality.json
-(so the grid can be run in parts); the markdown table and PNG plots are rebuilt from all results.
+the same way for reference), plus chars/s. Results accumulate in benchmarks/results/sampling_quality*.json
+(so the grid can be run in parts, by parallel processes with their own --results-file); the markdown
+table and PNG plots are rebuilt from every stored row measured on the same weights (a fingerprint of
+the model's parameters is stored with the rows, so a retrained model never mixes with old numbers).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -24,7 +28,7 @@ import torch
 from common import REPO_ROOT, SHARED_DATA, load_model
 
 from mdlm_hf import ORDERS, sample
-from mdlm_hf.data import read_text, split_text
+from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 from mdlm_hf.metrics import KneserNeyJudge, char_entropy, distinct_n, valid_word_rate, word_list
 from mdlm_hf.sampler import final_state
 
@@ -40,6 +44,26 @@ def score(texts: list[str], judge: KneserNeyJudge, known_words: set[str]) -> dic
         "char_entropy_bits": char_entropy(pooled),
         "distinct_4": sum(distinct_n(t, 4) for t in texts) / len(texts),
     }
+
+
+def model_fingerprint(model: torch.nn.Module) -> str:
+    """A short hash of the model's parameters: rows measured on other weights are not mixed in."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+def setting_key(row: dict) -> tuple:
+    """What identifies a setting: rows with the same key replace each other."""
+    return (row["order"], row.get("order_temperature", 0.0), row["num_steps"], row["temperature"], row["extra"])
+
+
+def order_label(row: dict) -> str:
+    """The order, with its order temperature when it is soft."""
+    soft = row.get("order_temperature", 0.0)
+    return f"{row['order']} (order temp {soft:g})" if soft else row["order"]
 
 
 def run_setting(model, setting: dict, num_samples: int, length: int, seed: int) -> tuple[list[str], float]:
@@ -61,42 +85,52 @@ def make_report(results: list[dict], reference: dict, out_dir: Path) -> str:
         "| chars/s |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in sorted(results, key=lambda r: (r["extra"], r["order"], r["temperature"], r["num_steps"])):
+    for r in sorted(results, key=lambda r: (r["extra"], order_label(r), r["temperature"], r["num_steps"])):
         lines.append(
-            f"| {r['order']} | {r['num_steps']} | {r['temperature']} | {r['extra'] or '-'} "
+            f"| {order_label(r)} | {r['num_steps']} | {r['temperature']} | {r['extra'] or '-'} "
             f"| {r['valid_word_rate']:.3f} | "
             f"{r['judge_perplexity']:.2f} | {r['judge_perplexity'] / reference['judge_perplexity']:.2f} | "
             f"{r['char_entropy_bits'] / reference['char_entropy_bits']:.3f} | {r['distinct_4']:.3f} | "
             f"{r['chars_per_s']:.0f} |"
         )
     plain = [r for r in results if not r["extra"]]
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-    for order in ORDERS:
-        for temperature, style in ((1.0, "-"), (0.7, "--")):
+    fig, axes = plt.subplots(1, 3, figsize=(17, 4.5))
+    labels = sorted({order_label(r) for r in plain}, key=lambda label: (label.split()[0] not in ORDERS, label))
+    colors = dict(zip(labels, plt.get_cmap("tab10").colors, strict=False))  # one colour per order
+    for label in labels:
+        for temperature in sorted({r["temperature"] for r in plain}, reverse=True):
+            style = "-" if temperature == 1.0 else "--"
             rows = sorted(
-                (r for r in plain if r["order"] == order and r["temperature"] == temperature),
+                (r for r in plain if order_label(r) == label and r["temperature"] == temperature),
                 key=lambda r: r["num_steps"],
             )
             if rows:
-                label = f"{order}, T={temperature}"
-                axes[0].plot(
-                    [r["num_steps"] for r in rows], [r["valid_word_rate"] for r in rows], style, marker="o", label=label
-                )
-                axes[1].plot(
-                    [r["num_steps"] for r in rows],
-                    [r["judge_perplexity"] for r in rows],
-                    style,
-                    marker="o",
-                    label=label,
-                )
+                label_with_temperature = f"{label}, T={temperature}"
+                for ax, metric in zip(axes, ("valid_word_rate", "judge_perplexity", "char_entropy_bits"), strict=True):
+                    ax.plot(
+                        [r["num_steps"] for r in rows],
+                        [r[metric] for r in rows],
+                        style,
+                        color=colors[label],
+                        marker="o",
+                        label=label_with_temperature,
+                    )
     axes[0].axhline(reference["valid_word_rate"], color="k", lw=0.8, label="real text")
     axes[1].axhline(reference["judge_perplexity"], color="k", lw=0.8, label="real text")
+    axes[2].axhline(reference["char_entropy_bits"], color="k", lw=0.8, label="real text")
+    axes[2].axhspan(0.95 * reference["char_entropy_bits"], reference["char_entropy_bits"], color="k", alpha=0.08)
     axes[0].set(xscale="log", xlabel="denoising steps", ylabel="valid-word rate", title="Valid words vs steps")
     axes[1].set(
         xscale="log",
         xlabel="denoising steps",
         ylabel="judge perplexity (lower is better)",
         title="Judge perplexity vs steps",
+    )
+    axes[2].set(
+        xscale="log",
+        xlabel="denoising steps",
+        ylabel="character entropy, bits (shaded: within 5 % of real)",
+        title="Diversity vs steps",
     )
     axes[1].legend(fontsize=7, ncol=2)
     for ax in axes:
@@ -105,9 +139,15 @@ def make_report(results: list[dict], reference: dict, out_dir: Path) -> str:
     fig.savefig(out_dir / "quality_vs_steps.png", dpi=110)
     plt.close(fig)
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
-    for order in ORDERS:
-        rows = [r for r in plain if r["order"] == order]
-        ax.scatter([r["chars_per_s"] for r in rows], [r["valid_word_rate"] for r in rows], label=order, s=18)
+    for label in labels:
+        rows = [r for r in plain if order_label(r) == label]
+        ax.scatter(
+            [r["chars_per_s"] for r in rows],
+            [r["valid_word_rate"] for r in rows],
+            label=label,
+            s=18,
+            color=colors[label],
+        )
     extras = [r for r in results if r["extra"]]
     ax.scatter(
         [r["chars_per_s"] for r in extras],
@@ -136,6 +176,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, nargs="+", default=[8, 16, 32, 64, 128, 256])
     parser.add_argument("--orders", nargs="+", default=list(ORDERS))
     parser.add_argument("--temperatures", type=float, nargs="+", default=[0.7, 1.0])
+    parser.add_argument(
+        "--order-temperatures",
+        type=float,
+        nargs="+",
+        default=[0.0],
+        help="0 = strict order; > 0 = soft order (see mdlm_hf.sample)",
+    )
     parser.add_argument("--extras", action="store_true", help="also threshold mode and semi-autoregressive blocks")
     parser.add_argument("--samples", type=int, default=32)
     parser.add_argument("--length", type=int, default=256)
@@ -156,7 +203,9 @@ def main(argv: list[str] | None = None) -> None:
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     store = out_dir / args.results_file
-    results = json.loads(store.read_text())["results"] if store.is_file() else []
+    fingerprint = model_fingerprint(model)
+    stored = json.loads(store.read_text()) if store.is_file() else {}
+    results = stored.get("results", []) if stored.get("model_fingerprint") == fingerprint else []
 
     # cheapest first (few steps, then the 64-step extras), so a stopped run has still measured the most
     settings = (
@@ -164,24 +213,35 @@ def main(argv: list[str] | None = None) -> None:
         if args.report_only
         else sorted(
             [
-                dict(order=o, num_steps=s, temperature=t)
+                dict(order=o, num_steps=s, temperature=t, order_temperature=ot)
                 for t in args.temperatures
                 for s in args.steps
                 for o in args.orders
+                for ot in args.order_temperatures
+                if not (o == "random" and ot > 0)  # a soft random order is still the random order
             ],
             key=lambda setting: setting["num_steps"],
         )
     )
     if args.extras and not args.report_only:
-        extras = [dict(order="confidence", num_steps=64, temperature=t, threshold=0.9) for t in args.temperatures]
+        extras = [
+            dict(order="confidence", num_steps=64, temperature=t, threshold=h)
+            for t in args.temperatures
+            for h in (0.9, 0.6)
+        ]
         extras += [dict(order="confidence", num_steps=64, temperature=t, block_length=32) for t in args.temperatures]
         cut = sum(setting["num_steps"] <= 64 for setting in settings)
         settings = settings[:cut] + extras + settings[cut:]
     for setting in settings:
-        extra = "threshold 0.9" if "threshold" in setting else ("blocks of 32" if "block_length" in setting else "")
+        extra = (
+            f"threshold {setting['threshold']}"
+            if "threshold" in setting
+            else ("blocks of 32" if "block_length" in setting else "")
+        )
         texts, seconds = run_setting(model, setting, args.samples, args.length, args.seed)
         row = {
             "order": setting["order"],
+            "order_temperature": setting.get("order_temperature", 0.0),
             "num_steps": setting["num_steps"],
             "temperature": setting["temperature"],
             "extra": extra,
@@ -189,22 +249,22 @@ def main(argv: list[str] | None = None) -> None:
             "chars_per_s": args.samples * args.length / seconds,
             "example": texts[0],
         }
-        results = [
-            r
-            for r in results
-            if (r["order"], r["num_steps"], r["temperature"], r["extra"])
-            != (row["order"], row["num_steps"], row["temperature"], row["extra"])
-        ] + [row]
-        store.write_text(json.dumps({"model": source, "reference": reference, "results": results}, indent=1))
+        results = [r for r in results if setting_key(r) != setting_key(row)] + [row]
+        payload = {"model": source, "model_fingerprint": fingerprint, "reference": reference, "results": results}
+        atomic_write_bytes(store, json.dumps(payload, indent=1).encode())
         print(
             f"{setting} -> valid words {row['valid_word_rate']:.3f}, judge ppl {row['judge_perplexity']:.2f}, "
             f"{row['chars_per_s']:.0f} chars/s",
             flush=True,
         )
-    rows = {}  # every process's rows, one per setting
+    rows = {}  # every process's rows measured on these weights, one per setting
     for path in sorted(out_dir.glob("sampling_quality*.json")):
-        for r in json.loads(path.read_text())["results"]:
-            rows[(r["order"], r["num_steps"], r["temperature"], r["extra"])] = r
+        part = json.loads(path.read_text())
+        if part.get("model_fingerprint") != fingerprint:
+            print(f"skipping {path.name}: measured on other weights", flush=True)
+            continue
+        for r in part["results"]:
+            rows[setting_key(r)] = r
     table = make_report(list(rows.values()), reference, out_dir)
     (out_dir / "sampling_quality.md").write_text(table + "\n")
     print(table)

@@ -18,6 +18,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--length", type=int, default=200, help="characters to generate after the prompt")
     parser.add_argument("--steps", type=int, default=DEFAULT_SAMPLING["num_steps"])
     parser.add_argument("--order", choices=ORDERS, default=DEFAULT_SAMPLING["order"])
+    parser.add_argument(
+        "--order-temperature",
+        type=float,
+        default=DEFAULT_SAMPLING["order_temperature"],
+        help="0 = strict reveal order; higher = closer to random order",
+    )
     parser.add_argument("--schedule", choices=SCHEDULES, default="linear")
     parser.add_argument("--temperature", type=float, default=DEFAULT_SAMPLING["temperature"])
     parser.add_argument("--seed", type=int, default=None)
@@ -26,7 +32,12 @@ def main(argv: list[str] | None = None) -> None:
     try:
         model = MDLM.from_pretrained(args.model)
         options = dict(
-            num_steps=args.steps, order=args.order, schedule=args.schedule, temperature=args.temperature, seed=args.seed
+            num_steps=args.steps,
+            order=args.order,
+            order_temperature=args.order_temperature,
+            schedule=args.schedule,
+            temperature=args.temperature,
+            seed=args.seed,
         )
         canvas = args.template if args.template is not None else args.prompt + "_" * args.length
         if args.template is None and "_" in args.prompt:

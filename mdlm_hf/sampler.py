@@ -25,7 +25,7 @@ REVEAL_COUNTS = ("exact", "binomial")
 # what the app, the model card and evaluate.py use unless told otherwise; chosen by the sampling study
 # (benchmarks/results/sampling_quality.md): confidence order wins at every step count, and at 64 steps
 # temperature 1.0 beat 0.7 on valid words (0.873 vs 0.847) and judge perplexity (5.31 vs 6.20)
-DEFAULT_SAMPLING = {"num_steps": 64, "order": "confidence", "temperature": 1.0}
+DEFAULT_SAMPLING = {"num_steps": 64, "order": "confidence", "temperature": 1.0, "order_temperature": 0.0}
 
 
 @dataclass
@@ -56,6 +56,7 @@ class SamplerOptions:
 
     num_steps: int = 64
     order: str = "confidence"
+    order_temperature: float = 0.0
     temperature: float = 1.0
     top_k: int | None = None
     top_p: float | None = None
@@ -72,6 +73,12 @@ class SamplerOptions:
             raise ValueError(f"num_steps must be an integer >= 1, got {self.num_steps!r}")
         if self.order not in ORDERS:
             raise ValueError(f"order must be one of {ORDERS}, got {self.order!r}")
+        if (
+            not isinstance(self.order_temperature, (int, float))
+            or not math.isfinite(self.order_temperature)
+            or self.order_temperature < 0
+        ):
+            raise ValueError(f"order_temperature must be a finite number >= 0, got {self.order_temperature!r}")
         if (
             not isinstance(self.temperature, (int, float))
             or not math.isfinite(self.temperature)
@@ -109,6 +116,12 @@ def planned_reveals(num_masked: torch.Tensor, num_steps: int, step: int, schedul
     return torch.where(num_masked >= num_steps, at_least_one, fewer_masks).long()
 
 
+def gumbel_noise(like: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Standard Gumbel noise in float64, shaped and placed like `like`."""
+    uniform = torch.rand(like.shape, generator=generator, dtype=torch.float64).to(like.device)
+    return -torch.log(-torch.log(uniform.clamp(min=1e-300)))
+
+
 def candidate_tokens(logits: torch.Tensor, options: SamplerOptions, generator: torch.Generator) -> torch.Tensor:
     """Draws one candidate character per position (B, T) from temperature / top-k / top-p filtered logits."""
     if options.temperature == 0:
@@ -122,22 +135,24 @@ def candidate_tokens(logits: torch.Tensor, options: SamplerOptions, generator: t
         cumulative = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
         drop_sorted = cumulative - sorted_logits.softmax(dim=-1) >= options.top_p  # keeps the top-1 always
         scaled = scaled.masked_fill(drop_sorted.scatter(-1, order, drop_sorted), float("-inf"))
-    uniform = torch.rand(scaled.shape, generator=generator, dtype=torch.float64).to(scaled.device)
-    gumbel = -torch.log(-torch.log(uniform.clamp(min=1e-300)))
-    return (scaled + gumbel).argmax(dim=-1)
+    return (scaled + gumbel_noise(scaled, generator)).argmax(dim=-1)
 
 
 def reveal_scores(
     probs: torch.Tensor, candidates: torch.Tensor, order: str, generator: torch.Generator
 ) -> torch.Tensor:
-    """How much each position wants to be revealed next (B, T); higher goes first."""
+    """How much each position wants to be revealed next, on a log scale (B, T); higher goes first.
+
+    Log scale so that `order_temperature` means the same for every order: position i is then drawn
+    with probability proportional to exp(score_i / order_temperature), e.g. confidence^(1/temperature).
+    """
     if order == "confidence":
-        return probs.gather(-1, candidates[..., None]).squeeze(-1)
+        return probs.gather(-1, candidates[..., None]).squeeze(-1).log()
     if order == "margin":
         top2 = probs.topk(2, dim=-1).values
-        return top2[..., 0] - top2[..., 1]
+        return (top2[..., 0] - top2[..., 1]).log()
     if order == "entropy":
-        return (probs * probs.clamp(min=1e-12).log()).sum(dim=-1)  # negative entropy
+        return (probs * probs.clamp(min=1e-12).log()).sum(dim=-1)  # negative entropy = log(1 / perplexity)
     if order == "random":
         return torch.rand(candidates.shape, generator=generator).to(probs.device)
     positions = torch.arange(candidates.size(-1), device=probs.device, dtype=probs.dtype)
@@ -156,7 +171,12 @@ def denoise_step(
     probs = logits.softmax(dim=-1)  # (B, T, V) the model's own distribution
     candidates = candidate_tokens(logits, options, generator)  # (B, T)
     confidence = probs.gather(-1, candidates[..., None]).squeeze(-1)  # (B, T)
-    scores = reveal_scores(probs, candidates, options.order, generator).masked_fill(~eligible, float("-inf"))
+    scores = reveal_scores(probs, candidates, options.order, generator)
+    if options.order_temperature > 0:
+        # Gumbel-top-k: the k highest perturbed scores are k draws without replacement, each position
+        # chosen with probability proportional to exp(score / order_temperature); 0 keeps the strict order
+        scores = scores.double() / options.order_temperature + gumbel_noise(scores, generator)
+    scores = scores.masked_fill(~eligible, float("-inf"))
     rank = scores.argsort(dim=-1, descending=True, stable=True).argsort(dim=-1)  # 0 = first to reveal
     revealed = (rank < num_to_reveal[:, None]) & eligible
     if options.threshold is not None:
@@ -198,6 +218,7 @@ def sample(
     block_length: int | None = None,
     threshold: float | None = None,
     reveal_counts: str = "exact",
+    order_temperature: float = 0.0,
     seed: int | None = None,
     generator: torch.Generator | None = None,
 ) -> Iterator[SamplerState]:
@@ -206,6 +227,9 @@ def sample(
     num_steps      denoising steps (clamped to the number of masks with exact counts)
     order          which masked positions are revealed first: confidence (max prob), margin
                    (top1 - top2), entropy (lowest first), random, left_to_right
+    order_temperature  0 = follow the order strictly; > 0 = draw the positions to reveal with
+                   probability proportional to exp(score / order_temperature) (confidence^(1/temp)
+                   for confidence order), trading the order's greed for the diversity of random order
     temperature    0 = greedy argmax; otherwise Gumbel-max sampling in float64; top_k / top_p filter
     schedule       linear or cosine (few reveals early, many late) number of reveals per step
     block_length   semi-autoregressive: blocks left to right, steps split evenly among them
@@ -217,7 +241,7 @@ def sample(
     seed/generator the single source of randomness
     """
     options = SamplerOptions(
-        num_steps, order, temperature, top_k, top_p, schedule, block_length, threshold, reveal_counts
+        num_steps, order, order_temperature, temperature, top_k, top_p, schedule, block_length, threshold, reveal_counts
     )
     if canvas.dim() == 1:
         canvas = canvas[None, :]

@@ -71,9 +71,15 @@ def test_generate_semi_autoregressive_blocks(client):
     assert len(text) == 64 and MASK_GLYPH not in text and "8 forward passes" in readout
 
 
+def test_generate_with_a_soft_order(client):
+    job = client.submit("", 48, 6, 1.0, 1.0, "confidence", 2, 0, 0.5, api_name="/generate")
+    *_, (canvas_html, text, readout) = job
+    assert len(text) == 48 and MASK_GLYPH not in text and "step 6/6" in readout
+
+
 def test_infill_keeps_fixed_characters(client):
     template = "To be, or not to be, ________ is the question:"
-    frames = list(client.submit(template, 4, 0.8, 1.0, "entropy", 0, api_name="/infill"))
+    frames = list(client.submit(template, 4, 0.8, 1.0, "entropy", 0, 0.3, api_name="/infill"))
     assert len(frames) == 5
     text = frames[-1][1]
     assert len(text) == len(template) and "_" not in text and MASK_GLYPH not in text
@@ -106,6 +112,7 @@ BAD_INPUTS = [
     ("/generate", ("", 20, 4, 0.8, 1.0, "sideways", 0, 0), "sideways is not in the list of choices"),
     ("/generate", ("", 20, 4, 0.8, 1.0, "confidence", -3, 0), "seed must be a whole number between 0 and"),
     ("/generate", ("x" * 120, 20, 4, 0.8, 1.0, "confidence", 0, 0), "exceeds the model's block_size 128"),
+    ("/generate", ("", 20, 4, 0.8, 1.0, "confidence", 0, 0, -1), "Value -1 is less than minimum value 0"),
     ("/infill", ("", 4, 0.8, 1.0, "confidence", 0), "template is empty"),
     ("/infill", ("To be or not to be", 4, 0.8, 1.0, "confidence", 0), "template has no blank"),
     ("/infill", ("_" * 200, 4, 0.8, 1.0, "confidence", 0), "template has 200 characters"),

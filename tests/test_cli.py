@@ -12,6 +12,10 @@ def test_cli_generates_and_infills(tiny_model, tmp_path):
     assert result.returncode == 0, result.stderr
     text = result.stdout.rstrip("\n")
     assert text.startswith("to be") and len(text) == 25
+    result = run_cli(
+        "--model", str(tmp_path), "--template", "to __ or not", "--steps", "2", "--order-temperature", "0.5"
+    )
+    assert result.returncode == 0 and result.stdout.startswith("to ") and result.stdout.rstrip("\n").endswith(" or not")
     result = run_cli("--model", str(tmp_path), "--template", "to __ or not", "--steps", "2", "--show-steps")
     assert result.returncode == 0 and result.stdout.count("--- step") == 3
 
@@ -25,5 +29,7 @@ def test_cli_errors_are_one_line(tiny_model, tmp_path):
     )
     result = run_cli("--model", str(tmp_path), "--prompt", "Zé", "--length", "3")
     assert result.returncode == 1 and "outside the model's vocabulary: 'Z', 'é'" in result.stderr
+    result = run_cli("--model", str(tmp_path), "--length", "5", "--order-temperature", "-1")
+    assert result.returncode == 1 and "order_temperature must be a finite number >= 0" in result.stderr
     result = run_cli("--model", str(tmp_path), "--length", "500")
     assert result.returncode == 1 and "the model takes 64" in result.stderr

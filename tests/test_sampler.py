@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from mdlm_hf import MDLM, ORDERS, sample
-from mdlm_hf.sampler import final_state, planned_reveals, prompt_canvas, text_to_canvas
+from mdlm_hf.sampler import SamplerOptions, denoise_step, final_state, planned_reveals, prompt_canvas, text_to_canvas
 
 
 def canvas_with_holes(model, length=40, seed=0):
@@ -141,6 +141,41 @@ def test_string_api(tiny_model):
     assert len(streamed) == 3
 
 
+def first_reveal_frequencies(confidences, order_temperature, rows=20000):
+    """How often each of a row's positions is revealed first, over many rows of one denoise_step."""
+    T = len(confidences)
+    top = torch.tensor(confidences)[None, :, None].expand(rows, T, 1)
+    probs = torch.cat([top, ((1 - top) / 9).expand(rows, T, 9)], dim=-1)  # greedy candidate: char 0, prob top
+    logits = probs.log()
+    tokens = torch.full((rows, T), 10)
+    options = SamplerOptions(order="confidence", temperature=0.0, order_temperature=order_temperature)
+    generator = torch.Generator().manual_seed(0)
+    eligible = torch.ones(rows, T, dtype=torch.bool)
+    _, revealed, _ = denoise_step(logits, tokens, eligible, torch.ones(rows, dtype=torch.long), options, generator)
+    assert torch.equal(revealed.sum(dim=1), torch.ones(rows, dtype=torch.long))
+    return revealed.float().mean(dim=0)
+
+
+def test_order_temperature_draws_positions_in_proportion_to_confidence():
+    confidences = [0.9, 0.6, 0.3]
+    assert torch.equal(first_reveal_frequencies(confidences, 0.0), torch.tensor([1.0, 0.0, 0.0]))
+    for order_temperature in (1.0, 0.5):
+        weights = torch.tensor(confidences) ** (1 / order_temperature)
+        expected = weights / weights.sum()
+        assert torch.allclose(first_reveal_frequencies(confidences, order_temperature), expected, atol=0.015)
+    # very hot: close to random order
+    assert torch.allclose(first_reveal_frequencies(confidences, 1e6), torch.full((3,), 1 / 3), atol=0.015)
+
+
+def test_order_temperature_still_fills_every_mask_and_keeps_given(tiny_model):
+    canvas = canvas_with_holes(tiny_model)
+    for order in ORDERS:
+        state = final_state(sample(tiny_model, canvas, num_steps=8, order=order, order_temperature=0.5, seed=1))
+        assert not state.is_masked.any()
+        given = canvas != tiny_model.mask_id
+        assert torch.equal(state.tokens[0][given], canvas[given])
+
+
 BAD_OPTIONS = [
     (dict(num_steps=0), "num_steps"),
     (dict(num_steps=2.5), "num_steps"),
@@ -155,6 +190,8 @@ BAD_OPTIONS = [
     (dict(block_length=0), "block_length"),
     (dict(threshold=0), "threshold"),
     (dict(reveal_counts="poisson"), "reveal_counts"),
+    (dict(order_temperature=-1.0), "order_temperature"),
+    (dict(order_temperature=math.inf), "order_temperature"),
     (dict(num_steps=2, block_length=8), "number of blocks"),
 ]
 
