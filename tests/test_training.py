@@ -149,6 +149,24 @@ def test_export_round_trips_and_push_is_intercepted(text_file, tmp_path, monkeyp
     assert calls[1] == ("upload_folder", "me/model", files)
 
 
+def test_export_carries_the_recipe_and_the_images_it_links(text_file, tmp_path):
+    run(text_file, tmp_path / "run", "--max-steps", "2")
+    (tmp_path / "plots").mkdir()
+    (tmp_path / "plots" / "study.png").write_bytes(b"\x89PNG fake")
+    recipe = tmp_path / "notes" / "RECIPE.md"
+    recipe.parent.mkdir()
+    recipe.write_text("## Recipe\n![the study](../plots/study.png) and ![web](https://example.org/a.png)\n")
+    export = train_export()
+    export.export_run(tmp_path / "run", tmp_path / "export", text_file, recipe_path=recipe)
+    card = (tmp_path / "export" / "README.md").read_text()
+    assert "![the study](study.png)" in card and "![web](https://example.org/a.png)" in card
+    assert (tmp_path / "export" / "study.png").read_bytes() == b"\x89PNG fake"
+    recipe.write_text("![gone](../plots/missing.png)")
+    with pytest.raises(ValueError, match="missing.png, which does not exist"):
+        export.export_run(tmp_path / "run", tmp_path / "export2", text_file, recipe_path=recipe)
+    assert not (tmp_path / "export2").exists()
+
+
 def train_export():
     import export
 

@@ -5,7 +5,8 @@
 
 The export holds model.safetensors, config.json, a model card README.md with measured metrics,
 training_curve.png, accuracy_vs_mask_ratio.png, metrics.json and words.txt (the training split's
-word list, used by the app's valid-word metric). It is written to a temporary directory and then
+word list, used by the app's valid-word metric), plus any local image the --recipe markdown links.
+It is written to a temporary directory and then
 swapped in, so an interrupted export never leaves a half-written model behind.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -153,8 +155,40 @@ text and refuses others. Not for any use beyond study and play.
     }
 
 
+def recipe_with_images(recipe_path: Path) -> tuple[str, list[Path]]:
+    """The recipe's markdown with local image links pointing at the export's copies, and those images.
+
+    A link like `![plot](../benchmarks/results/plot.png)` works when the recipe is read in the
+    repository; in the Hub repo the image sits beside the card, so the link becomes `plot.png`.
+    """
+    recipe_path = Path(recipe_path)
+    notes = recipe_path.read_text(encoding="utf-8")
+    images: dict[str, Path] = {}
+
+    def relink(match: re.Match) -> str:
+        alt, target = match.group(1), match.group(2)
+        if "://" in target:
+            return match.group(0)
+        image = (recipe_path.parent / target).resolve()
+        if not image.is_file():
+            raise ValueError(f"{recipe_path} links to {target}, which does not exist")
+        if image.name in EXPORT_FILES or images.get(image.name, image) != image:
+            raise ValueError(f"{recipe_path}: image name {image.name!r} clashes with another file of the export")
+        images[image.name] = image
+        return f"![{alt}]({image.name})"
+
+    return re.sub(r"!\[([^\]]*)\]\(([^)\s]+)\)", relink, notes), list(images.values())
+
+
 def export_model(
-    model: MDLM, export_dir: Path, train_text: str, val_text: str, run: dict, history: dict, recipe_notes: str = ""
+    model: MDLM,
+    export_dir: Path,
+    train_text: str,
+    val_text: str,
+    run: dict,
+    history: dict,
+    recipe_notes: str = "",
+    attachments: list[Path] = (),
 ) -> dict:
     """Writes the Hub-ready directory for `model` (atomically); returns the evaluation report."""
     export_dir = Path(export_dir)
@@ -166,6 +200,8 @@ def export_model(
         save_word_list(train_text, staging / "words.txt")
         plot_accuracy(report["accuracy_by_mask_ratio"], staging / "accuracy_vs_mask_ratio.png")
         plot_training_curve(history, staging / "training_curve.png")
+        for attachment in attachments:  # the images the card's recipe section shows
+            shutil.copyfile(attachment, staging / Path(attachment).name)
         facts = {k: run.get(k) for k in ("step", "tokens_seen", "wall_time")}
         (staging / "metrics.json").write_text(json.dumps({**report, "training": facts}, indent=2))
         old = export_dir.with_name(f".{export_dir.name}.old")
@@ -213,8 +249,10 @@ def export_run(
     model = MDLM(**weights["model_config"])
     model.load_state_dict(weights["model"])
     train_text, val_text = split_text(read_text(data_path))
-    recipe_notes = Path(recipe_path).read_text(encoding="utf-8") if recipe_path else ""
-    report = export_model(model, Path(export_dir), train_text, val_text, run, run.get("history", {}), recipe_notes)
+    recipe_notes, attachments = recipe_with_images(recipe_path) if recipe_path else ("", [])
+    report = export_model(
+        model, Path(export_dir), train_text, val_text, run, run.get("history", {}), recipe_notes, attachments
+    )
     print(f"exported to {export_dir}: validation NELBO {report['val_nelbo_nats_per_char']:.4f} nats/char")
     if push_to_hub_repo:
         print(f"pushed: {push_to_hub(Path(export_dir), push_to_hub_repo)}")
@@ -227,7 +265,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--export-dir", required=True)
     parser.add_argument("--data", required=True, help="the training text (for the validation split and word list)")
     parser.add_argument("--push-to-hub", default=None, metavar="REPO_ID")
-    parser.add_argument("--recipe", default=None, help="markdown file with the recipe and ablations, for the card")
+    parser.add_argument(
+        "--recipe",
+        default=None,
+        help="markdown file with the recipe and ablations, appended to the card; the local images it links are "
+        "copied beside the card",
+    )
     args = parser.parse_args(argv)
     export_run(Path(args.run_dir), Path(args.export_dir), Path(args.data), args.push_to_hub, args.recipe)
 
