@@ -66,6 +66,12 @@ def order_label(row: dict) -> str:
     return f"{row['order']} (order temp {soft:g})" if soft else row["order"]
 
 
+def ordered_labels(rows: list[dict]) -> list[str]:
+    """The distinct order labels of `rows`, in ORDERS order, strict before soft."""
+    keys = {order_label(r): (ORDERS.index(r["order"]), r.get("order_temperature", 0.0)) for r in rows}
+    return sorted(keys, key=keys.get)
+
+
 def run_setting(model, setting: dict, num_samples: int, length: int, seed: int) -> tuple[list[str], float]:
     """Generates num_samples texts in one batch; returns them and the wall time."""
     canvas = torch.full((num_samples, length), model.mask_id)
@@ -95,7 +101,7 @@ def make_report(results: list[dict], reference: dict, out_dir: Path) -> str:
         )
     plain = [r for r in results if not r["extra"]]
     fig, axes = plt.subplots(1, 3, figsize=(17, 4.5))
-    labels = sorted({order_label(r) for r in plain}, key=lambda label: (label.split()[0] not in ORDERS, label))
+    labels = ordered_labels(plain)
     colors = dict(zip(labels, plt.get_cmap("tab10").colors, strict=False))  # one colour per order
     for label in labels:
         for temperature in sorted({r["temperature"] for r in plain}, reverse=True):
@@ -164,7 +170,25 @@ def make_report(results: list[dict], reference: dict, out_dir: Path) -> str:
     fig.tight_layout()
     fig.savefig(out_dir / "quality_vs_speed.png", dpi=110)
     plt.close(fig)
-    return "\n".join(lines)
+    return "\n".join(headline_table(results) + [""] + lines)
+
+
+def headline_table(results: list[dict], temperature: float = 1.0) -> list[str]:
+    """Valid-word rate / judge perplexity for every order (rows) and step count (columns) at one temperature."""
+    plain = [r for r in results if not r["extra"] and r["temperature"] == temperature]
+    steps = sorted({r["num_steps"] for r in plain})
+    labels = ordered_labels(plain)
+    cells = {
+        (order_label(r), r["num_steps"]): f"{r['valid_word_rate']:.3f} / {r['judge_perplexity']:.2f}" for r in plain
+    }
+    lines = [
+        f"Valid-word rate / judge perplexity at temperature {temperature}:\n",
+        "| order | " + " | ".join(f"{n} steps" for n in steps) + " |",
+        "|---|" + "---|" * len(steps),
+    ]
+    for label in labels:
+        lines.append(f"| {label} | " + " | ".join(cells.get((label, n), "-") for n in steps) + " |")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> None:
