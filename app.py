@@ -427,6 +427,14 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
             gr.Button("Mask and predict").click(forward_process, inputs, outputs, api_name="forward_process")
             demo.load(forward_process, inputs, outputs, api_name=False)
             gr.Plot(value=sonnet_accuracy_figure(model), label="Accuracy vs mask ratio")
+            gr.Markdown(
+                "**Reverse process.** Generation starts from all masks. Each step predicts every masked "
+                "character, draws a candidate for each (temperature), and reveals a few of them: by default "
+                "those whose candidate is most probable (*confidence order*). A strict confidence order favours "
+                "frequent words; the *order temperature* instead draws which positions to reveal, with "
+                "probability proportional to confidence^(1/order temperature), which keeps most of the quality "
+                "and brings back variety (see the sampling study in the README)."
+            )
     return demo
 
 

@@ -138,7 +138,8 @@ Masked-token accuracy (argmax) by mask ratio:
 {recipe_notes}
 
 ## Samples ({report["sampling"]["length"]} characters, {report["sampling"]["num_steps"]} steps, \
-order {report["sampling"]["order"]}, temperature {report["sampling"]["temperature"]})
+order {report["sampling"]["order"]} (order temperature {report["sampling"].get("order_temperature", 0)}), \
+temperature {report["sampling"]["temperature"]})
 
 {samples}
 
