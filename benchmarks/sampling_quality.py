@@ -129,6 +129,7 @@ def make_report(results: list[dict], reference: dict, out_dir: Path) -> str:
     axes[1].set(
         xscale="log",
         xlabel="denoising steps",
+        yscale="log",
         ylabel="judge perplexity (lower is better)",
         title="Judge perplexity vs steps",
     )
