@@ -145,7 +145,7 @@ def reveal_scores(
     """How much each position wants to be revealed next, on a log scale (B, T); higher goes first.
 
     Log scale so that `order_temperature` means the same for every order: position i is then drawn
-    with probability proportional to exp(score_i / order_temperature), e.g. confidence^(1/temperature).
+    with probability proportional to exp(score_i / order_temperature), e.g. confidence^(1 / order_temperature).
     """
     if order == "confidence":
         return probs.gather(-1, candidates[..., None]).squeeze(-1).log()
@@ -242,7 +242,16 @@ def sample(
     seed/generator the single source of randomness
     """
     options = SamplerOptions(
-        num_steps, order, order_temperature, temperature, top_k, top_p, schedule, block_length, threshold, reveal_counts
+        num_steps=num_steps,
+        order=order,
+        order_temperature=order_temperature,
+        temperature=temperature,
+        top_k=top_k,
+        top_p=top_p,
+        schedule=schedule,
+        block_length=block_length,
+        threshold=threshold,
+        reveal_counts=reveal_counts,
     )
     if canvas.dim() == 1:
         canvas = canvas[None, :]
