@@ -6,8 +6,8 @@
 The export holds model.safetensors, config.json, a model card README.md with measured metrics,
 training_curve.png, accuracy_vs_mask_ratio.png, metrics.json and words.txt (the training split's
 word list, used by the app's valid-word metric), plus any local image the --recipe markdown links.
-It is written to a temporary directory and then
-swapped in, so an interrupted export never leaves a half-written model behind.
+It is written to a temporary directory and then swapped in, so an interrupted export never leaves a
+half-written model behind.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import platform
 import re
 import shutil
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 import matplotlib
@@ -189,7 +190,7 @@ def export_model(
     run: dict,
     history: dict,
     recipe_notes: str = "",
-    attachments: list[Path] = (),
+    attachments: Iterable[Path] = (),
 ) -> dict:
     """Writes the Hub-ready directory for `model` (atomically); returns the evaluation report."""
     export_dir = Path(export_dir)
