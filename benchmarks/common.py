@@ -14,6 +14,11 @@ SHIPPED_MODEL = REPO_ROOT / "pretrained" / "mdlm-shakespeare-char"
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data" / "tinyshakespeare.txt"
 
 
+def order_settings(orders: list[str], order_temperatures: list[float]) -> list[tuple[str, float]]:
+    """(order, order temperature) pairs to measure; a soft random order is still the random order."""
+    return [(o, t) for o in orders for t in order_temperatures if not (o == "random" and t > 0)]
+
+
 def load_model(path: str | None) -> tuple[MDLM, str]:
     """The model at `path`, else the shipped checkpoint, else a random model of the shipped shape."""
     if path:

@@ -14,25 +14,24 @@ import statistics
 import time
 
 import torch
-from common import load_model
+from common import load_model, order_settings
 
 from mdlm_hf import ORDERS, sample
 
 
 def interleaved_timing(
     model, canvas: torch.Tensor, num_steps: int, order: str, seed: int, order_temperature: float = 0.0
-) -> tuple[float, float, int]:
-    """(sampler seconds, bare-forward seconds, steps): one bare forward timed right after every sampler step."""
+) -> tuple[float, float]:
+    """(sampler seconds, bare-forward seconds): one bare forward timed right after every sampler step."""
     states = sample(model, canvas, num_steps=num_steps, order=order, seed=seed, order_temperature=order_temperature)
-    sampler_seconds, bare_seconds, steps = 0.0, 0.0, 0
+    sampler_seconds, bare_seconds = 0.0, 0.0
     while True:
         start = time.perf_counter()
         state = next(states, None)
         sampler_seconds += time.perf_counter() - start
         if state is None:
-            return sampler_seconds, bare_seconds, steps
+            return sampler_seconds, bare_seconds
         if state.step > 0:
-            steps += 1
             with torch.inference_mode():
                 start = time.perf_counter()
                 model(canvas[None])
@@ -53,12 +52,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
     canvas = torch.full((args.length,), model.mask_id)
     interleaved_timing(model, canvas, 8, "confidence", 0)  # warm-up
     rows = []
-    settings = [(o, t) for o in args.orders for t in args.order_temperatures if not (o == "random" and t > 0)]
-    for order, order_temperature in settings:
+    for order, order_temperature in order_settings(args.orders, args.order_temperatures):
         for num_steps in args.steps:
             ratios, walls = [], []
             for repeat in range(args.repeats):
-                wall, bare, steps = interleaved_timing(model, canvas, num_steps, order, repeat, order_temperature)
+                wall, bare = interleaved_timing(model, canvas, num_steps, order, repeat, order_temperature)
                 ratios.append(wall / bare)  # bare = steps x one forward
                 walls.append(wall)
             rows.append(

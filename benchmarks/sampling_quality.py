@@ -25,7 +25,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import torch
-from common import REPO_ROOT, SHARED_DATA, load_model
+from common import REPO_ROOT, SHARED_DATA, load_model, order_settings
 
 from mdlm_hf import ORDERS, sample
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
@@ -57,18 +57,18 @@ def model_fingerprint(model: torch.nn.Module) -> str:
 
 def setting_key(row: dict) -> tuple:
     """What identifies a setting: rows with the same key replace each other."""
-    return (row["order"], row.get("order_temperature", 0.0), row["num_steps"], row["temperature"], row["extra"])
+    return (row["order"], row["order_temperature"], row["num_steps"], row["temperature"], row["extra"])
 
 
 def order_label(row: dict) -> str:
     """The order, with its order temperature when it is soft."""
-    soft = row.get("order_temperature", 0.0)
+    soft = row["order_temperature"]
     return f"{row['order']} (order temp {soft:g})" if soft else row["order"]
 
 
 def ordered_labels(rows: list[dict]) -> list[str]:
     """The distinct order labels of `rows`, in ORDERS order, strict before soft."""
-    keys = {order_label(r): (ORDERS.index(r["order"]), r.get("order_temperature", 0.0)) for r in rows}
+    keys = {order_label(r): (ORDERS.index(r["order"]), r["order_temperature"]) for r in rows}
     return sorted(keys, key=keys.get)
 
 
@@ -241,9 +241,7 @@ def main(argv: list[str] | None = None) -> None:
                 dict(order=o, num_steps=s, temperature=t, order_temperature=ot)
                 for t in args.temperatures
                 for s in args.steps
-                for o in args.orders
-                for ot in args.order_temperatures
-                if not (o == "random" and ot > 0)  # a soft random order is still the random order
+                for o, ot in order_settings(args.orders, args.order_temperatures)
             ],
             key=lambda setting: setting["num_steps"],
         )

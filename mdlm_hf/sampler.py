@@ -70,21 +70,16 @@ class SamplerOptions:
         def is_int(x: object) -> bool:
             return isinstance(x, int) and not isinstance(x, bool)
 
+        def is_finite_non_negative(x: object) -> bool:
+            return isinstance(x, (int, float)) and math.isfinite(x) and x >= 0
+
         if not is_int(self.num_steps) or self.num_steps < 1:
             raise ValueError(f"num_steps must be an integer >= 1, got {self.num_steps!r}")
         if self.order not in ORDERS:
             raise ValueError(f"order must be one of {ORDERS}, got {self.order!r}")
-        if (
-            not isinstance(self.order_temperature, (int, float))
-            or not math.isfinite(self.order_temperature)
-            or self.order_temperature < 0
-        ):
+        if not is_finite_non_negative(self.order_temperature):
             raise ValueError(f"order_temperature must be a finite number >= 0, got {self.order_temperature!r}")
-        if (
-            not isinstance(self.temperature, (int, float))
-            or not math.isfinite(self.temperature)
-            or self.temperature < 0
-        ):
+        if not is_finite_non_negative(self.temperature):
             raise ValueError(f"temperature must be a finite number >= 0, got {self.temperature!r}")
         if self.top_k is not None and (not is_int(self.top_k) or self.top_k < 1):
             raise ValueError(f"top_k must be None or an integer >= 1, got {self.top_k!r}")

@@ -139,7 +139,7 @@ Masked-token accuracy (argmax) by mask ratio:
 {recipe_notes}
 
 ## Samples ({report["sampling"]["length"]} characters, {report["sampling"]["num_steps"]} steps, \
-order {report["sampling"]["order"]} (order temperature {report["sampling"].get("order_temperature", 0)}), \
+order {report["sampling"]["order"]} (order temperature {report["sampling"]["order_temperature"]}), \
 temperature {report["sampling"]["temperature"]})
 
 {samples}
