@@ -24,12 +24,15 @@ from mdlm_hf import MASK_GLYPH, MDLM, ORDERS, SamplerState, mask_tokens, sample
 from mdlm_hf.diffusion import accuracy_by_mask_ratio
 from mdlm_hf.metrics import load_word_list, valid_word_rate
 from mdlm_hf.plots import accuracy_figure
-from mdlm_hf.sampler import DEFAULT_SAMPLING, prompt_canvas, text_to_canvas
+from mdlm_hf.sampler import DEFAULT_SAMPLING, SCORED_ORDERS, prompt_canvas, text_to_canvas
 
 DEFAULT_MODEL = Path(__file__).resolve().parent / "pretrained" / "mdlm-shakespeare-char"
 MODEL_ENV_VAR = "MDLM_MODEL"
 MAX_SEED = 2**31 - 1
 ORDER_TEMPERATURE_LABEL = "Order temperature (0 = strict order; higher = closer to random order)"
+PRIOR_WEIGHT_LABEL = "Prior weight (rare characters the context makes likely go sooner; 0 = plain score)"
+REMASK_RATIO_LABEL = "Remask ratio (earlier characters taken back per character revealed; 0 = never)"
+SPACING_LABEL = "Spacing (characters revealed in one step keep this far apart; 0 = off)"
 
 INFILL_EXAMPLES = [
     "To be, or not to be, ________ is the question:",
@@ -64,7 +67,8 @@ LEGEND = (
     f"<span style='color:#b8b2a7'>{MASK_GLYPH}</span> masked &nbsp; "
     "<span style='background:#ffd54f'>x</span> revealed this step &nbsp; "
     "<span style='background:hsl(0,75%,86%)'>x</span>…<span style='background:hsl(120,55%,84%)'>x</span> "
-    "confidence when revealed (low … high) &nbsp; <b>x</b> given</div>"
+    "confidence when revealed (low … high) &nbsp; <b>x</b> given &nbsp; "
+    f"<span style='color:#d9534f'>{MASK_GLYPH}</span> taken back this step (remasking)</div>"
 )
 
 
@@ -85,13 +89,14 @@ def load_model(source: str | os.PathLike) -> tuple[MDLM, set[str] | None]:
 
 def render_canvas(model: MDLM, state: SamplerState, row: int = 0) -> str:
     """The canvas as HTML: mask glyphs, this step's reveals highlighted, earlier ones tinted by confidence."""
-    tokens, revealed, confidence, given = (
-        x[row].tolist() for x in (state.tokens, state.revealed, state.confidence, state.is_given)
+    tokens, revealed, remasked, confidence, given = (
+        x[row].tolist() for x in (state.tokens, state.revealed, state.remasked, state.confidence, state.is_given)
     )
     cells = []
-    for token, is_new, conf, is_given in zip(tokens, revealed, confidence, given, strict=True):
+    for token, is_new, is_taken_back, conf, is_given in zip(tokens, revealed, remasked, confidence, given, strict=True):
         if token == model.mask_id:
-            cells.append(f"<span style='color:#b8b2a7'>{MASK_GLYPH}</span>")
+            colour = "#d9534f" if is_taken_back else "#b8b2a7"
+            cells.append(f"<span style='color:{colour}'>{MASK_GLYPH}</span>")
             continue
         char = html.escape(model.tokenizer.vocab[token])
         if is_given:
@@ -162,26 +167,33 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
     default_steps = min(DEFAULT_SAMPLING["num_steps"], default_length)
 
     def start(
-        canvas: torch.Tensor, num_steps, order, temperature, top_p, seed, block_length=0, order_temperature=0.0
+        canvas: torch.Tensor,
+        num_steps,
+        order,
+        temperature,
+        top_p,
+        seed,
+        block_length=0,
+        order_temperature=0.0,
+        prior_weight=0.0,
+        remask_ratio=0.0,
+        spacing=0,
     ) -> Iterator[SamplerState]:
         """Validates the UI's options and starts the sampler; every problem becomes a gr.Error."""
-        num_steps = as_int(num_steps, "steps", 1, block_size)
-        temperature = as_float(temperature, "temperature", 0.0, 5.0)
-        top_p = as_float(top_p, "top-p", 0.0, 1.0)
-        seed = as_int(seed, "seed", 0, MAX_SEED)
-        block_length = as_int(block_length, "block length", 0, block_size)
-        order_temperature = as_float(order_temperature, "order temperature", 0.0, 100.0)
         try:  # the sampler checks the order and top-p range itself
             return sample(
                 model,
                 canvas,
-                num_steps=num_steps,
+                num_steps=as_int(num_steps, "steps", 1, block_size),
                 order=order,
-                temperature=temperature,
-                top_p=None if top_p == 1 else top_p,
-                seed=seed,
-                block_length=block_length or None,
-                order_temperature=order_temperature,
+                temperature=as_float(temperature, "temperature", 0.0, 5.0),
+                top_p=None if top_p == 1 else as_float(top_p, "top-p", 0.0, 1.0),
+                seed=as_int(seed, "seed", 0, MAX_SEED),
+                block_length=as_int(block_length, "block length", 0, block_size) or None,
+                order_temperature=as_float(order_temperature, "order temperature", 0.0, 100.0),
+                prior_weight=as_float(prior_weight, "prior weight", 0.0, 10.0),
+                remask_ratio=as_float(remask_ratio, "remask ratio", 0.0, 0.95),
+                spacing=as_int(spacing, "spacing", 0, block_size),
             )
         except ValueError as error:
             raise gr.Error(str(error)) from None
@@ -211,22 +223,52 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
         seed,
         block_length,
         order_temperature=DEFAULT_SAMPLING["order_temperature"],
+        prior_weight=DEFAULT_SAMPLING["prior_weight"],
+        remask_ratio=DEFAULT_SAMPLING["remask_ratio"],
+        spacing=DEFAULT_SAMPLING["spacing"],
     ):
         prompt = prompt or ""
         length = as_int(length, "length", 1, block_size)
         canvas = make_canvas(prompt_canvas, tokenizer, prompt, length, block_size)
-        states = start(canvas, num_steps, order, temperature, top_p, seed, block_length, order_temperature)
+        reveal_rule = (order_temperature, prior_weight, remask_ratio, spacing)
+        states = start(canvas, num_steps, order, temperature, top_p, seed, block_length, *reveal_rule)
         yield from stream(states, len(prompt))
 
     def infill(
-        template, num_steps, temperature, top_p, order, seed, order_temperature=DEFAULT_SAMPLING["order_temperature"]
+        template,
+        num_steps,
+        temperature,
+        top_p,
+        order,
+        seed,
+        order_temperature=DEFAULT_SAMPLING["order_temperature"],
+        prior_weight=DEFAULT_SAMPLING["prior_weight"],
+        remask_ratio=DEFAULT_SAMPLING["remask_ratio"],
+        spacing=DEFAULT_SAMPLING["spacing"],
     ):
         template = template or ""
         if len(template) > block_size:
             raise gr.Error(f"template has {len(template)} characters; this model takes at most {block_size}")
         canvas = make_canvas(text_to_canvas, tokenizer, template, "_")
         num_fixed = int((canvas != model.mask_id).sum())
-        yield from stream(start(canvas, num_steps, order, temperature, top_p, seed, 0, order_temperature), num_fixed)
+        reveal_rule = (order_temperature, prior_weight, remask_ratio, spacing)
+        yield from stream(start(canvas, num_steps, order, temperature, top_p, seed, 0, *reveal_rule), num_fixed)
+
+    def reveal_controls() -> tuple:
+        """Reveal order, order temperature and the rest of the reveal rule, as Generate and Infill show them."""
+        order = gr.Dropdown(list(ORDERS), value=DEFAULT_SAMPLING["order"], label="Reveal order")
+        order_temperature = gr.Slider(
+            0, 2, value=DEFAULT_SAMPLING["order_temperature"], step=0.05, label=ORDER_TEMPERATURE_LABEL
+        )
+        with gr.Accordion("More of the reveal rule: rare characters, remasking, spacing", open=False):
+            prior_weight = gr.Slider(0, 2, value=DEFAULT_SAMPLING["prior_weight"], step=0.05, label=PRIOR_WEIGHT_LABEL)
+            remask_ratio = gr.Slider(
+                0, 0.95, value=DEFAULT_SAMPLING["remask_ratio"], step=0.05, label=REMASK_RATIO_LABEL
+            )
+            spacing = gr.Slider(0, 8, value=DEFAULT_SAMPLING["spacing"], step=1, label=SPACING_LABEL)
+        # random and left-to-right orders do not score positions, so the prior has nothing to weigh
+        order.change(lambda o: gr.update(interactive=o in SCORED_ORDERS), order, prior_weight, api_name=False)
+        return order, order_temperature, prior_weight, remask_ratio, spacing
 
     def compare(prompt, length, num_steps, temperature, seed, autoregressive):
         prompt = prompt or ""
@@ -238,7 +280,14 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
                 canvas, length if autoregressive else num_steps, "left_to_right", temperature, 1.0, seed
             ),
             "confidence": start(
-                canvas, num_steps, "confidence", temperature, 1.0, seed, 0, DEFAULT_SAMPLING["order_temperature"]
+                canvas,
+                num_steps,
+                "confidence",
+                temperature,
+                1.0,
+                seed,
+                0,
+                *(DEFAULT_SAMPLING[name] for name in ("order_temperature", "prior_weight", "remask_ratio", "spacing")),
             ),
         }
         latest: dict[str, SamplerState] = {}
@@ -309,10 +358,7 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
                     prompt = gr.Textbox(label="Prompt (kept fixed at the start)", value="ROMEO:\n", lines=2)
                     length = gr.Slider(1, block_size, value=default_length - 7, step=1, label="Characters to generate")
                     steps = gr.Slider(1, block_size, value=default_steps, step=1, label="Denoising steps")
-                    order = gr.Dropdown(list(ORDERS), value=DEFAULT_SAMPLING["order"], label="Reveal order")
-                    order_temperature = gr.Slider(
-                        0, 2, value=DEFAULT_SAMPLING["order_temperature"], step=0.05, label=ORDER_TEMPERATURE_LABEL
-                    )
+                    order, order_temperature, prior_weight, remask_ratio, spacing = reveal_controls()
                     temperature = gr.Slider(
                         0, 2, value=DEFAULT_SAMPLING["temperature"], step=0.05, label="Temperature (0 = greedy)"
                     )
@@ -332,7 +378,8 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
             length.change(cap_steps, [length, steps], steps, api_name=False)
             generate_button.click(
                 generate,
-                [prompt, length, steps, temperature, top_p, order, seed, block_length, order_temperature],
+                [prompt, length, steps, temperature, top_p, order, seed, block_length]
+                + [order_temperature, prior_weight, remask_ratio, spacing],
                 [canvas, final_text, stats],
                 api_name="generate",
             )
@@ -344,10 +391,7 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
                     )
                     gr.Examples(INFILL_EXAMPLES, inputs=[template])
                     infill_steps = gr.Slider(1, block_size, value=16, step=1, label="Denoising steps")
-                    infill_order = gr.Dropdown(list(ORDERS), value=DEFAULT_SAMPLING["order"], label="Reveal order")
-                    infill_order_temperature = gr.Slider(
-                        0, 2, value=DEFAULT_SAMPLING["order_temperature"], step=0.05, label=ORDER_TEMPERATURE_LABEL
-                    )
+                    infill_order, *infill_reveal_rule = reveal_controls()
                     infill_temperature = gr.Slider(
                         0, 2, value=DEFAULT_SAMPLING["temperature"], step=0.05, label="Temperature (0 = greedy)"
                     )
@@ -373,7 +417,7 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
                     infill_top_p,
                     infill_order,
                     infill_seed,
-                    infill_order_temperature,
+                    *infill_reveal_rule,
                 ],
                 [infill_canvas, infill_text, infill_stats],
                 api_name="infill",

@@ -2,21 +2,35 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import torch
 
 from mdlm_hf import MDLM
 from mdlm_hf.data import read_text
+from mdlm_hf.sampler import SCORED_ORDERS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_MODEL = REPO_ROOT / "pretrained" / "mdlm-shakespeare-char"
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data" / "tinyshakespeare.txt"
 
 
-def order_settings(orders: list[str], order_temperatures: list[float]) -> list[tuple[str, float]]:
-    """(order, order temperature) pairs to measure; a soft random order is still the random order."""
-    return [(o, t) for o in orders for t in order_temperatures if not (o == "random" and t > 0)]
+def reveal_rules(
+    orders: list[str],
+    order_temperatures: list[float],
+    prior_weights: list[float] = (0.0,),
+    remask_ratios: list[float] = (0.0,),
+    spacings: list[int] = (0,),
+) -> list[dict]:
+    """Every combination of the reveal-rule options to measure, less those that change nothing: a soft
+    random order is still the random order, and orders that do not score positions ignore the prior."""
+    grid = itertools.product(orders, order_temperatures, prior_weights, remask_ratios, spacings)
+    return [
+        dict(order=o, order_temperature=t, prior_weight=p, remask_ratio=r, spacing=s)
+        for o, t, p, r, s in grid
+        if not (o == "random" and t > 0) and not (o not in SCORED_ORDERS and p > 0)
+    ]
 
 
 def load_model(path: str | None) -> tuple[MDLM, str]:

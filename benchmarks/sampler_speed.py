@@ -14,16 +14,14 @@ import statistics
 import time
 
 import torch
-from common import load_model, order_settings
+from common import load_model, reveal_rules
 
 from mdlm_hf import ORDERS, sample
 
 
-def interleaved_timing(
-    model, canvas: torch.Tensor, num_steps: int, order: str, seed: int, order_temperature: float = 0.0
-) -> tuple[float, float]:
+def interleaved_timing(model, canvas: torch.Tensor, num_steps: int, seed: int, **reveal_rule) -> tuple[float, float]:
     """(sampler seconds, bare-forward seconds): one bare forward timed right after every sampler step."""
-    states = sample(model, canvas, num_steps=num_steps, order=order, seed=seed, order_temperature=order_temperature)
+    states = sample(model, canvas, num_steps=num_steps, seed=seed, **reveal_rule)
     sampler_seconds, bare_seconds = 0.0, 0.0
     while True:
         start = time.perf_counter()
@@ -46,35 +44,39 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--repeats", type=int, default=5, help="sampling runs per cell (median)")
     parser.add_argument("--orders", nargs="+", default=list(ORDERS), choices=ORDERS)
     parser.add_argument("--order-temperatures", type=float, nargs="+", default=[0.0, 0.25])
+    parser.add_argument("--prior-weights", type=float, nargs="+", default=[0.0])
+    parser.add_argument("--remask-ratios", type=float, nargs="+", default=[0.0])
+    parser.add_argument("--spacings", type=int, nargs="+", default=[0])
     args = parser.parse_args(argv)
     model, source = load_model(args.model)
     torch.manual_seed(0)
     canvas = torch.full((args.length,), model.mask_id)
-    interleaved_timing(model, canvas, 8, "confidence", 0)  # warm-up
+    interleaved_timing(model, canvas, 8, 0)  # warm-up
     rows = []
-    for order, order_temperature in order_settings(args.orders, args.order_temperatures):
+    rules = reveal_rules(args.orders, args.order_temperatures, args.prior_weights, args.remask_ratios, args.spacings)
+    for rule in rules:
         for num_steps in args.steps:
             ratios, walls = [], []
             for repeat in range(args.repeats):
-                wall, bare = interleaved_timing(model, canvas, num_steps, order, repeat, order_temperature)
+                wall, bare = interleaved_timing(model, canvas, num_steps, repeat, **rule)
                 ratios.append(wall / bare)  # bare = steps x one forward
                 walls.append(wall)
             rows.append(
                 {
-                    "order": order,
-                    "order_temperature": order_temperature,
+                    **rule,
                     "steps": num_steps,
                     "ratio": statistics.median(ratios),
                     "chars_per_s": args.length / statistics.median(walls),
                 }
             )
     print(f"model: {source}; length {args.length}; torch threads {torch.get_num_threads()}\n")
-    print("| order | order temperature | steps | wall / (steps x bare forward) | chars/s |")
-    print("|---|---|---|---|---|")
+    columns = ["order", "order temp", "prior weight", "remask ratio", "spacing", "steps"]
+    print("| " + " | ".join(columns + ["wall / (steps x bare forward)", "chars/s"]) + " |")
+    print("|---|---|---|---|---|---|---|---|")
     for row in rows:
         print(
-            f"| {row['order']} | {row['order_temperature']:g} | {row['steps']} | {row['ratio']:.3f} "
-            f"| {row['chars_per_s']:.0f} |"
+            f"| {row['order']} | {row['order_temperature']:g} | {row['prior_weight']:g} | {row['remask_ratio']:g} "
+            f"| {row['spacing']} | {row['steps']} | {row['ratio']:.3f} | {row['chars_per_s']:.0f} |"
         )
     worst = max(r["ratio"] for r in rows)
     print(f"\nworst ratio {worst:.3f} (target <= 1.10): {'PASS' if worst <= 1.10 else 'FAIL'}")

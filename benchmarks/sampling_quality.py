@@ -2,6 +2,8 @@
 
     python benchmarks/sampling_quality.py [--model DIR] [--steps 8 16 32 64 128 256] [--samples 32]
     python benchmarks/sampling_quality.py --orders confidence --order-temperatures 0.25 0.5   # soft orders
+    python benchmarks/sampling_quality.py --orders confidence --order-temperatures 0.25 --steps 64 \
+        --prior-weights 0 0.6 --remask-ratios 0 0.5 --spacings 0 1                            # reveal rules
 
 For each setting, `--samples` texts of `--length` characters are generated in one batch with fixed
 seeds and scored against the training split: valid-word rate, perplexity under an independent
@@ -25,7 +27,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import torch
-from common import REPO_ROOT, SHARED_DATA, load_model, order_settings
+from common import REPO_ROOT, SHARED_DATA, load_model, reveal_rules
 
 from mdlm_hf import ORDERS, sample
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
@@ -55,20 +57,24 @@ def model_fingerprint(model: torch.nn.Module) -> str:
     return digest.hexdigest()[:16]
 
 
+RULE_OPTIONS = ("order_temperature", "prior_weight", "remask_ratio", "spacing")  # beside the order itself
+RULE_NAMES = dict(zip(RULE_OPTIONS, ("order temp", "prior", "remask", "spacing"), strict=True))  # in labels
+
+
 def setting_key(row: dict) -> tuple:
     """What identifies a setting: rows with the same key replace each other."""
-    return (row["order"], row["order_temperature"], row["num_steps"], row["temperature"], row["extra"])
+    return (row["order"], *(row[name] for name in RULE_OPTIONS), row["num_steps"], row["temperature"], row["extra"])
 
 
 def order_label(row: dict) -> str:
-    """The order, with its order temperature when it is soft."""
-    soft = row["order_temperature"]
-    return f"{row['order']} (order temp {soft:g})" if soft else row["order"]
+    """The order, with every reveal-rule option that is switched on."""
+    parts = [f"{RULE_NAMES[name]} {row[name]:g}" for name in RULE_OPTIONS if row[name]]
+    return f"{row['order']} ({', '.join(parts)})" if parts else row["order"]
 
 
 def ordered_labels(rows: list[dict]) -> list[str]:
-    """The distinct order labels of `rows`, in ORDERS order, strict before soft."""
-    keys = {order_label(r): (ORDERS.index(r["order"]), r["order_temperature"]) for r in rows}
+    """The distinct order labels of `rows`, in ORDERS order, plain before the added options."""
+    keys = {order_label(r): (ORDERS.index(r["order"]), *(r[name] for name in RULE_OPTIONS)) for r in rows}
     return sorted(keys, key=keys.get)
 
 
@@ -102,7 +108,7 @@ def make_report(results: list[dict], reference: dict, out_dir: Path) -> str:
     plain = [r for r in results if not r["extra"]]
     fig, axes = plt.subplots(1, 3, figsize=(17, 4.5))
     labels = ordered_labels(plain)
-    colors = dict(zip(labels, plt.get_cmap("tab10").colors, strict=False))  # one colour per order
+    colors = dict(zip(labels, plt.get_cmap("tab20").colors, strict=False))  # one colour per order
     for label in labels:
         for temperature in sorted({r["temperature"] for r in plain}, reverse=True):
             style = "-" if temperature == 1.0 else "--"
@@ -171,19 +177,22 @@ def make_report(results: list[dict], reference: dict, out_dir: Path) -> str:
     fig.tight_layout()
     fig.savefig(out_dir / "quality_vs_speed.png", dpi=110)
     plt.close(fig)
-    return "\n".join(headline_table(results) + [""] + lines)
+    return "\n".join(headline_table(results, reference) + [""] + lines)
 
 
-def headline_table(results: list[dict], temperature: float = 1.0) -> list[str]:
-    """Valid-word rate / judge perplexity for every order (rows) and step count (columns) at one temperature."""
+def headline_table(results: list[dict], reference: dict, temperature: float = 1.0) -> list[str]:
+    """Valid-word rate / judge perplexity / entropy ÷ real for every order (rows) and step count (columns)."""
     plain = [r for r in results if not r["extra"] and r["temperature"] == temperature]
     steps = sorted({r["num_steps"] for r in plain})
     labels = ordered_labels(plain)
     cells = {
-        (order_label(r), r["num_steps"]): f"{r['valid_word_rate']:.3f} / {r['judge_perplexity']:.2f}" for r in plain
+        (order_label(r), r["num_steps"]): f"{r['valid_word_rate']:.3f} / {r['judge_perplexity']:.2f} / "
+        f"{r['char_entropy_bits'] / reference['char_entropy_bits']:.3f}"
+        for r in plain
     }
     lines = [
-        f"Valid-word rate / judge perplexity at temperature {temperature}:\n",
+        f"Valid-word rate / judge perplexity / character entropy ÷ real text's, at temperature {temperature} "
+        f"(real text: {reference['valid_word_rate']:.3f} / {reference['judge_perplexity']:.2f} / 1):\n",
         "| order | " + " | ".join(f"{n} steps" for n in steps) + " |",
         "|---|" + "---|" * len(steps),
     ]
@@ -208,6 +217,9 @@ def main(argv: list[str] | None = None) -> None:
         default=[0.0],
         help="0 = strict order; > 0 = soft order (see mdlm_hf.sample)",
     )
+    parser.add_argument("--prior-weights", type=float, nargs="+", default=[0.0], help="see mdlm_hf.sample")
+    parser.add_argument("--remask-ratios", type=float, nargs="+", default=[0.0], help="see mdlm_hf.sample")
+    parser.add_argument("--spacings", type=int, nargs="+", default=[0], help="see mdlm_hf.sample")
     parser.add_argument("--extras", action="store_true", help="also threshold mode and semi-autoregressive blocks")
     parser.add_argument("--samples", type=int, default=32)
     parser.add_argument("--length", type=int, default=256)
@@ -238,10 +250,12 @@ def main(argv: list[str] | None = None) -> None:
         if args.report_only
         else sorted(
             [
-                dict(order=o, num_steps=s, temperature=t, order_temperature=ot)
+                dict(num_steps=s, temperature=t, **rule)
                 for t in args.temperatures
                 for s in args.steps
-                for o, ot in order_settings(args.orders, args.order_temperatures)
+                for rule in reveal_rules(
+                    args.orders, args.order_temperatures, args.prior_weights, args.remask_ratios, args.spacings
+                )
             ],
             key=lambda setting: setting["num_steps"],
         )
@@ -264,7 +278,7 @@ def main(argv: list[str] | None = None) -> None:
         texts, seconds = run_setting(model, setting, args.samples, args.length, args.seed)
         row = {
             "order": setting["order"],
-            "order_temperature": setting.get("order_temperature", 0.0),
+            **{name: setting.get(name, 0) for name in RULE_OPTIONS},  # the extras leave them off
             "num_steps": setting["num_steps"],
             "temperature": setting["temperature"],
             "extra": extra,

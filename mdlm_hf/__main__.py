@@ -24,6 +24,24 @@ def main(argv: list[str] | None = None) -> None:
         default=DEFAULT_SAMPLING["order_temperature"],
         help="0 = strict reveal order; higher = closer to random order",
     )
+    parser.add_argument(
+        "--prior-weight",
+        type=float,
+        default=DEFAULT_SAMPLING["prior_weight"],
+        help="reveal rare characters that the context makes likely sooner; 0 = plain score",
+    )
+    parser.add_argument(
+        "--remask-ratio",
+        type=float,
+        default=DEFAULT_SAMPLING["remask_ratio"],
+        help="in [0, 1): least confident earlier characters taken back per character revealed",
+    )
+    parser.add_argument(
+        "--spacing",
+        type=int,
+        default=DEFAULT_SAMPLING["spacing"],
+        help="characters revealed in one step keep this far apart; 0 = off",
+    )
     parser.add_argument("--schedule", choices=SCHEDULES, default="linear")
     parser.add_argument("--temperature", type=float, default=DEFAULT_SAMPLING["temperature"])
     parser.add_argument("--seed", type=int, default=None)
@@ -35,6 +53,9 @@ def main(argv: list[str] | None = None) -> None:
             num_steps=args.steps,
             order=args.order,
             order_temperature=args.order_temperature,
+            prior_weight=args.prior_weight,
+            remask_ratio=args.remask_ratio,
+            spacing=args.spacing,
             schedule=args.schedule,
             temperature=args.temperature,
             seed=args.seed,

@@ -19,6 +19,7 @@ import torch.nn as nn
 from mdlm_hf.tokenizer import CharTokenizer
 
 ORDERS = ("confidence", "margin", "entropy", "random", "left_to_right")
+SCORED_ORDERS = ("confidence", "margin", "entropy")  # orders that rank positions by the model's beliefs
 SCHEDULES = ("linear", "cosine")
 REVEAL_COUNTS = ("exact", "binomial")
 
@@ -26,7 +27,15 @@ REVEAL_COUNTS = ("exact", "binomial")
 # (benchmarks/results/sampling_quality.md): confidence order wins at every step count; from 32 steps on, a
 # soft confidence order (order temperature 0.25) beats the strict one on valid words (64 steps: 0.900 vs
 # 0.877), judge perplexity (4.38 vs 5.16) and distinct 4-grams (0.76 vs 0.72); temperature 1.0 beats 0.7
-DEFAULT_SAMPLING = {"num_steps": 64, "order": "confidence", "temperature": 1.0, "order_temperature": 0.25}
+DEFAULT_SAMPLING = {
+    "num_steps": 64,
+    "order": "confidence",
+    "temperature": 1.0,
+    "order_temperature": 0.25,
+    "prior_weight": 0.6,
+    "remask_ratio": 0.75,
+    "spacing": 1,
+}
 
 
 @dataclass
@@ -35,11 +44,12 @@ class SamplerState:
 
     tokens: torch.Tensor  # (B, T) ids, mask_id where still masked
     revealed: torch.Tensor  # (B, T) bool, positions revealed by this step
+    remasked: torch.Tensor  # (B, T) bool, generated positions masked again by this step (remask_ratio > 0)
     confidence: torch.Tensor  # (B, T) model probability of each revealed character when revealed; NaN elsewhere
     is_given: torch.Tensor  # (B, T) bool, positions fixed by the caller, never changed
     step: int
     num_steps: int
-    num_forward_passes: int
+    num_forward_passes: int  # passes over the canvas by the denoising steps so far
     mask_id: int
 
     @property
@@ -65,6 +75,9 @@ class SamplerOptions:
     block_length: int | None = None
     threshold: float | None = None
     reveal_counts: str = "exact"
+    remask_ratio: float = 0.0
+    prior_weight: float = 0.0
+    spacing: int = 0
 
     def __post_init__(self) -> None:
         def is_int(x: object) -> bool:
@@ -91,6 +104,12 @@ class SamplerOptions:
             raise ValueError(f"block_length must be None or an integer >= 1, got {self.block_length!r}")
         if self.threshold is not None and not (isinstance(self.threshold, (int, float)) and 0 < self.threshold <= 1):
             raise ValueError(f"threshold must be None or in (0, 1], got {self.threshold!r}")
+        if not (is_finite_non_negative(self.remask_ratio) and self.remask_ratio < 1):
+            raise ValueError(f"remask_ratio must be a number in [0, 1), got {self.remask_ratio!r}")
+        if not is_finite_non_negative(self.prior_weight):
+            raise ValueError(f"prior_weight must be a finite number >= 0, got {self.prior_weight!r}")
+        if not is_int(self.spacing) or self.spacing < 0:
+            raise ValueError(f"spacing must be an integer >= 0, got {self.spacing!r}")
         if self.reveal_counts not in REVEAL_COUNTS:
             raise ValueError(f"reveal_counts must be one of {REVEAL_COUNTS}, got {self.reveal_counts!r}")
 
@@ -155,6 +174,22 @@ def reveal_scores(
     return -positions.expand(candidates.shape)  # left_to_right
 
 
+def spaced_picks(scores: torch.Tensor, eligible: torch.Tensor, count: torch.Tensor, spacing: int) -> torch.Tensor:
+    """Greedy non-maximum suppression: up to `count` (B,) eligible positions, best score first, each
+    pick ruling out the positions within `spacing` of it; a (B, T) mask."""
+    positions = torch.arange(scores.size(-1), device=scores.device)
+    available, picked = eligible.clone(), torch.zeros_like(eligible)
+    for _ in range(int(count.max())):
+        wanted = (picked.sum(dim=1) < count) & available.any(dim=1)  # (B,)
+        if not wanted.any():
+            break
+        best = scores.masked_fill(~available, float("-inf")).argmax(dim=-1)  # (B,)
+        distance = (positions[None, :] - best[:, None]).abs()  # (B, T)
+        picked |= wanted[:, None] & (distance == 0)
+        available &= ~(wanted[:, None] & (distance <= spacing))
+    return picked
+
+
 def denoise_step(
     logits: torch.Tensor,
     tokens: torch.Tensor,
@@ -162,22 +197,59 @@ def denoise_step(
     num_to_reveal: torch.Tensor,
     options: SamplerOptions,
     generator: torch.Generator,
+    log_prior: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Reveals `num_to_reveal` (B,) of the `eligible` (B, T) positions; returns (tokens, revealed, confidence)."""
+    """Reveals `num_to_reveal` (B,) of the `eligible` (B, T) positions; returns (tokens, revealed, confidence).
+
+    `log_prior` (V,) is each character's log probability with no context (`character_log_prior`); the
+    scores use it when given and prior_weight > 0.
+    """
     probs = logits.softmax(dim=-1)  # (B, T, V) the model's own distribution
     candidates = candidate_tokens(logits, options, generator)  # (B, T)
     confidence = probs.gather(-1, candidates[..., None]).squeeze(-1)  # (B, T)
     scores = reveal_scores(probs, candidates, options.order, generator)
+    if log_prior is not None and options.prior_weight > 0:
+        # plain confidence reveals common characters (spaces, e, t) first and rarely commits to the rare
+        # ones that carry structure (capitals of speaker names, punctuation, line breaks); judging each
+        # candidate by how far the context lifted it above its prior restores them (1 = pointwise mutual
+        # information)
+        scores = scores - options.prior_weight * log_prior.to(scores.dtype)[candidates]
     if options.order_temperature > 0:
         # Gumbel-top-k: the k highest perturbed scores are k draws without replacement, each position
         # chosen with probability proportional to exp(score / order_temperature); 0 keeps the strict order
         scores = scores.double() / options.order_temperature + gumbel_noise(scores, generator)
     scores = scores.masked_fill(~eligible, float("-inf"))
-    rank = scores.argsort(dim=-1, descending=True, stable=True).argsort(dim=-1)  # 0 = first to reveal
+    order = scores.argsort(dim=-1, descending=True, stable=True)  # (B, T) positions, first to reveal first
+    if options.spacing > 0:
+        # characters revealed in one step are drawn independently, so neighbours revealed together
+        # need not agree ("thot"): the kept-apart picks go first, the rest only fill what the step
+        # still has to reveal
+        picked = spaced_picks(scores, eligible, num_to_reveal, options.spacing)
+        order = order.gather(-1, picked.gather(-1, order).long().argsort(dim=-1, descending=True, stable=True))
+    rank = order.argsort(dim=-1)  # 0 = first to reveal
     revealed = (rank < num_to_reveal[:, None]) & eligible
     if options.threshold is not None:
         revealed |= eligible & (confidence >= options.threshold)
     return torch.where(revealed, candidates, tokens), revealed, confidence
+
+
+def log_mean_probability(logits: torch.Tensor) -> torch.Tensor:
+    """log of the softmax of `logits` (T, V) averaged over the T positions (V,)."""
+    return logits.float().log_softmax(dim=-1).logsumexp(dim=0) - math.log(logits.size(0))
+
+
+def character_log_prior(model: nn.Module, length: int, device: torch.device) -> torch.Tensor:
+    """Each character's log probability with nothing known (V,): the model's prediction on an all-mask
+    canvas of `length`, averaged over positions (the same everywhere with rotary positions)."""
+    canvas = torch.full((1, length), model.mask_id, device=device)
+    return log_mean_probability(model(canvas, torch.ones(1, device=device))[0])
+
+
+def lowest_confidence(confidence: torch.Tensor, candidates: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
+    """The `count` (B,) positions of `candidates` (B, T) with the lowest `confidence` (B, T), as a (B, T) mask."""
+    scores = confidence.masked_fill(~candidates, float("inf"))
+    rank = scores.argsort(dim=-1, stable=True).argsort(dim=-1)  # 0 = least confident
+    return (rank < count[:, None]) & candidates
 
 
 def _block_plan(
@@ -215,6 +287,9 @@ def sample(
     threshold: float | None = None,
     reveal_counts: str = "exact",
     order_temperature: float = 0.0,
+    remask_ratio: float = 0.0,
+    prior_weight: float = 0.0,
+    spacing: int = 0,
     seed: int | None = None,
     generator: torch.Generator | None = None,
 ) -> Iterator[SamplerState]:
@@ -226,6 +301,12 @@ def sample(
     order_temperature  0 = follow the order strictly; > 0 = draw the positions to reveal with
                    probability proportional to exp(score / order_temperature) (confidence^(1/temp)
                    for confidence order), trading the order's greed for the diversity of random order
+    prior_weight   confidence, margin and entropy orders: subtract prior_weight * log p(character) from
+                   each candidate's score, p being the model's prediction with nothing known, so rare
+                   characters that the context makes likely (capitals, punctuation) are not left for
+                   last (1 = pointwise mutual information); costs one extra forward pass of one
+                   row, not counted in num_forward_passes (which counts the denoising steps' passes);
+                   random and left_to_right orders do not score positions and ignore it
     temperature    0 = greedy argmax; otherwise Gumbel-max sampling in float64; top_k / top_p filter
     schedule       linear or cosine (few reveals early, many late) number of reveals per step
     block_length   semi-autoregressive: blocks left to right, steps split evenly among them
@@ -234,6 +315,13 @@ def sample(
     reveal_counts  "exact": the schedule's count each step; "binomial": each masked position is
                    revealed with the schedule's probability (MDLM's ancestral sampler), so some steps
                    reveal nothing and then reuse the previous logits
+    remask_ratio   in [0, 1): after every step but a block's last, mask again this many generated
+                   characters per character the step revealed, those least confident when revealed
+                   (ReMDM-conf), so early guesses made with little context are redrawn with more; the
+                   schedule reveals them again, so the number of forward passes does not change
+    spacing        positions revealed in the same step keep apart: those with the best score within
+                   `spacing` characters on each side go first (the step's characters are drawn
+                   independently, so adjacent ones need not agree); 0 = plain ranking
     seed/generator the single source of randomness
     """
     options = SamplerOptions(
@@ -247,6 +335,9 @@ def sample(
         block_length=block_length,
         threshold=threshold,
         reveal_counts=reveal_counts,
+        remask_ratio=remask_ratio,
+        prior_weight=prior_weight,
+        spacing=spacing,
     )
     if canvas.dim() == 1:
         canvas = canvas[None, :]
@@ -281,14 +372,15 @@ def _run(
     is_given = tokens != mask_id
     confidence = torch.full((B, T), float("nan"), device=device)
     total_steps = sum(steps for _, steps in plan)
-    state = SamplerState(
-        tokens.clone(), torch.zeros_like(is_given), confidence.clone(), is_given, 0, total_steps, 0, mask_id
-    )
-    yield state
+    nothing = torch.zeros_like(is_given)
+    yield SamplerState(tokens.clone(), nothing, nothing, confidence.clone(), is_given, 0, total_steps, 0, mask_id)
     was_training = model.training
     model.eval()
     step, num_forward_passes, logits, logits_canvas = 0, 0, None, None
     try:
+        log_prior, fully_masked = None, (tokens == mask_id).all(dim=1)  # (B,)
+        if options.prior_weight > 0 and options.order in SCORED_ORDERS and not fully_masked.any():
+            log_prior = character_log_prior(model, T, device)  # one row; not a denoising step, not counted
         for block, block_steps in plan:
             in_block = torch.zeros_like(is_given)
             in_block[:, block] = True
@@ -303,18 +395,29 @@ def _run(
                     logits = model(tokens, t)
                     logits_canvas = tokens.clone()
                     num_forward_passes += 1
+                if options.prior_weight > 0 and options.order in SCORED_ORDERS and log_prior is None:
+                    # free generation: the first step's prediction on an all-mask row is the prior
+                    log_prior = log_mean_probability(logits[fully_masked.nonzero()[0, 0]])
                 remaining = eligible.sum(dim=1)
                 num_to_reveal = _num_to_reveal(
                     num_masked, remaining, block_steps, local_step, eligible, options, generator
                 )
                 tokens, revealed, step_confidence = denoise_step(
-                    logits, tokens, eligible, num_to_reveal, options, generator
+                    logits, tokens, eligible, num_to_reveal, options, generator, log_prior
                 )
                 confidence = torch.where(revealed, step_confidence, confidence)
+                remasked = nothing
+                if options.remask_ratio > 0 and local_step < block_steps:  # the last step leaves no mask
+                    may_remask = in_block & ~is_given & (tokens != mask_id) & ~revealed
+                    num_to_remask = torch.floor(revealed.sum(dim=1) * options.remask_ratio + 0.5).long()
+                    remasked = lowest_confidence(confidence, may_remask, num_to_remask)
+                    tokens = tokens.masked_fill(remasked, mask_id)
+                    confidence = confidence.masked_fill(remasked, float("nan"))
                 step += 1
                 yield SamplerState(
                     tokens.clone(),
                     revealed,
+                    remasked,
                     confidence.clone(),
                     is_given,
                     step,

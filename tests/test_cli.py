@@ -31,5 +31,7 @@ def test_cli_errors_are_one_line(tiny_model, tmp_path):
     assert result.returncode == 1 and "outside the model's vocabulary: 'Z', 'é'" in result.stderr
     result = run_cli("--model", str(tmp_path), "--length", "5", "--order-temperature", "-1")
     assert result.returncode == 1 and "order_temperature must be a finite number >= 0" in result.stderr
+    result = run_cli("--model", str(tmp_path), "--length", "5", "--remask-ratio", "1")
+    assert result.returncode == 1 and "remask_ratio must be a number in [0, 1)" in result.stderr
     result = run_cli("--model", str(tmp_path), "--length", "500")
     assert result.returncode == 1 and "the model takes 64" in result.stderr

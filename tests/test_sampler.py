@@ -1,10 +1,20 @@
+import itertools
 import math
 
 import pytest
 import torch
 
 from mdlm_hf import MDLM, ORDERS, sample
-from mdlm_hf.sampler import SamplerOptions, denoise_step, final_state, planned_reveals, prompt_canvas, text_to_canvas
+from mdlm_hf.sampler import (
+    SCORED_ORDERS,
+    SamplerOptions,
+    character_log_prior,
+    denoise_step,
+    final_state,
+    planned_reveals,
+    prompt_canvas,
+    text_to_canvas,
+)
 
 
 def canvas_with_holes(model, length=40, seed=0):
@@ -176,6 +186,117 @@ def test_order_temperature_still_fills_every_mask_and_keeps_given(tiny_model):
         assert torch.equal(state.tokens[0][given], canvas[given])
 
 
+@pytest.mark.parametrize("block_length", [None, 16])
+def test_remasking_redraws_the_least_confident_and_still_finishes(tiny_model, block_length):
+    canvas = canvas_with_holes(tiny_model, length=60)
+    given = canvas != tiny_model.mask_id
+    options = dict(num_steps=10, remask_ratio=0.5, block_length=block_length, seed=0)
+    states = list(sample(tiny_model, canvas, **options))
+    assert len(states) == 11 and states[-1].num_forward_passes == 10 and states[-1].done
+    assert sum(int(s.remasked.sum()) for s in states) > 0 and not states[-1].remasked.any()
+    for before, after in itertools.pairwise(states):
+        assert torch.equal(after.tokens[0][given], canvas[given])
+        assert not (after.remasked & (given | after.revealed)).any()  # only earlier generated characters
+        assert torch.equal(after.is_masked, (before.is_masked & ~after.revealed) | after.remasked)
+        remasked = after.remasked[0]
+        if remasked.any():  # the least confident of the earlier generated characters of the current block
+            block_of = torch.arange(60) // (block_length or 60)
+            current = block_of == block_of[after.revealed[0].nonzero()[0, 0]]
+            kept = current & ~before.is_masked[0] & ~given & ~remasked
+            assert not (remasked & ~current).any()
+            if kept.any():
+                assert before.confidence[0][remasked].max() <= before.confidence[0][kept].min()
+        assert after.confidence[0][after.is_masked[0]].isnan().all()
+    assert not any(s.remasked.any() for s in sample(tiny_model, canvas, num_steps=10, seed=0))  # off by default
+
+
+@pytest.mark.parametrize("order", ["confidence", "margin"])
+def test_prior_weight_reveals_a_rare_character_that_context_made_likely_first(order):
+    # position 0: a common character (prior 0.5) at probability 0.9; position 1: a rare one (prior 0.01) at 0.6
+    probs = torch.tensor([[[0.9, 0.05, 0.05], [0.3, 0.1, 0.6]]])
+    log_prior = torch.tensor([0.5, 0.49, 0.01]).log()
+    tokens, eligible, one = torch.full((1, 2), 3), torch.ones(1, 2, dtype=torch.bool), torch.ones(1, dtype=torch.long)
+
+    def first_revealed(prior_weight):
+        options = SamplerOptions(order=order, temperature=0.0, prior_weight=prior_weight)
+        generator = torch.Generator().manual_seed(0)
+        _, revealed, _ = denoise_step(probs.log(), tokens, eligible, one, options, generator, log_prior)
+        return revealed[0].nonzero().item()
+
+    assert first_revealed(0.0) == 0  # plain score: the common character
+    assert first_revealed(1.0) == 1  # log(0.6 / 0.01) > log(0.9 / 0.5): the rare one
+
+
+def test_character_log_prior_is_a_distribution_close_to_the_model_with_nothing_known(tiny_model):
+    log_prior = character_log_prior(tiny_model, 16, torch.device("cpu"))
+    assert log_prior.shape == (tiny_model.mask_id + 1,) and math.isclose(log_prior.exp().sum().item(), 1, rel_tol=1e-5)
+    with torch.no_grad():
+        probs = tiny_model(torch.full((1, 16), tiny_model.mask_id), torch.ones(1)).softmax(dim=-1)
+    assert torch.allclose(log_prior.exp(), probs[0].mean(dim=0), atol=1e-6)
+
+
+@pytest.mark.parametrize("holes", [False, True])
+def test_the_prior_comes_from_the_first_step_in_free_generation_else_from_one_extra_row(tiny_model, monkeypatch, holes):
+    import mdlm_hf.sampler as sampler
+
+    priors, forward_rows = [], []
+    real_step, real_forward = sampler.denoise_step, tiny_model.forward
+    monkeypatch.setattr(sampler, "denoise_step", lambda *args: priors.append(args[-1]) or real_step(*args))
+    monkeypatch.setattr(tiny_model, "forward", lambda x, t: forward_rows.append(x.size(0)) or real_forward(x, t))
+    canvas = canvas_with_holes(tiny_model) if holes else torch.full((40,), tiny_model.mask_id)
+    final_state(sample(tiny_model, torch.stack([canvas, canvas]), num_steps=4, prior_weight=0.5, seed=0))
+    expected = character_log_prior(tiny_model, 40, torch.device("cpu"))
+    assert all(torch.allclose(prior, expected, atol=1e-5) for prior in priors) and len(priors) == 4
+    assert forward_rows[: 1 + holes] == ([1, 2] if holes else [2])  # the extra one-row pass only with holes
+
+
+@pytest.mark.parametrize("order", SCORED_ORDERS)
+def test_prior_weight_fills_every_mask(tiny_model, order):
+    canvas = canvas_with_holes(tiny_model)
+    given = canvas != tiny_model.mask_id
+    state = final_state(sample(tiny_model, canvas, num_steps=8, order=order, prior_weight=0.5, seed=0))
+    assert state.done and torch.equal(state.tokens[0][given], canvas[given])
+    assert state.num_forward_passes == 8  # the prior's pass is not a denoising step's
+
+
+@pytest.mark.parametrize("order", ["random", "left_to_right"])
+def test_orders_without_scores_ignore_prior_weight(tiny_model, order):
+    canvas = canvas_with_holes(tiny_model)
+    plain = final_state(sample(tiny_model, canvas, num_steps=8, order=order, seed=0))
+    weighted = final_state(sample(tiny_model, canvas, num_steps=8, order=order, prior_weight=0.5, seed=0))
+    assert torch.equal(plain.tokens, weighted.tokens)
+
+
+def test_spacing_reveals_local_bests_first_then_fills_the_step():
+    top = torch.tensor([0.9, 0.8, 0.1, 0.7, 0.6])[None, :, None]
+    logits = torch.cat([top, (1 - top) / 2, (1 - top) / 2], dim=-1).log()  # greedy candidate: char 0
+    tokens, eligible = torch.full((1, 5), 3), torch.ones(1, 5, dtype=torch.bool)
+
+    def revealed(count, spacing, eligible=eligible):
+        options = SamplerOptions(temperature=0.0, spacing=spacing)
+        generator = torch.Generator().manual_seed(0)
+        _, revealed, _ = denoise_step(logits, tokens, eligible, torch.tensor([count]), options, generator)
+        return revealed[0].nonzero()[:, 0].tolist()
+
+    assert revealed(2, 0) == [0, 1]  # plain: the two most confident, side by side
+    assert revealed(2, 1) == [0, 3]  # 0 rules out 1; the best of the rest is 3
+    assert revealed(3, 1) == [0, 1, 3]  # 3 rules out 2 and 4: the step's third reveal is the best left, 1
+    assert revealed(2, 2) == [0, 3]  # 0 rules out 1 and 2
+    assert revealed(2, 3) == [0, 4]  # 0 rules out 1 to 3
+    assert revealed(2, 4) == [0, 1]  # 0 rules out everything: the step fills with the best left
+    assert revealed(1, 1, eligible=torch.tensor([[False, True, True, True, True]])) == [1]  # 0 is not eligible
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_spacing_still_fills_every_mask_and_keeps_given(tiny_model, order):
+    canvas = canvas_with_holes(tiny_model)
+    given = canvas != tiny_model.mask_id
+    states = list(sample(tiny_model, canvas, num_steps=8, order=order, spacing=2, seed=0))
+    assert states[-1].done and states[-1].num_forward_passes == 8
+    assert torch.equal(states[-1].tokens[0][given], canvas[given])
+    assert torch.equal(torch.stack([s.revealed[0] for s in states]).sum(dim=0), (~given).long())
+
+
 BAD_OPTIONS = [
     (dict(num_steps=0), "num_steps"),
     (dict(num_steps=2.5), "num_steps"),
@@ -192,6 +313,13 @@ BAD_OPTIONS = [
     (dict(reveal_counts="poisson"), "reveal_counts"),
     (dict(order_temperature=-1.0), "order_temperature"),
     (dict(order_temperature=math.inf), "order_temperature"),
+    (dict(remask_ratio=1.0), "remask_ratio"),
+    (dict(remask_ratio=-0.1), "remask_ratio"),
+    (dict(remask_ratio=math.nan), "remask_ratio"),
+    (dict(prior_weight=-0.5), "prior_weight"),
+    (dict(prior_weight=math.inf), "prior_weight"),
+    (dict(spacing=-1), "spacing"),
+    (dict(spacing=1.5), "spacing"),
     (dict(num_steps=2, block_length=8), "number of blocks"),
 ]
 
