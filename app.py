@@ -477,7 +477,13 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
                 "those whose candidate is most probable (*confidence order*). A strict confidence order favours "
                 "frequent words; the *order temperature* instead draws which positions to reveal, with "
                 "probability proportional to confidence^(1/order temperature), which keeps most of the quality "
-                "and brings back variety (see the sampling study in the README)."
+                "and brings back variety. Confidence alone still favours common characters (spaces, e, t) and "
+                "writes too few capitals, punctuation marks and line breaks; the *prior weight* scores each "
+                "candidate by how far the context lifted it above its frequency with nothing known, which "
+                "brings speaker names and line breaks back. *Remasking* takes back the least confident earlier "
+                "characters (shown as red masks) so they are redrawn with more context, and *spacing* keeps a "
+                "step's reveals apart, since characters revealed together are drawn independently. The "
+                "defaults come from the sampling study in the README."
             )
     return demo
 

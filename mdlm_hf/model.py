@@ -227,13 +227,14 @@ class MDLM(
         logits[..., self.mask_id] = float("-inf")
         return logits
 
-    # --- sampling: thin wrappers over the one sampler core in mdlm_hf.sampler ---
+    # --- sampling: thin wrappers over the one sampler core in mdlm_hf.sampler, with the settings the
+    # sampling study recommends (mdlm_hf.sampler.DEFAULT_SAMPLING) unless the caller overrides them ---
 
     def stream(self, canvas: str, blank: str = "_", **options: Any) -> Iterator[Any]:
         """Yields every intermediate `SamplerState` while filling the `blank` characters of `canvas`."""
-        from mdlm_hf.sampler import sample, text_to_canvas
+        from mdlm_hf.sampler import recommended, sample, text_to_canvas
 
-        return sample(self, text_to_canvas(self.tokenizer, canvas, blank), **options)
+        return sample(self, text_to_canvas(self.tokenizer, canvas, blank), **recommended(options))
 
     def infill(self, template: str, blank: str = "_", **options: Any) -> str:
         """Fills every `blank` character of `template`; other characters stay exactly as given."""

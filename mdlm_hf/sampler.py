@@ -23,16 +23,18 @@ SCORED_ORDERS = ("confidence", "margin", "entropy")  # orders that rank position
 SCHEDULES = ("linear", "cosine")
 REVEAL_COUNTS = ("exact", "binomial")
 
-# what the app, the model card and evaluate.py use unless told otherwise; chosen by the sampling study
-# (benchmarks/results/sampling_quality.md): confidence order wins at every step count; from 32 steps on, a
-# soft confidence order (order temperature 0.25) beats the strict one on valid words (64 steps: 0.900 vs
-# 0.877), judge perplexity (4.38 vs 5.16) and distinct 4-grams (0.76 vs 0.72); temperature 1.0 beats 0.7
+# what the app, the CLI, the string API (generate / complete / infill / stream), the model card and
+# evaluate.py use unless told otherwise; `sample` itself keeps every option off. Chosen by the sampling
+# study (benchmarks/results/sampling_quality.md): confidence order wins at every step count; a soft order
+# (order temperature 0.25) beats the strict one from 32 steps on; temperature 1.0 beats 0.7. Plain
+# confidence decoding writes too few capitals, punctuation marks and line breaks (character entropy 0.86x
+# real text's): the prior weight brings them back, remasking and spacing pay for it in words.
 DEFAULT_SAMPLING = {
     "num_steps": 64,
     "order": "confidence",
     "temperature": 1.0,
     "order_temperature": 0.25,
-    "prior_weight": 0.6,
+    "prior_weight": 0.35,
     "remask_ratio": 0.75,
     "spacing": 1,
 }
@@ -488,15 +490,20 @@ def final_state(states: Iterator[SamplerState]) -> SamplerState:
     return state
 
 
+def recommended(options: dict) -> dict:
+    """The study's settings (DEFAULT_SAMPLING) overridden by `options`: the string API's defaults."""
+    return {**DEFAULT_SAMPLING, **options}
+
+
 def complete(model: nn.Module, prompt: str, length: int, **options) -> str:
-    """The prompt followed by `length` generated characters."""
+    """The prompt followed by `length` generated characters (DEFAULT_SAMPLING unless told otherwise)."""
     canvas = prompt_canvas(model.tokenizer, prompt, length, model.block_size)
-    return model.tokenizer.decode(final_state(sample(model, canvas, **options)).tokens[0])
+    return model.tokenizer.decode(final_state(sample(model, canvas, **recommended(options))).tokens[0])
 
 
 def infill(model: nn.Module, template: str, blank: str = "_", **options) -> str:
-    """The template with every `blank` character filled in."""
+    """The template with every `blank` character filled in (DEFAULT_SAMPLING unless told otherwise)."""
     if len(template) > model.block_size:
         raise ValueError(f"template length {len(template)} exceeds the model's block_size {model.block_size}")
     canvas = text_to_canvas(model.tokenizer, template, blank)
-    return model.tokenizer.decode(final_state(sample(model, canvas, **options)).tokens[0])
+    return model.tokenizer.decode(final_state(sample(model, canvas, **recommended(options))).tokens[0])

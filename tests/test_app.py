@@ -77,6 +77,16 @@ def test_generate_with_a_soft_order(client):
     assert len(text) == 48 and MASK_GLYPH not in text and "step 6/6" in readout
 
 
+def test_generate_shows_characters_taken_back_by_remasking(client):
+    rule = (0.25, 0.35, 0.75, 1)  # order temperature, prior weight, remask ratio, spacing
+    frames = list(client.submit("", 64, 12, 1.0, 1.0, "confidence", 0, 0, *rule, api_name="/generate"))
+    assert len(frames) == 13 and len(frames[-1][1]) == 64 and MASK_GLYPH not in frames[-1][1]
+    taken_back = [html.replace(app.LEGEND, "").count("#d9534f") for html, *_ in frames]
+    assert sum(taken_back) > 0 and taken_back[-1] == 0
+    plain = list(client.submit("", 64, 12, 1.0, 1.0, "confidence", 0, 0, 0.25, 0.35, 0.0, 1, api_name="/generate"))
+    assert all("#d9534f" not in html.replace(app.LEGEND, "") for html, *_ in plain)
+
+
 def test_infill_keeps_fixed_characters(client):
     template = "To be, or not to be, ________ is the question:"
     frames = list(client.submit(template, 4, 0.8, 1.0, "entropy", 0, 0.3, api_name="/infill"))
@@ -113,6 +123,8 @@ BAD_INPUTS = [
     ("/generate", ("", 20, 4, 0.8, 1.0, "confidence", -3, 0), "seed must be a whole number between 0 and"),
     ("/generate", ("x" * 120, 20, 4, 0.8, 1.0, "confidence", 0, 0), "exceeds the model's block_size 128"),
     ("/generate", ("", 20, 4, 0.8, 1.0, "confidence", 0, 0, -1), "Value -1 is less than minimum value 0"),
+    ("/generate", ("", 20, 4, 0.8, 1.0, "confidence", 0, 0, 0.25, 0.35, 0.99, 1), "Value 0.99 is greater than"),
+    ("/generate", ("", 20, 4, 0.8, 1.0, "confidence", 0, 0, 0.25, -1, 0.5, 1), "Value -1 is less than minimum"),
     ("/infill", ("", 4, 0.8, 1.0, "confidence", 0), "template is empty"),
     ("/infill", ("To be or not to be", 4, 0.8, 1.0, "confidence", 0), "template has no blank"),
     ("/infill", ("_" * 200, 4, 0.8, 1.0, "confidence", 0), "template has 200 characters"),

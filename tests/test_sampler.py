@@ -6,6 +6,7 @@ import torch
 
 from mdlm_hf import MDLM, ORDERS, sample
 from mdlm_hf.sampler import (
+    DEFAULT_SAMPLING,
     SCORED_ORDERS,
     SamplerOptions,
     character_log_prior,
@@ -149,6 +150,18 @@ def test_string_api(tiny_model):
     assert len(filled) == 18 and filled[:3] == "to " and filled[5:13] == " or not " and "_" not in filled
     streamed = list(tiny_model.stream("to __ or", num_steps=2, seed=0))
     assert len(streamed) == 3
+
+
+def test_string_api_uses_the_recommended_settings_unless_overridden(tiny_model):
+    assert DEFAULT_SAMPLING["remask_ratio"] > 0  # so remasking shows whether the defaults were applied
+    by_default = list(tiny_model.stream("_" * 40, num_steps=8, seed=0))
+    assert len(by_default) == 9 and any(state.remasked.any() for state in by_default)
+    overridden = list(tiny_model.stream("_" * 40, num_steps=8, seed=0, remask_ratio=0.0))
+    assert not any(state.remasked.any() for state in overridden)
+    canvas = torch.full((40,), tiny_model.mask_id)
+    assert tiny_model.generate(40, seed=3) == tiny_model.tokenizer.decode(
+        final_state(sample(tiny_model, canvas, seed=3, **DEFAULT_SAMPLING)).tokens[0]
+    )
 
 
 def first_reveal_frequencies(confidences, order_temperature, rows=20000):
