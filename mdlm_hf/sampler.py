@@ -176,19 +176,25 @@ def reveal_scores(
     return -positions.expand(candidates.shape)  # left_to_right
 
 
-def spaced_picks(scores: torch.Tensor, eligible: torch.Tensor, count: torch.Tensor, spacing: int) -> torch.Tensor:
-    """Greedy non-maximum suppression: up to `count` (B,) eligible positions, best score first, each
-    pick ruling out the positions within `spacing` of it; a (B, T) mask."""
-    positions = torch.arange(scores.size(-1), device=scores.device)
-    available, picked = eligible.clone(), torch.zeros_like(eligible)
-    for _ in range(int(count.max())):
-        wanted = (picked.sum(dim=1) < count) & available.any(dim=1)  # (B,)
-        if not wanted.any():
-            break
-        best = scores.masked_fill(~available, float("-inf")).argmax(dim=-1)  # (B,)
-        distance = (positions[None, :] - best[:, None]).abs()  # (B, T)
-        picked |= wanted[:, None] & (distance == 0)
-        available &= ~(wanted[:, None] & (distance <= spacing))
+def spaced_picks(order: torch.Tensor, eligible: torch.Tensor, count: torch.Tensor, spacing: int) -> torch.Tensor:
+    """Greedy non-maximum suppression: walking each row's positions in `order` (B, T), best first, picks up
+    to `count` (B,) eligible ones, each ruling out the positions within `spacing` of it; a (B, T) mask."""
+    T = order.size(-1)
+    rows, columns = [], []
+    per_row = zip(order.tolist(), eligible.tolist(), count.tolist(), strict=True)
+    for row, (positions, is_eligible, wanted) in enumerate(per_row):
+        ruled_out = [False] * T  # plain lists: a few hundred scalar checks are cheaper than tensor ops
+        for i in positions:
+            if wanted == 0:
+                break
+            if is_eligible[i] and not ruled_out[i]:
+                rows.append(row)
+                columns.append(i)
+                wanted -= 1
+                low, high = max(0, i - spacing), min(T, i + spacing + 1)
+                ruled_out[low:high] = [True] * (high - low)
+    picked = torch.zeros_like(eligible)
+    picked[rows, columns] = True
     return picked
 
 
@@ -226,7 +232,7 @@ def denoise_step(
         # characters revealed in one step are drawn independently, so neighbours revealed together
         # need not agree ("thot"): the kept-apart picks go first, the rest only fill what the step
         # still has to reveal
-        picked = spaced_picks(scores, eligible, num_to_reveal, options.spacing)
+        picked = spaced_picks(order, eligible, num_to_reveal, options.spacing)
         order = order.gather(-1, picked.gather(-1, order).long().argsort(dim=-1, descending=True, stable=True))
     rank = order.argsort(dim=-1)  # 0 = first to reveal
     revealed = (rank < num_to_reveal[:, None]) & eligible
