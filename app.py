@@ -32,6 +32,7 @@ MAX_SEED = 2**31 - 1
 ORDER_TEMPERATURE_LABEL = "Order temperature (0 = strict order; higher = closer to random order)"
 PRIOR_WEIGHT_LABEL = "Prior weight (rare characters the context makes likely go sooner; 0 = plain score)"
 REMASK_RATIO_LABEL = "Remask ratio (earlier characters taken back per character revealed; 0 = never)"
+REMASK_RATIO_INFO = "pays off from about 32 steps; with fewer steps set it to 0 (see the sampling study)"
 SPACING_LABEL = "Spacing (characters revealed in one step keep this far apart; 0 = off)"
 
 INFILL_EXAMPLES = [
@@ -263,7 +264,12 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
         with gr.Accordion("More of the reveal rule: rare characters, remasking, spacing", open=False):
             prior_weight = gr.Slider(0, 2, value=DEFAULT_SAMPLING["prior_weight"], step=0.05, label=PRIOR_WEIGHT_LABEL)
             remask_ratio = gr.Slider(
-                0, 0.95, value=DEFAULT_SAMPLING["remask_ratio"], step=0.05, label=REMASK_RATIO_LABEL
+                0,
+                0.95,
+                value=DEFAULT_SAMPLING["remask_ratio"],
+                step=0.05,
+                label=REMASK_RATIO_LABEL,
+                info=REMASK_RATIO_INFO,
             )
             spacing = gr.Slider(0, 8, value=DEFAULT_SAMPLING["spacing"], step=1, label=SPACING_LABEL)
         # random and left-to-right orders do not score positions, so the prior has nothing to weigh

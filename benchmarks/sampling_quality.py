@@ -106,10 +106,13 @@ def make_report(results: list[dict], reference: dict, out_dir: Path) -> str:
             f"{r['chars_per_s']:.0f} |"
         )
     plain = [r for r in results if not r["extra"]]
-    fig, axes = plt.subplots(1, 3, figsize=(17, 4.5))
     labels = ordered_labels(plain)
     colors = dict(zip(labels, plt.get_cmap("tab20").colors, strict=False))  # one colour per order
-    for label in labels:
+    diversity_figure(plain, reference, colors, out_dir / "quality_vs_diversity.png")
+    # curves only for settings measured at several step counts; the rest are in the diversity plot
+    steps_measured = {label: {r["num_steps"] for r in plain if order_label(r) == label} for label in labels}
+    fig, axes = plt.subplots(1, 3, figsize=(17, 6))
+    for label in (label for label in labels if len(steps_measured[label]) >= 3):
         for temperature in sorted({r["temperature"] for r in plain}, reverse=True):
             style = "-" if temperature == 1.0 else "--"
             rows = sorted(
@@ -145,10 +148,11 @@ def make_report(results: list[dict], reference: dict, out_dir: Path) -> str:
         ylabel="character entropy, bits (shaded: within 5 % of real)",
         title="Diversity vs steps",
     )
-    axes[1].legend(fontsize=7, ncol=2)
+    handles, names = axes[1].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=4, fontsize=8, frameon=False)
     for ax in axes:
         ax.grid(alpha=0.3)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.2, 1, 1))
     fig.savefig(out_dir / "quality_vs_steps.png", dpi=110)
     plt.close(fig)
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
@@ -178,6 +182,37 @@ def make_report(results: list[dict], reference: dict, out_dir: Path) -> str:
     fig.savefig(out_dir / "quality_vs_speed.png", dpi=110)
     plt.close(fig)
     return "\n".join(headline_table(results, reference) + [""] + lines)
+
+
+def diversity_figure(plain: list[dict], reference: dict, colors: dict, path: Path, num_steps: int = 64) -> None:
+    """Valid words against character entropy at one step count (temperature 1.0), with the target region."""
+    rows = [r for r in plain if r["num_steps"] == num_steps and r["temperature"] == 1.0]
+    fig, ax = plt.subplots(figsize=(13, 6))
+    ax.fill_between([0.95, 1.05], 0.85, 1.0, color="g", alpha=0.1, label="targets: >= 0.85 valid words, entropy +-5 %")
+    ax.axhline(reference["valid_word_rate"], color="k", lw=0.8, label="real text")
+    markers = "osD^vPX"
+    for i, r in enumerate(sorted(rows, key=lambda r: ordered_labels(rows).index(order_label(r)))):
+        x, y = r["char_entropy_bits"] / reference["char_entropy_bits"], r["valid_word_rate"]
+        ax.scatter(
+            [x],
+            [y],
+            color=colors[order_label(r)],
+            marker=markers[i % len(markers)],
+            s=45,
+            zorder=3,
+            label=order_label(r),
+        )
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    ax.set(
+        xlabel="character entropy / real text's",
+        ylabel="valid-word rate",
+        title=f"Words against diversity at {num_steps} steps, temperature 1.0 (32 x 256 chars each)",
+        xlim=(0.82, 1.06),
+    )
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def headline_table(results: list[dict], reference: dict, temperature: float = 1.0) -> list[str]:

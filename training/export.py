@@ -87,6 +87,7 @@ def model_card_details(model: MDLM, report: dict, run: dict, recipe_notes: str =
     """Values for the model card template: metrics, training facts, samples, limitations."""
     accuracy_rows = "\n".join(f"| {r:.1f} | {a:.3f} |" for r, a in report["accuracy_by_mask_ratio"])
     samples = "\n\n".join(f"```\n{t}\n```" for t in report["samples"])
+    sampling_options = ", ".join(f"{name} {value}" for name, value in report["sampling"].items() if name != "length")
     args = run.get("args", {})
     recipe = ", ".join(
         f"{k}={args[k]}"
@@ -138,9 +139,7 @@ Masked-token accuracy (argmax) by mask ratio:
 
 {recipe_notes}
 
-## Samples ({report["sampling"]["length"]} characters, {report["sampling"]["num_steps"]} steps, \
-order {report["sampling"]["order"]} (order temperature {report["sampling"]["order_temperature"]}), \
-temperature {report["sampling"]["temperature"]})
+## Samples ({report["sampling"]["length"]} characters; sampling options: {sampling_options})
 
 {samples}
 
