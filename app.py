@@ -24,7 +24,7 @@ from mdlm_hf import MASK_GLYPH, MDLM, ORDERS, SamplerState, mask_tokens, sample
 from mdlm_hf.diffusion import accuracy_by_mask_ratio
 from mdlm_hf.metrics import load_word_list, valid_word_rate
 from mdlm_hf.plots import accuracy_figure
-from mdlm_hf.sampler import DEFAULT_SAMPLING, SCORED_ORDERS, prompt_canvas, text_to_canvas
+from mdlm_hf.sampler import DEFAULT_SAMPLING, REVEAL_RULE_OPTIONS, SCORED_ORDERS, prompt_canvas, text_to_canvas
 
 DEFAULT_MODEL = Path(__file__).resolve().parent / "pretrained" / "mdlm-shakespeare-char"
 MODEL_ENV_VAR = "MDLM_MODEL"
@@ -293,7 +293,7 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
                 1.0,
                 seed,
                 0,
-                *(DEFAULT_SAMPLING[name] for name in ("order_temperature", "prior_weight", "remask_ratio", "spacing")),
+                *(DEFAULT_SAMPLING[name] for name in REVEAL_RULE_OPTIONS),
             ),
         }
         latest: dict[str, SamplerState] = {}

@@ -16,7 +16,7 @@ from gradio_client import Client
 
 sys.path.insert(0, str(REPO_ROOT))
 import app  # noqa: E402
-from mdlm_hf.sampler import DEFAULT_SAMPLING  # noqa: E402
+from mdlm_hf.sampler import DEFAULT_SAMPLING, REVEAL_RULE_OPTIONS  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
                 DEFAULT_SAMPLING["order"],
                 seed,
                 0,
-                DEFAULT_SAMPLING["order_temperature"],
+                *(DEFAULT_SAMPLING[name] for name in REVEAL_RULE_OPTIONS),
                 api_name="/generate",
             )
             count, first_at = 0, None

@@ -32,7 +32,7 @@ from common import REPO_ROOT, SHARED_DATA, load_model, reveal_rules
 from mdlm_hf import ORDERS, sample
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 from mdlm_hf.metrics import KneserNeyJudge, char_entropy, distinct_n, valid_word_rate, word_list
-from mdlm_hf.sampler import final_state
+from mdlm_hf.sampler import REVEAL_RULE_OPTIONS, final_state
 
 RESULTS = REPO_ROOT / "benchmarks" / "results"
 
@@ -57,24 +57,24 @@ def model_fingerprint(model: torch.nn.Module) -> str:
     return digest.hexdigest()[:16]
 
 
-RULE_OPTIONS = ("order_temperature", "prior_weight", "remask_ratio", "spacing")  # beside the order itself
-RULE_NAMES = dict(zip(RULE_OPTIONS, ("order temp", "prior", "remask", "spacing"), strict=True))  # in labels
+RULE_NAMES = dict(zip(REVEAL_RULE_OPTIONS, ("order temp", "prior", "remask", "spacing"), strict=True))  # in labels
 
 
 def setting_key(row: dict) -> tuple:
     """What identifies a setting: rows with the same key replace each other."""
-    return (row["order"], *(row[name] for name in RULE_OPTIONS), row["num_steps"], row["temperature"], row["extra"])
+    rule = tuple(row[name] for name in REVEAL_RULE_OPTIONS)
+    return (row["order"], *rule, row["num_steps"], row["temperature"], row["extra"])
 
 
 def order_label(row: dict) -> str:
     """The order, with every reveal-rule option that is switched on."""
-    parts = [f"{RULE_NAMES[name]} {row[name]:g}" for name in RULE_OPTIONS if row[name]]
+    parts = [f"{RULE_NAMES[name]} {row[name]:g}" for name in REVEAL_RULE_OPTIONS if row[name]]
     return f"{row['order']} ({', '.join(parts)})" if parts else row["order"]
 
 
 def ordered_labels(rows: list[dict]) -> list[str]:
     """The distinct order labels of `rows`, in ORDERS order, plain before the added options."""
-    keys = {order_label(r): (ORDERS.index(r["order"]), *(r[name] for name in RULE_OPTIONS)) for r in rows}
+    keys = {order_label(r): (ORDERS.index(r["order"]), *(r[name] for name in REVEAL_RULE_OPTIONS)) for r in rows}
     return sorted(keys, key=keys.get)
 
 
@@ -313,7 +313,7 @@ def main(argv: list[str] | None = None) -> None:
         texts, seconds = run_setting(model, setting, args.samples, args.length, args.seed)
         row = {
             "order": setting["order"],
-            **{name: setting.get(name, 0) for name in RULE_OPTIONS},  # the extras leave them off
+            **{name: setting.get(name, 0) for name in REVEAL_RULE_OPTIONS},  # the extras leave them off
             "num_steps": setting["num_steps"],
             "temperature": setting["temperature"],
             "extra": extra,

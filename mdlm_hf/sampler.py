@@ -20,6 +20,8 @@ from mdlm_hf.tokenizer import CharTokenizer
 
 ORDERS = ("confidence", "margin", "entropy", "random", "left_to_right")
 SCORED_ORDERS = ("confidence", "margin", "entropy")  # orders that rank positions by the model's beliefs
+# the options that, beside the order itself, decide which positions are revealed (and taken back)
+REVEAL_RULE_OPTIONS = ("order_temperature", "prior_weight", "remask_ratio", "spacing")
 SCHEDULES = ("linear", "cosine")
 REVEAL_COUNTS = ("exact", "binomial")
 
@@ -312,9 +314,10 @@ def sample(
     prior_weight   confidence, margin and entropy orders: subtract prior_weight * log p(character) from
                    each candidate's score, p being the model's prediction with nothing known, so rare
                    characters that the context makes likely (capitals, punctuation) are not left for
-                   last (1 = pointwise mutual information); costs one extra forward pass of one
-                   row, not counted in num_forward_passes (which counts the denoising steps' passes);
-                   random and left_to_right orders do not score positions and ignore it
+                   last (1 = pointwise mutual information); free when a row starts all masked (the
+                   first step's prediction is the prior), else one extra forward pass of one row, not
+                   counted in num_forward_passes (which counts the denoising steps' passes); random
+                   and left_to_right orders do not score positions and ignore it
     temperature    0 = greedy argmax; otherwise Gumbel-max sampling in float64; top_k / top_p filter
     schedule       linear or cosine (few reveals early, many late) number of reveals per step
     block_length   semi-autoregressive: blocks left to right, steps split evenly among them
@@ -327,9 +330,10 @@ def sample(
                    characters per character the step revealed, those least confident when revealed
                    (ReMDM-conf), so early guesses made with little context are redrawn with more; the
                    schedule reveals them again, so the number of forward passes does not change
-    spacing        positions revealed in the same step keep apart: those with the best score within
-                   `spacing` characters on each side go first (the step's characters are drawn
-                   independently, so adjacent ones need not agree); 0 = plain ranking
+    spacing        positions revealed in the same step keep apart: they are picked best score first,
+                   each ruling out the positions within `spacing` of it, and only then does the rest
+                   of the ranking fill the step (the step's characters are drawn independently, so
+                   adjacent ones need not agree); 0 = plain ranking
     seed/generator the single source of randomness
     """
     options = SamplerOptions(
