@@ -329,7 +329,9 @@ def sample(
     remask_ratio   in [0, 1): after every step but a block's last, mask again this many generated
                    characters per character the step revealed, those least confident when revealed
                    (ReMDM-conf), so early guesses made with little context are redrawn with more; the
-                   schedule reveals them again, so the number of forward passes does not change
+                   schedule reveals them again, so the number of forward passes does not change, but
+                   re-reveals count as reveals, so a step reveals up to 1 / (1 - remask_ratio) times
+                   the schedule's new characters (0.75: about 4x), which needs enough steps
     spacing        positions revealed in the same step keep apart: they are picked best score first,
                    each ruling out the positions within `spacing` of it, and only then does the rest
                    of the ranking fill the step (the step's characters are drawn independently, so
