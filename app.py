@@ -34,6 +34,7 @@ PRIOR_WEIGHT_LABEL = "Prior weight (rare characters the context makes likely go 
 REMASK_RATIO_LABEL = "Remask ratio (earlier characters taken back per character revealed; 0 = never)"
 REMASK_RATIO_INFO = "pays off from about 32 steps; with fewer steps set it to 0 (see the sampling study)"
 SPACING_LABEL = "Spacing (characters revealed in one step keep this far apart; 0 = off)"
+INFILL_REMASK_RATIO = 0.0  # the Infill tab's default: it starts at 16 steps, too few for remasking
 
 INFILL_EXAMPLES = [
     "To be, or not to be, ________ is the question:",
@@ -244,7 +245,7 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
         seed,
         order_temperature=DEFAULT_SAMPLING["order_temperature"],
         prior_weight=DEFAULT_SAMPLING["prior_weight"],
-        remask_ratio=DEFAULT_SAMPLING["remask_ratio"],
+        remask_ratio=INFILL_REMASK_RATIO,
         spacing=DEFAULT_SAMPLING["spacing"],
     ):
         template = template or ""
@@ -255,7 +256,7 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
         reveal_rule = (order_temperature, prior_weight, remask_ratio, spacing)
         yield from stream(start(canvas, num_steps, order, temperature, top_p, seed, 0, *reveal_rule), num_fixed)
 
-    def reveal_controls() -> tuple:
+    def reveal_controls(remask_ratio_value: float = DEFAULT_SAMPLING["remask_ratio"]) -> tuple:
         """Reveal order, order temperature and the rest of the reveal rule, as Generate and Infill show them."""
         order = gr.Dropdown(list(ORDERS), value=DEFAULT_SAMPLING["order"], label="Reveal order")
         order_temperature = gr.Slider(
@@ -266,7 +267,7 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
             remask_ratio = gr.Slider(
                 0,
                 0.95,
-                value=DEFAULT_SAMPLING["remask_ratio"],
+                value=remask_ratio_value,
                 step=0.05,
                 label=REMASK_RATIO_LABEL,
                 info=REMASK_RATIO_INFO,
@@ -397,7 +398,7 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
                     )
                     gr.Examples(INFILL_EXAMPLES, inputs=[template])
                     infill_steps = gr.Slider(1, block_size, value=16, step=1, label="Denoising steps")
-                    infill_order, *infill_reveal_rule = reveal_controls()
+                    infill_order, *infill_reveal_rule = reveal_controls(remask_ratio_value=INFILL_REMASK_RATIO)
                     infill_temperature = gr.Slider(
                         0, 2, value=DEFAULT_SAMPLING["temperature"], step=0.05, label="Temperature (0 = greedy)"
                     )
