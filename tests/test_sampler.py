@@ -280,7 +280,7 @@ def test_orders_without_scores_ignore_prior_weight(tiny_model, order):
     assert torch.equal(plain.tokens, weighted.tokens)
 
 
-def test_spacing_reveals_local_bests_first_then_fills_the_step():
+def test_spacing_picks_best_first_ruling_out_neighbours_then_fills_the_step():
     top = torch.tensor([0.9, 0.8, 0.1, 0.7, 0.6])[None, :, None]
     logits = torch.cat([top, (1 - top) / 2, (1 - top) / 2], dim=-1).log()  # greedy candidate: char 0
     tokens, eligible = torch.full((1, 5), 3), torch.ones(1, 5, dtype=torch.bool)
