@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -17,11 +18,11 @@ SHARED_DATA = REPO_ROOT.parent / "shared" / "data" / "tinyshakespeare.txt"
 
 
 def reveal_rules(
-    orders: list[str],
-    order_temperatures: list[float],
-    prior_weights: list[float] = (0.0,),
-    remask_ratios: list[float] = (0.0,),
-    spacings: list[int] = (0,),
+    orders: Sequence[str],
+    order_temperatures: Sequence[float],
+    prior_weights: Sequence[float] = (0.0,),
+    remask_ratios: Sequence[float] = (0.0,),
+    spacings: Sequence[int] = (0,),
 ) -> list[dict]:
     """Every combination of the reveal-rule options to measure, less those that change nothing: a soft
     random order is still the random order, and orders that do not score positions ignore the prior."""
