@@ -6,7 +6,14 @@ import argparse
 import sys
 
 from mdlm_hf.model import MDLM
-from mdlm_hf.sampler import DEFAULT_SAMPLING, ORDERS, SCHEDULES
+from mdlm_hf.sampler import DEFAULT_SAMPLING, ORDERS, REVEAL_RULE_OPTIONS, SCHEDULES
+
+REVEAL_RULE_HELP = {  # type and help of each reveal-rule flag
+    "order_temperature": (float, "0 = strict reveal order; higher = closer to random order"),
+    "prior_weight": (float, "reveal rare characters that the context makes likely sooner; 0 = plain score"),
+    "remask_ratio": (float, "in [0, 1): least confident earlier characters taken back per character revealed"),
+    "spacing": (int, "characters revealed in one step keep this far apart; 0 = off"),
+}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -18,30 +25,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--length", type=int, default=200, help="characters to generate after the prompt")
     parser.add_argument("--steps", type=int, default=DEFAULT_SAMPLING["num_steps"])
     parser.add_argument("--order", choices=ORDERS, default=DEFAULT_SAMPLING["order"])
-    parser.add_argument(
-        "--order-temperature",
-        type=float,
-        default=DEFAULT_SAMPLING["order_temperature"],
-        help="0 = strict reveal order; higher = closer to random order",
-    )
-    parser.add_argument(
-        "--prior-weight",
-        type=float,
-        default=DEFAULT_SAMPLING["prior_weight"],
-        help="reveal rare characters that the context makes likely sooner; 0 = plain score",
-    )
-    parser.add_argument(
-        "--remask-ratio",
-        type=float,
-        default=DEFAULT_SAMPLING["remask_ratio"],
-        help="in [0, 1): least confident earlier characters taken back per character revealed",
-    )
-    parser.add_argument(
-        "--spacing",
-        type=int,
-        default=DEFAULT_SAMPLING["spacing"],
-        help="characters revealed in one step keep this far apart; 0 = off",
-    )
+    for name in REVEAL_RULE_OPTIONS:  # --order-temperature, --prior-weight, --remask-ratio, --spacing
+        kind, help_text = REVEAL_RULE_HELP[name]
+        parser.add_argument("--" + name.replace("_", "-"), type=kind, default=DEFAULT_SAMPLING[name], help=help_text)
     parser.add_argument("--schedule", choices=SCHEDULES, default="linear")
     parser.add_argument("--temperature", type=float, default=DEFAULT_SAMPLING["temperature"])
     parser.add_argument("--seed", type=int, default=None)
@@ -52,10 +38,7 @@ def main(argv: list[str] | None = None) -> None:
         options = dict(
             num_steps=args.steps,
             order=args.order,
-            order_temperature=args.order_temperature,
-            prior_weight=args.prior_weight,
-            remask_ratio=args.remask_ratio,
-            spacing=args.spacing,
+            **{name: getattr(args, name) for name in REVEAL_RULE_OPTIONS},
             schedule=args.schedule,
             temperature=args.temperature,
             seed=args.seed,

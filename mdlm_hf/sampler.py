@@ -392,8 +392,9 @@ def _run(
     model.eval()
     step, num_forward_passes, logits, logits_canvas = 0, 0, None, None
     try:
+        needs_prior = options.prior_weight > 0 and options.order in SCORED_ORDERS
         log_prior, fully_masked = None, (tokens == mask_id).all(dim=1)  # (B,)
-        if options.prior_weight > 0 and options.order in SCORED_ORDERS and not fully_masked.any():
+        if needs_prior and not fully_masked.any():
             log_prior = character_log_prior(model, T, device)  # one row; not a denoising step, not counted
         for block, block_steps in plan:
             in_block = torch.zeros_like(is_given)
@@ -409,7 +410,7 @@ def _run(
                     logits = model(tokens, t)
                     logits_canvas = tokens.clone()
                     num_forward_passes += 1
-                if options.prior_weight > 0 and options.order in SCORED_ORDERS and log_prior is None:
+                if needs_prior and log_prior is None:
                     # free generation: the first step's prediction on an all-mask row is the prior
                     log_prior = log_mean_probability(logits[fully_masked.nonzero()[0, 0]])
                 remaining = eligible.sum(dim=1)
