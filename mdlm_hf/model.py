@@ -69,13 +69,29 @@ class RotaryEmbedding(nn.Module):
         return x * self.cos[:T].to(x.dtype) + rotated_half * self.sin[:T].to(x.dtype)
 
 
+class RMSNorm(nn.RMSNorm):
+    """RMSNorm computed in fp32, as autocast does for LayerNorm (a bf16 input would miss the fused kernel)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.rms_norm(x.float(), self.normalized_shape, self.weight, self.eps).type_as(x)
+
+
+def make_norm(kind: str, n_embd: int) -> nn.Module:
+    return RMSNorm(n_embd) if kind == "rmsnorm" else nn.LayerNorm(n_embd)
+
+
 class SelfAttention(nn.Module):
     """Multi-head self-attention with no causal mask: every position sees the whole canvas."""
 
-    def __init__(self, n_embd: int, n_head: int, dropout: float, rotary: RotaryEmbedding | None) -> None:
+    def __init__(
+        self, n_embd: int, n_head: int, dropout: float, rotary: RotaryEmbedding | None, qk_norm: bool = False
+    ) -> None:
         super().__init__()
         self.n_head = n_head
         self.qkv = nn.Linear(n_embd, 3 * n_embd, bias=False)
+        # QK-norm: unit-RMS queries and keys keep attention logits bounded at high learning rates
+        self.q_norm = RMSNorm(n_embd // n_head) if qk_norm else None
+        self.k_norm = RMSNorm(n_embd // n_head) if qk_norm else None
         self.proj = nn.Linear(n_embd, n_embd, bias=False)
         self.proj.is_residual_projection = True
         self.dropout = dropout
@@ -86,6 +102,8 @@ class SelfAttention(nn.Module):
         B, T, C = x.shape
         q, k, v = self.qkv(x).split(C, dim=2)  # 3 x (B, T, C)
         q, k, v = (z.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for z in (q, k, v))  # (B, nh, T, hd)
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
         if self.rotary is not None:
             q, k = self.rotary(q), self.rotary(k)
         y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=False)
@@ -93,27 +111,53 @@ class SelfAttention(nn.Module):
         return self.resid_dropout(self.proj(y))
 
 
+MLP_KINDS = ("gelu", "relu2", "swiglu")
+NORM_KINDS = ("layernorm", "rmsnorm")
+
+
 class MLP(nn.Module):
-    def __init__(self, n_embd: int, dropout: float) -> None:
+    """Position-wise feed-forward: GELU (GPT-2), ReLU^2 (modded-nanoGPT) or SwiGLU (LLaMA) at equal parameters."""
+
+    def __init__(self, n_embd: int, dropout: float, kind: str = "gelu") -> None:
         super().__init__()
-        self.fc = nn.Linear(n_embd, 4 * n_embd, bias=False)
-        self.proj = nn.Linear(4 * n_embd, n_embd, bias=False)
+        self.kind = kind
+        # SwiGLU has two input matrices, so its hidden width is 2/3 of 4*C to keep the parameter count
+        hidden = 64 * math.ceil(8 * n_embd / 3 / 64) if kind == "swiglu" else 4 * n_embd
+        self.fc = nn.Linear(n_embd, 2 * hidden if kind == "swiglu" else hidden, bias=False)
+        self.proj = nn.Linear(hidden, n_embd, bias=False)
         self.proj.is_residual_projection = True
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.dropout(self.proj(F.gelu(self.fc(x))))
+        h = self.fc(x)  # (B, T, H) or (B, T, 2H) for SwiGLU
+        if self.kind == "swiglu":
+            gate, value = h.chunk(2, dim=-1)
+            h = F.silu(gate) * value
+        elif self.kind == "relu2":
+            h = F.relu(h).square()
+        else:
+            h = F.gelu(h)
+        return self.dropout(self.proj(h))  # (B, T, C)
 
 
 class Block(nn.Module):
-    """Pre-LN transformer block."""
+    """Pre-norm transformer block."""
 
-    def __init__(self, n_embd: int, n_head: int, dropout: float, rotary: RotaryEmbedding | None) -> None:
+    def __init__(
+        self,
+        n_embd: int,
+        n_head: int,
+        dropout: float,
+        rotary: RotaryEmbedding | None,
+        norm: str = "layernorm",
+        mlp: str = "gelu",
+        qk_norm: bool = False,
+    ) -> None:
         super().__init__()
-        self.ln_1 = nn.LayerNorm(n_embd)
-        self.attn = SelfAttention(n_embd, n_head, dropout, rotary)
-        self.ln_2 = nn.LayerNorm(n_embd)
-        self.mlp = MLP(n_embd, dropout)
+        self.ln_1 = make_norm(norm, n_embd)
+        self.attn = SelfAttention(n_embd, n_head, dropout, rotary, qk_norm)
+        self.ln_2 = make_norm(norm, n_embd)
+        self.mlp = MLP(n_embd, dropout, mlp)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.ln_1(x))
@@ -155,6 +199,10 @@ class MDLM(
       time_conditioning  feed the mask ratio t to the network; off by default as in MDLM, since the
                          number of masks already tells the model the noise level, and then an
                          unchanged canvas gives unchanged logits (which lets the sampler skip passes)
+      norm               "layernorm" (GPT-2) or "rmsnorm" (no mean, no bias: cheaper, as in LLaMA)
+      mlp                "gelu", "relu2" (squared ReLU) or "swiglu", all at about 8*C^2 parameters
+      qk_norm            RMS-normalise queries and keys per head before RoPE
+    The last three default to the first shipped model's choices, so older config.json files load as saved.
     """
 
     def __init__(
@@ -167,12 +215,17 @@ class MDLM(
         dropout: float = 0.0,
         position_encoding: str = "rope",
         time_conditioning: bool = False,
+        norm: str = "layernorm",
+        mlp: str = "gelu",
+        qk_norm: bool = False,
     ) -> None:
         super().__init__()
         if n_embd % n_head != 0 or (n_embd // n_head) % 2 != 0:
             raise ValueError(f"n_embd ({n_embd}) must split into n_head ({n_head}) heads of even size")
         if position_encoding not in ("rope", "learned"):
             raise ValueError(f"position_encoding must be 'rope' or 'learned', got {position_encoding!r}")
+        if norm not in NORM_KINDS or mlp not in MLP_KINDS:
+            raise ValueError(f"norm must be one of {NORM_KINDS} and mlp one of {MLP_KINDS}, got {norm!r}, {mlp!r}")
         if n_layer < 1 or block_size < 1 or not 0.0 <= dropout < 1.0:
             raise ValueError("n_layer and block_size must be >= 1 and dropout in [0, 1)")
         self.tokenizer = CharTokenizer(vocab)
@@ -186,8 +239,10 @@ class MDLM(
         self.position_embedding = nn.Embedding(block_size, n_embd) if position_encoding == "learned" else None
         self.time_embedding = TimeEmbedding(n_embd) if time_conditioning else None
         self.dropout = nn.Dropout(dropout)
-        self.blocks = nn.ModuleList([Block(n_embd, n_head, dropout, rotary) for _ in range(n_layer)])
-        self.ln_f = nn.LayerNorm(n_embd)
+        self.blocks = nn.ModuleList(
+            [Block(n_embd, n_head, dropout, rotary, norm, mlp, qk_norm) for _ in range(n_layer)]
+        )
+        self.ln_f = make_norm(norm, n_embd)
         self.lm_head = nn.Linear(n_embd, self.vocab_size, bias=False)
         self.lm_head.weight = self.token_embedding.weight  # weight tying
         self.n_layer = n_layer

@@ -5,6 +5,7 @@ import torch
 import torch.nn as nn
 
 from mdlm_hf import MDLM, CharTokenizer, diffusion_loss, elbo, mask_tokens, sample_times
+from mdlm_hf.diffusion import NLL_ORDERS, exact_nll
 
 
 class UniformModel(nn.Module):
@@ -94,3 +95,18 @@ def test_training_on_deterministic_text_drives_elbo_toward_zero():
         optimizer.step()
     after = elbo(model, data, 2, torch.Generator().manual_seed(0)).nats_per_char
     assert before > 1.5 and after < 0.25  # from log(8) = 2.08 towards the 0.065 floor
+
+
+@pytest.mark.parametrize("order", NLL_ORDERS)
+def test_exact_nll_of_uniform_logits_is_log_of_vocabulary(order):
+    model = UniformModel(vocab_size=11, block_size=16)
+    tokens = torch.randint(0, model.mask_id, (37,))  # two full windows and a short one
+    assert exact_nll(model, tokens, order, batch_size=2) == pytest.approx(math.log(model.vocab_size - 1))
+
+
+def test_exact_nll_of_a_real_model_is_finite_and_orders_are_checked(tiny_model):
+    tokens = torch.randint(0, tiny_model.mask_id, (64,))
+    nll = exact_nll(tiny_model, tokens, "confidence")
+    assert 0 < nll < math.inf
+    with pytest.raises(ValueError, match="order"):
+        exact_nll(tiny_model, tokens, "random")

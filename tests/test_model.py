@@ -83,3 +83,27 @@ def test_corrupt_files_give_clear_errors(tiny_model, tmp_path):
 def test_bad_config_is_refused(kwargs):
     with pytest.raises(ValueError):
         MDLM("abc", **{"n_layer": 1, "n_head": 2, "n_embd": 32, **kwargs})
+
+
+@pytest.mark.parametrize(
+    "options", [dict(norm="rmsnorm"), dict(mlp="relu2"), dict(mlp="swiglu"), dict(qk_norm=True, norm="rmsnorm")]
+)
+def test_block_options_round_trip_and_older_configs_load_as_saved(options, tmp_path):
+    torch.manual_seed(0)
+    model = MDLM("abcdef", n_layer=2, n_head=2, n_embd=32, block_size=16, **options).eval()
+    model.save_pretrained(tmp_path)
+    assert all(json.loads((tmp_path / "config.json").read_text())[k] == v for k, v in options.items())
+    tokens = torch.randint(0, model.mask_id, (2, 16))
+    assert torch.equal(MDLM.from_pretrained(tmp_path)(tokens), model(tokens))
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # the training precision runs through every option
+        assert torch.isfinite(model(tokens)[..., : model.mask_id]).all()
+    # a config.json written before these options existed builds the original block
+    config = {"vocab": "abcdef", "n_layer": 1, "n_head": 2, "n_embd": 32, "block_size": 16}
+    old = MDLM(**config)
+    assert isinstance(old.blocks[0].ln_1, torch.nn.LayerNorm) and old.blocks[0].attn.q_norm is None
+
+
+@pytest.mark.parametrize("kwargs", [dict(norm="batchnorm"), dict(mlp="tanh")])
+def test_unknown_block_options_are_refused(kwargs):
+    with pytest.raises(ValueError, match="norm must be one of"):
+        MDLM("abc", n_layer=1, n_head=2, n_embd=32, **kwargs)

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 import torch
-import train  # training/train.py (pytest puts training/ on sys.path)
 
 from mdlm_hf import MDLM
 from mdlm_hf.data import atomic_write_bytes
+from training import export, train
+from training.ema import EMA
+from training.optimizers import build_optimizers, parameter_groups
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TINY_ARGS = [
@@ -80,7 +82,8 @@ def test_sigkill_during_training_leaves_a_loadable_checkpoint(text_file, tmp_pat
     out = tmp_path / "run"
     command = [
         sys.executable,
-        str(REPO_ROOT / "training" / "train.py"),
+        "-m",
+        "training.train",
         "--data",
         str(text_file),
         "--out-dir",
@@ -91,7 +94,7 @@ def test_sigkill_during_training_leaves_a_loadable_checkpoint(text_file, tmp_pat
         "--eval-interval",
         "3",
     ]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO_ROOT)
     history = out / "history.json"
     try:
         deadline = time.monotonic() + 120
@@ -103,9 +106,9 @@ def test_sigkill_during_training_leaves_a_loadable_checkpoint(text_file, tmp_pat
     finally:
         process.kill()
         process.wait()
-    checkpoint = torch.load(out / "ckpt.pt", weights_only=False)  # the last complete write, never a torn one
+    checkpoint = torch.load(out / "ckpt.pt", weights_only=True)  # the last complete write, never a torn one
     assert checkpoint["step"] >= 9
-    torch.load(out / "best.pt", weights_only=False)
+    torch.load(out / "best.pt", weights_only=True)
     resumed = run(text_file, out, "--max-steps", str(checkpoint["step"] + 1), "--resume")
     assert resumed["step"] == checkpoint["step"] + 1
     assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]  # a killed write's leftovers are cleaned up
@@ -115,10 +118,10 @@ def test_export_round_trips_and_push_is_intercepted(text_file, tmp_path, monkeyp
     export_dir = tmp_path / "export"
     summary = run(text_file, tmp_path / "run", "--max-steps", "6", "--export-dir", str(export_dir))
     files = sorted(p.name for p in export_dir.iterdir())
-    assert files == sorted(train_export().EXPORT_FILES)
+    assert files == sorted(export.EXPORT_FILES)
     loaded = MDLM.from_pretrained(export_dir)
     tokens = torch.randint(0, loaded.mask_id, (1, 20))
-    best = torch.load(tmp_path / "run" / "best.pt", weights_only=False)
+    best = torch.load(tmp_path / "run" / "best.pt", weights_only=True)
     reference = MDLM(**best["model_config"])
     reference.load_state_dict(best["model"])
     assert torch.equal(loaded(tokens), reference.eval()(tokens))
@@ -143,7 +146,7 @@ def test_export_round_trips_and_push_is_intercepted(text_file, tmp_path, monkeyp
     import huggingface_hub
 
     monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
-    url = train_export().push_to_hub(export_dir, "me/model")
+    url = export.push_to_hub(export_dir, "me/model")
     assert url.endswith("abc")
     assert calls[0][:2] == ("create_repo", "me/model") and calls[0][2]["exist_ok"]
     assert calls[1] == ("upload_folder", "me/model", files)
@@ -156,7 +159,6 @@ def test_export_carries_the_recipe_and_the_images_it_links(text_file, tmp_path):
     recipe = tmp_path / "notes" / "RECIPE.md"
     recipe.parent.mkdir()
     recipe.write_text("## Recipe\n![the study](../plots/study.png) and ![web](https://example.org/a.png)\n")
-    export = train_export()
     export.export_run(tmp_path / "run", tmp_path / "export", text_file, recipe_path=recipe)
     card = (tmp_path / "export" / "README.md").read_text()
     assert "![the study](study.png)" in card and "![web](https://example.org/a.png)" in card
@@ -165,12 +167,6 @@ def test_export_carries_the_recipe_and_the_images_it_links(text_file, tmp_path):
     with pytest.raises(ValueError, match="missing.png, which does not exist"):
         export.export_run(tmp_path / "run", tmp_path / "export2", text_file, recipe_path=recipe)
     assert not (tmp_path / "export2").exists()
-
-
-def train_export():
-    import export
-
-    return export
 
 
 def test_bad_arguments_give_clear_errors(tmp_path, text_file):
@@ -189,9 +185,10 @@ def test_bad_arguments_give_clear_errors(tmp_path, text_file):
     with pytest.raises(SystemExit):
         run(text_file, tmp_path / "e", "--batch-size", "0")
     result = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "training" / "train.py"), "--data", str(tmp_path / "nope")],
+        [sys.executable, "-m", "training.train", "--data", str(tmp_path / "nope")],
         capture_output=True,
         text=True,
+        cwd=REPO_ROOT,
     )
     assert result.returncode != 0 and result.stderr.strip().splitlines()[-1].startswith("error: training text")
 
@@ -200,8 +197,7 @@ def test_torchrun_two_processes_end_with_identical_weights(text_file, tmp_path):
     script = tmp_path / "ddp_check.py"
     script.write_text(
         "import sys, os, torch\n"
-        f"sys.path.insert(0, {str(REPO_ROOT / 'training')!r})\n"
-        "import train\n"
+        "from training import train\n"
         "summary = train.main(sys.argv[1:])\n"
         "rank_file = os.path.join(summary['out_dir'], f\"rank{os.environ['RANK']}.pt\")\n"
         "torch.save(summary['model'].state_dict(), rank_file)\n"
@@ -224,10 +220,99 @@ def test_torchrun_two_processes_end_with_identical_weights(text_file, tmp_path):
         "--max-steps",
         "6",
     ]
-    subprocess.run(command, check=True, capture_output=True, timeout=300)
+    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # the script lives outside the repository
+    subprocess.run(command, check=True, capture_output=True, timeout=300, env=environment)
     rank0, rank1 = torch.load(out / "rank0.pt"), torch.load(out / "rank1.pt")
     assert all(torch.equal(rank0[k], rank1[k]) for k in rank0)
-    checkpoint = torch.load(out / "ckpt.pt", weights_only=False)
+    checkpoint = torch.load(out / "ckpt.pt", weights_only=True)
     assert checkpoint["step"] == 6 and checkpoint["tokens_seen"] == 6 * 2 * 4 * 32  # both ranks' batches count
     assert all(torch.equal(checkpoint["model"][k], rank0[k]) for k in rank0)
     assert len(checkpoint["rng"]) == 2 and not torch.equal(checkpoint["rng"][0]["data"], checkpoint["rng"][1]["data"])
+
+
+@pytest.mark.parametrize("optimizer", ["adamw", "muon"])
+def test_optimizer_groups_cover_every_parameter_exactly_once(optimizer):
+    model = MDLM("abcdef", n_layer=2, n_head=2, n_embd=32, block_size=16, norm="rmsnorm", qk_norm=True)
+    groups = parameter_groups(model)
+    assert groups["matrices"] and groups["embeddings"] and groups["vectors"]
+    args, _ = train.parse_args(["--optimizer", optimizer])
+    optimizers = build_optimizers(model, args)
+    in_optimizers = [p for o in optimizers for g in o.param_groups for p in g["params"]]
+    assert len(in_optimizers) == len({id(p) for p in in_optimizers}) == len(list(model.parameters()))
+    assert {id(p) for p in in_optimizers} == {id(p) for p in model.parameters()}
+    if optimizer == "muon":
+        assert isinstance(optimizers[0], torch.optim.Muon)
+        assert all(p.dim() == 2 for g in optimizers[0].param_groups for p in g["params"])
+
+
+def test_ema_averages_and_ramps_up():
+    model = torch.nn.Linear(2, 2, bias=False)
+    ema = EMA(model, decay=0.9)
+    with torch.no_grad():
+        model.weight.fill_(1.0)
+    before = ema.shadow[0].clone()
+    ema.update(model)  # first update: decay min(0.9, 2/11)
+    assert torch.allclose(ema.shadow[0], before + (1 - 2 / 11) * (1.0 - before))
+    for _ in range(200):
+        ema.update(model)
+    assert torch.allclose(ema.shadow[0], torch.ones(2, 2), atol=1e-6)
+    with pytest.raises(ValueError, match="decay"):
+        EMA(model, decay=1.0)
+
+
+def test_ema_weights_round_trip_through_checkpoint_and_export(text_file, tmp_path):
+    settings = ["--max-steps", "10", "--ema", "0.9", "--optimizer", "muon"]
+    straight = run(text_file, tmp_path / "straight", *settings)
+    run(text_file, tmp_path / "split", *settings, "--stop-at-step", "4")
+    resumed = run(text_file, tmp_path / "split", "--resume")  # the run's own settings: EMA and Muon included
+    a = torch.load(tmp_path / "straight" / "ckpt.pt", weights_only=True)
+    b = torch.load(tmp_path / "split" / "ckpt.pt", weights_only=True)
+    assert a["ema"]["num_updates"] == b["ema"]["num_updates"] == 10
+    for name, shadow in a["ema"]["shadow"].items():
+        assert torch.equal(shadow, b["ema"]["shadow"][name]), name
+    for name, weight in straight["model"].state_dict().items():
+        assert torch.equal(weight, resumed["model"].state_dict()[name]), name
+    assert not torch.equal(a["ema"]["shadow"]["blocks.0.mlp.fc.weight"], a["model"]["blocks.0.mlp.fc.weight"])
+    history = json.loads((tmp_path / "split" / "history.json").read_text())
+    assert all("nelbo_ema" in h for h in history["val"])
+    assert torch.load(tmp_path / "split" / "best.pt", weights_only=True)["weights"] in ("raw", "ema")
+
+    # the export writes whatever best.pt holds; give it the averaged weights and read them back
+    ema = EMA(straight["model"], 0.9)
+    ema.load_state_dict(a["ema"])
+    best = torch.load(tmp_path / "split" / "best.pt", weights_only=True)
+    best.update(weights="ema", model=ema.weights(straight["model"]))
+    train.save_checkpoint(tmp_path / "split" / "best.pt", best)
+    export.export_run(tmp_path / "split", tmp_path / "export", text_file)
+    loaded = MDLM.from_pretrained(tmp_path / "export")
+    for name, shadow in a["ema"]["shadow"].items():
+        assert torch.equal(loaded.state_dict()[name], shadow), name
+    assert loaded.lm_head.weight is loaded.token_embedding.weight
+
+
+def test_resume_keeps_the_runs_own_settings(text_file, tmp_path):
+    out = tmp_path / "run"
+    run(text_file, out, "--max-steps", "8", "--batch-size", "3", "--loss-weighting", "uniform", "--stop-at-step", "4")
+    # resumed with only --data, --out-dir and --resume (TINY_ARGS leave batch size and loss alone)
+    summary = train.main(["--data", str(text_file), "--out-dir", str(out), "--resume"])
+    checkpoint = torch.load(out / "ckpt.pt", weights_only=True)
+    assert summary["step"] == 8 and summary["tokens_seen"] == 8 * 3 * 32
+    assert checkpoint["args"]["batch_size"] == 3 and checkpoint["args"]["loss_weighting"] == "uniform"
+    with pytest.raises(ValueError, match="--batch-size 5 \\(the run has 3\\)"):
+        train.main(["--data", str(text_file), "--out-dir", str(out), "--resume", "--batch-size", "5"])
+    longer = train.main(["--data", str(text_file), "--out-dir", str(out), "--resume", "--max-steps", "10"])
+    assert longer["step"] == 10  # the schedule may grow on resume
+
+
+@pytest.mark.parametrize("content", [b"", b"not a checkpoint", None])
+def test_unreadable_or_unsafe_checkpoints_give_clear_errors(text_file, tmp_path, content):
+    out = tmp_path / "run"
+    out.mkdir()
+    if content is None:  # a pickle that would run code when loaded with weights_only=False
+        import os as evil
+
+        torch.save({"model_config": {}, "model": evil.system}, out / "ckpt.pt")
+    else:
+        (out / "ckpt.pt").write_bytes(content)
+    with pytest.raises(ValueError, match="not a readable mdlm_hf checkpoint"):
+        run(text_file, out, "--resume")

@@ -1,6 +1,6 @@
-"""Evaluate a trained model: validation ELBO, masked-token accuracy by mask ratio, and samples.
+"""Evaluate a trained model: validation ELBO, exact NLL, masked-token accuracy by mask ratio, and samples.
 
-python training/evaluate.py --model pretrained/mdlm-shakespeare-char --data ../shared/data/tinyshakespeare.txt
+python -m training.evaluate --model pretrained/mdlm-shakespeare-char --data ../shared/data/tinyshakespeare.txt
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import torch
 
 from mdlm_hf import MDLM, elbo
 from mdlm_hf.data import read_text, split_text
-from mdlm_hf.diffusion import accuracy_by_mask_ratio
+from mdlm_hf.diffusion import NLL_ORDERS, accuracy_by_mask_ratio, exact_nll
 from mdlm_hf.plots import accuracy_figure
 from mdlm_hf.sampler import DEFAULT_SAMPLING
 
@@ -23,11 +23,22 @@ def plot_accuracy(results: list[tuple[float, float]], path: Path) -> None:
     accuracy_figure(results).savefig(path, dpi=120)
 
 
-def evaluate_model(model: MDLM, val_text: str, num_samples: int = 4, num_texts: int = 3, seed: int = 0) -> dict:
-    """Validation NELBO (nats and bits per char), accuracy by mask ratio, and generated samples."""
+def evaluate_model(
+    model: MDLM,
+    val_text: str,
+    num_samples: int = 4,
+    num_texts: int = 3,
+    seed: int = 0,
+    nll_chars: int = 16384,
+    progress: bool = False,
+) -> dict:
+    """Validation NELBO (nats and bits per char), exact NLL, accuracy by mask ratio, and generated samples."""
     model.eval()
     tokens = torch.tensor(model.tokenizer.encode(val_text), dtype=torch.long)
     result = elbo(model, tokens, num_samples, torch.Generator().manual_seed(seed))
+    # one forward pass per character: on the first nll_chars of the split only
+    nll_tokens = tokens[:nll_chars]
+    nll = {order: exact_nll(model, nll_tokens, order, progress=progress) for order in NLL_ORDERS} if nll_chars else {}
     length = min(256, model.block_size)
     texts = [model.generate(length, seed=seed + i, **DEFAULT_SAMPLING) for i in range(num_texts)]
     return {
@@ -35,6 +46,8 @@ def evaluate_model(model: MDLM, val_text: str, num_samples: int = 4, num_texts: 
         "val_nelbo_bits_per_char": result.bits_per_char,
         "val_chars": result.num_chars,
         "elbo_mask_samples_per_window": num_samples,
+        "exact_nll_nats_per_char": nll,
+        "exact_nll_chars": nll_tokens.numel() if nll_chars else 0,
         "accuracy_by_mask_ratio": accuracy_by_mask_ratio(model, tokens, seed=seed),
         "samples": texts,
         "sampling": {"length": length, **DEFAULT_SAMPLING},
@@ -46,15 +59,25 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--model", required=True, help="local directory or Hub repo id")
     parser.add_argument("--data", required=True, help="the text the model was trained on; its last 10 %% is evaluated")
     parser.add_argument("--num-samples", type=int, default=4, help="mask draws per validation window")
+    parser.add_argument(
+        "--nll-chars",
+        type=int,
+        default=16384,
+        help="validation characters for the exact NLL (one forward pass each, per order); 0: skip",
+    )
     parser.add_argument("--out", default=None, help="directory for metrics.json and the accuracy plot")
     args = parser.parse_args(argv)
+    if args.num_samples < 1 or args.nll_chars < 0:
+        parser.error("--num-samples must be >= 1 and --nll-chars >= 0")
     model = MDLM.from_pretrained(args.model)
     _, val_text = split_text(read_text(args.data))
-    report = evaluate_model(model, val_text, args.num_samples)
+    report = evaluate_model(model, val_text, args.num_samples, nll_chars=args.nll_chars, progress=True)
     print(
         f"validation NELBO: {report['val_nelbo_nats_per_char']:.4f} nats/char, "
         f"{report['val_nelbo_bits_per_char']:.4f} bits/char over {report['val_chars']:,} chars"
     )
+    for order, nats in report["exact_nll_nats_per_char"].items():
+        print(f"exact NLL, {order} order: {nats:.4f} nats/char over the first {report['exact_nll_chars']:,} chars")
     print("mask ratio | accuracy")
     for ratio, accuracy in report["accuracy_by_mask_ratio"]:
         print(f"{ratio:10.1f} | {accuracy:.3f}")

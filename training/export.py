@@ -26,11 +26,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import torch
-from evaluate import evaluate_model, plot_accuracy  # training/evaluate.py, beside this script
 
 from mdlm_hf import MDLM
 from mdlm_hf.data import read_text, split_text
 from mdlm_hf.metrics import save_word_list
+from training.evaluate import evaluate_model, plot_accuracy
 
 EXPORT_FILES = (
     "README.md",
@@ -87,6 +87,11 @@ def model_card_details(model: MDLM, report: dict, run: dict, recipe_notes: str =
     """Values for the model card template: metrics, training facts, samples, limitations."""
     accuracy_rows = "\n".join(f"| {r:.1f} | {a:.3f} |" for r, a in report["accuracy_by_mask_ratio"])
     samples = "\n\n".join(f"```\n{t}\n```" for t in report["samples"])
+    nll_rows = "".join(
+        f"| exact NLL, {order.replace('_', '-')} order (first {report['exact_nll_chars']:,} characters) "
+        f"| **{nats:.4f} nats/char** |\n"
+        for order, nats in report.get("exact_nll_nats_per_char", {}).items()
+    )
     sampling_options = ", ".join(f"{name} {value}" for name, value in report["sampling"].items() if name != "length")
     args = run.get("args", {})
     recipe = ", ".join(
@@ -98,15 +103,24 @@ def model_card_details(model: MDLM, report: dict, run: dict, recipe_notes: str =
             "block_size",
             "dropout",
             "position_encoding",
+            "norm",
+            "mlp",
+            "qk_norm",
+            "zero_init_residual",
             "batch_size",
             "max_steps",
+            "optimizer",
             "lr",
             "min_lr",
+            "muon_lr",
+            "muon_weight_decay",
             "warmup_steps",
             "weight_decay",
             "beta2",
             "grad_clip",
+            "ema",
             "loss_weighting",
+            "t_min",
         )
         if k in args
     )
@@ -116,9 +130,11 @@ def model_card_details(model: MDLM, report: dict, run: dict, recipe_notes: str =
 |---|---|
 | negative ELBO (upper bound on NLL) | **{report["val_nelbo_nats_per_char"]:.4f} nats/char** |
 | same, in bits | {report["val_nelbo_bits_per_char"]:.4f} bits/char |
-
+{nll_rows}
 The ELBO uses {report["elbo_mask_samples_per_window"]} stratified mask draws per {model.block_size}-character window.
-For comparison, nanoGPT's autoregressive character model reaches 1.47 nats/char on this split.
+The exact NLL reveals the true text one character per forward pass, in the order named, and sums
+-log p of each character as it is revealed: a likelihood, not a bound, comparable to an autoregressive
+model's. nanoGPT's autoregressive character model reaches 1.47 nats/char on this split.
 
 Masked-token accuracy (argmax) by mask ratio:
 

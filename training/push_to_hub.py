@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from export import push_to_hub  # training/export.py, beside this script
+from training.export import push_to_hub
 
 
 def main(argv: list[str] | None = None) -> None:

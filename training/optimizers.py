@@ -1,0 +1,58 @@
+"""The optimizers of a run: AdamW for everything, or Muon for the blocks' matrices and AdamW for the rest."""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+import torch.nn as nn
+
+OPTIMIZERS = ("adamw", "muon")
+
+
+def parameter_groups(model: nn.Module) -> dict[str, list[torch.Tensor]]:
+    """Each parameter exactly once: hidden matrices, embeddings (tied to the output head), and gains/biases.
+
+    Muon orthogonalises whole-matrix updates, which suits the transformer blocks' linear maps; the
+    embedding is a lookup table (one row per character) and norms are vectors, so those stay on AdamW
+    (the split of modded-nanoGPT).
+    """
+    groups: dict[str, list[torch.Tensor]] = {"matrices": [], "embeddings": [], "vectors": []}
+    for name, p in model.named_parameters():  # tied weights are yielded once
+        if p.dim() < 2:
+            groups["vectors"].append(p)
+        elif name.startswith("blocks."):
+            groups["matrices"].append(p)
+        else:
+            groups["embeddings"].append(p)
+    return groups
+
+
+def build_optimizers(model: nn.Module, args: argparse.Namespace, fused: bool = False) -> list[torch.optim.Optimizer]:
+    """AdamW (lr, weight decay on matrices and embeddings) or Muon + AdamW; every group keeps its peak lr."""
+    groups = parameter_groups(model)
+    adamw_groups = [
+        {"params": groups["embeddings"], "weight_decay": args.weight_decay, "peak_lr": args.lr},
+        {"params": groups["vectors"], "weight_decay": 0.0, "peak_lr": args.lr},
+    ]
+    optimizers: list[torch.optim.Optimizer] = []
+    if args.optimizer == "muon":
+        muon = torch.optim.Muon(
+            groups["matrices"], lr=args.muon_lr, weight_decay=args.muon_weight_decay, momentum=args.muon_momentum
+        )
+        for group in muon.param_groups:
+            group["peak_lr"] = args.muon_lr
+        optimizers.append(muon)
+    else:
+        adamw_groups.insert(0, {"params": groups["matrices"], "weight_decay": args.weight_decay, "peak_lr": args.lr})
+    adamw = torch.optim.AdamW(
+        [g for g in adamw_groups if g["params"]], lr=args.lr, betas=(args.beta1, args.beta2), fused=fused
+    )
+    return [*optimizers, adamw]
+
+
+def set_learning_rates(optimizers: list[torch.optim.Optimizer], factor: float) -> None:
+    """Every group at `factor` times its own peak learning rate (the schedule is shared)."""
+    for optimizer in optimizers:
+        for group in optimizer.param_groups:
+            group["lr"] = group["peak_lr"] * factor
