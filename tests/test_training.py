@@ -124,9 +124,11 @@ def test_export_round_trips_and_push_is_intercepted(text_file, tmp_path, monkeyp
     best = torch.load(tmp_path / "run" / "best.pt", weights_only=True)
     reference = MDLM(**best["model_config"])
     reference.load_state_dict(best["model"])
+    metrics = json.loads((export_dir / "metrics.json").read_text())
+    if metrics["weights_dtype"] == "bfloat16":  # shipped as bf16 because that cost (almost) nothing
+        reference = export.bf16_rounded(reference)
     assert torch.equal(loaded(tokens), reference.eval()(tokens))
     card = (export_dir / "README.md").read_text()
-    metrics = json.loads((export_dir / "metrics.json").read_text())
     assert f"{metrics['val_nelbo_nats_per_char']:.4f} nats/char" in card and "## Samples" in card
     assert summary["finished"]
 
@@ -283,7 +285,7 @@ def test_ema_weights_round_trip_through_checkpoint_and_export(text_file, tmp_pat
     best = torch.load(tmp_path / "split" / "best.pt", weights_only=True)
     best.update(weights="ema", model=ema.weights(straight["model"]))
     train.save_checkpoint(tmp_path / "split" / "best.pt", best)
-    export.export_run(tmp_path / "split", tmp_path / "export", text_file)
+    export.export_run(tmp_path / "split", tmp_path / "export", text_file, weights_dtype="float32")
     loaded = MDLM.from_pretrained(tmp_path / "export")
     for name, shadow in a["ema"]["shadow"].items():
         assert torch.equal(loaded.state_dict()[name], shadow), name
@@ -316,3 +318,28 @@ def test_unreadable_or_unsafe_checkpoints_give_clear_errors(text_file, tmp_path,
         (out / "ckpt.pt").write_bytes(content)
     with pytest.raises(ValueError, match="not a readable mdlm_hf checkpoint"):
         run(text_file, out, "--resume")
+
+
+def test_export_stores_bf16_weights_when_they_cost_almost_nothing(text_file, tmp_path):
+    import safetensors.torch
+
+    run(text_file, tmp_path / "run", "--max-steps", "3")
+    for dtype in ("bfloat16", "auto"):
+        report = export.export_run(tmp_path / "run", tmp_path / dtype, text_file, weights_dtype=dtype)
+        stored = safetensors.torch.load_file(tmp_path / dtype / "model.safetensors")
+        assert {t.dtype for t in stored.values()} == {getattr(torch, report["weights_dtype"])}
+    metrics = json.loads((tmp_path / "auto" / "metrics.json").read_text())
+    cost = metrics["nelbo_bfloat16_weights"] - metrics["nelbo_float32_weights"]
+    assert metrics["weights_dtype"] == ("bfloat16" if cost <= export.BF16_TOLERANCE else "float32")
+    assert metrics["val_nelbo_nats_per_char"] == metrics[f"nelbo_{metrics['weights_dtype']}_weights"]
+    # the bf16 file loads (upcast to fp32) as exactly the rounded weights the metrics were measured on
+    best = torch.load(tmp_path / "run" / "best.pt", weights_only=True)
+    original = MDLM(**best["model_config"])
+    original.load_state_dict(best["model"])
+    loaded = MDLM.from_pretrained(tmp_path / "bfloat16")
+    for name, weight in export.bf16_rounded(original).state_dict().items():
+        assert loaded.state_dict()[name].dtype == torch.float32
+        assert torch.equal(loaded.state_dict()[name], weight), name
+    assert "stored as bfloat16" in (tmp_path / "bfloat16" / "README.md").read_text()
+    with pytest.raises(ValueError, match="weights dtype"):
+        export.choose_weights(original, "abc", "float16")

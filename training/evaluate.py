@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from mdlm_hf import MDLM, elbo
+from mdlm_hf import MDLM, ElboResult, elbo
 from mdlm_hf.data import read_text, split_text
 from mdlm_hf.diffusion import NLL_ORDERS, accuracy_by_mask_ratio, exact_nll
 from mdlm_hf.plots import accuracy_figure
@@ -31,11 +31,15 @@ def evaluate_model(
     seed: int = 0,
     nll_chars: int = 16384,
     progress: bool = False,
+    nelbo: ElboResult | None = None,
 ) -> dict:
-    """Validation NELBO (nats and bits per char), exact NLL, accuracy by mask ratio, and generated samples."""
+    """Validation NELBO (nats and bits per char), exact NLL, accuracy by mask ratio, and generated samples.
+
+    `nelbo`: this model's ELBO on `val_text` when the caller already measured it with the same masks.
+    """
     model.eval()
     tokens = torch.tensor(model.tokenizer.encode(val_text), dtype=torch.long)
-    result = elbo(model, tokens, num_samples, torch.Generator().manual_seed(seed))
+    result = nelbo or elbo(model, tokens, num_samples, torch.Generator().manual_seed(seed))
     # one forward pass per character: on the first nll_chars of the split only
     nll_tokens = tokens[:nll_chars]
     nll = {order: exact_nll(model, nll_tokens, order, progress=progress) for order in NLL_ORDERS} if nll_chars else {}

@@ -13,6 +13,7 @@ half-written model behind.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import platform
 import re
@@ -27,10 +28,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import torch
 
-from mdlm_hf import MDLM
+from mdlm_hf import MDLM, ElboResult, elbo
 from mdlm_hf.data import read_text, split_text
 from mdlm_hf.metrics import save_word_list
 from training.evaluate import evaluate_model, plot_accuracy
+from training.train import load_checkpoint
+
+WEIGHTS_DTYPES = ("auto", "float32", "bfloat16")
+ELBO_SAMPLES = 4  # mask draws per validation window in the exported metrics
+BF16_TOLERANCE = 0.003  # nats/char a bf16 weights file may cost on the validation split; beyond it ship fp32
 
 EXPORT_FILES = (
     "README.md",
@@ -87,6 +93,12 @@ def model_card_details(model: MDLM, report: dict, run: dict, recipe_notes: str =
     """Values for the model card template: metrics, training facts, samples, limitations."""
     accuracy_rows = "\n".join(f"| {r:.1f} | {a:.3f} |" for r, a in report["accuracy_by_mask_ratio"])
     samples = "\n\n".join(f"```\n{t}\n```" for t in report["samples"])
+    weights_note = report.get("weights_dtype", "float32")
+    if "nelbo_bfloat16_weights" in report:
+        weights_note += (
+            f" (validation NELBO {report['nelbo_bfloat16_weights']:.4f} with bf16 weights vs "
+            f"{report['nelbo_float32_weights']:.4f} in fp32; bf16 ships when it costs <= {BF16_TOLERANCE})"
+        )
     nll_rows = "".join(
         f"| exact NLL, {order.replace('_', '-')} order (first {report['exact_nll_chars']:,} characters) "
         f"| **{nats:.4f} nats/char** |\n"
@@ -146,7 +158,7 @@ Masked-token accuracy (argmax) by mask ratio:
 
 ## Training
 
-- parameters: {model.num_parameters():,}
+- parameters: {model.num_parameters():,}, stored as {weights_note}
 - tokens seen: {run.get("tokens_seen", 0):,}, in {run.get("step", 0):,} steps
 - wall time: {run.get("wall_time", 0) / 60:.1f} minutes on {hardware_description()}
 - recipe: {recipe}
@@ -197,6 +209,45 @@ def recipe_with_images(recipe_path: Path) -> tuple[str, list[Path]]:
     return re.sub(r"!\[([^\]]*)\]\(([^)\s]+)\)", relink, notes), list(images.values())
 
 
+def bf16_rounded(model: MDLM) -> MDLM:
+    """A copy whose parameters are what a bf16 weights file loads back as: rounded to bf16, upcast to fp32."""
+    rounded = copy.deepcopy(model)  # keeps the embedding/output tie
+    for p in rounded.parameters():
+        p.data = p.data.to(torch.bfloat16).float()
+    return rounded
+
+
+def choose_weights(model: MDLM, val_text: str, weights_dtype: str = "auto") -> tuple[MDLM, dict, ElboResult | None]:
+    """The model to ship (as is, or bf16-rounded), the measurement behind the choice, and the shipped one's ELBO.
+
+    "auto" compares the validation NELBO of both with the same masks (a paired difference, so the only
+    change is the rounding) and takes bf16, half the download, when it costs at most BF16_TOLERANCE.
+    """
+    if weights_dtype not in WEIGHTS_DTYPES:
+        raise ValueError(f"weights dtype must be one of {WEIGHTS_DTYPES}, got {weights_dtype!r}")
+    rounded = bf16_rounded(model)
+    if weights_dtype != "auto":
+        return (rounded if weights_dtype == "bfloat16" else model), {"weights_dtype": weights_dtype}, None
+    tokens = torch.tensor(model.tokenizer.encode(val_text), dtype=torch.long)
+    nelbo = {
+        name: elbo(candidate.eval(), tokens, ELBO_SAMPLES, torch.Generator().manual_seed(0))
+        for name, candidate in (("float32", model), ("bfloat16", rounded))
+    }
+    cost = nelbo["bfloat16"].nats_per_char - nelbo["float32"].nats_per_char
+    chosen = "bfloat16" if cost <= BF16_TOLERANCE else "float32"
+    facts = {"weights_dtype": chosen, **{f"nelbo_{name}_weights": r.nats_per_char for name, r in nelbo.items()}}
+    return (rounded if chosen == "bfloat16" else model), facts, nelbo[chosen]
+
+
+def write_weights(model: MDLM, directory: Path, weights_dtype: str) -> None:
+    """Rewrites model.safetensors with bf16 tensors (from_pretrained upcasts them); fp32 stays as saved."""
+    if weights_dtype == "bfloat16":
+        import safetensors.torch
+
+        half = copy.deepcopy(model).to(torch.bfloat16)
+        safetensors.torch.save_model(half, str(directory / "model.safetensors"), metadata={"format": "pt"})
+
+
 def export_model(
     model: MDLM,
     export_dir: Path,
@@ -206,14 +257,18 @@ def export_model(
     history: dict,
     recipe_notes: str = "",
     attachments: Iterable[Path] = (),
+    weights_dtype: str = "auto",
 ) -> dict:
     """Writes the Hub-ready directory for `model` (atomically); returns the evaluation report."""
     export_dir = Path(export_dir)
     export_dir.parent.mkdir(parents=True, exist_ok=True)
-    report = evaluate_model(model, val_text)
+    model, weights_facts, nelbo = choose_weights(model, val_text, weights_dtype)
+    # what the shipped weights score (their ELBO, with the same masks, was measured by the choice)
+    report = {**evaluate_model(model, val_text, ELBO_SAMPLES, nelbo=nelbo, progress=True), **weights_facts}
     staging = Path(tempfile.mkdtemp(dir=export_dir.parent, prefix=f".{export_dir.name}."))
     try:
         model.save_pretrained(staging, model_card_kwargs=model_card_details(model, report, run, recipe_notes))
+        write_weights(model, staging, report["weights_dtype"])
         save_word_list(train_text, staging / "words.txt")
         plot_accuracy(report["accuracy_by_mask_ratio"], staging / "accuracy_vs_mask_ratio.png")
         plot_training_curve(history, staging / "training_curve.png")
@@ -254,21 +309,30 @@ def export_run(
     data_path: Path,
     push_to_hub_repo: str | None = None,
     recipe_path: Path | None = None,
+    weights_dtype: str = "auto",
 ) -> dict:
     """Exports the best checkpoint of a run (the latest if none was kept) and optionally uploads it."""
     run_dir = Path(run_dir)
     latest = run_dir / "ckpt.pt"
     if not latest.is_file():
         raise ValueError(f"{run_dir} has no ckpt.pt: is it a training run's --out-dir?")
-    run = torch.load(latest, map_location="cpu", weights_only=False)
+    run = load_checkpoint(latest)
     best_path = run_dir / "best.pt"
-    weights = torch.load(best_path, map_location="cpu", weights_only=False) if best_path.is_file() else run
+    weights = load_checkpoint(best_path) if best_path.is_file() else run
     model = MDLM(**weights["model_config"])
     model.load_state_dict(weights["model"])
     train_text, val_text = split_text(read_text(data_path))
     recipe_notes, attachments = recipe_with_images(recipe_path) if recipe_path else ("", [])
     report = export_model(
-        model, Path(export_dir), train_text, val_text, run, run.get("history", {}), recipe_notes, attachments
+        model,
+        Path(export_dir),
+        train_text,
+        val_text,
+        run,
+        run.get("history", {}),
+        recipe_notes,
+        attachments,
+        weights_dtype,
     )
     print(f"exported to {export_dir}: validation NELBO {report['val_nelbo_nats_per_char']:.4f} nats/char")
     if push_to_hub_repo:
@@ -288,8 +352,16 @@ def main(argv: list[str] | None = None) -> None:
         help="markdown file with the recipe and ablations, appended to the card; the local images it links are "
         "copied beside the card",
     )
+    parser.add_argument(
+        "--weights-dtype",
+        choices=WEIGHTS_DTYPES,
+        default="auto",
+        help=f"auto: bf16 tensors (half the size) when they cost <= {BF16_TOLERANCE} nats/char of validation NELBO",
+    )
     args = parser.parse_args(argv)
-    export_run(Path(args.run_dir), Path(args.export_dir), Path(args.data), args.push_to_hub, args.recipe)
+    export_run(
+        Path(args.run_dir), Path(args.export_dir), Path(args.data), args.push_to_hub, args.recipe, args.weights_dtype
+    )
 
 
 if __name__ == "__main__":
