@@ -1,5 +1,6 @@
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -343,3 +344,26 @@ def test_export_stores_bf16_weights_when_they_cost_almost_nothing(text_file, tmp
     assert "stored as bfloat16" in (tmp_path / "bfloat16" / "README.md").read_text()
     with pytest.raises(ValueError, match="weights dtype"):
         export.choose_weights(original, "abc", "float16")
+
+
+def test_ctrl_c_resume_is_bit_identical_to_an_uninterrupted_run(text_file, tmp_path):
+    settings = [*TINY_ARGS, "--max-steps", "300", "--eval-interval", "1000", "--dropout", "0.1"]
+    straight = run(
+        text_file, tmp_path / "straight", "--max-steps", "300", "--eval-interval", "1000", "--dropout", "0.1"
+    )
+    out = tmp_path / "interrupted"
+    command = [sys.executable, "-m", "training.train", "--data", str(text_file), "--out-dir", str(out), *settings]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=REPO_ROOT, text=True)
+    try:
+        assert "starting at step 0" in process.stdout.readline()
+        time.sleep(1.0)  # somewhere in the middle of a step
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=60) == 0
+    finally:
+        process.kill()
+    stopped_at = torch.load(out / "ckpt.pt", weights_only=True)["step"]
+    assert 0 < stopped_at < 300
+    resumed = train.main(["--data", str(text_file), "--out-dir", str(out), "--resume"])
+    assert resumed["step"] == 300
+    for name, weight in straight["model"].state_dict().items():
+        assert torch.equal(weight, resumed["model"].state_dict()[name]), name

@@ -286,6 +286,33 @@ def model_config_from_args(args: argparse.Namespace, text: str) -> dict:
     )
 
 
+class StopRequest:
+    """Ctrl-C or SIGTERM asks the loop to stop at the next step boundary, so the checkpoint is exact.
+
+    Raising mid-step (Python's default) would save random streams that had already moved past the
+    interrupted step. A second signal stops at once, without saving (the last checkpoint stays).
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        tqdm.write("stop requested: finishing this step, then saving (signal again to quit without saving)")
+
+    def agreed(self, processes: Processes) -> bool:
+        """Whether any rank was asked to stop: every rank must leave the loop at the same step."""
+        if not processes.distributed:
+            return self.requested
+        flag = torch.tensor([float(self.requested)], device=processes.device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        return bool(flag.item())
+
+
 @dataclass
 class Progress:
     """The counters a checkpoint carries besides weights and optimizer state."""
@@ -344,7 +371,7 @@ class Trainer:
             self.data_generator.set_state(rng["data"])
             self.noise_generator.set_state(rng["noise"])
             torch.set_rng_state(rng["torch"])
-        else:  # saved on Ctrl-C, when only rank 0's state could be collected: fresh streams, never a copy of rank 0's
+        else:  # a checkpoint of fewer processes than now: fresh streams for the new ranks, never a copy of rank 0's
             self.data_generator.manual_seed(args.seed + rank + 7919 * step)
             self.noise_generator.manual_seed(args.seed + 1000 + rank + 7919 * step)
             torch.manual_seed(args.seed + 2000 + rank + 7919 * step)
@@ -452,7 +479,7 @@ class Trainer:
             save_checkpoint(self.out_dir / "ckpt.pt", payload)
             atomic_write_bytes(self.out_dir / "history.json", json.dumps(self.progress.history).encode())
 
-    def loop(self) -> str:
+    def loop(self, stop: StopRequest) -> str:
         """Trains until max_steps or a stop; returns why it stopped ("finished", "stopped", "interrupted")."""
         args, p, is_main = self.args, self.progress, self.processes.is_main
         bar = tqdm(total=args.max_steps, initial=p.step, disable=not is_main, dynamic_ncols=True, file=sys.stdout)
@@ -477,16 +504,16 @@ class Trainer:
                         self.evaluate()
                     self.save()
                     window_start, window_tokens = time.perf_counter(), p.tokens_seen
+                if stop.agreed(self.processes):
+                    if is_main:
+                        tqdm.write(f"interrupted at step {p.step}: saving checkpoint, resume with --resume")
+                    return "interrupted"
                 out_of_time = args.max_minutes and p.wall_time > args.max_minutes * 60
                 if out_of_time or p.step == args.stop_at_step:
                     reason = "--max-minutes" if out_of_time else "--stop-at-step"
                     if is_main:
                         tqdm.write(f"stopping at step {p.step} ({reason})")
                     return "stopped"
-        except KeyboardInterrupt:
-            if is_main:
-                tqdm.write(f"interrupted at step {p.step}: saving checkpoint, resume with --resume")
-            return "interrupted"
         finally:
             bar.close()
         return "finished"
@@ -511,8 +538,7 @@ def main(argv: list[str] | None = None) -> dict:
     data_path, text = read_training_text(args)
     trainer = Trainer(args, processes, text, checkpoint)
     use_bf16 = trainer.choose_precision()
-    # SIGTERM (e.g. a scheduler stopping us) behaves like Ctrl-C: save, then exit cleanly
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    stop = StopRequest()  # Ctrl-C and SIGTERM (e.g. a scheduler stopping us): save at a step boundary, exit
     if processes.is_main:
         train_chars, val_chars = trainer.train_data.numel(), trainer.val_data.numel()
         print(
@@ -521,14 +547,8 @@ def main(argv: list[str] | None = None) -> dict:
             f"{'bf16' if use_bf16 else 'fp32'}, {processes.world_size} process(es), "
             f"starting at step {trainer.progress.step}"
         )
-    outcome = trainer.loop()
-    if outcome == "interrupted":
-        if processes.distributed:
-            dist.destroy_process_group()  # peers are interrupted too; a collective here could hang
-            processes.world_size = 1
-        trainer.save(trainer.checkpoint())  # rank 0's random streams only
-    else:
-        trainer.save()
+    outcome = trainer.loop(stop)
+    trainer.save()  # every rank reached the same step boundary, so the collective save is safe
 
     p = trainer.progress
     finished = outcome == "finished"
