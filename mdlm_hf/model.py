@@ -13,42 +13,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import safetensors
+import safetensors.torch
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from huggingface_hub import PyTorchModelHubMixin
+from huggingface_hub import PyTorchModelHubMixin, hf_hub_download
 
+from mdlm_hf.card import MODEL_CARD_TEMPLATE, REPO_URL
 from mdlm_hf.tokenizer import CharTokenizer
-
-REPO_URL = "https://github.com/mdlm-hf/mdlm_hf"
-
-MODEL_CARD_TEMPLATE = """---
-{{ card_data }}
----
-
-# {{ title | default("mdlm_hf character-level masked diffusion language model", true) }}
-
-A character-level **masked diffusion language model** (MDLM, absorbing-state diffusion) made with
-[mdlm_hf]({{ repo_url }}). Every character is masked independently with probability t; a
-bidirectional transformer learns to put the masked characters back. Generation starts from an all-mask
-canvas and reveals characters over a few denoising steps, in any order; prompting and infilling are
-the same operation with some positions fixed.
-
-{{ summary | default("", true) }}
-
-## Usage
-
-```python
-from mdlm_hf import MDLM
-
-model = MDLM.from_pretrained("{{ repo_id | default("path/or/repo-id", true) }}")
-print(model.generate(length=256, num_steps=64, seed=0))
-print(model.complete("ROMEO:\\n", length=200, num_steps=64))
-print(model.infill("To be, or not to be, ________ is the question:"))
-```
-
-{{ details | default("", true) }}
-"""
 
 
 class RotaryEmbedding(nn.Module):
@@ -309,7 +282,7 @@ class MDLM(
 
         return complete(self, "", self.block_size if length is None else length, **options)
 
-    # --- loading: strict, with errors that say what is wrong ---
+    # --- loading: strict, safetensors only, with errors that say what is wrong ---
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path: str | Path, **kwargs: Any) -> MDLM:
@@ -338,52 +311,30 @@ class MDLM(
         strict: bool = True,
         **model_kwargs: Any,
     ) -> MDLM:
-        model = cls(**model_kwargs)
-        if os.path.isdir(model_id):
-            model_file = os.path.join(model_id, "model.safetensors")
-        else:
-            from huggingface_hub import hf_hub_download
+        # replaces the mixin's, which prints, loads non-strictly by default and falls back to a pickle
+        model_file = os.path.join(model_id, "model.safetensors")
+        if not os.path.isdir(model_id):
+            download = dict(revision=revision, cache_dir=cache_dir, force_download=force_download, token=token)
+            model_file = hf_hub_download(model_id, "model.safetensors", local_files_only=local_files_only, **download)
+        return load_weights(cls(**model_kwargs), model_file, map_location)
 
-            model_file = hf_hub_download(
-                repo_id=model_id,
-                filename="model.safetensors",
-                revision=revision,
-                cache_dir=cache_dir,
-                force_download=force_download,
-                token=token,
-                local_files_only=local_files_only,
-            )
-        return cls._load_as_safetensor(model, model_file, map_location, strict)
 
-    @classmethod
-    def _load_as_safetensor(cls, model: MDLM, model_file: str, map_location: str, strict: bool) -> MDLM:
-        import safetensors.torch
-
-        try:
-            state_dict = safetensors.torch.load_file(model_file, device=map_location)
-        except Exception as error:  # safetensors raises its own error type for truncated/garbled files
-            raise ValueError(f"{model_file} is not a readable safetensors file ({error})") from error
-        expected = model.state_dict()
-        # tied weights are stored once, under either name
-        tied = ("token_embedding.weight", "lm_head.weight")
-        for name, alias in (tied, tied[::-1]):
-            if name in state_dict and alias not in state_dict:
-                state_dict[alias] = state_dict[name]
-        missing = [k for k in expected if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in expected]
-        wrong_shape = [
-            f"{k}: file {tuple(v.shape)} vs config {tuple(expected[k].shape)}"
-            for k, v in state_dict.items()
-            if k in expected and v.shape != expected[k].shape
-        ]
-        if missing or unexpected or wrong_shape:
-            raise ValueError(
-                f"weights in {model_file} do not match config.json: "
-                f"missing {missing or 'none'}; unexpected {unexpected or 'none'}; wrong shape {wrong_shape or 'none'}"
-            )
-        model.load_state_dict(state_dict)
-        model.eval()
-        return model
+def load_weights(model: MDLM, model_file: str, device: str = "cpu") -> MDLM:
+    """Loads a safetensors file into `model` (tied weights stored under either name), in eval mode; a ValueError
+    names every tensor that is missing, unexpected or of the wrong shape."""
+    try:
+        missing, unexpected = safetensors.torch.load_model(model, model_file, strict=False, device=device)
+    except safetensors.SafetensorError as error:  # truncated or garbled file
+        raise ValueError(f"{model_file} is not a readable safetensors file ({error})") from error
+    except RuntimeError as error:  # torch names every tensor whose shape differs
+        details = " ".join(str(error).split())
+        raise ValueError(f"weights in {model_file} do not match config.json: wrong shape: {details}") from error
+    if missing or unexpected:
+        raise ValueError(
+            f"weights in {model_file} do not match config.json: "
+            f"missing {sorted(missing) or 'none'}; unexpected {sorted(unexpected) or 'none'}"
+        )
+    return model.eval()
 
 
 def _check_local_checkpoint(path: Path) -> None:
