@@ -22,16 +22,13 @@ import json
 import time
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import torch
 from common import REPO_ROOT, SHARED_DATA, load_model, reveal_rules
 
 from mdlm_hf import ORDERS, sample
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 from mdlm_hf.metrics import KneserNeyJudge, char_entropy, distinct_n, valid_word_rate, word_list
+from mdlm_hf.plots import label_colours, quality_vs_speed_figure, quality_vs_steps_figure, words_vs_diversity_figure
 from mdlm_hf.sampler import REVEAL_RULE_OPTIONS, final_state
 
 RESULTS = REPO_ROOT / "benchmarks" / "results"
@@ -107,112 +104,25 @@ def make_report(results: list[dict], reference: dict, out_dir: Path) -> str:
         )
     plain = [r for r in results if not r["extra"]]
     labels = ordered_labels(plain)
-    colors = dict(zip(labels, plt.get_cmap("tab20").colors, strict=False))  # one colour per order
-    diversity_figure(plain, reference, colors, out_dir / "quality_vs_diversity.png")
-    # curves only for settings measured at several step counts; the rest are in the diversity plot
-    steps_measured = {label: {r["num_steps"] for r in plain if order_label(r) == label} for label in labels}
-    fig, axes = plt.subplots(1, 3, figsize=(17, 6))
-    for label in (label for label in labels if len(steps_measured[label]) >= 3):
-        for temperature in sorted({r["temperature"] for r in plain}, reverse=True):
-            style = "-" if temperature == 1.0 else "--"
-            rows = sorted(
-                (r for r in plain if order_label(r) == label and r["temperature"] == temperature),
-                key=lambda r: r["num_steps"],
-            )
-            if rows:
-                label_with_temperature = f"{label}, T={temperature}"
-                for ax, metric in zip(axes, ("valid_word_rate", "judge_perplexity", "char_entropy_bits"), strict=True):
-                    ax.plot(
-                        [r["num_steps"] for r in rows],
-                        [r[metric] for r in rows],
-                        style,
-                        color=colors[label],
-                        marker="o",
-                        label=label_with_temperature,
-                    )
-    axes[0].axhline(reference["valid_word_rate"], color="k", lw=0.8, label="real text")
-    axes[1].axhline(reference["judge_perplexity"], color="k", lw=0.8, label="real text")
-    axes[2].axhline(reference["char_entropy_bits"], color="k", lw=0.8, label="real text")
-    axes[2].axhspan(0.95 * reference["char_entropy_bits"], reference["char_entropy_bits"], color="k", alpha=0.08)
-    axes[0].set(xscale="log", xlabel="denoising steps", ylabel="valid-word rate", title="Valid words vs steps")
-    axes[1].set(
-        xscale="log",
-        xlabel="denoising steps",
-        yscale="log",
-        ylabel="judge perplexity (lower is better)",
-        title="Judge perplexity vs steps",
-    )
-    axes[2].set(
-        xscale="log",
-        xlabel="denoising steps",
-        ylabel="character entropy, bits (shaded: within 5 % of real)",
-        title="Diversity vs steps",
-    )
-    handles, names = axes[1].get_legend_handles_labels()
-    fig.legend(handles, names, loc="lower center", ncol=4, fontsize=8, frameon=False)
-    for ax in axes:
-        ax.grid(alpha=0.3)
-    fig.tight_layout(rect=(0, 0.2, 1, 1))
-    fig.savefig(out_dir / "quality_vs_steps.png", dpi=110)
-    plt.close(fig)
-    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    colours = label_colours(labels)
+    at_64 = [r for r in plain if r["num_steps"] == 64 and r["temperature"] == 1.0]
+    points = sorted(((order_label(r), r) for r in at_64), key=lambda point: labels.index(point[0]))
+    words_vs_diversity_figure(points, reference, colours, 64).savefig(out_dir / "quality_vs_diversity.png", dpi=110)
+    curves = []  # only for settings measured at several step counts; the rest are in the diversity plot
     for label in labels:
         rows = [r for r in plain if order_label(r) == label]
-        ax.scatter(
-            [r["chars_per_s"] for r in rows],
-            [r["valid_word_rate"] for r in rows],
-            label=label,
-            s=18,
-            color=colors[label],
-        )
+        if len({r["num_steps"] for r in rows}) >= 3:
+            for temperature in sorted({r["temperature"] for r in plain}, reverse=True):
+                at_temperature = sorted(
+                    (r for r in rows if r["temperature"] == temperature), key=lambda r: r["num_steps"]
+                )
+                if at_temperature:
+                    curves.append((label, temperature, at_temperature))
+    quality_vs_steps_figure(curves, reference, colours).savefig(out_dir / "quality_vs_steps.png", dpi=110)
+    groups = {label: [r for r in plain if order_label(r) == label] for label in labels}
     extras = [r for r in results if r["extra"]]
-    ax.scatter(
-        [r["chars_per_s"] for r in extras],
-        [r["valid_word_rate"] for r in extras],
-        marker="x",
-        c="k",
-        label="threshold / blocks",
-    )
-    ax.set(
-        xscale="log", xlabel="chars/s (batch of samples, this CPU)", ylabel="valid-word rate", title="Quality vs speed"
-    )
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out_dir / "quality_vs_speed.png", dpi=110)
-    plt.close(fig)
+    quality_vs_speed_figure(groups, extras, colours).savefig(out_dir / "quality_vs_speed.png", dpi=110)
     return "\n".join(headline_table(results, reference) + [""] + lines)
-
-
-def diversity_figure(plain: list[dict], reference: dict, colors: dict, path: Path, num_steps: int = 64) -> None:
-    """Valid words against character entropy at one step count (temperature 1.0), with the target region."""
-    rows = [r for r in plain if r["num_steps"] == num_steps and r["temperature"] == 1.0]
-    fig, ax = plt.subplots(figsize=(13, 6))
-    ax.fill_between([0.95, 1.05], 0.85, 1.0, color="g", alpha=0.1, label="targets: >= 0.85 valid words, entropy +-5 %")
-    ax.axhline(reference["valid_word_rate"], color="k", lw=0.8, label="real text")
-    markers = "osD^vPX"
-    for i, r in enumerate(sorted(rows, key=lambda r: ordered_labels(rows).index(order_label(r)))):
-        x, y = r["char_entropy_bits"] / reference["char_entropy_bits"], r["valid_word_rate"]
-        ax.scatter(
-            [x],
-            [y],
-            color=colors[order_label(r)],
-            marker=markers[i % len(markers)],
-            s=45,
-            zorder=3,
-            label=order_label(r),
-        )
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
-    ax.set(
-        xlabel="character entropy / real text's",
-        ylabel="valid-word rate",
-        title=f"Words against diversity at {num_steps} steps, temperature 1.0 (32 x 256 chars each)",
-        xlim=(0.82, 1.06),
-    )
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def headline_table(results: list[dict], reference: dict, temperature: float = 1.0) -> list[str]:

@@ -1,24 +1,135 @@
-"""Figures shared by the app and the training scripts (matplotlib is imported only when one is drawn)."""
+"""Every figure of the project: the app's and the export's accuracy plot, the training curve and the sampling
+study's plots. matplotlib (the `plots` extra) is imported only when a figure is drawn, so the package works
+without it. Each function returns a closed Figure, ready for `savefig` or `gr.Plot`.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+# the study's quality metrics, as its steps figure shows them
+STEP_METRICS = ("valid_word_rate", "judge_perplexity", "char_entropy_bits")
+
+
+def pyplot() -> Any:
+    """matplotlib.pyplot on the Agg backend: files and web pages only, no display on a server."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def finished(fig: Figure, **layout: Any) -> Figure:
+    """Lays the figure out and lets pyplot forget it; it lives on for savefig / gr.Plot."""
+    fig.tight_layout(**layout)
+    pyplot().close(fig)
+    return fig
+
 
 def accuracy_figure(results: list[tuple[float, float]], title: str = "Denoising accuracy vs mask ratio") -> Figure:
     """Accuracy at masked positions against the mask ratio, as in the seed notebooks' figure."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # files and web pages only; no display on a server
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.6))
+    fig, ax = pyplot().subplots(figsize=(6, 3.6))
     ax.plot([r for r, _ in results], [a for _, a in results], marker="o", color="#0e7c66")
     ax.set(xlabel="mask ratio t", ylabel="accuracy at masked positions", ylim=(0, 1), title=title)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    plt.close(fig)  # the figure lives on for savefig / gr.Plot; pyplot forgets it
-    return fig
+    return finished(fig)
+
+
+def training_curve_figure(history: dict) -> Figure:
+    """Training loss and validation NELBO against tokens seen, from a run's history ({"train": [...], "val": [...]})."""
+    fig, ax = pyplot().subplots(figsize=(7, 4))
+    if history.get("train"):
+        train = history["train"]
+        ax.plot(
+            [h["tokens"] / 1e6 for h in train], [h["loss"] for h in train], alpha=0.5, label="training loss (one batch)"
+        )
+    if history.get("val"):
+        val = history["val"]
+        ax.plot([h["tokens"] / 1e6 for h in val], [h["nelbo"] for h in val], marker="o", label="validation NELBO")
+    ax.set(xlabel="tokens seen (millions)", ylabel="nats per character", title="Training")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return finished(fig)
+
+
+# --- the sampling study (benchmarks/sampling_quality.py): rows are its result dicts, labels its settings ---
+
+
+def label_colours(labels: list[str]) -> dict[str, Any]:
+    """One colour per setting label, the same in every study figure."""
+    return dict(zip(labels, pyplot().get_cmap("tab20").colors, strict=False))
+
+
+def quality_vs_steps_figure(curves: list[tuple[str, float, list[dict]]], reference: dict, colours: dict) -> Figure:
+    """Valid words, judge perplexity and character entropy against steps: one curve per (label, temperature, rows),
+    solid at temperature 1.0, dashed otherwise; black lines: real text."""
+    fig, axes = pyplot().subplots(1, 3, figsize=(17, 6))
+    for label, temperature, rows in curves:
+        style = "-" if temperature == 1.0 else "--"
+        for ax, metric in zip(axes, STEP_METRICS, strict=True):
+            steps, values = [r["num_steps"] for r in rows], [r[metric] for r in rows]
+            ax.plot(steps, values, style, color=colours[label], marker="o", label=f"{label}, T={temperature}")
+    for ax, metric in zip(axes, STEP_METRICS, strict=True):
+        ax.axhline(reference[metric], color="k", lw=0.8, label="real text")
+        ax.grid(alpha=0.3)
+    axes[2].axhspan(0.95 * reference["char_entropy_bits"], reference["char_entropy_bits"], color="k", alpha=0.08)
+    axes[0].set(xscale="log", xlabel="denoising steps", ylabel="valid-word rate", title="Valid words vs steps")
+    axes[1].set(
+        xscale="log",
+        xlabel="denoising steps",
+        yscale="log",
+        ylabel="judge perplexity (lower is better)",
+        title="Judge perplexity vs steps",
+    )
+    axes[2].set(
+        xscale="log",
+        xlabel="denoising steps",
+        ylabel="character entropy, bits (shaded: within 5 % of real)",
+        title="Diversity vs steps",
+    )
+    handles, names = axes[1].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=4, fontsize=8, frameon=False)
+    return finished(fig, rect=(0, 0.2, 1, 1))
+
+
+def quality_vs_speed_figure(groups: dict[str, list[dict]], extras: list[dict], colours: dict) -> Figure:
+    """Valid words against chars/s: one colour per label's rows, black crosses for the threshold / block rows."""
+    fig, ax = pyplot().subplots(figsize=(6.5, 4.5))
+    for label, rows in groups.items():
+        speed, words = [r["chars_per_s"] for r in rows], [r["valid_word_rate"] for r in rows]
+        ax.scatter(speed, words, label=label, s=18, color=colours[label])
+    speed, words = [r["chars_per_s"] for r in extras], [r["valid_word_rate"] for r in extras]
+    ax.scatter(speed, words, marker="x", c="k", label="threshold / blocks")
+    ax.set(
+        xscale="log", xlabel="chars/s (batch of samples, this CPU)", ylabel="valid-word rate", title="Quality vs speed"
+    )
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return finished(fig)
+
+
+def words_vs_diversity_figure(points: list[tuple[str, dict]], reference: dict, colours: dict, num_steps: int) -> Figure:
+    """Valid words against character entropy (÷ real text's) for each (label, row) at one step count, with the
+    target region."""
+    fig, ax = pyplot().subplots(figsize=(13, 6))
+    ax.fill_between([0.95, 1.05], 0.85, 1.0, color="g", alpha=0.1, label="targets: >= 0.85 valid words, entropy +-5 %")
+    ax.axhline(reference["valid_word_rate"], color="k", lw=0.8, label="real text")
+    markers = "osD^vPX"
+    for i, (label, row) in enumerate(points):
+        x, y = row["char_entropy_bits"] / reference["char_entropy_bits"], row["valid_word_rate"]
+        marker = markers[i % len(markers)]
+        ax.scatter([x], [y], color=colours[label], marker=marker, s=45, zorder=3, label=label)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    ax.set(
+        xlabel="character entropy / real text's",
+        ylabel="valid-word rate",
+        title=f"Words against diversity at {num_steps} steps, temperature 1.0 (32 x 256 chars each)",
+        xlim=(0.82, 1.06),
+    )
+    ax.grid(alpha=0.3)
+    return finished(fig)

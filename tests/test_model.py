@@ -1,4 +1,6 @@
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -107,3 +109,8 @@ def test_block_options_round_trip_and_older_configs_load_as_saved(options, tmp_p
 def test_unknown_block_options_are_refused(kwargs):
     with pytest.raises(ValueError, match="norm must be one of"):
         MDLM("abc", n_layer=1, n_head=2, n_embd=32, **kwargs)
+
+
+def test_the_package_needs_neither_matplotlib_nor_gradio():
+    code = "import sys, mdlm_hf, mdlm_hf.plots; assert not {'matplotlib', 'gradio'} & set(sys.modules), sys.modules"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).returncode == 0
