@@ -10,31 +10,41 @@ one sampler generator as it is computed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import html
+import inspect
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import gradio as gr
 import torch
 
-from mdlm_hf import MASK_GLYPH, MDLM, ORDERS, SamplerState, mask_tokens, sample
+from mdlm_hf import MASK_GLYPH, MDLM, SamplerOptions, SamplerState, mask_tokens, sample
 from mdlm_hf.diffusion import accuracy_by_mask_ratio
 from mdlm_hf.metrics import load_word_list, valid_word_rate
+from mdlm_hf.pipeline import prompt_canvas, text_to_canvas
 from mdlm_hf.plots import accuracy_figure
-from mdlm_hf.sampler import DEFAULT_SAMPLING, REVEAL_RULE_OPTIONS, SCORED_ORDERS, prompt_canvas, text_to_canvas
+from mdlm_hf.sampler import OPTION_SPECS, SCORED_ORDERS, check_length
 
 DEFAULT_MODEL = Path(__file__).resolve().parent / "pretrained" / "mdlm-shakespeare-char"
 MODEL_ENV_VAR = "MDLM_MODEL"
 MAX_SEED = 2**31 - 1
-ORDER_TEMPERATURE_LABEL = "Order temperature (0 = strict order; higher = closer to random order)"
-PRIOR_WEIGHT_LABEL = "Prior weight (rare characters the context makes likely go sooner; 0 = plain score)"
-REMASK_RATIO_LABEL = "Remask ratio (earlier characters taken back per character revealed; 0 = never)"
-REMASK_RATIO_INFO = "pays off from about 32 steps; with fewer steps set it to 0 (see the sampling study)"
-SPACING_LABEL = "Spacing (characters revealed in one step keep this far apart; 0 = off)"
-INFILL_REMASK_RATIO = 0.0  # the Infill tab's default: it starts at 16 steps, too few for remasking
+INFILL_STEPS = 16  # the Infill tab's default: a template has few blanks
+INFILL_REMASK_RATIO = 0.0  # ... and 16 steps are too few for remasking
+# each endpoint's parameters in the order its API takes them (positional clients rely on it); the handlers
+# take them by name
+GENERATE_API = tuple(
+    "prompt length num_steps temperature top_p order seed block_length "
+    "order_temperature prior_weight remask_ratio spacing".split()
+)
+INFILL_API = tuple(
+    "template num_steps temperature top_p order seed order_temperature prior_weight remask_ratio spacing".split()
+)
+COMPARE_API = ("prompt", "length", "num_steps", "temperature", "seed", "autoregressive")
 
 INFILL_EXAMPLES = [
     "To be, or not to be, ________ is the question:",
@@ -162,196 +172,324 @@ def sonnet_accuracy_figure(model: MDLM):
     return accuracy_figure(results, "Denoising accuracy on Sonnet 18 (unseen in training)")
 
 
-def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
-    """The whole UI for one loaded model."""
-    tokenizer, block_size = model.tokenizer, model.block_size
-    default_length = min(256, block_size)
-    default_steps = min(DEFAULT_SAMPLING["num_steps"], default_length)
+# --- events: module-level handlers take their inputs by name; `event` binds them to components ---
 
-    def start(
-        canvas: torch.Tensor,
-        num_steps,
-        order,
-        temperature,
-        top_p,
-        seed,
-        block_length=0,
-        order_temperature=0.0,
-        prior_weight=0.0,
-        remask_ratio=0.0,
-        spacing=0,
-    ) -> Iterator[SamplerState]:
-        """Validates the UI's options and starts the sampler; every problem becomes a gr.Error."""
-        try:  # the sampler checks the order and top-p range itself
-            return sample(
-                model,
-                canvas,
-                num_steps=as_int(num_steps, "steps", 1, block_size),
-                order=order,
-                temperature=as_float(temperature, "temperature", 0.0, 5.0),
-                top_p=None if top_p == 1 else as_float(top_p, "top-p", 0.0, 1.0),
-                seed=as_int(seed, "seed", 0, MAX_SEED),
-                block_length=as_int(block_length, "block length", 0, block_size) or None,
-                order_temperature=as_float(order_temperature, "order temperature", 0.0, 100.0),
-                prior_weight=as_float(prior_weight, "prior weight", 0.0, 10.0),
-                remask_ratio=as_float(remask_ratio, "remask ratio", 0.0, 0.95),
-                spacing=as_int(spacing, "spacing", 0, block_size),
-            )
-        except ValueError as error:
-            raise gr.Error(str(error)) from None
 
-    def make_canvas(build, *args):
-        """Calls a canvas builder (or the tokenizer); its ValueError becomes a gr.Error."""
-        try:
-            return build(*args)
-        except ValueError as error:
-            raise gr.Error(str(error)) from None
+@contextlib.contextmanager
+def errors_shown() -> Iterator[None]:
+    """The one translation of bad input (a ValueError from the sampler, a canvas builder or the tokenizer) into
+    a gr.Error, which the page shows and which leaves the app serving."""
+    try:
+        yield
+    except gr.Error:  # already one (a gr.Error is a ValueError)
+        raise
+    except ValueError as error:
+        raise gr.Error(str(error)) from None
 
-    def stream(states: Iterator[SamplerState], num_fixed: int):
-        """(canvas HTML, final text, readout) for every state, as the sampler computes it."""
-        start_time = time.perf_counter()
-        for state in states:
-            seconds = time.perf_counter() - start_time
-            text = tokenizer.decode(state.tokens[0]) if state.done else ""
-            yield render_canvas(model, state) + LEGEND, text, readout(state, seconds, state.tokens.size(1) - num_fixed)
 
-    def generate(
-        prompt,
-        length,
-        num_steps,
-        temperature,
-        top_p,
-        order,
-        seed,
-        block_length,
-        order_temperature=DEFAULT_SAMPLING["order_temperature"],
-        prior_weight=DEFAULT_SAMPLING["prior_weight"],
-        remask_ratio=DEFAULT_SAMPLING["remask_ratio"],
-        spacing=DEFAULT_SAMPLING["spacing"],
-    ):
-        prompt = prompt or ""
-        length = as_int(length, "length", 1, block_size)
-        canvas = make_canvas(prompt_canvas, tokenizer, prompt, length, block_size)
-        reveal_rule = (order_temperature, prior_weight, remask_ratio, spacing)
-        states = start(canvas, num_steps, order, temperature, top_p, seed, block_length, *reveal_rule)
-        yield from stream(states, len(prompt))
+def event(handler: Callable, inputs: dict[str, gr.components.Component], **context: Any) -> dict:
+    """Arguments of a gradio event that calls `handler(**context, **{name: value})` for the `inputs` (name ->
+    component); their order is the API's parameter order, their names its parameter names."""
+    names = list(inputs)
 
-    def infill(
-        template,
-        num_steps,
-        temperature,
-        top_p,
-        order,
-        seed,
-        order_temperature=DEFAULT_SAMPLING["order_temperature"],
-        prior_weight=DEFAULT_SAMPLING["prior_weight"],
-        remask_ratio=INFILL_REMASK_RATIO,
-        spacing=DEFAULT_SAMPLING["spacing"],
-    ):
-        template = template or ""
-        if len(template) > block_size:
-            raise gr.Error(f"template has {len(template)} characters; this model takes at most {block_size}")
-        canvas = make_canvas(text_to_canvas, tokenizer, template, "_")
-        num_fixed = int((canvas != model.mask_id).sum())
-        reveal_rule = (order_temperature, prior_weight, remask_ratio, spacing)
-        yield from stream(start(canvas, num_steps, order, temperature, top_p, seed, 0, *reveal_rule), num_fixed)
+    def streaming(*values: Any) -> Iterator:
+        with errors_shown():
+            yield from handler(**context, **dict(zip(names, values, strict=True)))
 
-    def reveal_controls(remask_ratio_value: float = DEFAULT_SAMPLING["remask_ratio"]) -> tuple:
-        """Reveal order, order temperature and the rest of the reveal rule, as Generate and Infill show them."""
-        order = gr.Dropdown(list(ORDERS), value=DEFAULT_SAMPLING["order"], label="Reveal order")
-        order_temperature = gr.Slider(
-            0, 2, value=DEFAULT_SAMPLING["order_temperature"], step=0.05, label=ORDER_TEMPERATURE_LABEL
-        )
-        with gr.Accordion("More of the reveal rule: rare characters, remasking, spacing", open=False):
-            prior_weight = gr.Slider(0, 2, value=DEFAULT_SAMPLING["prior_weight"], step=0.05, label=PRIOR_WEIGHT_LABEL)
-            remask_ratio = gr.Slider(
-                0,
-                0.95,
-                value=remask_ratio_value,
-                step=0.05,
-                label=REMASK_RATIO_LABEL,
-                info=REMASK_RATIO_INFO,
-            )
-            spacing = gr.Slider(0, 8, value=DEFAULT_SAMPLING["spacing"], step=1, label=SPACING_LABEL)
-        # random and left-to-right orders do not score positions, so the prior has nothing to weigh
-        order.change(lambda o: gr.update(interactive=o in SCORED_ORDERS), order, prior_weight, api_name=False)
-        return order, order_temperature, prior_weight, remask_ratio, spacing
+    def single(*values: Any) -> Any:
+        with errors_shown():
+            return handler(**context, **dict(zip(names, values, strict=True)))
 
-    def compare(prompt, length, num_steps, temperature, seed, autoregressive):
-        prompt = prompt or ""
-        length = as_int(length, "length", 1, block_size)
-        canvas = make_canvas(prompt_canvas, tokenizer, prompt, length, block_size)
+    fn = streaming if inspect.isgeneratorfunction(handler) else single
+    fn.__signature__ = inspect.Signature(
+        [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names]
+    )
+    return dict(fn=fn, inputs=list(inputs.values()))
+
+
+def start(
+    model: MDLM, canvas: torch.Tensor, seed: float, controls: dict[str, Any], options: SamplerOptions | None = None
+) -> Iterator[SamplerState]:
+    """The sampler on `canvas`: `options` (default: the recommended ones) changed by the controls' values, by name."""
+    overrides = {name: OPTION_SPECS[name].parse(value) for name, value in controls.items()}
+    return sample(model, canvas, options, seed=as_int(seed, "seed", 0, MAX_SEED), **overrides)
+
+
+def frames(model: MDLM, states: Iterator[SamplerState], num_fixed: int) -> Iterator[tuple[str, str, str]]:
+    """(canvas HTML, final text, readout) for every state, as the sampler computes it."""
+    start_time = time.perf_counter()
+    for state in states:
+        seconds = time.perf_counter() - start_time
+        text = model.tokenizer.decode(state.tokens[0]) if state.done else ""
+        yield render_canvas(model, state) + LEGEND, text, readout(state, seconds, state.tokens.size(1) - num_fixed)
+
+
+def generate(model: MDLM, prompt: str | None, length: int, seed: float, **controls: Any) -> Iterator[tuple]:
+    """Generate tab: the prompt followed by `length` generated characters, streamed step by step."""
+    prompt = prompt or ""
+    yield from frames(model, start(model, prompt_canvas(model, prompt, length), seed, controls), len(prompt))
+
+
+def infill(model: MDLM, template: str | None, seed: float, **controls: Any) -> Iterator[tuple]:
+    """Infill tab: every '_' of the template filled in, streamed step by step."""
+    canvas = text_to_canvas(model, template or "")
+    yield from frames(model, start(model, canvas, seed, controls), int((canvas != model.mask_id).sum()))
+
+
+def compare(
+    model: MDLM,
+    known_words: set[str] | None,
+    prompt: str | None,
+    length: int,
+    num_steps: int,
+    temperature: float,
+    seed: float,
+    autoregressive: bool,
+) -> Iterator[tuple[str, str, str, str]]:
+    """Compare tab: left-to-right and confidence order on the same canvas, streamed together."""
+    prompt = prompt or ""
+    canvas = prompt_canvas(model, prompt, length)
+    runs = {
         # the autoregressive-like extreme: one left-to-right character per forward pass
-        runs = {
-            "left_to_right": start(
-                canvas, length if autoregressive else num_steps, "left_to_right", temperature, 1.0, seed
-            ),
-            "confidence": start(
-                canvas,
-                num_steps,
-                "confidence",
-                temperature,
-                1.0,
-                seed,
-                0,
-                *(DEFAULT_SAMPLING[name] for name in REVEAL_RULE_OPTIONS),
-            ),
-        }
-        latest: dict[str, SamplerState] = {}
-        busy = {name: 0.0 for name in runs}
-        while runs:
-            for name in list(runs):
-                tick = time.perf_counter()
-                state = next(runs[name], None)
-                busy[name] += time.perf_counter() - tick
-                if state is None:
-                    del runs[name]
-                else:
-                    latest[name] = state
-            outputs = []
-            for name in ("left_to_right", "confidence"):
-                state = latest[name]
-                generated = tokenizer.decode(state.tokens[0, len(prompt) :])
-                stats = (
-                    f"{busy[name]:.2f} s · {state.num_forward_passes} forward passes · "
-                    f"{length / max(1, state.num_forward_passes):.1f} chars per pass"
-                )
-                if state.done:
-                    stats += f" · real words: {word_share(generated, known_words)}"
-                outputs += [render_canvas(model, state), stats]
-            yield tuple(outputs)
-
-    def forward_process(line, t, seed):
-        line = line or ""
-        if not line or len(line) > block_size:
-            raise gr.Error(f"enter between 1 and {block_size} characters")
-        tokens = torch.tensor([make_canvas(tokenizer.encode, line)])
-        t = as_float(t, "mask ratio", 0.0, 1.0)
-        seed = as_int(seed, "seed", 0, MAX_SEED)
-        noisy, is_masked = mask_tokens(tokens, torch.tensor([t]), model.mask_id, torch.Generator().manual_seed(seed))
-        with torch.inference_mode():
-            predictions = model(noisy, is_masked.float().mean(dim=1)).argmax(dim=-1)
-        masked_cells, predicted_cells = [], []
-        for i, char in enumerate(line):
-            shown = html.escape(char)
-            if is_masked[0, i]:
-                guess = html.escape(tokenizer.vocab[predictions[0, i]])
-                colour = "hsl(120,55%,80%)" if predictions[0, i] == tokens[0, i] else "hsl(0,75%,82%)"
-                masked_cells.append(f"<span style='color:#b8b2a7'>{MASK_GLYPH}</span>")
-                predicted_cells.append(f"<span style='background:{colour}' title='true: {shown}'>{guess}</span>")
+        "left_to_right": start(
+            model,
+            canvas,
+            seed,
+            dict(num_steps=length if autoregressive else num_steps, temperature=temperature),
+            SamplerOptions.plain(order="left_to_right"),
+        ),
+        "confidence": start(model, canvas, seed, dict(num_steps=num_steps, temperature=temperature)),
+    }
+    latest: dict[str, SamplerState] = {}
+    busy = dict.fromkeys(runs, 0.0)
+    while runs:
+        for name in list(runs):
+            tick = time.perf_counter()
+            state = next(runs[name], None)
+            busy[name] += time.perf_counter() - tick
+            if state is None:
+                del runs[name]
             else:
-                masked_cells.append(shown)
-                predicted_cells.append(f"<span style='color:#8a8f98'>{shown}</span>")
-        num_masked = int(is_masked.sum())
-        correct = int(((predictions == tokens) & is_masked).sum())
-        summary = (
-            f"{num_masked} of {len(line)} characters masked; the model restores {correct} ({correct / num_masked:.0%})"
-            if num_masked
-            else "nothing masked at this t: raise the slider"
-        )
-        box = f"<div style='{CANVAS_STYLE}'>{{}}</div>"
-        return box.format("".join(masked_cells)), box.format("".join(predicted_cells)), summary
+                latest[name] = state
+        views = [compare_view(model, latest[name], busy[name], len(prompt), known_words) for name in busy]
+        yield tuple(part for view in views for part in view)
 
+
+def compare_view(
+    model: MDLM, state: SamplerState, seconds: float, num_fixed: int, known_words: set[str] | None
+) -> tuple[str, str]:
+    """One side of the Compare tab: its canvas and its time, passes and (when done) share of real words."""
+    length = state.tokens.size(1) - num_fixed
+    stats = (
+        f"{seconds:.2f} s · {state.num_forward_passes} forward passes · "
+        f"{length / max(1, state.num_forward_passes):.1f} chars per pass"
+    )
+    if state.done:
+        stats += f" · real words: {word_share(model.tokenizer.decode(state.tokens[0, num_fixed:]), known_words)}"
+    return render_canvas(model, state), stats
+
+
+def forward_process(model: MDLM, line: str | None, t: float, seed: float) -> tuple[str, str, str]:
+    """How it works tab: the line masked at ratio t, the model's guesses, and how many it gets right."""
+    line = line or ""
+    if not line:
+        raise ValueError("enter a line of at least one character")
+    check_length(len(line), model.block_size, "the line")
+    tokens = torch.tensor([model.tokenizer.encode(line)])
+    generator = torch.Generator().manual_seed(as_int(seed, "seed", 0, MAX_SEED))
+    t = as_float(t, "mask ratio", 0.0, 1.0)
+    noisy, is_masked = mask_tokens(tokens, torch.tensor([t]), model.mask_id, generator)
+    with torch.inference_mode():
+        predictions = model(noisy, is_masked.float().mean(dim=1)).argmax(dim=-1)
+    masked_view, predicted_view = forward_views(model, line, tokens[0], is_masked[0], predictions[0])
+    num_masked = int(is_masked.sum())
+    correct = int(((predictions == tokens) & is_masked).sum())
+    summary = (
+        f"{num_masked} of {len(line)} characters masked; the model restores {correct} ({correct / num_masked:.0%})"
+        if num_masked
+        else "nothing masked at this t: raise the slider"
+    )
+    return masked_view, predicted_view, summary
+
+
+def forward_views(
+    model: MDLM, line: str, tokens: torch.Tensor, is_masked: torch.Tensor, predictions: torch.Tensor
+) -> tuple[str, str]:
+    """HTML of the masked line and of the model's guesses (green: right, red: wrong; hover: the true character)."""
+    masked_cells, predicted_cells = [], []
+    for i, char in enumerate(line):
+        shown = html.escape(char)
+        if is_masked[i]:
+            guess = html.escape(model.tokenizer.vocab[predictions[i]])
+            colour = "hsl(120,55%,80%)" if predictions[i] == tokens[i] else "hsl(0,75%,82%)"
+            masked_cells.append(f"<span style='color:#b8b2a7'>{MASK_GLYPH}</span>")
+            predicted_cells.append(f"<span style='background:{colour}' title='true: {shown}'>{guess}</span>")
+        else:
+            masked_cells.append(shown)
+            predicted_cells.append(f"<span style='color:#8a8f98'>{shown}</span>")
+    box = f"<div style='{CANVAS_STYLE}'>{{}}</div>"
+    return box.format("".join(masked_cells)), box.format("".join(predicted_cells))
+
+
+def prior_weight_update(order: str) -> dict:
+    """Random and left-to-right orders do not score positions, so the prior has nothing to weigh."""
+    return gr.update(interactive=order in SCORED_ORDERS)
+
+
+# --- layout ---
+
+
+def option_control(name: str, block_size: int, value: Any = None, label: str | None = None) -> gr.components.Component:
+    """The control of one sampler option, labelled and bounded by its OPTION_SPECS entry (value: its default)."""
+    spec = OPTION_SPECS[name]
+    value = spec.shown(getattr(SamplerOptions(), name) if value is None else value)
+    if spec.accepts.choices:
+        return gr.Dropdown(list(spec.accepts.choices), value=value, label=label or spec.label)
+    low, high, step = spec.slider
+    return gr.Slider(
+        minimum=low,
+        maximum=block_size if high is None else high,
+        value=value,
+        step=step,
+        precision=0 if spec.accepts.kind is int else None,
+        label=label or spec.label,
+        info=spec.note or None,
+    )
+
+
+def reveal_controls(block_size: int, remask_ratio: float | None = None) -> dict[str, gr.components.Component]:
+    """Reveal order, order temperature and the rest of the reveal rule, as Generate and Infill show them."""
+    controls = {name: option_control(name, block_size) for name in ("order", "order_temperature")}
+    with gr.Accordion("More of the reveal rule: rare characters, remasking, spacing", open=False):
+        controls["prior_weight"] = option_control("prior_weight", block_size)
+        controls["remask_ratio"] = option_control("remask_ratio", block_size, remask_ratio)
+        controls["spacing"] = option_control("spacing", block_size)
+    controls["order"].change(prior_weight_update, controls["order"], controls["prior_weight"], api_name=False)
+    return controls
+
+
+def seed_box() -> gr.Number:
+    return gr.Number(value=0, precision=0, label="Seed")
+
+
+def output_column(tab: str, lines: int) -> list[gr.components.Component]:
+    """The streamed canvas, the final text and the readout beside a tab's controls: the outputs of its event."""
+    with gr.Column(scale=2):
+        canvas = gr.HTML(label="Canvas", elem_id=f"{tab}-canvas")
+        readout = gr.Markdown()
+        final_text = gr.Textbox(label="Final text", lines=lines, buttons=["copy"], elem_id=f"{tab}-final-text")
+    return [canvas, final_text, readout]
+
+
+def generate_tab(model: MDLM) -> None:
+    """Prompt, length and every option of the sampler; the canvas streams beside them."""
+    block_size, default_length = model.block_size, min(256, model.block_size)
+    with gr.Row():
+        with gr.Column(scale=1):
+            prompt = gr.Textbox(label="Prompt (kept fixed at the start)", value="ROMEO:\n", lines=2)
+            length = gr.Slider(
+                1, block_size, value=default_length - 7, step=1, precision=0, label="Characters to generate"
+            )
+            steps = option_control("num_steps", block_size, min(SamplerOptions().num_steps, default_length))
+            controls = dict(prompt=prompt, length=length, num_steps=steps, **reveal_controls(block_size))
+            controls |= {name: option_control(name, block_size) for name in ("temperature", "top_p", "block_length")}
+            controls["seed"] = seed_box()
+            button = gr.Button("Generate", variant="primary")
+        outputs = output_column("generate", lines=8)
+    length.change(cap_steps, [length, steps], steps, api_name=False)  # steps never exceed the masked positions
+    inputs = {name: controls[name] for name in GENERATE_API}
+    button.click(**event(generate, inputs, model=model), outputs=outputs, api_name="generate")
+
+
+def infill_tab(model: MDLM) -> None:
+    """A template with blanks, its examples and the sampler's options; the canvas streams beside them."""
+    block_size = model.block_size
+    with gr.Row():
+        with gr.Column(scale=1):
+            template = gr.Textbox(label="Template: every _ is a character to fill", value=INFILL_EXAMPLES[0], lines=4)
+            gr.Examples(INFILL_EXAMPLES, inputs=[template])
+            steps = option_control("num_steps", block_size, INFILL_STEPS)
+            controls = dict(template=template, num_steps=steps, **reveal_controls(block_size, INFILL_REMASK_RATIO))
+            controls |= {name: option_control(name, block_size) for name in ("temperature", "top_p")}
+            controls["seed"] = seed_box()
+            button = gr.Button("Fill the blanks", variant="primary")
+        outputs = output_column("infill", lines=6)
+    template.change(
+        lambda text, n: cap_steps(min(block_size, (text or "").count("_")), n), [template, steps], steps, api_name=False
+    )
+    inputs = {name: controls[name] for name in INFILL_API}
+    button.click(**event(infill, inputs, model=model), outputs=outputs, api_name="infill")
+
+
+def compare_tab(model: MDLM, known_words: set[str] | None) -> None:
+    """Left-to-right against confidence order, same model, canvas, seed and forward passes."""
+    block_size = model.block_size
+    gr.Markdown(
+        "Left-to-right vs confidence order: same model, prompt, length, seed, temperature and number "
+        "of forward passes, streamed together. Tick the box to give left-to-right one character per "
+        "forward pass, like an autoregressive model, and see the speed gap."
+    )
+    with gr.Row():
+        prompt = gr.Textbox(label="Prompt", value="ROMEO:\n", lines=2)
+        length = gr.Slider(1, block_size, value=min(128, block_size), step=1, precision=0, label="Characters")
+        steps = option_control("num_steps", block_size, min(32, block_size), label="Forward passes")
+        temperature = option_control("temperature", block_size, label="Temperature")
+        controls = dict(prompt=prompt, length=length, num_steps=steps, temperature=temperature, seed=seed_box())
+    controls["autoregressive"] = gr.Checkbox(
+        label="Left-to-right: one character per forward pass (autoregressive-like)"
+    )
+    button = gr.Button("Compare", variant="primary")
+    with gr.Row():
+        with gr.Column():
+            gr.Markdown("### Left to right")
+            left_canvas, left_stats = gr.HTML(), gr.Markdown()
+        with gr.Column():
+            gr.Markdown("### Confidence order")
+            right_canvas, right_stats = gr.HTML(), gr.Markdown()
+    length.change(cap_steps, [length, steps], steps, api_name=False)
+    inputs = {name: controls[name] for name in COMPARE_API}
+    outputs = [left_canvas, left_stats, right_canvas, right_stats]
+    button.click(**event(compare, inputs, model=model, known_words=known_words), outputs=outputs, api_name="compare")
+
+
+def how_it_works_tab(model: MDLM, demo: gr.Blocks) -> None:
+    """The forward process on a line of Shakespeare, the accuracy plot and how the reverse process reveals."""
+    gr.Markdown(
+        "**Forward process.** Each character is replaced by a mask independently with probability t. "
+        "The model sees the masked line and predicts every masked character at once (green: right, "
+        "red: wrong; hover for the true character). Training teaches it to do this for every t; "
+        "generation runs it in reverse, from t = 1 (all masks) to t = 0."
+    )
+    line = gr.Textbox(label="A line of Shakespeare", value=SONNET_18.splitlines()[0])
+    with gr.Row():
+        mask_ratio = gr.Slider(0, 1, value=0.3, step=0.01, label="Mask ratio t")
+        seed = seed_box()
+    masked_view, predicted_view, summary = gr.HTML(label="x_t"), gr.HTML(label="model"), gr.Markdown()
+    forward = event(forward_process, dict(line=line, t=mask_ratio, seed=seed), model=model)
+    outputs = [masked_view, predicted_view, summary]
+    for trigger in (mask_ratio.release, line.submit, seed.submit):
+        trigger(**forward, outputs=outputs, api_name=False)
+    gr.Button("Mask and predict").click(**forward, outputs=outputs, api_name="forward_process")
+    demo.load(**forward, outputs=outputs, api_name=False)
+    gr.Plot(value=sonnet_accuracy_figure(model), label="Accuracy vs mask ratio")
+    gr.Markdown(
+        "**Reverse process.** Generation starts from all masks. Each step predicts every masked "
+        "character, draws a candidate for each (temperature), and reveals a few of them: by default "
+        "those whose candidate is most probable (*confidence order*). A strict confidence order favours "
+        "frequent words; the *order temperature* instead draws which positions to reveal, with "
+        "probability proportional to confidence^(1/order temperature), which keeps most of the quality "
+        "and brings back variety. Confidence alone still favours common characters (spaces, e, t) and "
+        "writes too few capitals, punctuation marks and line breaks; the *prior weight* scores each "
+        "candidate by how far the context lifted it above its frequency with nothing known, which "
+        "brings speaker names and line breaks back. *Remasking* takes back the least confident earlier "
+        "characters (shown as red masks) so they are redrawn with more context, and *spacing* keeps a "
+        "step's reveals apart, since characters revealed together are drawn independently. The "
+        "defaults come from the sampling study in the README."
+    )
+
+
+def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
+    """The whole UI for one loaded model: the layout of its four tabs."""
     with gr.Blocks(title="mdlm_hf: Shakespeare from masks") as demo:
         gr.Markdown(
             "# 🎭 Shakespeare from masks\n"
@@ -360,138 +498,13 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
             "prompting and infilling are the same operation with some characters given."
         )
         with gr.Tab("Generate"):
-            with gr.Row():
-                with gr.Column(scale=1):
-                    prompt = gr.Textbox(label="Prompt (kept fixed at the start)", value="ROMEO:\n", lines=2)
-                    length = gr.Slider(1, block_size, value=default_length - 7, step=1, label="Characters to generate")
-                    steps = gr.Slider(1, block_size, value=default_steps, step=1, label="Denoising steps")
-                    order, order_temperature, prior_weight, remask_ratio, spacing = reveal_controls()
-                    temperature = gr.Slider(
-                        0, 2, value=DEFAULT_SAMPLING["temperature"], step=0.05, label="Temperature (0 = greedy)"
-                    )
-                    top_p = gr.Slider(0.05, 1, value=1.0, step=0.05, label="Top-p")
-                    block_length = gr.Slider(
-                        0, block_size, value=0, step=1, label="Block length (0 = off; >0 = semi-autoregressive blocks)"
-                    )
-                    seed = gr.Number(value=0, precision=0, label="Seed")
-                    generate_button = gr.Button("Generate", variant="primary")
-                with gr.Column(scale=2):
-                    canvas = gr.HTML(label="Canvas", elem_id="generate-canvas")
-                    stats = gr.Markdown()
-                    final_text = gr.Textbox(
-                        label="Final text", lines=8, buttons=["copy"], elem_id="generate-final-text"
-                    )
-            # steps never exceed the masked positions
-            length.change(cap_steps, [length, steps], steps, api_name=False)
-            generate_button.click(
-                generate,
-                [prompt, length, steps, temperature, top_p, order, seed, block_length]
-                + [order_temperature, prior_weight, remask_ratio, spacing],
-                [canvas, final_text, stats],
-                api_name="generate",
-            )
+            generate_tab(model)
         with gr.Tab("Infill"):
-            with gr.Row():
-                with gr.Column(scale=1):
-                    template = gr.Textbox(
-                        label="Template: every _ is a character to fill", value=INFILL_EXAMPLES[0], lines=4
-                    )
-                    gr.Examples(INFILL_EXAMPLES, inputs=[template])
-                    infill_steps = gr.Slider(1, block_size, value=16, step=1, label="Denoising steps")
-                    infill_order, *infill_reveal_rule = reveal_controls(remask_ratio_value=INFILL_REMASK_RATIO)
-                    infill_temperature = gr.Slider(
-                        0, 2, value=DEFAULT_SAMPLING["temperature"], step=0.05, label="Temperature (0 = greedy)"
-                    )
-                    infill_top_p = gr.Slider(0.05, 1, value=1.0, step=0.05, label="Top-p")
-                    infill_seed = gr.Number(value=0, precision=0, label="Seed")
-                    infill_button = gr.Button("Fill the blanks", variant="primary")
-                with gr.Column(scale=2):
-                    infill_canvas = gr.HTML(label="Canvas", elem_id="infill-canvas")
-                    infill_stats = gr.Markdown()
-                    infill_text = gr.Textbox(label="Final text", lines=6, buttons=["copy"], elem_id="infill-final-text")
-            template.change(
-                lambda text, n: cap_steps(min(block_size, (text or "").count("_")), n),
-                [template, infill_steps],
-                infill_steps,
-                api_name=False,
-            )
-            infill_button.click(
-                infill,
-                [
-                    template,
-                    infill_steps,
-                    infill_temperature,
-                    infill_top_p,
-                    infill_order,
-                    infill_seed,
-                    *infill_reveal_rule,
-                ],
-                [infill_canvas, infill_text, infill_stats],
-                api_name="infill",
-            )
+            infill_tab(model)
         with gr.Tab("Compare"):
-            gr.Markdown(
-                "Left-to-right vs confidence order: same model, prompt, length, seed, temperature and number "
-                "of forward passes, streamed together. Tick the box to give left-to-right one character per "
-                "forward pass, like an autoregressive model, and see the speed gap."
-            )
-            with gr.Row():
-                compare_prompt = gr.Textbox(label="Prompt", value="ROMEO:\n", lines=2)
-                compare_length = gr.Slider(1, block_size, value=min(128, block_size), step=1, label="Characters")
-                compare_steps = gr.Slider(1, block_size, value=min(32, block_size), step=1, label="Forward passes")
-                compare_temperature = gr.Slider(
-                    0, 2, value=DEFAULT_SAMPLING["temperature"], step=0.05, label="Temperature"
-                )
-                compare_seed = gr.Number(value=0, precision=0, label="Seed")
-            autoregressive = gr.Checkbox(label="Left-to-right: one character per forward pass (autoregressive-like)")
-            compare_button = gr.Button("Compare", variant="primary")
-            with gr.Row():
-                with gr.Column():
-                    gr.Markdown("### Left to right")
-                    left_canvas, left_stats = gr.HTML(), gr.Markdown()
-                with gr.Column():
-                    gr.Markdown("### Confidence order")
-                    right_canvas, right_stats = gr.HTML(), gr.Markdown()
-            compare_length.change(cap_steps, [compare_length, compare_steps], compare_steps, api_name=False)
-            compare_button.click(
-                compare,
-                [compare_prompt, compare_length, compare_steps, compare_temperature, compare_seed, autoregressive],
-                [left_canvas, left_stats, right_canvas, right_stats],
-                api_name="compare",
-            )
+            compare_tab(model, known_words)
         with gr.Tab("How it works"):
-            gr.Markdown(
-                "**Forward process.** Each character is replaced by a mask independently with probability t. "
-                "The model sees the masked line and predicts every masked character at once (green: right, "
-                "red: wrong; hover for the true character). Training teaches it to do this for every t; "
-                "generation runs it in reverse, from t = 1 (all masks) to t = 0."
-            )
-            line = gr.Textbox(label="A line of Shakespeare", value=SONNET_18.splitlines()[0])
-            with gr.Row():
-                mask_ratio = gr.Slider(0, 1, value=0.3, step=0.01, label="Mask ratio t")
-                forward_seed = gr.Number(value=0, precision=0, label="Seed")
-            masked_view, predicted_view, forward_summary = gr.HTML(label="x_t"), gr.HTML(label="model"), gr.Markdown()
-            inputs = [line, mask_ratio, forward_seed]
-            outputs = [masked_view, predicted_view, forward_summary]
-            for trigger in (mask_ratio.release, line.submit, forward_seed.submit):
-                trigger(forward_process, inputs, outputs, api_name=False)
-            gr.Button("Mask and predict").click(forward_process, inputs, outputs, api_name="forward_process")
-            demo.load(forward_process, inputs, outputs, api_name=False)
-            gr.Plot(value=sonnet_accuracy_figure(model), label="Accuracy vs mask ratio")
-            gr.Markdown(
-                "**Reverse process.** Generation starts from all masks. Each step predicts every masked "
-                "character, draws a candidate for each (temperature), and reveals a few of them: by default "
-                "those whose candidate is most probable (*confidence order*). A strict confidence order favours "
-                "frequent words; the *order temperature* instead draws which positions to reveal, with "
-                "probability proportional to confidence^(1/order temperature), which keeps most of the quality "
-                "and brings back variety. Confidence alone still favours common characters (spaces, e, t) and "
-                "writes too few capitals, punctuation marks and line breaks; the *prior weight* scores each "
-                "candidate by how far the context lifted it above its frequency with nothing known, which "
-                "brings speaker names and line breaks back. *Remasking* takes back the least confident earlier "
-                "characters (shown as red masks) so they are redrawn with more context, and *spacing* keeps a "
-                "step's reveals apart, since characters revealed together are drawn independently. The "
-                "defaults come from the sampling study in the README."
-            )
+            how_it_works_tab(model, demo)
     return demo
 
 

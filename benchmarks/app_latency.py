@@ -1,6 +1,8 @@
 """Time to first streamed frame and to the final text in the app, through gradio_client.
 
-python benchmarks/app_latency.py [--model DIR] [--length 256] [--steps 64] [--repeats 3]
+python -m benchmarks.app_latency [--model DIR] [--length 256] [--steps 64] [--repeats 3]
+
+Every other control keeps the app's default (the sampling study's recommended options).
 """
 
 from __future__ import annotations
@@ -8,15 +10,12 @@ from __future__ import annotations
 import argparse
 import socket
 import statistics
-import sys
 import time
 
-from common import REPO_ROOT, load_model
 from gradio_client import Client
 
-sys.path.insert(0, str(REPO_ROOT))
-import app  # noqa: E402
-from mdlm_hf.sampler import DEFAULT_SAMPLING, REVEAL_RULE_OPTIONS  # noqa: E402
+import app
+from benchmarks.common import load_model
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -37,18 +36,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         for seed in range(args.repeats + 1):  # the first run warms up
             start = time.perf_counter()
-            job = client.submit(
-                "",
-                args.length,
-                args.steps,
-                DEFAULT_SAMPLING["temperature"],
-                1.0,
-                DEFAULT_SAMPLING["order"],
-                seed,
-                0,
-                *(DEFAULT_SAMPLING[name] for name in REVEAL_RULE_OPTIONS),
-                api_name="/generate",
-            )
+            job = client.submit(prompt="", length=args.length, num_steps=args.steps, seed=seed, api_name="/generate")
             count, first_at = 0, None
             for _ in job:
                 count += 1

@@ -1,6 +1,6 @@
 """Sampler overhead: wall time of a full sampling run / (num_steps x one bare forward), per order.
 
-    python benchmarks/sampler_speed.py [--model DIR] [--length 256] [--repeats 5]
+    python -m benchmarks.sampler_speed [--model DIR] [--length 256] [--repeats 5]
 
 Both are measured in the same run, interleaved step by step: after each sampler step, one bare
 forward of the same model on the same canvas is timed, so machine noise hits both alike.
@@ -14,14 +14,15 @@ import statistics
 import time
 
 import torch
-from common import load_model, reveal_rules
 
-from mdlm_hf import ORDERS, sample
+from benchmarks.common import load_model, reveal_rules
+from mdlm_hf import ORDERS, SamplerOptions, sample
 
 
 def interleaved_timing(model, canvas: torch.Tensor, num_steps: int, seed: int, **reveal_rule) -> tuple[float, float]:
-    """(sampler seconds, bare-forward seconds): one bare forward timed right after every sampler step."""
-    states = sample(model, canvas, num_steps=num_steps, seed=seed, **reveal_rule)
+    """(sampler seconds, bare-forward seconds): one bare forward timed right after every sampler step; the
+    sampler is the plain core with the given reveal rule."""
+    states = sample(model, canvas, SamplerOptions.plain(), num_steps=num_steps, seed=seed, **reveal_rule)
     sampler_seconds, bare_seconds = 0.0, 0.0
     while True:
         start = time.perf_counter()

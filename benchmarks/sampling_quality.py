@@ -1,9 +1,12 @@
 """Sampling study: quality vs steps vs speed for every reveal order, on the trained model.
 
-    python benchmarks/sampling_quality.py [--model DIR] [--steps 8 16 32 64 128 256] [--samples 32]
-    python benchmarks/sampling_quality.py --orders confidence --order-temperatures 0.25 0.5   # soft orders
-    python benchmarks/sampling_quality.py --orders confidence --order-temperatures 0.25 --steps 64 \
+    python -m benchmarks.sampling_quality [--model DIR] [--steps 8 16 32 64 128 256] [--samples 32]
+    python -m benchmarks.sampling_quality --orders confidence --order-temperatures 0.25 0.5   # soft orders
+    python -m benchmarks.sampling_quality --orders confidence --order-temperatures 0.25 --steps 64 \
         --prior-weights 0 0.6 --remask-ratios 0 0.5 --spacings 0 1                            # reveal rules
+
+Each setting is the plain sampler core (`SamplerOptions.plain()`, every option off) with the options the
+grid names; the defaults the study recommends are `SamplerOptions()`.
 
 For each setting, `--samples` texts of `--length` characters are generated in one batch with fixed
 seeds and scored against the training split: valid-word rate, perplexity under an independent
@@ -23,9 +26,9 @@ import time
 from pathlib import Path
 
 import torch
-from common import REPO_ROOT, SHARED_DATA, load_model, reveal_rules
 
-from mdlm_hf import ORDERS, sample
+from benchmarks.common import REPO_ROOT, SHARED_DATA, load_model, reveal_rules
+from mdlm_hf import ORDERS, SamplerOptions, sample
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 from mdlm_hf.metrics import KneserNeyJudge, char_entropy, distinct_n, valid_word_rate, word_list
 from mdlm_hf.plots import label_colours, quality_vs_speed_figure, quality_vs_steps_figure, words_vs_diversity_figure
@@ -79,7 +82,7 @@ def run_setting(model, setting: dict, num_samples: int, length: int, seed: int) 
     """Generates num_samples texts in one batch; returns them and the wall time."""
     canvas = torch.full((num_samples, length), model.mask_id)
     start = time.perf_counter()
-    state = final_state(sample(model, canvas, seed=seed, **setting))
+    state = final_state(sample(model, canvas, SamplerOptions.plain(), seed=seed, **setting))
     seconds = time.perf_counter() - start
     return [model.tokenizer.decode(row) for row in state.tokens], seconds
 

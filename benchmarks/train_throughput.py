@@ -1,6 +1,6 @@
 """Training-loop overhead: tokens/s of training/train.py vs a bare forward+backward+step loop.
 
-    python benchmarks/train_throughput.py [--steps 30] [--rounds 2]
+    python -m benchmarks.train_throughput [--steps 30] [--rounds 2]
 
 Same model shape, batch, dtype and thread count for both; rounds alternate bare and full loop so
 machine noise hits both alike. Target: loop / bare >= 0.95.
@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 
 import torch
 import torch.nn.functional as F
-from common import REPO_ROOT, SHARED_DATA
 
-sys.path.insert(0, str(REPO_ROOT / "training"))
-import train  # noqa: E402  (training/train.py)
-
-from mdlm_hf import MDLM, CharTokenizer  # noqa: E402
+from benchmarks.common import SHARED_DATA
+from mdlm_hf import MDLM, CharTokenizer
+from training import train
 
 
 def bare_tokens_per_second(text: str, args: argparse.Namespace) -> float:

@@ -2,7 +2,8 @@
 
 from mdlm_hf.diffusion import ElboResult, diffusion_loss, elbo, mask_tokens, sample_times
 from mdlm_hf.model import MDLM
-from mdlm_hf.sampler import ORDERS, SCHEDULES, SamplerOptions, SamplerState, complete, infill, sample
+from mdlm_hf.pipeline import complete, infill
+from mdlm_hf.sampler import ORDERS, SCHEDULES, SamplerOptions, SamplerState, sample
 from mdlm_hf.tokenizer import MASK_GLYPH, CharTokenizer
 
 __all__ = [

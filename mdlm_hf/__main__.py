@@ -1,4 +1,8 @@
-"""Command-line sampling: python -m mdlm_hf --model DIR_OR_REPO [--prompt TEXT | --template TEXT] ..."""
+"""Command-line sampling: python -m mdlm_hf --model DIR_OR_REPO [--prompt TEXT | --template TEXT] ...
+
+Every sampler option is a flag (--num-steps, --order-temperature, ...); unless given, the sampling
+study's recommendation (mdlm_hf.SamplerOptions) applies.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,24 @@ import argparse
 import sys
 
 from mdlm_hf.model import MDLM
-from mdlm_hf.sampler import DEFAULT_SAMPLING, ORDERS, REVEAL_RULE_OPTIONS, SCHEDULES
+from mdlm_hf.pipeline import prompt_canvas, text_to_canvas
+from mdlm_hf.sampler import OPTION_SPECS, SamplerOptions, sample
 
-REVEAL_RULE_HELP = {  # type and help of each reveal-rule flag
-    "order_temperature": (float, "0 = strict reveal order; higher = closer to random order"),
-    "prior_weight": (float, "reveal rare characters that the context makes likely sooner; 0 = plain score"),
-    "remask_ratio": (float, "in [0, 1): least confident earlier characters taken back per character revealed"),
-    "spacing": (int, "characters revealed in one step keep this far apart; 0 = off"),
-}
+FLAG_ALIASES = {"num_steps": ("--steps",)}  # the shorter flags the CLI has always had
+
+
+def add_option_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per field of SamplerOptions, with its type, choices and help from OPTION_SPECS."""
+    group = parser.add_argument_group("sampler options (default: the sampling study's recommendation)")
+    defaults = SamplerOptions()
+    for name, spec in OPTION_SPECS.items():
+        flags = ("--" + name.replace("_", "-"), *FLAG_ALIASES.get(name, ()))
+        default = getattr(defaults, name)
+        help_text = (
+            f"{spec.label}; {spec.note + '; ' if spec.note else ''}default {'off' if default is None else default}"
+        )
+        kind, choices = spec.accepts.kind, spec.accepts.choices or None
+        group.add_argument(*flags, dest=name, type=kind, choices=choices, default=argparse.SUPPRESS, help=help_text)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -23,32 +37,18 @@ def main(argv: list[str] | None = None) -> None:
     what.add_argument("--prompt", default="", help="text kept fixed at the start")
     what.add_argument("--template", default=None, help="text whose '_' characters are filled in")
     parser.add_argument("--length", type=int, default=200, help="characters to generate after the prompt")
-    parser.add_argument("--steps", type=int, default=DEFAULT_SAMPLING["num_steps"])
-    parser.add_argument("--order", choices=ORDERS, default=DEFAULT_SAMPLING["order"])
-    for name in REVEAL_RULE_OPTIONS:  # --order-temperature, --prior-weight, --remask-ratio, --spacing
-        kind, help_text = REVEAL_RULE_HELP[name]
-        parser.add_argument("--" + name.replace("_", "-"), type=kind, default=DEFAULT_SAMPLING[name], help=help_text)
-    parser.add_argument("--schedule", choices=SCHEDULES, default="linear")
-    parser.add_argument("--temperature", type=float, default=DEFAULT_SAMPLING["temperature"])
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--show-steps", action="store_true", help="print every intermediate canvas")
+    add_option_flags(parser)
     args = parser.parse_args(argv)
+    overrides = {name: OPTION_SPECS[name].parse(value) for name, value in vars(args).items() if name in OPTION_SPECS}
     try:
         model = MDLM.from_pretrained(args.model)
-        options = dict(
-            num_steps=args.steps,
-            order=args.order,
-            **{name: getattr(args, name) for name in REVEAL_RULE_OPTIONS},
-            schedule=args.schedule,
-            temperature=args.temperature,
-            seed=args.seed,
-        )
-        canvas = args.template if args.template is not None else args.prompt + "_" * args.length
-        if args.template is None and "_" in args.prompt:
-            raise ValueError("the prompt contains '_', which marks blanks; use --template for infilling")
-        if args.template is None and len(canvas) > model.block_size:
-            raise ValueError(f"prompt + length is {len(canvas)} characters; the model takes {model.block_size}")
-        for state in model.stream(canvas, **options):
+        if args.template is not None:
+            canvas = text_to_canvas(model, args.template)
+        else:
+            canvas = prompt_canvas(model, args.prompt, args.length)
+        for state in sample(model, canvas, seed=args.seed, **overrides):
             if args.show_steps:
                 print(f"--- step {state.step}/{state.num_steps} ---")
             if args.show_steps or state.done:

@@ -2,6 +2,7 @@
 
 Read top to bottom like nanoGPT's model.py: rotary attention, MLP, block, then the model, which is
 also a `PyTorchModelHubMixin` so `save_pretrained` / `from_pretrained` / `push_to_hub` just work.
+Its text methods (generate, complete, infill, stream) are thin wrappers over mdlm_hf.pipeline.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 from huggingface_hub import PyTorchModelHubMixin, hf_hub_download
 
+from mdlm_hf import pipeline
 from mdlm_hf.card import MODEL_CARD_TEMPLATE, REPO_URL
+from mdlm_hf.sampler import SamplerOptions, SamplerState
 from mdlm_hf.tokenizer import CharTokenizer
 
 
@@ -255,32 +258,26 @@ class MDLM(
         logits[..., self.mask_id] = float("-inf")
         return logits
 
-    # --- sampling: thin wrappers over the one sampler core in mdlm_hf.sampler, with the settings the
-    # sampling study recommends (mdlm_hf.sampler.DEFAULT_SAMPLING) unless the caller overrides them ---
+    # --- text: thin wrappers over mdlm_hf.pipeline (the one sampler core, with the study's recommended options
+    # unless `options` or single options by name say otherwise) ---
 
-    def stream(self, canvas: str, blank: str = "_", **options: Any) -> Iterator[Any]:
-        """Yields every intermediate `SamplerState` while filling the `blank` characters of `canvas`."""
-        from mdlm_hf.sampler import recommended, sample, text_to_canvas
+    def stream(
+        self, template: str, blank: str = "_", options: SamplerOptions | None = None, **overrides: Any
+    ) -> Iterator[SamplerState]:
+        """Yields every intermediate `SamplerState` while filling the `blank` characters of `template`."""
+        return pipeline.stream(self, template, blank, options, **overrides)
 
-        return sample(self, text_to_canvas(self.tokenizer, canvas, blank), **recommended(options))
-
-    def infill(self, template: str, blank: str = "_", **options: Any) -> str:
+    def infill(self, template: str, blank: str = "_", options: SamplerOptions | None = None, **overrides: Any) -> str:
         """Fills every `blank` character of `template`; other characters stay exactly as given."""
-        from mdlm_hf.sampler import infill
+        return pipeline.infill(self, template, blank, options, **overrides)
 
-        return infill(self, template, blank=blank, **options)
-
-    def complete(self, prompt: str, length: int, **options: Any) -> str:
+    def complete(self, prompt: str, length: int, options: SamplerOptions | None = None, **overrides: Any) -> str:
         """Prompt followed by `length` generated characters."""
-        from mdlm_hf.sampler import complete
+        return pipeline.complete(self, prompt, length, options, **overrides)
 
-        return complete(self, prompt, length, **options)
-
-    def generate(self, length: int | None = None, **options: Any) -> str:
+    def generate(self, length: int | None = None, options: SamplerOptions | None = None, **overrides: Any) -> str:
         """Generates `length` characters (default: block_size) from an all-mask canvas."""
-        from mdlm_hf.sampler import complete
-
-        return complete(self, "", self.block_size if length is None else length, **options)
+        return pipeline.generate(self, length, options, **overrides)
 
     # --- loading: strict, safetensors only, with errors that say what is wrong ---
 

@@ -9,14 +9,14 @@ stream it, a test can inspect it and a benchmark can time it. Each step is one c
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 import torch
 import torch.nn as nn
-
-from mdlm_hf.tokenizer import CharTokenizer
 
 ORDERS = ("confidence", "margin", "entropy", "random", "left_to_right")
 SCORED_ORDERS = ("confidence", "margin", "entropy")  # orders that rank positions by the model's beliefs
@@ -24,22 +24,6 @@ SCORED_ORDERS = ("confidence", "margin", "entropy")  # orders that rank position
 REVEAL_RULE_OPTIONS = ("order_temperature", "prior_weight", "remask_ratio", "spacing")
 SCHEDULES = ("linear", "cosine")
 REVEAL_COUNTS = ("exact", "binomial")
-
-# what the app, the CLI, the string API (generate / complete / infill / stream), the model card and
-# evaluate.py use unless told otherwise; `sample` itself keeps every option off. Chosen by the sampling
-# study (benchmarks/results/sampling_quality.md): confidence order wins at every step count; a soft order
-# (order temperature 0.25) beats the strict one from 32 steps on; temperature 1.0 beats 0.7. Plain
-# confidence decoding writes too few capitals, punctuation marks and line breaks (character entropy 0.86x
-# real text's): the prior weight brings them back, remasking and spacing pay for it in words.
-DEFAULT_SAMPLING = {
-    "num_steps": 64,
-    "order": "confidence",
-    "temperature": 1.0,
-    "order_temperature": 0.25,
-    "prior_weight": 0.35,
-    "remask_ratio": 0.75,
-    "spacing": 1,
-}
 
 
 @dataclass
@@ -65,57 +49,184 @@ class SamplerState:
         return not bool(self.is_masked.any())
 
 
+# --- what an option accepts, and how front ends show it: one entry per field of SamplerOptions ---
+
+
+@dataclass(frozen=True)
+class Accepts:
+    """The values an option accepts: a test, the words an error uses for them, and how front ends parse them."""
+
+    test: Callable[[Any], bool]
+    words: str  # "<name> must be <words>"
+    kind: type  # int, float or str: the CLI parses its flag as this; the app's slider of an int option counts in ints
+    choices: tuple[str, ...] = ()
+
+
+def is_int(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def integer(low: int) -> Accepts:
+    """Integers from `low` on."""
+    return Accepts(lambda x: is_int(x) and x >= low, f"an integer >= {low}", int)
+
+
+def non_negative(below: float = math.inf) -> Accepts:
+    """Finite numbers in [0, below)."""
+    words = "a finite number >= 0" if below == math.inf else f"a number in [0, {below:g})"
+    return Accepts(lambda x: isinstance(x, (int, float)) and math.isfinite(x) and 0 <= x < below, words, float)
+
+
+def positive_fraction() -> Accepts:
+    """Numbers in (0, 1]."""
+    return Accepts(lambda x: isinstance(x, (int, float)) and 0 < x <= 1, "in (0, 1]", float)
+
+
+def one_of(choices: tuple[str, ...]) -> Accepts:
+    """One of the named choices."""
+    return Accepts(lambda x: x in choices, f"one of {choices}", str, choices)
+
+
+def optional(accepts: Accepts) -> Accepts:
+    """None (the option off) or what `accepts` accepts."""
+    return Accepts(lambda x: x is None or accepts.test(x), f"None or {accepts.words}", accepts.kind, accepts.choices)
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """An option's accepted values, and how the app and the CLI show it."""
+
+    accepts: Accepts
+    label: str  # the app's label; with the note, the CLI's help
+    slider: tuple[float, float | None, float] | None = None  # the app's (minimum, maximum, step); None max: block_size
+    off: float | None = None  # the value that means None (the option off) to a slider or a flag
+    note: str = ""  # advice shown with the control
+
+    def parse(self, value: Any) -> Any:
+        """A front end's value (slider position, flag) as the option's: `off` is None; the rest is validated as is."""
+        return None if self.off is not None and value == self.off else value
+
+    def shown(self, value: Any) -> Any:
+        """An option's value as a front end shows it: None as `off`."""
+        return self.off if value is None else value
+
+
+def option(default: Any, accepts: Accepts, label: str, **front_ends: Any) -> Any:
+    """A field of SamplerOptions: its default, the values it accepts and how front ends show it."""
+    return field(default=default, metadata={"spec": OptionSpec(accepts, label, **front_ends)})
+
+
 @dataclass(frozen=True)
 class SamplerOptions:
-    """Validated options of one sampling run; see `sample` for their meaning."""
+    """The options of one sampling run, validated when built. The defaults are the sampling study's recommendation
+    (benchmarks/results/sampling_quality.md); `SamplerOptions.plain()` is the bare core with every option off.
 
-    num_steps: int = 64
-    order: str = "confidence"
-    order_temperature: float = 0.0
-    temperature: float = 1.0
-    top_k: int | None = None
-    top_p: float | None = None
-    schedule: str = "linear"
-    block_length: int | None = None
-    threshold: float | None = None
-    reveal_counts: str = "exact"
-    remask_ratio: float = 0.0
-    prior_weight: float = 0.0
-    spacing: int = 0
+    Plain confidence decoding writes too few capitals, punctuation marks and line breaks (character entropy 0.86x
+    real text's): the prior weight brings them back, remasking and spacing pay for it in words.
+    """
+
+    # denoising steps; with exact reveal counts never more than the masks (more would only repeat forward passes)
+    num_steps: int = option(64, integer(1), "Denoising steps", slider=(1, None, 1))
+    # which masked positions are revealed first: confidence (the candidate's probability), margin (top1 - top2),
+    # entropy (lowest first), random, left_to_right; confidence wins at every step count in the study
+    order: str = option("confidence", one_of(ORDERS), "Reveal order")
+    # of the character drawn at each position: 0 = greedy argmax; otherwise Gumbel-max sampling in float64
+    # (1.0 beats 0.7 in the study)
+    temperature: float = option(1.0, non_negative(), "Temperature (0 = greedy)", slider=(0, 2, 0.05))
+    # draw each character among the k most probable only; None = all
+    top_k: int | None = option(None, optional(integer(1)), "Top-k (draw among the k most probable characters)")
+    # draw each character among the most probable ones that together hold this probability; None = all
+    top_p: float | None = option(None, optional(positive_fraction()), "Top-p", slider=(0.05, 1, 0.05), off=1.0)
+    # 0 = follow the order strictly; > 0 = draw the positions to reveal with probability proportional to
+    # exp(score / order_temperature) (confidence^(1 / order_temperature) for confidence order), trading the
+    # order's greed for the diversity of random order; 0.25 beats the strict order from 32 steps on
+    order_temperature: float = option(
+        0.25,
+        non_negative(),
+        "Order temperature (0 = strict order; higher = closer to random order)",
+        slider=(0, 2, 0.05),
+    )
+    # confidence, margin and entropy orders: subtract prior_weight * log p(character) from each candidate's score,
+    # p being the model's prediction with nothing known, so rare characters that the context makes likely
+    # (capitals, punctuation) are not left for last (1 = pointwise mutual information); free when a row starts all
+    # masked (the first step's prediction is the prior), else one extra forward pass of one row, not counted in
+    # num_forward_passes; random and left_to_right orders do not score positions and ignore it
+    prior_weight: float = option(
+        0.35,
+        non_negative(),
+        "Prior weight (rare characters the context makes likely go sooner; 0 = plain score)",
+        slider=(0, 2, 0.05),
+    )
+    # in [0, 1): after every step but a block's last, mask again this many generated characters per character the
+    # step revealed, those least confident when revealed (ReMDM-conf), so early guesses made with little context
+    # are redrawn with more; the schedule reveals them again, so the number of forward passes does not change,
+    # but re-reveals count as reveals: a step reveals up to 1 / (1 - remask_ratio) times the schedule's new
+    # characters (0.75: about 4x), which needs enough steps
+    remask_ratio: float = option(
+        0.75,
+        non_negative(below=1),
+        "Remask ratio (earlier characters taken back per character revealed; 0 = never)",
+        slider=(0, 0.95, 0.05),
+        note="pays off from about 32 steps; with fewer steps set it to 0 (see the sampling study)",
+    )
+    # positions revealed in the same step keep apart: they are picked best score first, each ruling out the
+    # positions within `spacing` of it, and only then does the rest of the ranking fill the step (a step's
+    # characters are drawn independently, so adjacent ones need not agree); 0 = plain ranking
+    spacing: int = option(
+        1, integer(0), "Spacing (characters revealed in one step keep this far apart; 0 = off)", slider=(0, 8, 1)
+    )
+    # how many positions each step reveals: linear, or cosine (few early, many late)
+    schedule: str = option("linear", one_of(SCHEDULES), "Schedule (characters revealed per step)")
+    # semi-autoregressive: blocks of this length decoded left to right, the steps split evenly among them
+    block_length: int | None = option(
+        None,
+        optional(integer(1)),
+        "Block length (0 = off; >0 = semi-autoregressive blocks)",
+        slider=(0, None, 1),
+        off=0,
+    )
+    # also reveal every eligible position whose candidate has at least this probability, so easy text finishes
+    # in fewer steps; None = off
+    threshold: float | None = option(
+        None, optional(positive_fraction()), "Threshold (also reveal every likely candidate)"
+    )
+    # "exact": the schedule's count each step; "binomial": each masked position is revealed with the schedule's
+    # probability (MDLM's ancestral sampler), so some steps reveal nothing and then reuse the previous logits
+    reveal_counts: str = option("exact", one_of(REVEAL_COUNTS), "Reveal counts (exact or binomial)")
 
     def __post_init__(self) -> None:
-        def is_int(x: object) -> bool:
-            return isinstance(x, int) and not isinstance(x, bool)
+        for f in fields(self):
+            value, accepts = getattr(self, f.name), f.metadata["spec"].accepts
+            if not accepts.test(value):
+                raise ValueError(f"{f.name} must be {accepts.words}, got {value!r}")
 
-        def is_finite_non_negative(x: object) -> bool:
-            return isinstance(x, (int, float)) and math.isfinite(x) and x >= 0
+    @classmethod
+    def plain(cls, **changes: Any) -> SamplerOptions:
+        """The bare core: strict order, no prior, no remasking, no spacing (with `changes` applied)."""
+        return cls(order_temperature=0.0, prior_weight=0.0, remask_ratio=0.0, spacing=0).replace(**changes)
 
-        if not is_int(self.num_steps) or self.num_steps < 1:
-            raise ValueError(f"num_steps must be an integer >= 1, got {self.num_steps!r}")
-        if self.order not in ORDERS:
-            raise ValueError(f"order must be one of {ORDERS}, got {self.order!r}")
-        if not is_finite_non_negative(self.order_temperature):
-            raise ValueError(f"order_temperature must be a finite number >= 0, got {self.order_temperature!r}")
-        if not is_finite_non_negative(self.temperature):
-            raise ValueError(f"temperature must be a finite number >= 0, got {self.temperature!r}")
-        if self.top_k is not None and (not is_int(self.top_k) or self.top_k < 1):
-            raise ValueError(f"top_k must be None or an integer >= 1, got {self.top_k!r}")
-        if self.top_p is not None and not (isinstance(self.top_p, (int, float)) and 0 < self.top_p <= 1):
-            raise ValueError(f"top_p must be None or in (0, 1], got {self.top_p!r}")
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
-        if self.block_length is not None and (not is_int(self.block_length) or self.block_length < 1):
-            raise ValueError(f"block_length must be None or an integer >= 1, got {self.block_length!r}")
-        if self.threshold is not None and not (isinstance(self.threshold, (int, float)) and 0 < self.threshold <= 1):
-            raise ValueError(f"threshold must be None or in (0, 1], got {self.threshold!r}")
-        if not (is_finite_non_negative(self.remask_ratio) and self.remask_ratio < 1):
-            raise ValueError(f"remask_ratio must be a number in [0, 1), got {self.remask_ratio!r}")
-        if not is_finite_non_negative(self.prior_weight):
-            raise ValueError(f"prior_weight must be a finite number >= 0, got {self.prior_weight!r}")
-        if not is_int(self.spacing) or self.spacing < 0:
-            raise ValueError(f"spacing must be an integer >= 0, got {self.spacing!r}")
-        if self.reveal_counts not in REVEAL_COUNTS:
-            raise ValueError(f"reveal_counts must be one of {REVEAL_COUNTS}, got {self.reveal_counts!r}")
+    def replace(self, **changes: Any) -> SamplerOptions:
+        """A validated copy with `changes` (options by name) applied; an unknown name is a ValueError naming it."""
+        unknown = sorted(changes.keys() - OPTION_SPECS.keys())
+        if unknown:
+            raise ValueError(f"unknown sampler option {', '.join(unknown)}; the options are {', '.join(OPTION_SPECS)}")
+        return dataclasses.replace(self, **changes)
+
+
+# the one table of the options: name -> accepted values, label, slider bounds (the fields' metadata)
+OPTION_SPECS: dict[str, OptionSpec] = {f.name: f.metadata["spec"] for f in fields(SamplerOptions)}
+# the options the sampling study chose and their recommended values, as training/evaluate.py's model card lists them
+STUDIED_OPTIONS = ("num_steps", "order", "temperature", *REVEAL_RULE_OPTIONS)
+DEFAULT_SAMPLING = {name: getattr(SamplerOptions(), name) for name in STUDIED_OPTIONS}
+
+
+def check_length(length: int, block_size: int, what: str = "canvas") -> None:
+    """The one check of a canvas's length against the model's block_size."""
+    if length > block_size:
+        raise ValueError(
+            f"{what} has {length} characters, which exceeds the model's block_size {block_size} "
+            f"(the model takes {block_size} characters at most)"
+        )
 
 
 def revealed_fraction(schedule: str, x: float) -> float:
@@ -287,78 +398,25 @@ def _block_plan(
 def sample(
     model: nn.Module,
     canvas: torch.Tensor,
-    num_steps: int = 64,
-    order: str = "confidence",
-    temperature: float = 1.0,
-    top_k: int | None = None,
-    top_p: float | None = None,
-    schedule: str = "linear",
-    block_length: int | None = None,
-    threshold: float | None = None,
-    reveal_counts: str = "exact",
-    order_temperature: float = 0.0,
-    remask_ratio: float = 0.0,
-    prior_weight: float = 0.0,
-    spacing: int = 0,
-    seed: int | None = None,
+    options: SamplerOptions | None = None,
+    *,
     generator: torch.Generator | None = None,
+    seed: int | None = None,
+    **overrides: Any,
 ) -> Iterator[SamplerState]:
     """Fills the [MASK] positions of `canvas` (T,) or (B, T); returns a generator of every state.
 
-    num_steps      denoising steps (clamped to the number of masks with exact counts)
-    order          which masked positions are revealed first: confidence (max prob), margin
-                   (top1 - top2), entropy (lowest first), random, left_to_right
-    order_temperature  0 = follow the order strictly; > 0 = draw the positions to reveal with
-                   probability proportional to exp(score / order_temperature) (confidence^(1/temp)
-                   for confidence order), trading the order's greed for the diversity of random order
-    prior_weight   confidence, margin and entropy orders: subtract prior_weight * log p(character) from
-                   each candidate's score, p being the model's prediction with nothing known, so rare
-                   characters that the context makes likely (capitals, punctuation) are not left for
-                   last (1 = pointwise mutual information); free when a row starts all masked (the
-                   first step's prediction is the prior), else one extra forward pass of one row, not
-                   counted in num_forward_passes (which counts the denoising steps' passes); random
-                   and left_to_right orders do not score positions and ignore it
-    temperature    0 = greedy argmax; otherwise Gumbel-max sampling in float64; top_k / top_p filter
-    schedule       linear or cosine (few reveals early, many late) number of reveals per step
-    block_length   semi-autoregressive: blocks left to right, steps split evenly among them
-    threshold      also reveal every eligible position whose candidate has probability >= threshold,
-                   so easy text finishes in fewer steps
-    reveal_counts  "exact": the schedule's count each step; "binomial": each masked position is
-                   revealed with the schedule's probability (MDLM's ancestral sampler), so some steps
-                   reveal nothing and then reuse the previous logits
-    remask_ratio   in [0, 1): after every step but a block's last, mask again this many generated
-                   characters per character the step revealed, those least confident when revealed
-                   (ReMDM-conf), so early guesses made with little context are redrawn with more; the
-                   schedule reveals them again, so the number of forward passes does not change, but
-                   re-reveals count as reveals, so a step reveals up to 1 / (1 - remask_ratio) times
-                   the schedule's new characters (0.75: about 4x), which needs enough steps
-    spacing        positions revealed in the same step keep apart: they are picked best score first,
-                   each ruling out the positions within `spacing` of it, and only then does the rest
-                   of the ranking fill the step (the step's characters are drawn independently, so
-                   adjacent ones need not agree); 0 = plain ranking
-    seed/generator the single source of randomness
+    `options` defaults to the study's recommendation, `SamplerOptions()`; `overrides` change single options by
+    name (`sample(model, canvas, num_steps=8)`). `seed` or `generator` is the single source of randomness.
     """
-    options = SamplerOptions(
-        num_steps=num_steps,
-        order=order,
-        order_temperature=order_temperature,
-        temperature=temperature,
-        top_k=top_k,
-        top_p=top_p,
-        schedule=schedule,
-        block_length=block_length,
-        threshold=threshold,
-        reveal_counts=reveal_counts,
-        remask_ratio=remask_ratio,
-        prior_weight=prior_weight,
-        spacing=spacing,
-    )
+    if options is not None and not isinstance(options, SamplerOptions):
+        raise TypeError(f"options must be a SamplerOptions, got {options!r}; change single options by name")
+    options = (SamplerOptions() if options is None else options).replace(**overrides)
     if canvas.dim() == 1:
         canvas = canvas[None, :]
     if canvas.dim() != 2 or canvas.size(1) == 0 or canvas.dtype != torch.long:
         raise ValueError("canvas must be a non-empty (T,) or (B, T) tensor of token ids (torch.long)")
-    if canvas.size(1) > model.block_size:
-        raise ValueError(f"canvas length {canvas.size(1)} exceeds the model's block_size {model.block_size}")
+    check_length(canvas.size(1), model.block_size)
     if int(canvas.min()) < 0 or int(canvas.max()) > model.mask_id:
         raise ValueError(f"canvas ids must lie in [0, {model.mask_id}] (mask_id = {model.mask_id})")
     is_masked = canvas == model.mask_id
@@ -467,56 +525,9 @@ def _num_to_reveal(
     return (target - already).clamp(min=1 if options.threshold is not None else 0).minimum(remaining)
 
 
-# --- thin string API ---
-
-
-def text_to_canvas(tokenizer: CharTokenizer, text: str, blank: str = "_") -> torch.Tensor:
-    """Encodes `text`, turning each `blank` character into [MASK]; (T,) ids."""
-    if not isinstance(blank, str) or len(blank) != 1:
-        raise ValueError(f"blank must be a single character, got {blank!r}")
-    if not text:
-        raise ValueError("template is empty")
-    if blank not in text:
-        raise ValueError(f"template has no blank: mark each character to fill with {blank!r}")
-    given = text.replace(blank, "")
-    tokenizer.encode(given)  # raises, naming every unknown character
-    ids = [tokenizer.mask_id if c == blank else tokenizer.char_to_id[c] for c in text]
-    return torch.tensor(ids, dtype=torch.long)
-
-
-def prompt_canvas(tokenizer: CharTokenizer, prompt: str, length: int, block_size: int) -> torch.Tensor:
-    """The prompt's ids followed by `length` masks; (T,) ids."""
-    if not isinstance(length, int) or isinstance(length, bool) or length < 1:
-        raise ValueError(f"length must be an integer >= 1, got {length!r}")
-    if len(prompt) + length > block_size:
-        raise ValueError(
-            f"prompt ({len(prompt)} chars) + length ({length}) exceeds the model's block_size {block_size}"
-        )
-    return torch.tensor(tokenizer.encode(prompt) + [tokenizer.mask_id] * length, dtype=torch.long)
-
-
 def final_state(states: Iterator[SamplerState]) -> SamplerState:
     """Runs a sampler generator to the end and returns its last state."""
     state = None
     for state in states:  # noqa: B007 (the loop's last value is the point)
         pass
     return state
-
-
-def recommended(options: dict) -> dict:
-    """The study's settings (DEFAULT_SAMPLING) overridden by `options`: the string API's defaults."""
-    return {**DEFAULT_SAMPLING, **options}
-
-
-def complete(model: nn.Module, prompt: str, length: int, **options) -> str:
-    """The prompt followed by `length` generated characters (DEFAULT_SAMPLING unless told otherwise)."""
-    canvas = prompt_canvas(model.tokenizer, prompt, length, model.block_size)
-    return model.tokenizer.decode(final_state(sample(model, canvas, **recommended(options))).tokens[0])
-
-
-def infill(model: nn.Module, template: str, blank: str = "_", **options) -> str:
-    """The template with every `blank` character filled in (DEFAULT_SAMPLING unless told otherwise)."""
-    if len(template) > model.block_size:
-        raise ValueError(f"template length {len(template)} exceeds the model's block_size {model.block_size}")
-    canvas = text_to_canvas(model.tokenizer, template, blank)
-    return model.tokenizer.decode(final_state(sample(model, canvas, **recommended(options))).tokens[0])

@@ -10,8 +10,9 @@ import yaml
 from gradio_client import Client
 
 import app
-from mdlm_hf import MASK_GLYPH
+from mdlm_hf import MASK_GLYPH, SamplerOptions
 from mdlm_hf.metrics import save_word_list
+from mdlm_hf.sampler import OPTION_SPECS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHAKESPEARE_LIKE = (
@@ -106,6 +107,31 @@ def test_compare_streams_both_sides(client):
     )
     assert "40 forward passes · 1.0 chars per pass" in left_stats and "8 forward passes" in right_stats
     assert MASK_GLYPH not in left_html and MASK_GLYPH not in right_html
+
+
+def test_endpoints_take_their_parameters_by_name(client):
+    *_, (canvas_html, text, readout) = client.submit(prompt="", length=30, num_steps=3, seed=1, api_name="/generate")
+    assert len(text) == 30 and "step 3/3" in readout
+    *_, (canvas_html, text, readout) = client.submit(template="to __ or", num_steps=2, api_name="/infill")
+    assert text.startswith("to ") and text.endswith(" or") and "step 2/2" in readout
+
+
+def test_option_controls_take_label_bounds_and_defaults_from_the_one_table(model_dir):
+    model, _ = app.load_model(model_dir)
+    demo = app.build_demo(model)
+    endpoints = {fn.api_name: fn for fn in demo.fns.values()}
+    generate = dict(zip(app.GENERATE_API, endpoints["generate"].inputs, strict=True))
+    infill = dict(zip(app.INFILL_API, endpoints["infill"].inputs, strict=True))
+    for name in OPTION_SPECS.keys() & generate.keys():
+        spec, control = OPTION_SPECS[name], generate[name]
+        assert control.label == spec.label and control.value == spec.shown(getattr(SamplerOptions(), name)), name
+        if spec.slider is None:
+            assert [value for _, value in control.choices] == list(spec.accepts.choices)
+        else:
+            low, high, step = spec.slider
+            assert (control.minimum, control.maximum, control.step) == (low, high or model.block_size, step), name
+    # the Infill tab starts with fewer steps and remasking off
+    assert (infill["num_steps"].value, infill["remask_ratio"].value) == (app.INFILL_STEPS, app.INFILL_REMASK_RATIO)
 
 
 def test_forward_process(client):

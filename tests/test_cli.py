@@ -1,6 +1,11 @@
 import subprocess
 import sys
 
+import pytest
+
+from mdlm_hf.__main__ import main
+from mdlm_hf.sampler import OPTION_SPECS
+
 
 def run_cli(*args):
     return subprocess.run([sys.executable, "-m", "mdlm_hf", *args], capture_output=True, text=True, timeout=120)
@@ -35,3 +40,21 @@ def test_cli_errors_are_one_line(tiny_model, tmp_path):
     assert result.returncode == 1 and "remask_ratio must be a number in [0, 1)" in result.stderr
     result = run_cli("--model", str(tmp_path), "--length", "500")
     assert result.returncode == 1 and "the model takes 64" in result.stderr
+
+
+def test_every_sampler_option_is_a_flag_with_its_default(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    for name in OPTION_SPECS:
+        assert "--" + name.replace("_", "-") in help_text
+    assert "--num-steps NUM_STEPS, --steps NUM_STEPS Denoising steps; default 64" in help_text
+
+
+def test_flags_take_the_off_values_the_app_shows(tiny_model, tmp_path, capsys):
+    tiny_model.save_pretrained(tmp_path)
+    common = ["--model", str(tmp_path), "--length", "12", "--steps", "3", "--seed", "0"]
+    main(common)
+    plain = capsys.readouterr().out
+    main([*common, "--block-length", "0", "--top-p", "1"])  # 0 and 1 switch these options off
+    assert capsys.readouterr().out == plain and len(plain) == 13

@@ -1,3 +1,4 @@
+import dataclasses
 import itertools
 import math
 
@@ -5,17 +6,19 @@ import pytest
 import torch
 
 from mdlm_hf import MDLM, ORDERS, sample
+from mdlm_hf.pipeline import prompt_canvas, text_to_canvas
 from mdlm_hf.sampler import (
-    DEFAULT_SAMPLING,
+    OPTION_SPECS,
+    REVEAL_RULE_OPTIONS,
     SCORED_ORDERS,
     SamplerOptions,
     character_log_prior,
     denoise_step,
     final_state,
     planned_reveals,
-    prompt_canvas,
-    text_to_canvas,
 )
+
+PLAIN = SamplerOptions.plain()  # the bare core, every option off: what most tests here pin down
 
 
 def canvas_with_holes(model, length=40, seed=0):
@@ -30,7 +33,7 @@ def canvas_with_holes(model, length=40, seed=0):
 def test_given_positions_never_change_and_no_mask_remains(tiny_model, order, block_length):
     canvas = canvas_with_holes(tiny_model)
     given = canvas != tiny_model.mask_id
-    states = list(sample(tiny_model, canvas, num_steps=8, order=order, block_length=block_length, seed=0))
+    states = list(sample(tiny_model, canvas, PLAIN, num_steps=8, order=order, block_length=block_length, seed=0))
     assert states[0].step == 0 and states[0].num_forward_passes == 0
     for state in states:
         assert torch.equal(state.tokens[0][given], canvas[given])
@@ -44,21 +47,21 @@ def test_given_positions_never_change_and_no_mask_remains(tiny_model, order, blo
 @pytest.mark.parametrize("num_steps", [1, 5, 12])
 def test_exactly_num_steps_forward_passes(tiny_model, num_steps):
     canvas = canvas_with_holes(tiny_model)
-    states = list(sample(tiny_model, canvas, num_steps=num_steps, seed=0))
+    states = list(sample(tiny_model, canvas, PLAIN, num_steps=num_steps, seed=0))
     assert len(states) == num_steps + 1
     assert [s.num_forward_passes for s in states] == list(range(num_steps + 1))
     assert all(s.revealed.sum() >= 1 for s in states[1:])
 
 
 def test_more_steps_than_masks_is_clamped(tiny_model):
-    canvas = prompt_canvas(tiny_model.tokenizer, "to be", 5, tiny_model.block_size)
-    states = list(sample(tiny_model, canvas, num_steps=50, seed=0))
+    canvas = prompt_canvas(tiny_model, "to be", 5)
+    states = list(sample(tiny_model, canvas, PLAIN, num_steps=50, seed=0))
     assert states[-1].num_steps == 5 and states[-1].num_forward_passes == 5 and states[-1].done
 
 
 def test_steps_that_change_nothing_reuse_the_logits(tiny_model):
     canvas = torch.full((20,), tiny_model.mask_id)
-    states = list(sample(tiny_model, canvas, num_steps=40, reveal_counts="binomial", seed=0))
+    states = list(sample(tiny_model, canvas, PLAIN, num_steps=40, reveal_counts="binomial", seed=0))
     assert len(states) <= 41 and states[-1].done  # may finish early when the draws reveal everything
     # a pass happens at the first step and after every step that revealed something
     expected_passes = 1 + sum(1 for s in states[1:-1] if s.revealed.any())
@@ -67,14 +70,16 @@ def test_steps_that_change_nothing_reuse_the_logits(tiny_model):
 
 def test_time_conditioned_model_never_reuses_logits(tiny_model):
     model = MDLM(tiny_model.tokenizer.vocab, n_layer=1, n_head=2, n_embd=32, block_size=32, time_conditioning=True)
-    states = list(sample(model, torch.full((10,), model.mask_id), num_steps=30, reveal_counts="binomial", seed=0))
+    states = list(
+        sample(model, torch.full((10,), model.mask_id), PLAIN, num_steps=30, reveal_counts="binomial", seed=0)
+    )
     assert states[-1].done and states[-1].num_forward_passes == states[-1].step  # t changes every step
 
 
 def test_left_to_right_reveals_strictly_left_to_right(tiny_model):
     canvas = canvas_with_holes(tiny_model)
     last = -1
-    for state in sample(tiny_model, canvas, num_steps=10, order="left_to_right", seed=0):
+    for state in sample(tiny_model, canvas, PLAIN, num_steps=10, order="left_to_right", seed=0):
         positions = state.revealed[0].nonzero().flatten().tolist()
         if positions:
             assert positions[0] > last and positions == sorted(positions)
@@ -83,9 +88,9 @@ def test_left_to_right_reveals_strictly_left_to_right(tiny_model):
 
 def test_same_seed_same_text_and_different_seed_differs(tiny_model):
     canvas = torch.full((48,), tiny_model.mask_id)
-    a = final_state(sample(tiny_model, canvas, num_steps=8, seed=3)).tokens
-    b = final_state(sample(tiny_model, canvas, num_steps=8, seed=3)).tokens
-    c = final_state(sample(tiny_model, canvas, num_steps=8, seed=4)).tokens
+    a = final_state(sample(tiny_model, canvas, PLAIN, num_steps=8, seed=3)).tokens
+    b = final_state(sample(tiny_model, canvas, PLAIN, num_steps=8, seed=3)).tokens
+    c = final_state(sample(tiny_model, canvas, PLAIN, num_steps=8, seed=4)).tokens
     assert torch.equal(a, b) and not torch.equal(a, c)
 
 
@@ -93,7 +98,7 @@ def test_same_seed_same_text_and_different_seed_differs(tiny_model):
 def test_temperature_zero_is_argmax_decoding(tiny_model, order):
     canvas = canvas_with_holes(tiny_model)
     previous = canvas[None]
-    for state in list(sample(tiny_model, canvas, num_steps=6, order=order, temperature=0.0, seed=0))[1:]:
+    for state in list(sample(tiny_model, canvas, PLAIN, num_steps=6, order=order, temperature=0.0, seed=0))[1:]:
         argmax = tiny_model(previous).argmax(dim=-1)
         assert torch.equal(state.tokens[state.revealed], argmax[state.revealed])
         previous = state.tokens
@@ -101,31 +106,31 @@ def test_temperature_zero_is_argmax_decoding(tiny_model, order):
 
 def test_temperature_zero_ignores_the_seed(tiny_model):
     canvas = torch.full((32,), tiny_model.mask_id)
-    a = final_state(sample(tiny_model, canvas, num_steps=8, temperature=0, seed=1)).tokens
-    b = final_state(sample(tiny_model, canvas, num_steps=8, temperature=0, seed=2)).tokens
+    a = final_state(sample(tiny_model, canvas, PLAIN, num_steps=8, temperature=0, seed=1)).tokens
+    b = final_state(sample(tiny_model, canvas, PLAIN, num_steps=8, temperature=0, seed=2)).tokens
     assert torch.equal(a, b)
 
 
 def test_top_k_one_is_greedy(tiny_model):
     canvas = torch.full((32,), tiny_model.mask_id)
-    greedy = final_state(sample(tiny_model, canvas, num_steps=8, temperature=0)).tokens
-    top1 = final_state(sample(tiny_model, canvas, num_steps=8, temperature=1.0, top_k=1, seed=5)).tokens
+    greedy = final_state(sample(tiny_model, canvas, PLAIN, num_steps=8, temperature=0)).tokens
+    top1 = final_state(sample(tiny_model, canvas, PLAIN, num_steps=8, temperature=1.0, top_k=1, seed=5)).tokens
     assert torch.equal(greedy, top1)
 
 
 def test_threshold_mode_can_finish_in_fewer_steps(tiny_model):
     canvas = torch.full((40,), tiny_model.mask_id)
     # a threshold every candidate clears reveals everything at the first step
-    states = list(sample(tiny_model, canvas, num_steps=20, threshold=1e-9, seed=0))
+    states = list(sample(tiny_model, canvas, PLAIN, num_steps=20, threshold=1e-9, seed=0))
     assert len(states) == 2 and states[-1].done and states[-1].num_forward_passes == 1
     # an unreachable threshold falls back to the schedule, at least one per step
-    states = list(sample(tiny_model, canvas, num_steps=20, threshold=1.0, seed=0))
+    states = list(sample(tiny_model, canvas, PLAIN, num_steps=20, threshold=1.0, seed=0))
     assert len(states) == 21 and states[-1].done
 
 
 def test_batched_canvases(tiny_model):
     canvas = torch.stack([canvas_with_holes(tiny_model, seed=s) for s in range(3)])
-    state = final_state(sample(tiny_model, canvas, num_steps=7, seed=0))
+    state = final_state(sample(tiny_model, canvas, PLAIN, num_steps=7, seed=0))
     assert state.tokens.shape == (3, 40) and state.done
     given = canvas != tiny_model.mask_id
     assert torch.equal(state.tokens[given], canvas[given])
@@ -153,14 +158,14 @@ def test_string_api(tiny_model):
 
 
 def test_string_api_uses_the_recommended_settings_unless_overridden(tiny_model):
-    assert DEFAULT_SAMPLING["remask_ratio"] > 0  # so remasking shows whether the defaults were applied
+    assert SamplerOptions().remask_ratio > 0  # so remasking shows whether the defaults were applied
     by_default = list(tiny_model.stream("_" * 40, num_steps=8, seed=0))
     assert len(by_default) == 9 and any(state.remasked.any() for state in by_default)
     overridden = list(tiny_model.stream("_" * 40, num_steps=8, seed=0, remask_ratio=0.0))
     assert not any(state.remasked.any() for state in overridden)
     canvas = torch.full((40,), tiny_model.mask_id)
     assert tiny_model.generate(40, seed=3) == tiny_model.tokenizer.decode(
-        final_state(sample(tiny_model, canvas, seed=3, **DEFAULT_SAMPLING)).tokens[0]
+        final_state(sample(tiny_model, canvas, SamplerOptions(), seed=3)).tokens[0]
     )
 
 
@@ -171,7 +176,7 @@ def first_reveal_frequencies(confidences, order_temperature, rows=20000):
     probs = torch.cat([top, ((1 - top) / 9).expand(rows, T, 9)], dim=-1)  # greedy candidate: char 0, prob top
     logits = probs.log()
     tokens = torch.full((rows, T), 10)
-    options = SamplerOptions(order="confidence", temperature=0.0, order_temperature=order_temperature)
+    options = SamplerOptions.plain(order="confidence", temperature=0.0, order_temperature=order_temperature)
     generator = torch.Generator().manual_seed(0)
     eligible = torch.ones(rows, T, dtype=torch.bool)
     _, revealed, _ = denoise_step(logits, tokens, eligible, torch.ones(rows, dtype=torch.long), options, generator)
@@ -193,7 +198,7 @@ def test_order_temperature_draws_positions_in_proportion_to_confidence():
 def test_order_temperature_still_fills_every_mask_and_keeps_given(tiny_model):
     canvas = canvas_with_holes(tiny_model)
     for order in ORDERS:
-        state = final_state(sample(tiny_model, canvas, num_steps=8, order=order, order_temperature=0.5, seed=1))
+        state = final_state(sample(tiny_model, canvas, PLAIN, num_steps=8, order=order, order_temperature=0.5, seed=1))
         assert not state.is_masked.any()
         given = canvas != tiny_model.mask_id
         assert torch.equal(state.tokens[0][given], canvas[given])
@@ -204,7 +209,7 @@ def test_remasking_redraws_the_least_confident_and_still_finishes(tiny_model, bl
     canvas = canvas_with_holes(tiny_model, length=60)
     given = canvas != tiny_model.mask_id
     options = dict(num_steps=10, remask_ratio=0.5, block_length=block_length, seed=0)
-    states = list(sample(tiny_model, canvas, **options))
+    states = list(sample(tiny_model, canvas, PLAIN, **options))
     assert len(states) == 11 and states[-1].num_forward_passes == 10 and states[-1].done
     assert sum(int(s.remasked.sum()) for s in states) > 0 and not states[-1].remasked.any()
     for before, after in itertools.pairwise(states):
@@ -220,7 +225,9 @@ def test_remasking_redraws_the_least_confident_and_still_finishes(tiny_model, bl
             if kept.any():
                 assert before.confidence[0][remasked].max() <= before.confidence[0][kept].min()
         assert after.confidence[0][after.is_masked[0]].isnan().all()
-    assert not any(s.remasked.any() for s in sample(tiny_model, canvas, num_steps=10, seed=0))  # off by default
+    assert not any(
+        s.remasked.any() for s in sample(tiny_model, canvas, PLAIN, num_steps=10, seed=0)
+    )  # off in the plain core
 
 
 @pytest.mark.parametrize("order", ["confidence", "margin"])
@@ -231,7 +238,7 @@ def test_prior_weight_reveals_a_rare_character_that_context_made_likely_first(or
     tokens, eligible, one = torch.full((1, 2), 3), torch.ones(1, 2, dtype=torch.bool), torch.ones(1, dtype=torch.long)
 
     def first_revealed(prior_weight):
-        options = SamplerOptions(order=order, temperature=0.0, prior_weight=prior_weight)
+        options = SamplerOptions.plain(order=order, temperature=0.0, prior_weight=prior_weight)
         generator = torch.Generator().manual_seed(0)
         _, revealed, _ = denoise_step(probs.log(), tokens, eligible, one, options, generator, log_prior)
         return revealed[0].nonzero().item()
@@ -257,7 +264,7 @@ def test_the_prior_comes_from_the_first_step_in_free_generation_else_from_one_ex
     monkeypatch.setattr(sampler, "denoise_step", lambda *args: priors.append(args[-1]) or real_step(*args))
     monkeypatch.setattr(tiny_model, "forward", lambda x, t: forward_rows.append(x.size(0)) or real_forward(x, t))
     canvas = canvas_with_holes(tiny_model) if holes else torch.full((40,), tiny_model.mask_id)
-    final_state(sample(tiny_model, torch.stack([canvas, canvas]), num_steps=4, prior_weight=0.5, seed=0))
+    final_state(sample(tiny_model, torch.stack([canvas, canvas]), PLAIN, num_steps=4, prior_weight=0.5, seed=0))
     expected = character_log_prior(tiny_model, 40, torch.device("cpu"))
     assert all(torch.allclose(prior, expected, atol=1e-5) for prior in priors) and len(priors) == 4
     assert forward_rows[: 1 + holes] == ([1, 2] if holes else [2])  # the extra one-row pass only with holes
@@ -267,7 +274,7 @@ def test_the_prior_comes_from_the_first_step_in_free_generation_else_from_one_ex
 def test_prior_weight_fills_every_mask(tiny_model, order):
     canvas = canvas_with_holes(tiny_model)
     given = canvas != tiny_model.mask_id
-    state = final_state(sample(tiny_model, canvas, num_steps=8, order=order, prior_weight=0.5, seed=0))
+    state = final_state(sample(tiny_model, canvas, PLAIN, num_steps=8, order=order, prior_weight=0.5, seed=0))
     assert state.done and torch.equal(state.tokens[0][given], canvas[given])
     assert state.num_forward_passes == 8  # the prior's pass is not a denoising step's
 
@@ -275,8 +282,8 @@ def test_prior_weight_fills_every_mask(tiny_model, order):
 @pytest.mark.parametrize("order", ["random", "left_to_right"])
 def test_orders_without_scores_ignore_prior_weight(tiny_model, order):
     canvas = canvas_with_holes(tiny_model)
-    plain = final_state(sample(tiny_model, canvas, num_steps=8, order=order, seed=0))
-    weighted = final_state(sample(tiny_model, canvas, num_steps=8, order=order, prior_weight=0.5, seed=0))
+    plain = final_state(sample(tiny_model, canvas, PLAIN, num_steps=8, order=order, seed=0))
+    weighted = final_state(sample(tiny_model, canvas, PLAIN, num_steps=8, order=order, prior_weight=0.5, seed=0))
     assert torch.equal(plain.tokens, weighted.tokens)
 
 
@@ -286,7 +293,7 @@ def test_spacing_picks_best_first_ruling_out_neighbours_then_fills_the_step():
     tokens, eligible = torch.full((1, 5), 3), torch.ones(1, 5, dtype=torch.bool)
 
     def revealed(count, spacing, eligible=eligible):
-        options = SamplerOptions(temperature=0.0, spacing=spacing)
+        options = SamplerOptions.plain(temperature=0.0, spacing=spacing)
         generator = torch.Generator().manual_seed(0)
         _, revealed, _ = denoise_step(logits, tokens, eligible, torch.tensor([count]), options, generator)
         return revealed[0].nonzero()[:, 0].tolist()
@@ -304,7 +311,7 @@ def test_spacing_picks_best_first_ruling_out_neighbours_then_fills_the_step():
 def test_spacing_still_fills_every_mask_and_keeps_given(tiny_model, order):
     canvas = canvas_with_holes(tiny_model)
     given = canvas != tiny_model.mask_id
-    states = list(sample(tiny_model, canvas, num_steps=8, order=order, spacing=2, seed=0))
+    states = list(sample(tiny_model, canvas, PLAIN, num_steps=8, order=order, spacing=2, seed=0))
     assert states[-1].done and states[-1].num_forward_passes == 8
     assert torch.equal(states[-1].tokens[0][given], canvas[given])
     assert torch.equal(torch.stack([s.revealed[0] for s in states]).sum(dim=0), (~given).long())
@@ -340,21 +347,21 @@ BAD_OPTIONS = [
 @pytest.mark.parametrize("options,message", BAD_OPTIONS)
 def test_bad_options_raise_clear_errors(tiny_model, options, message):
     with pytest.raises(ValueError, match=message):
-        sample(tiny_model, torch.full((40,), tiny_model.mask_id), **options)
+        sample(tiny_model, torch.full((40,), tiny_model.mask_id), PLAIN, **options)
 
 
 def test_bad_canvases_and_strings(tiny_model):
     mask_id = tiny_model.mask_id
     with pytest.raises(ValueError, match="block_size"):
-        sample(tiny_model, torch.full((tiny_model.block_size + 1,), mask_id))
+        sample(tiny_model, torch.full((tiny_model.block_size + 1,), mask_id), PLAIN)
     with pytest.raises(ValueError, match="block_size"):
         tiny_model.generate(tiny_model.block_size + 1)
     with pytest.raises(ValueError, match="block_size"):
         tiny_model.complete("to be", tiny_model.block_size)
     with pytest.raises(ValueError, match="no masked position"):
-        sample(tiny_model, torch.zeros(5, dtype=torch.long))
+        sample(tiny_model, torch.zeros(5, dtype=torch.long), PLAIN)
     with pytest.raises(ValueError, match="ids must lie"):
-        sample(tiny_model, torch.full((5,), mask_id + 1))
+        sample(tiny_model, torch.full((5,), mask_id + 1), PLAIN)
     with pytest.raises(ValueError, match="length must be"):
         tiny_model.complete("to be", 0)
     with pytest.raises(ValueError, match="outside the model's vocabulary: 'Z', 'é'"):
@@ -364,4 +371,50 @@ def test_bad_canvases_and_strings(tiny_model):
     with pytest.raises(ValueError, match="empty"):
         tiny_model.infill("")
     with pytest.raises(ValueError, match="single character"):
-        text_to_canvas(tiny_model.tokenizer, "to __", blank="__")
+        text_to_canvas(tiny_model, "to __", blank="__")
+
+
+def test_the_default_options_are_the_studys_recommendation_and_plain_turns_every_option_off():
+    recommended = dict(
+        num_steps=64, order="confidence", temperature=1.0, order_temperature=0.25, prior_weight=0.35, remask_ratio=0.75
+    )
+    assert SamplerOptions() == SamplerOptions(**recommended, spacing=1)
+    plain = SamplerOptions.plain()
+    assert all(getattr(plain, name) == 0 for name in REVEAL_RULE_OPTIONS)
+    assert plain.top_k is plain.top_p is plain.block_length is plain.threshold is None
+    assert (plain.schedule, plain.reveal_counts) == ("linear", "exact")
+    assert SamplerOptions.plain(num_steps=8) == dataclasses.replace(plain, num_steps=8)
+
+
+def test_every_option_is_documented_in_the_one_table():
+    assert list(OPTION_SPECS) == [f.name for f in dataclasses.fields(SamplerOptions)]
+    for name, spec in OPTION_SPECS.items():
+        default = getattr(SamplerOptions(), name)
+        assert spec.label and spec.accepts.test(default), name
+        assert spec.accepts.kind in (int, float, str)
+        if spec.slider is not None:
+            low, high, step = spec.slider
+            shown = spec.off if default is None else default
+            assert low <= shown <= (high or 256) and step > 0, name
+            assert spec.off is not None or not spec.accepts.test(None), name  # a slider shows None as `off`
+
+
+@pytest.mark.parametrize("call", ["sample", "replace", "string API"])
+def test_unknown_option_names_are_refused_by_name(tiny_model, call):
+    canvas = torch.full((10,), tiny_model.mask_id)
+    with pytest.raises(ValueError, match="unknown sampler option remask_rate; the options are num_steps, "):
+        if call == "sample":
+            sample(tiny_model, canvas, remask_rate=0.5)
+        elif call == "replace":
+            SamplerOptions().replace(remask_rate=0.5)
+        else:
+            tiny_model.generate(10, remask_rate=0.5)
+    with pytest.raises(TypeError, match="options must be a SamplerOptions"):
+        sample(tiny_model, canvas, 8)
+
+
+def test_options_and_overrides_combine(tiny_model):
+    canvas = torch.full((30,), tiny_model.mask_id)
+    by_name = final_state(sample(tiny_model, canvas, PLAIN, num_steps=5, order="margin", seed=2))
+    built = final_state(sample(tiny_model, canvas, SamplerOptions.plain(num_steps=5, order="margin"), seed=2))
+    assert torch.equal(by_name.tokens, built.tokens) and by_name.num_steps == 5
