@@ -51,6 +51,10 @@ def training_curve_figure(history: dict) -> Figure:
     if history.get("val"):
         val = history["val"]
         ax.plot([h["tokens"] / 1e6 for h in val], [h["nelbo"] for h in val], marker="o", label="validation NELBO")
+        averaged = [h for h in val if "nelbo_ema" in h]  # runs with an EMA of the weights score both
+        if averaged:
+            tokens, nelbo = [h["tokens"] / 1e6 for h in averaged], [h["nelbo_ema"] for h in averaged]
+            ax.plot(tokens, nelbo, marker=".", label="validation NELBO, EMA weights")
     ax.set(xlabel="tokens seen (millions)", ylabel="nats per character", title="Training")
     ax.grid(alpha=0.3)
     ax.legend()

@@ -22,15 +22,12 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import torch
 
 from mdlm_hf import MDLM, ElboResult, elbo
 from mdlm_hf.data import read_text, split_text
 from mdlm_hf.metrics import save_word_list
+from mdlm_hf.plots import training_curve_figure
 from training.evaluate import evaluate_model, plot_accuracy
 from training.train import load_checkpoint
 
@@ -47,31 +44,6 @@ EXPORT_FILES = (
     "training_curve.png",
     "words.txt",
 )
-
-
-def plot_training_curve(history: dict, path: Path) -> None:
-    """Training loss and validation NELBO against tokens seen."""
-    fig, ax = plt.subplots(figsize=(7, 4))
-    if history.get("train"):
-        ax.plot(
-            [h["tokens"] / 1e6 for h in history["train"]],
-            [h["loss"] for h in history["train"]],
-            alpha=0.5,
-            label="training loss (one batch)",
-        )
-    if history.get("val"):
-        ax.plot(
-            [h["tokens"] / 1e6 for h in history["val"]],
-            [h["nelbo"] for h in history["val"]],
-            marker="o",
-            label="validation NELBO",
-        )
-    ax.set(xlabel="tokens seen (millions)", ylabel="nats per character", title="Training")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def hardware_description() -> str:
@@ -271,7 +243,7 @@ def export_model(
         write_weights(model, staging, report["weights_dtype"])
         save_word_list(train_text, staging / "words.txt")
         plot_accuracy(report["accuracy_by_mask_ratio"], staging / "accuracy_vs_mask_ratio.png")
-        plot_training_curve(history, staging / "training_curve.png")
+        training_curve_figure(history).savefig(staging / "training_curve.png", dpi=120)
         for attachment in attachments:  # the images the card's recipe section shows
             shutil.copyfile(attachment, staging / Path(attachment).name)
         facts = {k: run.get(k) for k in ("step", "tokens_seen", "wall_time")}
