@@ -89,6 +89,58 @@ class SelfAttention(nn.Module):
 
 MLP_KINDS = ("gelu", "relu2", "swiglu")
 NORM_KINDS = ("layernorm", "rmsnorm")
+# bounds on a config, so a malformed or hostile config.json is refused before anything is allocated
+CONFIG_LIMITS = {"n_layer": 64, "n_head": 8192, "n_embd": 8192, "block_size": 65536}
+MAX_VALUES = 2**30  # parameters and position tables together: 4 GiB in fp32
+
+
+def mlp_hidden(n_embd: int, kind: str) -> int:
+    """SwiGLU has two input matrices, so its hidden width is 2/3 of 4*C to keep the parameter count."""
+    return 64 * math.ceil(8 * n_embd / 3 / 64) if kind == "swiglu" else 4 * n_embd
+
+
+def check_config(
+    vocab: object,
+    n_layer: object,
+    n_head: object,
+    n_embd: object,
+    block_size: object,
+    dropout: object,
+    position_encoding: object,
+    time_conditioning: object,
+    norm: object,
+    mlp: object,
+    qk_norm: object,
+) -> None:
+    """Raises ValueError naming the first field of an MDLM config of the wrong type or outside its bounds."""
+    if not isinstance(vocab, str) or not vocab:
+        raise ValueError(f"vocab must be a non-empty string of distinct characters, got {type(vocab).__name__}")
+    for name, value in (("n_layer", n_layer), ("n_head", n_head), ("n_embd", n_embd), ("block_size", block_size)):
+        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= CONFIG_LIMITS[name]:
+            raise ValueError(f"{name} must be an integer in [1, {CONFIG_LIMITS[name]}], got {value!r}")
+    if not isinstance(dropout, (int, float)) or isinstance(dropout, bool) or not 0.0 <= dropout < 1.0:
+        raise ValueError(f"dropout must be a number in [0, 1), got {dropout!r}")
+    for name, value, choices in (
+        ("position_encoding", position_encoding, ("rope", "learned")),
+        ("norm", norm, NORM_KINDS),
+        ("mlp", mlp, MLP_KINDS),
+    ):
+        if not isinstance(value, str) or value not in choices:
+            raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    for name, value in (("time_conditioning", time_conditioning), ("qk_norm", qk_norm)):
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be true or false, got {value!r}")
+    if n_embd % n_head != 0 or (n_embd // n_head) % 2 != 0:
+        raise ValueError(f"n_embd ({n_embd}) must split into n_head ({n_head}) heads of even size")
+    hidden = mlp_hidden(n_embd, mlp)
+    per_block = 4 * n_embd * n_embd + (3 if mlp == "swiglu" else 2) * hidden * n_embd
+    tables = (len(vocab) + 1) * n_embd + block_size * (n_embd if position_encoding == "learned" else n_embd // n_head)
+    values = n_layer * per_block + tables + (n_embd * n_embd if time_conditioning else 0)
+    if values > MAX_VALUES:
+        raise ValueError(
+            f"n_layer {n_layer}, n_embd {n_embd}, block_size {block_size} and a vocab of {len(vocab)} describe "
+            f"about {values:,} weights, more than the {MAX_VALUES:,} an mdlm_hf model may have"
+        )
 
 
 class MLP(nn.Module):
@@ -97,8 +149,7 @@ class MLP(nn.Module):
     def __init__(self, n_embd: int, dropout: float, kind: str = "gelu") -> None:
         super().__init__()
         self.kind = kind
-        # SwiGLU has two input matrices, so its hidden width is 2/3 of 4*C to keep the parameter count
-        hidden = 64 * math.ceil(8 * n_embd / 3 / 64) if kind == "swiglu" else 4 * n_embd
+        hidden = mlp_hidden(n_embd, kind)
         self.fc = nn.Linear(n_embd, 2 * hidden if kind == "swiglu" else hidden, bias=False)
         self.proj = nn.Linear(hidden, n_embd, bias=False)
         self.proj.is_residual_projection = True
@@ -179,6 +230,7 @@ class MDLM(
       mlp                "gelu", "relu2" (squared ReLU) or "swiglu", all at about 8*C^2 parameters
       qk_norm            RMS-normalise queries and keys per head before RoPE
     The last three default to the first shipped model's choices, so older config.json files load as saved.
+    A config of the wrong types or beyond CONFIG_LIMITS / MAX_VALUES is a ValueError naming the field.
     """
 
     def __init__(
@@ -196,14 +248,19 @@ class MDLM(
         qk_norm: bool = False,
     ) -> None:
         super().__init__()
-        if n_embd % n_head != 0 or (n_embd // n_head) % 2 != 0:
-            raise ValueError(f"n_embd ({n_embd}) must split into n_head ({n_head}) heads of even size")
-        if position_encoding not in ("rope", "learned"):
-            raise ValueError(f"position_encoding must be 'rope' or 'learned', got {position_encoding!r}")
-        if norm not in NORM_KINDS or mlp not in MLP_KINDS:
-            raise ValueError(f"norm must be one of {NORM_KINDS} and mlp one of {MLP_KINDS}, got {norm!r}, {mlp!r}")
-        if n_layer < 1 or block_size < 1 or not 0.0 <= dropout < 1.0:
-            raise ValueError("n_layer and block_size must be >= 1 and dropout in [0, 1)")
+        check_config(
+            vocab,
+            n_layer,
+            n_head,
+            n_embd,
+            block_size,
+            dropout,
+            position_encoding,
+            time_conditioning,
+            norm,
+            mlp,
+            qk_norm,
+        )
         self.tokenizer = CharTokenizer(vocab)
         self.mask_id = self.tokenizer.mask_id
         self.vocab_size = self.tokenizer.vocab_size
@@ -318,7 +375,7 @@ class MDLM(
 
 def load_weights(model: MDLM, model_file: str, device: str = "cpu") -> MDLM:
     """Loads a safetensors file into `model` (tied weights stored under either name), in eval mode; a ValueError
-    names every tensor that is missing, unexpected or of the wrong shape."""
+    names every tensor that is missing, unexpected or of the wrong shape, or the first holding NaN or infinity."""
     try:
         missing, unexpected = safetensors.torch.load_model(model, model_file, strict=False, device=device)
     except safetensors.SafetensorError as error:  # truncated or garbled file
@@ -331,6 +388,9 @@ def load_weights(model: MDLM, model_file: str, device: str = "cpu") -> MDLM:
             f"weights in {model_file} do not match config.json: "
             f"missing {sorted(missing) or 'none'}; unexpected {sorted(unexpected) or 'none'}"
         )
+    for name, tensor in model.state_dict().items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise ValueError(f"{model_file} holds non-finite values in {name}")
     return model.eval()
 
 

@@ -107,10 +107,50 @@ def test_block_options_round_trip_and_older_configs_load_as_saved(options, tmp_p
 
 @pytest.mark.parametrize("kwargs", [dict(norm="batchnorm"), dict(mlp="tanh")])
 def test_unknown_block_options_are_refused(kwargs):
-    with pytest.raises(ValueError, match="norm must be one of"):
+    with pytest.raises(ValueError, match=f"{next(iter(kwargs))} must be one of"):
         MDLM("abc", n_layer=1, n_head=2, n_embd=32, **kwargs)
 
 
 def test_the_package_needs_neither_matplotlib_nor_gradio():
     code = "import sys, mdlm_hf, mdlm_hf.plots; assert not {'matplotlib', 'gradio'} & set(sys.modules), sys.modules"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).returncode == 0
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("n_layer", "6"),
+        ("n_head", 4.0),
+        ("dropout", None),
+        ("n_embd", -32),
+        ("block_size", 0),
+        ("n_layer", 1000000),  # refused before anything is allocated
+        ("n_embd", 10**6),
+        ("qk_norm", "yes"),
+        ("mlp", 3),
+    ],
+)
+def test_config_fields_of_the_wrong_type_or_size_are_refused_by_name(tiny_model, tmp_path, field, value):
+    tiny_model.save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    config[field] = value
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=f"^{field} must be"):
+        MDLM.from_pretrained(tmp_path)
+
+
+def test_a_config_too_large_in_total_is_refused():
+    # every field within its bounds, the whole beyond what a character model may allocate
+    with pytest.raises(ValueError, match="describe about .* weights, more than"):
+        MDLM("abc", n_layer=64, n_head=64, n_embd=8192, block_size=256)
+
+
+def test_non_finite_weights_are_refused_at_load(tiny_model, tmp_path):
+    import safetensors.torch
+
+    tiny_model.save_pretrained(tmp_path)
+    weights = safetensors.torch.load_file(tmp_path / "model.safetensors")
+    weights["blocks.1.mlp.fc.weight"][0, 0] = float("nan")
+    safetensors.torch.save_file(weights, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(ValueError, match="model.safetensors holds non-finite values in blocks.1.mlp.fc.weight"):
+        MDLM.from_pretrained(tmp_path)
