@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from mdlm_hf.model import MDLM
 from mdlm_hf.pipeline import prompt_canvas, text_to_canvas
 from mdlm_hf.sampler import OPTION_SPECS, SamplerOptions, sample
 
 FLAG_ALIASES = {"num_steps": ("--steps",)}  # the shorter flags the CLI has always had
+# the shipped model, where a checkout of the repository has it (whatever the current directory)
+DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "pretrained" / "mdlm-shakespeare-char"
 
 
 def add_option_flags(parser: argparse.ArgumentParser) -> None:
@@ -32,7 +35,9 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m mdlm_hf", description=__doc__)
-    parser.add_argument("--model", default="pretrained/mdlm-shakespeare-char", help="local directory or Hub repo id")
+    parser.add_argument(
+        "--model", default=None, help=f"local directory or Hub repo id (default: the shipped model, {DEFAULT_MODEL})"
+    )
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--prompt", default="", help="text kept fixed at the start")
     what.add_argument("--template", default=None, help="text whose '_' characters are filled in")
@@ -41,9 +46,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--show-steps", action="store_true", help="print every intermediate canvas")
     add_option_flags(parser)
     args = parser.parse_args(argv)
+    if args.template is None and args.length < 1:
+        parser.error(f"--length must be >= 1, got {args.length}")
+    if args.seed is not None and not 0 <= args.seed < 2**63:
+        parser.error(f"--seed must be in [0, 2**63), got {args.seed}")
     overrides = {name: OPTION_SPECS[name].parse(value) for name, value in vars(args).items() if name in OPTION_SPECS}
+    if args.model is None and not DEFAULT_MODEL.is_dir():
+        sys.exit(
+            f"error: no --model given and the default model directory {DEFAULT_MODEL} does not exist; "
+            "pass --model DIR_OR_REPO_ID"
+        )
     try:
-        model = MDLM.from_pretrained(args.model)
+        model = MDLM.from_pretrained(args.model or DEFAULT_MODEL)
         if args.template is not None:
             canvas = text_to_canvas(model, args.template)
         else:

@@ -16,8 +16,15 @@ import torch.nn as nn
 from mdlm_hf.sampler import SamplerOptions, SamplerState, check_length, final_state, sample
 
 
+def check_text(value: object, name: str) -> None:
+    """A ValueError naming the argument when a prompt or template is not a string."""
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a string, got {type(value).__name__} {value!r}")
+
+
 def text_to_canvas(model: nn.Module, text: str, blank: str = "_") -> torch.Tensor:
     """Encodes `text`, turning each `blank` character into [MASK]; (T,) ids."""
+    check_text(text, "template")
     if not isinstance(blank, str) or len(blank) != 1:
         raise ValueError(f"blank must be a single character, got {blank!r}")
     if not text:
@@ -33,6 +40,7 @@ def text_to_canvas(model: nn.Module, text: str, blank: str = "_") -> torch.Tenso
 
 def prompt_canvas(model: nn.Module, prompt: str, length: int) -> torch.Tensor:
     """The prompt's ids followed by `length` masks; (T,) ids."""
+    check_text(prompt, "prompt")
     if not isinstance(length, int) or isinstance(length, bool) or length < 1:
         raise ValueError(f"length must be an integer >= 1, got {length!r}")
     check_length(len(prompt) + length, model.block_size, "prompt + length")

@@ -24,6 +24,9 @@ SCORED_ORDERS = ("confidence", "margin", "entropy")  # orders that rank position
 REVEAL_RULE_OPTIONS = ("order_temperature", "prior_weight", "remask_ratio", "spacing")
 SCHEDULES = ("linear", "cosine")
 REVEAL_COUNTS = ("exact", "binomial")
+# temperature and order_temperature below this act as 0 (greedy, strict order): dividing scores by a tinier one
+# overflows float64 and turns the draw into garbage
+GREEDY_BELOW = 1e-3
 
 
 @dataclass
@@ -125,21 +128,22 @@ class SamplerOptions:
     real text's): the prior weight brings them back, remasking and spacing pay for it in words.
     """
 
-    # denoising steps; with exact reveal counts never more than the masks (more would only repeat forward passes)
+    # denoising steps; never more than the masks (more would only repeat forward passes or draw nothing)
     num_steps: int = option(64, integer(1), "Denoising steps", slider=(1, None, 1))
     # which masked positions are revealed first: confidence (the candidate's probability), margin (top1 - top2),
     # entropy (lowest first), random, left_to_right; confidence wins at every step count in the study
     order: str = option("confidence", one_of(ORDERS), "Reveal order")
-    # of the character drawn at each position: 0 = greedy argmax; otherwise Gumbel-max sampling in float64
-    # (1.0 beats 0.7 in the study)
+    # of the character drawn at each position: 0 = greedy argmax (so is anything below GREEDY_BELOW, 1e-3);
+    # otherwise Gumbel-max sampling in float64 (1.0 beats 0.7 in the study)
     temperature: float = option(1.0, non_negative(), "Temperature (0 = greedy)", slider=(0, 2, 0.05))
     # draw each character among the k most probable only; None = all
     top_k: int | None = option(None, optional(integer(1)), "Top-k (draw among the k most probable characters)")
     # draw each character among the most probable ones that together hold this probability; None = all
     top_p: float | None = option(None, optional(positive_fraction()), "Top-p", slider=(0.05, 1, 0.05), off=1.0)
-    # 0 = follow the order strictly; > 0 = draw the positions to reveal with probability proportional to
-    # exp(score / order_temperature) (confidence^(1 / order_temperature) for confidence order), trading the
-    # order's greed for the diversity of random order; 0.25 beats the strict order from 32 steps on
+    # 0 = follow the order strictly (so does anything below GREEDY_BELOW, 1e-3); above = draw the positions to
+    # reveal with probability proportional to exp(score / order_temperature) (confidence^(1 / order_temperature) for
+    # confidence order), trading the order's greed for the diversity of random order; 0.25 beats the strict order
+    # from 32 steps on
     order_temperature: float = option(
         0.25,
         non_negative(),
@@ -220,6 +224,12 @@ STUDIED_OPTIONS = ("num_steps", "order", "temperature", *REVEAL_RULE_OPTIONS)
 DEFAULT_SAMPLING = {name: getattr(SamplerOptions(), name) for name in STUDIED_OPTIONS}
 
 
+def check_seed(seed: object) -> None:
+    """The one check of a sampling seed: an integer in [0, 2**63) (torch's generators take no other)."""
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**63:
+        raise ValueError(f"seed must be an integer in [0, 2**63), got {seed!r}")
+
+
 def check_length(length: int, block_size: int, what: str = "canvas") -> None:
     """The one check of a canvas's length against the model's block_size."""
     if length > block_size:
@@ -254,7 +264,7 @@ def gumbel_noise(like: torch.Tensor, generator: torch.Generator) -> torch.Tensor
 
 def candidate_tokens(logits: torch.Tensor, options: SamplerOptions, generator: torch.Generator) -> torch.Tensor:
     """Draws one candidate character per position (B, T) from temperature / top-k / top-p filtered logits."""
-    if options.temperature == 0:
+    if options.temperature < GREEDY_BELOW:  # 0, or so close that the division would overflow
         return logits.argmax(dim=-1)
     scaled = logits.double() / options.temperature  # float64: Gumbel noise on tiny probabilities stays exact
     if options.top_k is not None and options.top_k < scaled.size(-1):
@@ -335,7 +345,7 @@ def denoise_step(
         # candidate by how far the context lifted it above its prior restores them (1 = pointwise mutual
         # information)
         scores = scores - options.prior_weight * log_prior.to(scores.dtype)[candidates]
-    if options.order_temperature > 0:
+    if options.order_temperature >= GREEDY_BELOW:
         # Gumbel-top-k: the k highest perturbed scores are k draws without replacement, each position
         # chosen with probability proportional to exp(score / order_temperature); 0 keeps the strict order
         scores = scores.double() / options.order_temperature + gumbel_noise(scores, generator)
@@ -389,8 +399,8 @@ def _block_plan(
     plan = []
     for i, block in enumerate(blocks):
         steps = num_steps // len(blocks) + (1 if i < num_steps % len(blocks) else 0)
-        if reveal_counts == "exact":  # more steps than masks would only repeat forward passes
-            steps = min(steps, int(is_masked[:, block].sum(dim=1).max()))
+        # more steps than masks would only repeat forward passes (exact) or draw nothing most steps (binomial)
+        steps = min(steps, int(is_masked[:, block].sum(dim=1).max()))
         plan.append((block, steps))
     return plan
 
@@ -407,7 +417,8 @@ def sample(
     """Fills the [MASK] positions of `canvas` (T,) or (B, T); returns a generator of every state.
 
     `options` defaults to the study's recommendation, `SamplerOptions()`; `overrides` change single options by
-    name (`sample(model, canvas, num_steps=8)`). `seed` or `generator` is the single source of randomness.
+    name (`sample(model, canvas, num_steps=8)`). `seed` (an integer in [0, 2**63)) or `generator` is the single
+    source of randomness.
     """
     if options is not None and not isinstance(options, SamplerOptions):
         raise TypeError(f"options must be a SamplerOptions, got {options!r}; change single options by name")
@@ -422,6 +433,10 @@ def sample(
     is_masked = canvas == model.mask_id
     if not is_masked.any():
         raise ValueError("canvas has no masked position: nothing to fill")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator, got {generator!r}")
+    if seed is not None:
+        check_seed(seed)
     if generator is None:
         generator = torch.Generator()
         generator.manual_seed(seed) if seed is not None else generator.seed()

@@ -58,3 +58,19 @@ def test_flags_take_the_off_values_the_app_shows(tiny_model, tmp_path, capsys):
     plain = capsys.readouterr().out
     main([*common, "--block-length", "0", "--top-p", "1"])  # 0 and 1 switch these options off
     assert capsys.readouterr().out == plain and len(plain) == 13
+
+
+def test_length_below_one_is_refused_before_loading(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["--model", str(tmp_path / "never-loaded"), "--length", "0"])
+    assert "--length must be >= 1" in capsys.readouterr().err
+
+
+def test_the_default_model_is_named_when_missing(tmp_path, monkeypatch, capsys):
+    import mdlm_hf.__main__ as cli
+
+    monkeypatch.setattr(cli, "DEFAULT_MODEL", tmp_path / "pretrained" / "mdlm-shakespeare-char")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stopped:
+        main(["--length", "5"])
+    assert str(tmp_path / "pretrained" / "mdlm-shakespeare-char") in str(stopped.value)

@@ -12,6 +12,7 @@ from mdlm_hf.sampler import (
     REVEAL_RULE_OPTIONS,
     SCORED_ORDERS,
     SamplerOptions,
+    candidate_tokens,
     character_log_prior,
     denoise_step,
     final_state,
@@ -418,3 +419,42 @@ def test_options_and_overrides_combine(tiny_model):
     by_name = final_state(sample(tiny_model, canvas, PLAIN, num_steps=5, order="margin", seed=2))
     built = final_state(sample(tiny_model, canvas, SamplerOptions.plain(num_steps=5, order="margin"), seed=2))
     assert torch.equal(by_name.tokens, built.tokens) and by_name.num_steps == 5
+
+
+@pytest.mark.parametrize("name", ["temperature", "order_temperature"])
+def test_temperatures_below_the_floor_act_as_zero(tiny_model, name):
+    canvas = canvas_with_holes(tiny_model)
+
+    def filled(value):
+        return final_state(sample(tiny_model, canvas, SamplerOptions(), seed=0, **{name: value})).tokens
+
+    greedy = filled(0.0)
+    for tiny in (1e-308, 1e-5):  # dividing scores by the first overflows float64
+        assert torch.equal(filled(tiny), greedy)
+
+
+def test_a_tiny_temperature_draws_the_argmax_not_garbage():
+    logits = torch.tensor([[[3.0, 5.0, 4.0, -math.inf]]])  # divided by 1e-308, every finite logit overflows to inf
+    for tiny in (1e-308, 1e-5, 0.0):
+        drawn = candidate_tokens(logits, SamplerOptions(temperature=tiny), torch.Generator().manual_seed(0))
+        assert drawn.item() == 1
+
+
+def test_binomial_reveal_counts_clamp_steps_to_the_masks(tiny_model):
+    canvas = prompt_canvas(tiny_model, "to be", 4)
+    states = list(sample(tiny_model, canvas, PLAIN, num_steps=1000, reveal_counts="binomial", seed=0))
+    assert states[-1].num_steps == 4 and len(states) <= 5 and states[-1].done
+
+
+@pytest.mark.parametrize("seed", [1.5, "0", True, 2**64, 2**63, -1])
+def test_a_seed_that_is_not_an_int_in_range_is_named(tiny_model, seed):
+    with pytest.raises(ValueError, match="seed must be an integer in \\[0, 2\\*\\*63\\)"):
+        sample(tiny_model, prompt_canvas(tiny_model, "to", 3), seed=seed)
+
+
+@pytest.mark.parametrize("value", [None, 12, ["to be"]])
+def test_a_prompt_or_template_that_is_not_a_string_is_named(tiny_model, value):
+    with pytest.raises(ValueError, match="prompt must be a string"):
+        tiny_model.complete(value, 5)
+    with pytest.raises(ValueError, match="template must be a string"):
+        tiny_model.infill(value)
