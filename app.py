@@ -523,7 +523,12 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as error:  # one clear line instead of a traceback, whatever went wrong
         sys.exit(f"error: could not load the model from {args.model}: {error}")
     demo = build_demo(model, known_words)
-    demo.queue(default_concurrency_limit=8, max_size=64).launch(server_name=args.host, server_port=args.port)
+    try:
+        demo.queue(default_concurrency_limit=8, max_size=64).launch(server_name=args.host, server_port=args.port)
+    except OSError as error:  # above all, a port that another program holds
+        where = f"port {args.port}" if args.port else "gradio's default ports"
+        reason = str(error).split(". You can")[0]  # gradio's advice names launch()'s parameters, not our flags
+        sys.exit(f"error: could not serve the app on {where} ({reason}); is another program using it? pass --port N")
 
 
 if __name__ == "__main__":

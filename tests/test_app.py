@@ -262,3 +262,14 @@ def test_browser_generate_and_infill(server, tmp_path):
         finally:
             browser.close()
     assert (tmp_path / "generate.png").stat().st_size > 10_000
+
+
+def test_a_port_in_use_is_one_line(model_dir):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(SystemExit) as stopped:
+            app.main(["--model", str(model_dir), "--port", str(port)])
+    message = str(stopped.value)
+    assert message.startswith(f"error: could not serve the app on port {port}") and "\n" not in message
