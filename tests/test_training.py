@@ -1,5 +1,7 @@
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -11,7 +13,7 @@ import torch
 
 from mdlm_hf import MDLM
 from mdlm_hf.data import atomic_write_bytes
-from training import export, train
+from training import RunError, export, train
 from training.ema import EMA
 from training.optimizers import build_optimizers, parameter_groups
 
@@ -162,27 +164,27 @@ def test_export_carries_the_recipe_and_the_images_it_links(text_file, tmp_path):
     recipe = tmp_path / "notes" / "RECIPE.md"
     recipe.parent.mkdir()
     recipe.write_text("## Recipe\n![the study](../plots/study.png) and ![web](https://example.org/a.png)\n")
-    export.export_run(tmp_path / "run", tmp_path / "export", text_file, recipe_path=recipe)
+    export.export_run(tmp_path / "run", tmp_path / "export", text_file, recipe_path=recipe, recipe_root=tmp_path)
     card = (tmp_path / "export" / "README.md").read_text()
     assert "![the study](study.png)" in card and "![web](https://example.org/a.png)" in card
     assert (tmp_path / "export" / "study.png").read_bytes() == b"\x89PNG fake"
     recipe.write_text("![gone](../plots/missing.png)")
     with pytest.raises(ValueError, match="missing.png, which does not exist"):
-        export.export_run(tmp_path / "run", tmp_path / "export2", text_file, recipe_path=recipe)
+        export.export_run(tmp_path / "run", tmp_path / "export2", text_file, recipe_path=recipe, recipe_root=tmp_path)
     assert not (tmp_path / "export2").exists()
 
 
 def test_bad_arguments_give_clear_errors(tmp_path, text_file):
     with pytest.raises(ValueError, match="does not exist"):
-        run(tmp_path / "missing.txt", tmp_path / "a", "--max-steps", "1")
+        run(tmp_path / "missing.txt", tmp_path / "a", "--max-steps", "2")
     empty = tmp_path / "empty.txt"
     empty.write_text("  \n")
     with pytest.raises(ValueError, match="is empty"):
-        run(empty, tmp_path / "b", "--max-steps", "1")
+        run(empty, tmp_path / "b", "--max-steps", "2")
     short = tmp_path / "short.txt"
     short.write_text("just a few words")
     with pytest.raises(ValueError, match="too short for --block-size"):
-        run(short, tmp_path / "c", "--max-steps", "1")
+        run(short, tmp_path / "c", "--max-steps", "2")
     with pytest.raises(ValueError, match="no checkpoint"):
         run(text_file, tmp_path / "d", "--resume")
     with pytest.raises(SystemExit):
@@ -356,7 +358,8 @@ def test_ctrl_c_resume_is_bit_identical_to_an_uninterrupted_run(text_file, tmp_p
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=REPO_ROOT, text=True)
     try:
         assert "starting at step 0" in process.stdout.readline()
-        time.sleep(1.0)  # somewhere in the middle of a step
+        # the progress bar has moved: somewhere in the middle of a step (a fixed sleep can outlast 300 tiny steps)
+        process.stdout.read(200)
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=60) == 0
     finally:
@@ -367,3 +370,303 @@ def test_ctrl_c_resume_is_bit_identical_to_an_uninterrupted_run(text_file, tmp_p
     assert resumed["step"] == 300
     for name, weight in straight["model"].state_dict().items():
         assert torch.equal(weight, resumed["model"].state_dict()[name]), name
+
+
+def test_export_refuses_directories_it_would_destroy(text_file, tmp_path):
+    out = tmp_path / "run"
+    run(text_file, out, "--max-steps", "2")
+    run_files = sorted(p.name for p in out.iterdir())
+    with pytest.raises(ValueError, match="is the run's directory or holds it"):
+        export.export_run(out, out, text_file)
+    with pytest.raises(ValueError, match="is the run's directory or holds it"):
+        export.export_run(out, tmp_path, text_file)
+    users = tmp_path / "mine"
+    users.mkdir()
+    (users / "notes.txt").write_text("a user's file")
+    with pytest.raises(ValueError, match="not empty and not an earlier export \\(notes.txt\\)"):
+        export.export_run(out, users, text_file)
+    # train refuses before it trains, so a long run never ends in a refused export
+    with pytest.raises(ValueError, match="is the run's directory"):
+        run(text_file, tmp_path / "other", "--max-steps", "2", "--export-dir", str(tmp_path / "other"))
+    with pytest.raises(ValueError, match="not an earlier export"):
+        run(text_file, tmp_path / "third", "--max-steps", "2", "--export-dir", str(users))
+    assert not (tmp_path / "third").exists()
+    assert sorted(p.name for p in out.iterdir()) == run_files and (users / "notes.txt").read_text() == "a user's file"
+    # a new directory, and then that export again, are fine
+    export.export_run(out, tmp_path / "export", text_file, weights_dtype="float32")
+    (tmp_path / "export" / "study.png").write_bytes(b"\x89PNG fake")  # an image a recipe attached
+    export.export_run(out, tmp_path / "export", text_file, weights_dtype="float32")
+    assert sorted(p.name for p in (tmp_path / "export").iterdir()) == sorted(export.EXPORT_FILES)
+
+
+def test_export_recovers_from_a_swap_killed_half_way(text_file, tmp_path):
+    out, export_dir = tmp_path / "run", tmp_path / "export"
+    run(text_file, out, "--max-steps", "2")
+    export.export_run(out, export_dir, text_file, weights_dtype="float32")
+    # killed after the new export was renamed into place, before the previous one was deleted
+    leftover = tmp_path / ".export.old"
+    shutil.copytree(export_dir, leftover)
+    export.export_run(out, export_dir, text_file, weights_dtype="float32")
+    assert not leftover.exists() and sorted(p.name for p in export_dir.iterdir()) == sorted(export.EXPORT_FILES)
+    # killed between the two renames: only the previous export, under its temporary name
+    export_dir.rename(leftover)
+    export.export_run(out, export_dir, text_file, weights_dtype="float32")
+    assert not leftover.exists() and MDLM.from_pretrained(export_dir)
+
+
+FOREIGN_CHECKPOINTS = {
+    "no model_config": {"state_dict": {"w": torch.zeros(2)}},
+    "no optimizer state": {"model_config": {"vocab": "ab", "n_layer": 1, "n_head": 2, "n_embd": 8}, "model": {}},
+    "another program's config": {
+        "model_config": {"layers": 3},
+        "model": {},
+        **{k: [] for k in ("optimizers", "step", "tokens_seen", "wall_time", "best_val", "history", "rng")},
+    },
+}
+
+
+@pytest.mark.parametrize("kind", FOREIGN_CHECKPOINTS)
+def test_foreign_checkpoints_give_one_clear_error_in_resume_and_export(text_file, tmp_path, kind):
+    out = tmp_path / "run"
+    out.mkdir()
+    torch.save(FOREIGN_CHECKPOINTS[kind], out / "ckpt.pt")
+    with pytest.raises(ValueError, match="ckpt.pt") as resumed:
+        run(text_file, out, "--resume")
+    with pytest.raises(ValueError, match="ckpt.pt") as exported:
+        export.export_run(out, tmp_path / "export", text_file)
+    for error in (resumed.value, exported.value):
+        assert "\n" not in str(error)
+    command = ["--run-dir", str(out), "--export-dir", str(tmp_path / "export"), "--data", str(text_file)]
+    result = subprocess.run(
+        [sys.executable, "-m", "training.export", *command], capture_output=True, text=True, cwd=REPO_ROOT
+    )
+    assert result.returncode == 1 and result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
+
+
+def test_recipe_attaches_only_images_beside_or_below_it(tmp_path):
+    notes = tmp_path / "notes"
+    (notes / "plots").mkdir(parents=True)
+    (notes / "plots" / "study.png").write_bytes(b"\x89PNG fake")
+    (tmp_path / "secret.txt").write_text("password")
+    (tmp_path / "outside.png").write_bytes(b"\x89PNG fake")
+    (notes / "disguised.png").symlink_to(tmp_path / "secret.txt")
+    recipe = notes / "RECIPE.md"
+    recipe.write_text("![study](plots/study.png)")
+    text, images = export.recipe_with_images(recipe)
+    assert text == "![study](study.png)" and images == [(notes / "plots" / "study.png").resolve()]
+    for link, refusal in [
+        ("/etc/passwd", "only images by a relative path"),
+        ("../secret.txt", "only images \\("),
+        ("../outside.png", "outside .*: only images beside or below it"),
+        ("disguised.png", "only images \\("),
+    ]:
+        recipe.write_text(f"# Recipe\n![x]({link})\n")
+        with pytest.raises(ValueError, match=refusal):
+            export.recipe_with_images(recipe)
+    recipe.write_text("![x](../outside.png)")
+    assert export.recipe_with_images(recipe, image_root=tmp_path)[0] == "![x](outside.png)"
+
+
+def test_private_push_from_train_and_export(text_file, tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(export, "export_run", lambda *args, **kwargs: calls.append(kwargs))
+    repo = ["--export-dir", str(tmp_path / "export"), "--push-to-hub", "me/model", "--private"]
+    run(text_file, tmp_path / "run", "--max-steps", "2", *repo)
+    export.main(["--run-dir", str(tmp_path / "run"), "--data", str(text_file), *repo])
+    assert [c["private"] for c in calls] == [True, True]
+    with pytest.raises(SystemExit):
+        train.parse_args(["--private"])  # nothing to push
+
+    class FakeApi:
+        public = {"me/public"}
+
+        def __init__(self, token=None):
+            pass
+
+        def create_repo(self, repo_id, private=False, **kwargs):
+            calls.append(("create_repo", repo_id, private))
+
+        def repo_info(self, repo_id, **kwargs):
+            return type("Info", (), {"private": repo_id not in self.public})
+
+        def upload_folder(self, folder_path, repo_id, **kwargs):
+            calls.append(("upload_folder", repo_id))
+            return "https://huggingface.co/me/model/commit/abc"
+
+    import huggingface_hub
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
+    export_dir = tmp_path / "fake-export"
+    export_dir.mkdir()
+    for name in ("config.json", "model.safetensors", "README.md"):
+        (export_dir / name).write_text("{}")
+    calls.clear()
+    export.push_to_hub(export_dir, "me/model", private=True)
+    assert calls == [("create_repo", "me/model", True), ("upload_folder", "me/model")]
+    with pytest.raises(RunError, match="me/public exists and is public"):
+        export.push_to_hub(export_dir, "me/public", private=True)
+
+
+def test_push_without_network_or_credentials_is_one_line(tmp_path, monkeypatch, capsys):
+    class OfflineApi:
+        def __init__(self, token=None):
+            pass
+
+        def create_repo(self, *args, **kwargs):
+            raise ConnectionError("[Errno -2] Name or service not known\nmore detail")
+
+    import huggingface_hub
+
+    from training import push_to_hub
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", OfflineApi)
+    for name in ("config.json", "model.safetensors", "README.md"):
+        (tmp_path / name).write_text("{}")
+    with pytest.raises(SystemExit) as stopped:
+        push_to_hub.main([str(tmp_path), "me/model"])
+    message = str(stopped.value)
+    assert message.startswith("error: could not push to me/model (ConnectionError: [Errno -2]") and "\n" not in message
+    assert "`hf auth login`" in message and "hf auth login" in push_to_hub.__doc__
+    assert "huggingface-cli" not in push_to_hub.__doc__
+
+
+def test_missing_data_offline_is_one_line(tmp_path, monkeypatch):
+    import urllib.request
+
+    def offline(*args, **kwargs):
+        raise OSError("[Errno -3] Temporary failure in name resolution")
+
+    monkeypatch.setattr(train, "DEFAULT_DATA_CACHE", tmp_path / "cache" / "tinyshakespeare.txt")
+    monkeypatch.setattr(urllib.request, "urlopen", offline)
+    with pytest.raises(SystemExit) as stopped:
+        train.cli(["--out-dir", str(tmp_path / "run"), *TINY_ARGS])
+    message = str(stopped.value)
+    assert message.startswith("error: could not download TinyShakespeare") and "pass --data PATH" in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    "flags, words",
+    [
+        (["--eval-chars", "0"], "--eval-chars must be >= 1"),
+        (["--eval-samples", "0"], "--eval-samples must be >= 1"),
+        (["--max-minutes", "-1"], "--max-minutes must be a number >= 0"),
+        (["--save-minutes", "nan"], "--save-minutes must be a number >= 0"),
+        (["--weight-decay", "-0.1"], "--weight-decay must be a number >= 0"),
+        (["--warmup-steps", "-1"], "--warmup-steps must be >= 0"),
+        (["--muon-weight-decay", "-1"], "--muon-weight-decay must be a number >= 0"),
+        (["--lr", "0.001", "--min-lr", "0.01"], "--min-lr 0.01 is above --lr 0.001"),
+        (["--max-steps", "50", "--warmup-steps", "100"], "--max-steps 50 is below --warmup-steps 100"),
+        (["--lr", "0"], "--lr must be a number > 0"),
+        (["--muon-lr", "-0.02"], "--muon-lr must be a number > 0"),
+        (["--muon-momentum", "1"], "--muon-momentum must be in \\[0, 1\\)"),
+        (["--threads", "-1"], "--threads must be >= 0"),
+        (["--device", "bogus"], "--device 'bogus' is not a device"),
+    ],
+)
+def test_bad_flags_are_refused_before_any_work(flags, words, capsys):
+    with pytest.raises(SystemExit):
+        train.parse_args(flags)
+    last_line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert re.search(f"error: {words}", last_line), last_line
+
+
+def test_max_minutes_is_this_invocations_budget_and_a_skipped_export_says_so(text_file, tmp_path, capsys):
+    out, export_dir = tmp_path / "run", tmp_path / "export"
+    summary = run(text_file, out, "--max-steps", "6", "--stop-at-step", "2", "--export-dir", str(export_dir))
+    assert not summary["finished"] and not export_dir.exists()
+    assert "export skipped: the run stopped at step 2 of 6; resume to finish and export" in capsys.readouterr().out
+    # a run that has already trained for a long time gets the full budget on resume
+    checkpoint = torch.load(out / "ckpt.pt", weights_only=True)
+    checkpoint["wall_time"] = 10_000.0
+    train.save_checkpoint(out / "ckpt.pt", checkpoint)
+    resumed = run(text_file, out, "--resume", "--max-steps", "4", "--max-minutes", "2")
+    assert resumed["step"] == 4 and resumed["wall_time"] > 10_000  # the run's wall time still adds up
+    stopped = run(text_file, out, "--resume", "--max-steps", "6", "--max-minutes", "1e-9")
+    assert stopped["step"] == 5 and "stopping at step 5 (--max-minutes)" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="--resume: --max-steps 1 is below --warmup-steps 2"):
+        run(text_file, out, "--resume", "--max-steps", "1")
+
+
+def test_checkpoints_are_saved_every_save_minutes(text_file, tmp_path, monkeypatch):
+    saved_at = []
+    save = train.Trainer.save
+
+    def recording_save(self, payload=None):
+        saved_at.append(self.progress.step)
+        save(self, payload)
+
+    monkeypatch.setattr(train.Trainer, "save", recording_save)
+    run(text_file, tmp_path / "run", "--max-steps", "4", "--eval-interval", "1000", "--save-minutes", "1e-9")
+    assert saved_at == [1, 2, 3, 4, 4]  # every step here; at the end, the evaluation's save and the final one
+    saved_at.clear()
+    # a checkpoint written before --save-minutes and --private existed resumes, with either typed
+    checkpoint = torch.load(tmp_path / "run" / "ckpt.pt", weights_only=True)
+    del checkpoint["args"]["save_minutes"], checkpoint["args"]["private"]
+    train.save_checkpoint(tmp_path / "run" / "ckpt.pt", checkpoint)
+    resume = ["--resume", "--max-steps", "6", "--eval-interval", "1000", "--save-minutes", "0"]  # a resumable change
+    run(text_file, tmp_path / "run", *resume)
+    assert saved_at == [6, 6]
+    assert "save_minutes" in train.RESUMABLE_CHANGES
+
+
+def test_every_phase_says_what_it_is_doing(text_file, tmp_path, capsys):
+    from training import evaluate
+
+    run(text_file, tmp_path / "run", "--max-steps", "2", "--dtype", "auto")
+    assert "timing fp32 vs bf16 for one step" in capsys.readouterr().out
+    export.export_run(tmp_path / "run", tmp_path / "export", text_file)
+    printed = capsys.readouterr().out
+    for phase in (
+        "export: measuring the validation ELBO of fp32 and bf16 weights...",
+        "export: evaluating the",
+        "evaluate: exact NLL over",
+        "evaluate: masked-token accuracy by mask ratio...",
+        "evaluate: sampling 3 texts",
+        f"export: writing {tmp_path / 'export'}...",
+    ):
+        assert phase in printed, phase
+    evaluate.main(["--model", str(tmp_path / "export"), "--data", str(text_file), "--nll-chars", "16"])
+    printed = capsys.readouterr().out
+    assert "evaluate: loading" in printed and "evaluate: validation ELBO over" in printed
+
+
+def test_a_full_disk_keeps_the_previous_checkpoint_and_says_so_in_one_line(text_file, tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    run(text_file, out, "--max-steps", "4", "--stop-at-step", "2")
+
+    def disk_full(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    with pytest.raises(SystemExit) as stopped:
+        train.cli(["--data", str(text_file), "--out-dir", str(out), "--resume"])
+    message = str(stopped.value)
+    assert message.startswith("error: could not write") and "No space left on device" in message
+    assert "\n" not in message and "the previous" in message
+    monkeypatch.undo()
+    assert torch.load(out / "ckpt.pt", weights_only=True)["step"] == 2
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_one_ctrl_c_delivered_twice_saves_and_a_later_second_one_quits(text_file, tmp_path, monkeypatch):
+    stop = train.StopRequest()
+    try:
+        stop._handle(signal.SIGINT, None)
+        stop._handle(signal.SIGINT, None)  # torchrun forwards the terminal's signal: the same request
+        assert stop.requested
+        stop.requested_at -= train.StopRequest.DUPLICATE_SECONDS
+        with pytest.raises(KeyboardInterrupt):
+            stop._handle(signal.SIGINT, None)
+    finally:
+        stop.close()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+    def interrupted(self, stop, deadline):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(train.Trainer, "loop", interrupted)
+    with pytest.raises(SystemExit) as stopped:
+        train.cli(["--data", str(text_file), "--out-dir", str(tmp_path / "run"), *TINY_ARGS])
+    assert str(stopped.value).startswith("interrupted: quit without saving")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handlers are given back

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import torch
@@ -36,14 +37,27 @@ def evaluate_model(
     """Validation NELBO (nats and bits per char), exact NLL, accuracy by mask ratio, and generated samples.
 
     `nelbo`: this model's ELBO on `val_text` when the caller already measured it with the same masks.
+    `progress`: print a line as each phase starts (and the exact NLL's progress bars).
     """
+
+    def phase(line: str) -> None:
+        if progress:
+            print(f"evaluate: {line}...", flush=True)
+
     model.eval()
     tokens = torch.tensor(model.tokenizer.encode(val_text), dtype=torch.long)
+    if nelbo is None:
+        phase(f"validation ELBO over {tokens.numel():,} characters, {num_samples} mask draws per window")
     result = nelbo or elbo(model, tokens, num_samples, torch.Generator().manual_seed(seed))
     # one forward pass per character: on the first nll_chars of the split only
     nll_tokens = tokens[:nll_chars]
+    if nll_chars:
+        phase(f"exact NLL over {nll_tokens.numel():,} characters in {len(NLL_ORDERS)} orders, one pass per character")
     nll = {order: exact_nll(model, nll_tokens, order, progress=progress) for order in NLL_ORDERS} if nll_chars else {}
+    phase("masked-token accuracy by mask ratio")
+    accuracy = accuracy_by_mask_ratio(model, tokens, seed=seed)
     length = min(256, model.block_size)
+    phase(f"sampling {num_texts} texts of {length} characters")
     texts = [model.generate(length, seed=seed + i, **DEFAULT_SAMPLING) for i in range(num_texts)]
     return {
         "val_nelbo_nats_per_char": result.nats_per_char,
@@ -52,7 +66,7 @@ def evaluate_model(
         "elbo_mask_samples_per_window": num_samples,
         "exact_nll_nats_per_char": nll,
         "exact_nll_chars": nll_tokens.numel() if nll_chars else 0,
-        "accuracy_by_mask_ratio": accuracy_by_mask_ratio(model, tokens, seed=seed),
+        "accuracy_by_mask_ratio": accuracy,
         "samples": texts,
         "sampling": {"length": length, **DEFAULT_SAMPLING},
     }
@@ -73,6 +87,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     if args.num_samples < 1 or args.nll_chars < 0:
         parser.error("--num-samples must be >= 1 and --nll-chars >= 0")
+    print(f"evaluate: loading {args.model} and the validation split of {args.data}...", flush=True)
     model = MDLM.from_pretrained(args.model)
     _, val_text = split_text(read_text(args.data))
     report = evaluate_model(model, val_text, args.num_samples, nll_chars=args.nll_chars, progress=True)
@@ -96,4 +111,7 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except (ValueError, OSError) as error:  # a missing or malformed model or text, an unreachable Hub: one line
+        sys.exit(f"error: {error}")

@@ -1,13 +1,15 @@
 """Turn a training run into the directory a Hub repo holds, and optionally upload it.
 
-    python training/export.py --run-dir runs/shakespeare --export-dir pretrained/mdlm-shakespeare-char \\
+    python -m training.export --run-dir runs/shakespeare --export-dir pretrained/mdlm-shakespeare-char \\
         --data ../shared/data/tinyshakespeare.txt [--push-to-hub user/mdlm-shakespeare-char]
 
 The export holds model.safetensors, config.json, a model card README.md with measured metrics,
 training_curve.png, accuracy_vs_mask_ratio.png, metrics.json and words.txt (the training split's
-word list, used by the app's valid-word metric), plus any local image the --recipe markdown links.
-It is written to a temporary directory and then swapped in, so an interrupted export never leaves a
-half-written model behind.
+word list, used by the app's valid-word metric), plus the images beside or below the --recipe
+markdown that it links. It is written to a temporary directory and then swapped in, so an interrupted
+export never leaves a half-written model behind. The swap replaces the export directory, so that must
+be new, empty or an earlier export; anything else is refused. words.txt holds every word of the
+training text: --private keeps the pushed repo private.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import platform
 import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -28,8 +32,9 @@ from mdlm_hf import MDLM, ElboResult, elbo
 from mdlm_hf.data import read_text, split_text
 from mdlm_hf.metrics import save_word_list
 from mdlm_hf.plots import training_curve_figure
+from training import RunError
 from training.evaluate import evaluate_model, plot_accuracy
-from training.train import load_checkpoint
+from training.train import build_model, load_checkpoint
 
 WEIGHTS_DTYPES = ("auto", "float32", "bfloat16")
 ELBO_SAMPLES = 4  # mask draws per validation window in the exported metrics
@@ -44,6 +49,66 @@ EXPORT_FILES = (
     "training_curve.png",
     "words.txt",
 )
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp")  # what a recipe may attach
+
+
+def check_export_dir(export_dir: Path, run_dir: Path | None = None) -> None:
+    """Refuses an export directory that the export's swap would destroy: anything but a new directory, an empty
+    one or an earlier export (only the export's files and images, with an mdlm_hf config.json)."""
+    export_dir = Path(os.path.abspath(export_dir))
+    if run_dir is not None:
+        run_dir = Path(os.path.abspath(run_dir))
+        if export_dir == run_dir or export_dir in run_dir.parents:
+            raise ValueError(
+                f"--export-dir {export_dir} is the run's directory or holds it: the export replaces its directory, "
+                "so give it one of its own (e.g. a new one inside the run's)"
+            )
+    if export_dir.is_symlink() or (export_dir.exists() and not export_dir.is_dir()):
+        raise ValueError(f"--export-dir {export_dir} exists and is not a directory; give a new directory")
+    if not export_dir.exists():
+        return
+    foreign = sorted(
+        entry.name + ("/" if entry.is_dir() else "")
+        for entry in export_dir.iterdir()
+        if entry.is_symlink()
+        or not entry.is_file()
+        or (entry.name not in EXPORT_FILES and entry.suffix.lower() not in IMAGE_SUFFIXES)
+    )
+    if foreign or not is_earlier_export(export_dir):
+        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "") if foreign else "no mdlm_hf config.json"
+        raise ValueError(
+            f"--export-dir {export_dir} is not empty and not an earlier export ({shown}); the export replaces the "
+            "whole directory, so give a new one"
+        )
+
+
+def is_earlier_export(directory: Path) -> bool:
+    """Whether a non-empty directory looks like an export: config.json with a vocab, and model.safetensors."""
+    if not any(directory.iterdir()):
+        return True
+    try:
+        config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    has_vocab = isinstance(config, dict) and isinstance(config.get("vocab"), str)
+    return has_vocab and (directory / "model.safetensors").is_file()
+
+
+def replace_directory(staging: Path, export_dir: Path) -> None:
+    """Swaps the finished staging directory in for `export_dir` (an earlier export, which is deleted).
+
+    A swap killed half-way leaves `.NAME.old` beside it: the previous export, which the next swap removes
+    (when NAME is missing, the kill came between the two renames, and `.NAME.old` is all that was there).
+    """
+    old = export_dir.with_name(f".{export_dir.name}.old")
+    if old.is_symlink() or old.is_file():
+        old.unlink()
+    elif old.exists():
+        shutil.rmtree(old)
+    if export_dir.exists():
+        export_dir.rename(old)
+    staging.rename(export_dir)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def hardware_description() -> str:
@@ -156,13 +221,16 @@ text and refuses others. Not for any use beyond study and play.
     }
 
 
-def recipe_with_images(recipe_path: Path) -> tuple[str, list[Path]]:
+def recipe_with_images(recipe_path: Path, image_root: Path | None = None) -> tuple[str, list[Path]]:
     """The recipe's markdown with local image links pointing at the export's copies, and those images.
 
-    A link like `![plot](../benchmarks/results/plot.png)` works when the recipe is read in the
-    repository; in the Hub repo the image sits beside the card, so the link becomes `plot.png`.
+    A link like `![plot](results/plot.png)` works when the recipe is read in the repository; in the
+    Hub repo the image sits beside the card, so the link becomes `plot.png`. Only images (IMAGE_SUFFIXES)
+    linked by a relative path, beside or below `image_root` (default: the recipe's directory), are copied,
+    since the export may be pushed to a public repo; any other local link is a ValueError.
     """
     recipe_path = Path(recipe_path)
+    root = Path(image_root if image_root is not None else recipe_path.parent).resolve()
     notes = recipe_path.read_text(encoding="utf-8")
     images: dict[str, Path] = {}
 
@@ -170,7 +238,16 @@ def recipe_with_images(recipe_path: Path) -> tuple[str, list[Path]]:
         alt, target = match.group(1), match.group(2)
         if "://" in target:
             return match.group(0)
-        image = (recipe_path.parent / target).resolve()
+        image = (recipe_path.parent / target).resolve()  # symbolic links followed: where the bytes really are
+        if Path(target).is_absolute() or target.startswith("~"):
+            raise ValueError(f"{recipe_path} links to {target}: only images by a relative path are attached")
+        if Path(target).suffix.lower() not in IMAGE_SUFFIXES or image.suffix.lower() not in IMAGE_SUFFIXES:
+            raise ValueError(f"{recipe_path} links to {target}: only images ({', '.join(IMAGE_SUFFIXES)}) are attached")
+        if not image.is_relative_to(root):
+            raise ValueError(
+                f"{recipe_path} links to {target}, outside {root}: only images beside or below it are attached "
+                "(python -m training.export --recipe-root widens that)"
+            )
         if not image.is_file():
             raise ValueError(f"{recipe_path} links to {target}, which does not exist")
         if image.name in EXPORT_FILES or images.get(image.name, image) != image:
@@ -231,12 +308,20 @@ def export_model(
     attachments: Iterable[Path] = (),
     weights_dtype: str = "auto",
 ) -> dict:
-    """Writes the Hub-ready directory for `model` (atomically); returns the evaluation report."""
-    export_dir = Path(export_dir)
+    """Writes the Hub-ready directory for `model` (atomically); returns the evaluation report.
+
+    `export_dir` must be new, empty or an earlier export (check_export_dir): the export replaces it.
+    """
+    export_dir = Path(os.path.abspath(export_dir))
+    check_export_dir(export_dir)
     export_dir.parent.mkdir(parents=True, exist_ok=True)
+    if weights_dtype == "auto":
+        print("export: measuring the validation ELBO of fp32 and bf16 weights...", flush=True)
     model, weights_facts, nelbo = choose_weights(model, val_text, weights_dtype)
     # what the shipped weights score (their ELBO, with the same masks, was measured by the choice)
+    print(f"export: evaluating the {weights_facts['weights_dtype']} weights for the model card...", flush=True)
     report = {**evaluate_model(model, val_text, ELBO_SAMPLES, nelbo=nelbo, progress=True), **weights_facts}
+    print(f"export: writing {export_dir}...", flush=True)
     staging = Path(tempfile.mkdtemp(dir=export_dir.parent, prefix=f".{export_dir.name}."))
     try:
         model.save_pretrained(staging, model_card_kwargs=model_card_details(model, report, run, recipe_notes))
@@ -248,11 +333,7 @@ def export_model(
             shutil.copyfile(attachment, staging / Path(attachment).name)
         facts = {k: run.get(k) for k in ("step", "tokens_seen", "wall_time")}
         (staging / "metrics.json").write_text(json.dumps({**report, "training": facts}, indent=2))
-        old = export_dir.with_name(f".{export_dir.name}.old")
-        if export_dir.exists():
-            export_dir.rename(old)
-        staging.rename(export_dir)
-        shutil.rmtree(old, ignore_errors=True)
+        replace_directory(staging, export_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -260,18 +341,35 @@ def export_model(
 
 
 def push_to_hub(export_dir: Path, repo_id: str, token: str | None = None, private: bool = False) -> str:
-    """Creates the model repo if needed and uploads the export directory; returns the commit URL."""
+    """Creates the model repo if needed and uploads the export directory; returns the commit URL.
+
+    `private`: a new repo is created private, and an existing public one is refused (it would stay public).
+    No network or no credentials is a RunError saying so.
+    """
     from huggingface_hub import HfApi
 
     export_dir = Path(export_dir)
     missing = [f for f in ("config.json", "model.safetensors", "README.md") if not (export_dir / f).is_file()]
     if missing:
         raise ValueError(f"{export_dir} is not an export directory: missing {', '.join(missing)}")
-    api = HfApi(token=token)
-    api.create_repo(repo_id, repo_type="model", private=private, exist_ok=True)
-    commit = api.upload_folder(
-        folder_path=str(export_dir), repo_id=repo_id, repo_type="model", commit_message="Upload mdlm_hf model"
-    )
+    print(f"pushing {export_dir} to the {'private' if private else 'public'} repo {repo_id}...", flush=True)
+    try:
+        api = HfApi(token=token)
+        api.create_repo(repo_id, repo_type="model", private=private, exist_ok=True)
+        if private and not api.repo_info(repo_id, repo_type="model").private:
+            raise RunError(f"{repo_id} exists and is public; make it private on the Hub first, or omit --private")
+        commit = api.upload_folder(
+            folder_path=str(export_dir), repo_id=repo_id, repo_type="model", commit_message="Upload mdlm_hf model"
+        )
+    except RunError:
+        raise
+    except Exception as error:  # the client's HTTP, connection and missing-token errors have no common base
+        first_line = (str(error).strip().splitlines() or [""])[0]
+        raise RunError(
+            f"could not push to {repo_id} ({type(error).__name__}: {first_line}); check the network and log in "
+            f"with `hf auth login` (or set HF_TOKEN); the export in {export_dir} is complete: push it later with "
+            f"python -m training.push_to_hub {export_dir} {repo_id}"
+        ) from error
     return str(commit)
 
 
@@ -282,19 +380,24 @@ def export_run(
     push_to_hub_repo: str | None = None,
     recipe_path: Path | None = None,
     weights_dtype: str = "auto",
+    private: bool = False,
+    recipe_root: Path | None = None,
 ) -> dict:
-    """Exports the best checkpoint of a run (the latest if none was kept) and optionally uploads it."""
+    """Exports the best checkpoint of a run (the latest if none was kept) and optionally uploads it.
+
+    `private`: the pushed repo is private. `recipe_root`: the directory the recipe's images may come from
+    (default: the recipe's own).
+    """
     run_dir = Path(run_dir)
+    check_export_dir(Path(export_dir), run_dir)
     latest = run_dir / "ckpt.pt"
     if not latest.is_file():
         raise ValueError(f"{run_dir} has no ckpt.pt: is it a training run's --out-dir?")
     run = load_checkpoint(latest)
     best_path = run_dir / "best.pt"
-    weights = load_checkpoint(best_path) if best_path.is_file() else run
-    model = MDLM(**weights["model_config"])
-    model.load_state_dict(weights["model"])
+    model = build_model(load_checkpoint(best_path), best_path) if best_path.is_file() else build_model(run, latest)
     train_text, val_text = split_text(read_text(data_path))
-    recipe_notes, attachments = recipe_with_images(recipe_path) if recipe_path else ("", [])
+    recipe_notes, attachments = recipe_with_images(recipe_path, recipe_root) if recipe_path else ("", [])
     report = export_model(
         model,
         Path(export_dir),
@@ -308,7 +411,7 @@ def export_run(
     )
     print(f"exported to {export_dir}: validation NELBO {report['val_nelbo_nats_per_char']:.4f} nats/char")
     if push_to_hub_repo:
-        print(f"pushed: {push_to_hub(Path(export_dir), push_to_hub_repo)}")
+        print(f"pushed: {push_to_hub(Path(export_dir), push_to_hub_repo, private=private)}")
     return report
 
 
@@ -319,10 +422,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", required=True, help="the training text (for the validation split and word list)")
     parser.add_argument("--push-to-hub", default=None, metavar="REPO_ID")
     parser.add_argument(
+        "--private",
+        action="store_true",
+        help="--push-to-hub creates a private repo (the export's words.txt lists every word of the training text)",
+    )
+    parser.add_argument(
         "--recipe",
         default=None,
-        help="markdown file with the recipe and ablations, appended to the card; the local images it links are "
-        "copied beside the card",
+        help="markdown file with the recipe and ablations, appended to the card; the images it links by a relative "
+        "path beside or below --recipe-root are copied beside the card",
+    )
+    parser.add_argument(
+        "--recipe-root",
+        default=None,
+        help="the directory the recipe's images may come from (default: the recipe's own directory)",
     )
     parser.add_argument(
         "--weights-dtype",
@@ -331,9 +444,23 @@ def main(argv: list[str] | None = None) -> None:
         help=f"auto: bf16 tensors (half the size) when they cost <= {BF16_TOLERANCE} nats/char of validation NELBO",
     )
     args = parser.parse_args(argv)
-    export_run(
-        Path(args.run_dir), Path(args.export_dir), Path(args.data), args.push_to_hub, args.recipe, args.weights_dtype
-    )
+    if args.private and not args.push_to_hub:
+        parser.error("--private needs --push-to-hub")
+    if args.recipe_root and not args.recipe:
+        parser.error("--recipe-root needs --recipe")
+    try:
+        export_run(
+            Path(args.run_dir),
+            Path(args.export_dir),
+            Path(args.data),
+            args.push_to_hub,
+            args.recipe,
+            args.weights_dtype,
+            private=args.private,
+            recipe_root=args.recipe_root,
+        )
+    except (ValueError, RunError) as error:  # bad input, no network or credentials: one line, no traceback
+        sys.exit(f"error: {error}")
 
 
 if __name__ == "__main__":

@@ -5,8 +5,8 @@
     python -m training.train --out-dir runs/shakespeare --resume       # continue where it stopped
 
 Reads top to bottom: arguments, data, model and optimizer (or a checkpoint), the loop, the export.
-Checkpoints are written atomically, so killing the run at any moment keeps the last good one;
-Ctrl-C (or SIGTERM) saves and exits cleanly.
+Checkpoints are written atomically, so killing the run at any moment keeps the last good one; one is
+saved every --save-minutes and at every evaluation. Ctrl-C (or SIGTERM) saves and exits cleanly.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from mdlm_hf import MDLM, CharTokenizer, diffusion_loss, elbo
 from mdlm_hf.data import atomic_write_bytes, download_tinyshakespeare, read_text, split_text
 from mdlm_hf.diffusion import LOSS_WEIGHTINGS
 from mdlm_hf.model import MLP_KINDS, NORM_KINDS
+from training import RunError
 from training.ema import EMA
 from training.optimizers import OPTIMIZERS, build_optimizers, set_learning_rates
 
@@ -46,10 +47,12 @@ RESUMABLE_CHANGES = (
     "max_steps",
     "stop_at_step",
     "max_minutes",
+    "save_minutes",
     "eval_interval",
     "log_interval",
     "export_dir",
     "push_to_hub",
+    "private",
     "threads",
     "device",
     "dtype",
@@ -106,7 +109,18 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, set[s
     p.add_argument("--eval-interval", type=int, default=250)
     p.add_argument("--eval-chars", type=int, default=16384, help="validation characters per periodic evaluation")
     p.add_argument("--eval-samples", type=int, default=2, help="mask draws per validation window")
-    p.add_argument("--max-minutes", type=float, default=0, help="stop (saving) after this wall time; 0: no limit")
+    p.add_argument(
+        "--max-minutes",
+        type=float,
+        default=0,
+        help="stop (saving) after this many minutes of this invocation (a resume gets its own); 0: no limit",
+    )
+    p.add_argument(
+        "--save-minutes",
+        type=float,
+        default=10,
+        help="also save a checkpoint after this many minutes without one; 0: only at evaluations and the end",
+    )
     p.add_argument(
         "--stop-at-step",
         type=int,
@@ -115,31 +129,85 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, set[s
     )
     p.add_argument("--export-dir", type=str, default=None, help="write the Hub-ready model here at the end")
     p.add_argument("--push-to-hub", type=str, default=None, metavar="REPO_ID", help="upload the export to this repo")
+    p.add_argument(
+        "--private",
+        action="store_true",
+        help="--push-to-hub creates a private repo (the export's words.txt lists every word of the training text)",
+    )
     # argparse fills in a default only where the namespace has no value yet: sentinels reveal what was typed
     given = p.parse_args(argv, namespace=argparse.Namespace(**{k: _NOT_GIVEN for k in vars(p.parse_args([]))}))
     explicit = {k for k, v in vars(given).items() if v is not _NOT_GIVEN}
     args = p.parse_args(argv)
     if args.min_lr is None:
         args.min_lr = args.lr / 10
-    for name in (
-        "n_layer",
-        "n_head",
-        "n_embd",
-        "block_size",
-        "batch_size",
-        "max_steps",
-        "eval_interval",
-        "log_interval",
-    ):
-        if getattr(args, name) < 1:
-            p.error(f"--{name.replace('_', '-')} must be >= 1")
-    if not 0.0 <= args.ema < 1.0:
-        p.error("--ema must be in [0, 1) (0 turns it off)")
-    if not 0.0 < args.t_min < 1.0:
-        p.error("--t-min must be in (0, 1)")
-    if args.push_to_hub and not args.export_dir:
-        p.error("--push-to-hub needs --export-dir")
+    problem = flag_problem(args) or (None if args.resume else settings_problem(args))
+    if problem:  # before any work, as one line; a resume checks the merged settings in main
+        p.error(problem)
     return args, explicit
+
+
+def flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def flag_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with a single flag's value, or None."""
+    rules = [
+        (
+            ("n_layer", "n_head", "n_embd", "block_size", "batch_size", "max_steps")
+            + ("eval_interval", "log_interval", "eval_chars", "eval_samples"),
+            lambda x: x >= 1,
+            "must be >= 1",
+        ),
+        (("warmup_steps", "stop_at_step", "threads"), lambda x: x >= 0, "must be >= 0"),
+        (("seed",), lambda x: 0 <= x < 2**63, "must be in [0, 2**63)"),
+        (("lr", "muon_lr"), lambda x: math.isfinite(x) and x > 0, "must be a number > 0"),
+        (
+            ("min_lr", "weight_decay", "muon_weight_decay", "grad_clip", "max_minutes", "save_minutes"),
+            lambda x: math.isfinite(x) and x >= 0,
+            "must be a number >= 0",
+        ),
+        (("muon_momentum", "beta1", "beta2", "dropout"), lambda x: 0 <= x < 1, "must be in [0, 1)"),
+        (("ema",), lambda x: 0 <= x < 1, "must be in [0, 1) (0 turns it off)"),
+        (("t_min",), lambda x: 0 < x < 1, "must be in (0, 1)"),
+    ]
+    for names, test, words in rules:
+        for name in names:
+            if not test(getattr(args, name)):
+                return f"{flag(name)} {words}, got {getattr(args, name)}"
+    return device_problem(args.device)
+
+
+def settings_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the flags taken together (on a resume: the run's own merged with the typed ones), or None."""
+    if args.min_lr > args.lr:
+        return f"--min-lr {args.min_lr} is above --lr {args.lr}: the schedule decays from lr to min_lr"
+    if args.max_steps < args.warmup_steps:
+        return f"--max-steps {args.max_steps} is below --warmup-steps {args.warmup_steps}"
+    if args.push_to_hub and not args.export_dir:
+        return "--push-to-hub needs --export-dir"
+    if args.private and not args.push_to_hub:
+        return "--private needs --push-to-hub"
+    return None
+
+
+def device_problem(name: str) -> str | None:
+    """Why `--device name` cannot train here, or None."""
+    if name == "auto":
+        return None
+    try:
+        device = torch.device(name)
+    except (RuntimeError, ValueError):
+        return f"--device {name!r} is not a device: use auto, cpu, cuda, cuda:N or mps"
+    if device.type not in ("cpu", "cuda", "mps"):
+        return f"--device {name!r}: training runs on auto, cpu, cuda, cuda:N or mps"
+    if device.type == "cuda" and not torch.cuda.is_available():
+        return f"--device {name}: CUDA is not available here"
+    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+        return f"--device {name}: there are {torch.cuda.device_count()} CUDA device(s)"
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        return f"--device {name}: MPS is not available here"
+    return None
 
 
 def resumed_args(args: argparse.Namespace, explicit: set[str], saved: dict) -> argparse.Namespace:
@@ -157,7 +225,9 @@ def resumed_args(args: argparse.Namespace, explicit: set[str], saved: dict) -> a
         raise ValueError(f"--resume keeps the run's own settings; these flags differ: {'; '.join(conflicts)}")
     # flags newer than the checkpoint keep their defaults; flags typed now win over the saved ones
     merged = {**vars(args), **saved, **{k: getattr(args, k) for k in explicit}, "resume": True, "out_dir": args.out_dir}
-    changed = [f"{k}={getattr(args, k)} (was {saved[k]})" for k in explicit if getattr(args, k) != saved.get(k)]
+    changed = [
+        f"{k}={getattr(args, k)} (was {saved.get(k, 'not set')})" for k in explicit if getattr(args, k) != saved.get(k)
+    ]
     if changed:
         print(f"resuming with changed settings: {', '.join(sorted(changed))}")
     return argparse.Namespace(**merged)
@@ -188,18 +258,66 @@ def save_checkpoint(path: Path, payload: dict) -> None:
     """torch.save into memory, then an atomic rename: a kill mid-write leaves the old file intact."""
     buffer = io.BytesIO()
     torch.save(payload, buffer)
-    atomic_write_bytes(path, buffer.getvalue())
+    write_or_explain(path, buffer.getvalue())
 
 
-def load_checkpoint(path: Path) -> dict:
-    """Loads tensors and plain values only (weights_only: a crafted file cannot run code), or says why not."""
+def write_or_explain(path: Path, payload: bytes) -> None:
+    """An atomic write whose failure (a full disk, a read-only directory) is a RunError saying the old file is kept."""
+    try:
+        atomic_write_bytes(path, payload)
+    except OSError as error:
+        raise RunError(
+            f"could not write {path} ({error.strerror or error}); the previous {Path(path).name}, if any, is kept: "
+            "free some space and resume with --resume"
+        ) from error
+
+
+# what best.pt and ckpt.pt both hold, and what a resume needs besides
+MODEL_KEYS = ("model_config", "model")
+RESUME_KEYS = (*MODEL_KEYS, "optimizers", "step", "tokens_seen", "wall_time", "best_val", "history", "rng")
+
+
+def load_checkpoint(path: Path, required: tuple[str, ...] = MODEL_KEYS) -> dict:
+    """Loads tensors and plain values only (weights_only: a crafted file cannot run code), or says why not.
+
+    `required`: the keys the caller reads; a dict without them (another program's checkpoint) is a ValueError.
+    """
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # pickle, zip and EOF errors of empty, truncated or foreign files
         raise ValueError(f"{path} is not a readable mdlm_hf checkpoint ({type(error).__name__}: {error})") from error
-    if not isinstance(checkpoint, dict) or "model_config" not in checkpoint or "model" not in checkpoint:
-        raise ValueError(f"{path} is not an mdlm_hf checkpoint: it has no model_config and model")
+    if not isinstance(checkpoint, dict):
+        raise ValueError(f"{path} is not an mdlm_hf checkpoint: it holds a {type(checkpoint).__name__}, not a dict")
+    missing = [key for key in required if key not in checkpoint]
+    if missing:
+        raise ValueError(f"{path} is not an mdlm_hf checkpoint: it has no {', '.join(missing)}")
+    if not isinstance(checkpoint["model_config"], dict) or not isinstance(checkpoint["model"], dict):
+        raise ValueError(f"{path} is not an mdlm_hf checkpoint: its model_config and model are not dicts")
     return checkpoint
+
+
+def build_model(checkpoint: dict, path: Path) -> MDLM:
+    """The model a checkpoint describes, with its weights; a config or weights that do not fit are a ValueError."""
+    model = model_from_config(checkpoint["model_config"], path)
+    load_state(model, checkpoint["model"], path)
+    return model
+
+
+def model_from_config(config: dict, path: Path) -> MDLM:
+    """MDLM(**config), with a checkpoint's foreign or malformed config as a ValueError naming the file."""
+    try:
+        return MDLM(**config)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{path}: its model_config does not describe an mdlm_hf model ({error})") from error
+
+
+def load_state(module: torch.nn.Module | torch.optim.Optimizer | EMA, state: dict, path: Path) -> None:
+    """load_state_dict, with weights or optimizer state that do not fit as a one-line ValueError naming the file."""
+    try:
+        module.load_state_dict(state)
+    except (RuntimeError, ValueError, KeyError, TypeError) as error:
+        details = " ".join(str(error).split())
+        raise ValueError(f"{path}: its {type(module).__name__} state does not fit the model ({details})") from error
 
 
 def bf16_is_faster(model: MDLM, batch: torch.Tensor, repeats: int = 2) -> bool:
@@ -258,7 +376,15 @@ def setup_processes(args: argparse.Namespace) -> Processes:
 
 def read_training_text(args: argparse.Namespace) -> tuple[Path, str]:
     """The training text (downloaded TinyShakespeare by default), checked to hold at least one block."""
-    data_path = Path(args.data) if args.data else download_tinyshakespeare(DEFAULT_DATA_CACHE)
+    if args.data:
+        data_path = Path(args.data)
+    else:
+        if not DEFAULT_DATA_CACHE.is_file():
+            print(f"no --data given: downloading TinyShakespeare to {DEFAULT_DATA_CACHE}...", flush=True)
+        try:
+            data_path = download_tinyshakespeare(DEFAULT_DATA_CACHE)
+        except RuntimeError as error:  # offline, or a corrupted download: the message says to pass --data
+            raise RunError(str(error)) from error
     text = read_text(data_path)
     train_text, val_text = split_text(text)
     if len(train_text) <= args.block_size or len(val_text) < 1:
@@ -290,27 +416,44 @@ class StopRequest:
     """Ctrl-C or SIGTERM asks the loop to stop at the next step boundary, so the checkpoint is exact.
 
     Raising mid-step (Python's default) would save random streams that had already moved past the
-    interrupted step. A second signal stops at once, without saving (the last checkpoint stays).
+    interrupted step. A second signal stops at once, without saving (the last checkpoint stays), unless
+    it comes within DUPLICATE_SECONDS of the first: one Ctrl-C under torchrun reaches each worker twice,
+    from the terminal and forwarded by torchrun. `close` gives the signals back to their previous handlers.
     """
 
-    def __init__(self) -> None:
+    DUPLICATE_SECONDS = 2.0
+
+    def __init__(self, announce: bool = True) -> None:
+        self.announce = announce  # under torchrun, rank 0 alone says it is stopping
         self.requested = False
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, self._handle)
+        self.requested_at = -math.inf
+        self.previous = {sig: signal.signal(sig, self._handle) for sig in (signal.SIGINT, signal.SIGTERM)}
 
     def _handle(self, signum: int, frame: object) -> None:
         if self.requested:
+            if time.monotonic() - self.requested_at < self.DUPLICATE_SECONDS:
+                return  # the same request, delivered twice
             raise KeyboardInterrupt
-        self.requested = True
-        tqdm.write("stop requested: finishing this step, then saving (signal again to quit without saving)")
+        self.requested, self.requested_at = True, time.monotonic()
+        if self.announce:
+            tqdm.write("stop requested: finishing this step, then saving (signal again to quit without saving)")
 
-    def agreed(self, processes: Processes) -> bool:
-        """Whether any rank was asked to stop: every rank must leave the loop at the same step."""
-        if not processes.distributed:
-            return self.requested
-        flag = torch.tensor([float(self.requested)], device=processes.device)
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-        return bool(flag.item())
+    def close(self) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+
+def agreed(processes: Processes, *flags: bool) -> list[bool]:
+    """Each flag as every rank will act on it: true if it is true on any rank (one collective per call).
+
+    Decisions taken by the clock (time limit, periodic save) are passed as true on rank 0 alone, so rank 0's
+    clock decides for all: saving is collective, and every rank must leave the loop at the same step.
+    """
+    if not processes.distributed:
+        return list(flags)
+    tensor = torch.tensor([float(f) for f in flags], device=processes.device)
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+    return [bool(v) for v in tensor.tolist()]
 
 
 @dataclass
@@ -333,7 +476,10 @@ class Trainer:
         self.model_config = checkpoint["model_config"] if checkpoint else model_config_from_args(args, text)
         rank, device = processes.rank, processes.device
         torch.manual_seed(args.seed)  # the same initial weights on every rank; DDP also broadcasts rank 0's
-        self.model = MDLM(**self.model_config).to(device)
+        if checkpoint is None:
+            self.model = MDLM(**self.model_config).to(device)
+        else:
+            self.model = model_from_config(self.model_config, self.out_dir / "ckpt.pt").to(device)
         if args.zero_init_residual and checkpoint is None:
             zero_residual_projections(self.model)
         torch.manual_seed(args.seed + 2000 + rank)  # dropout masks differ between ranks
@@ -354,23 +500,28 @@ class Trainer:
 
     def restore(self, checkpoint: dict) -> None:
         """Weights, optimizer and EMA state, counters and this rank's random streams from a checkpoint."""
-        args, rank = self.args, self.processes.rank
-        self.model.load_state_dict(checkpoint["model"])
+        args, rank, path = self.args, self.processes.rank, self.out_dir / "ckpt.pt"
+        load_state(self.model, checkpoint["model"], path)
+        if not isinstance(checkpoint["optimizers"], list) or len(checkpoint["optimizers"]) != len(self.optimizers):
+            raise ValueError(f"{path}: its optimizer states do not match --optimizer {args.optimizer}")
         for optimizer, state in zip(self.optimizers, checkpoint["optimizers"], strict=True):
-            optimizer.load_state_dict(state)
+            load_state(optimizer, state, path)
         if self.ema is not None:
             if checkpoint.get("ema") is None:
                 raise ValueError("--ema: the checkpoint was trained without EMA weights; resume without --ema")
-            self.ema.load_state_dict(checkpoint["ema"])
+            load_state(self.ema, checkpoint["ema"], path)
         self.progress = Progress(
             **{k: checkpoint[k] for k in ("step", "tokens_seen", "wall_time", "best_val", "history")}
         )
         step = self.progress.step
         if rank < len(checkpoint["rng"]):
             rng = checkpoint["rng"][rank]
-            self.data_generator.set_state(rng["data"])
-            self.noise_generator.set_state(rng["noise"])
-            torch.set_rng_state(rng["torch"])
+            try:
+                self.data_generator.set_state(rng["data"])
+                self.noise_generator.set_state(rng["noise"])
+                torch.set_rng_state(rng["torch"])
+            except (KeyError, TypeError, RuntimeError) as error:
+                raise ValueError(f"{path}: its random-number states are malformed ({error})") from error
         else:  # a checkpoint of fewer processes than now: fresh streams for the new ranks, never a copy of rank 0's
             self.data_generator.manual_seed(args.seed + rank + 7919 * step)
             self.noise_generator.manual_seed(args.seed + 1000 + rank + 7919 * step)
@@ -380,6 +531,8 @@ class Trainer:
         """bf16 autocast or fp32, the same decision on every rank; returns whether bf16 is on."""
         args, device = self.args, self.processes.device
         if args.dtype == "auto" and device.type == "cpu":
+            if self.processes.is_main:
+                print("timing fp32 vs bf16 for one step (--dtype auto)...", flush=True)
             trial_batch = get_batch(self.train_data, args.batch_size, args.block_size, torch.Generator())
             use_bf16 = bf16_is_faster(self.model, trial_batch)
         else:
@@ -477,13 +630,18 @@ class Trainer:
         payload = payload if payload is not None else self.checkpoint()
         if self.processes.is_main:
             save_checkpoint(self.out_dir / "ckpt.pt", payload)
-            atomic_write_bytes(self.out_dir / "history.json", json.dumps(self.progress.history).encode())
+            write_or_explain(self.out_dir / "history.json", json.dumps(self.progress.history).encode())
 
-    def loop(self, stop: StopRequest) -> str:
-        """Trains until max_steps or a stop; returns why it stopped ("finished", "stopped", "interrupted")."""
+    def loop(self, stop: StopRequest, deadline: float = math.inf) -> str:
+        """Trains until max_steps or a stop; returns why it stopped ("finished", "stopped", "interrupted").
+
+        `deadline`: the time.perf_counter() at which --max-minutes stops this invocation.
+        """
         args, p, is_main = self.args, self.progress, self.processes.is_main
         bar = tqdm(total=args.max_steps, initial=p.step, disable=not is_main, dynamic_ncols=True, file=sys.stdout)
-        run_start = time.perf_counter() - p.wall_time
+        run_start = time.perf_counter() - p.wall_time  # wall_time counts every invocation of the run
+        save_every = args.save_minutes * 60 if args.save_minutes else math.inf
+        last_save = time.perf_counter()
         window_start, window_tokens = time.perf_counter(), p.tokens_seen
         self.model.train()
         try:
@@ -499,21 +657,32 @@ class Trainer:
                         {"step": p.step, "loss": loss.item(), "lr": lr, "tokens": p.tokens_seen, "time": p.wall_time}
                     )
                     bar.set_postfix(loss=f"{loss.item():.3f}", lr=f"{lr:.2e}", tok_s=f"{rate:,.0f}")
-                if p.step % args.eval_interval == 0 or p.step == args.max_steps:
+                saved = p.step % args.eval_interval == 0 or p.step == args.max_steps
+                if saved:
                     if is_main:
                         self.evaluate()
                     self.save()
+                    last_save = time.perf_counter()
                     window_start, window_tokens = time.perf_counter(), p.tokens_seen
-                if stop.agreed(self.processes):
+                now = time.perf_counter()
+                # rank 0's clock decides (see agreed); a stop request on any rank stops all; the end saves anyway
+                save_due = is_main and not saved and p.step < args.max_steps and now - last_save > save_every
+                interrupted, out_of_time, save_due = agreed(
+                    self.processes, stop.requested, is_main and now > deadline, save_due
+                )
+                if interrupted:
                     if is_main:
                         tqdm.write(f"interrupted at step {p.step}: saving checkpoint, resume with --resume")
                     return "interrupted"
-                out_of_time = args.max_minutes and p.wall_time > args.max_minutes * 60
                 if out_of_time or p.step == args.stop_at_step:
                     reason = "--max-minutes" if out_of_time else "--stop-at-step"
                     if is_main:
                         tqdm.write(f"stopping at step {p.step} ({reason})")
                     return "stopped"
+                if save_due:  # --save-minutes: a checkpoint even when evaluations are far apart
+                    self.save()
+                    last_save = time.perf_counter()
+                    window_start, window_tokens = time.perf_counter(), p.tokens_seen
         finally:
             bar.close()
         return "finished"
@@ -521,14 +690,22 @@ class Trainer:
 
 def main(argv: list[str] | None = None) -> dict:
     """Trains, evaluates and (optionally) exports; returns a summary of the run."""
+    started = time.perf_counter()
     args, explicit = parse_args(argv)
     ckpt_path = Path(args.out_dir) / "ckpt.pt"
     checkpoint = None
     if args.resume:  # the checkpoint's settings are the run's own
         if not ckpt_path.is_file():
             raise ValueError(f"--resume: no checkpoint at {ckpt_path}")
-        checkpoint = load_checkpoint(ckpt_path)
+        checkpoint = load_checkpoint(ckpt_path, RESUME_KEYS)
         args = resumed_args(args, explicit, checkpoint.get("args", {}))
+        problem = flag_problem(args) or settings_problem(args)  # the run's own settings with the typed changes
+        if problem:
+            raise ValueError(f"--resume: {problem}")
+    if args.export_dir:  # refused now rather than after the training
+        from training.export import check_export_dir
+
+        check_export_dir(Path(args.export_dir), Path(args.out_dir))
     processes = setup_processes(args)
     out_dir = Path(args.out_dir)
     if processes.is_main:
@@ -538,24 +715,33 @@ def main(argv: list[str] | None = None) -> dict:
     data_path, text = read_training_text(args)
     trainer = Trainer(args, processes, text, checkpoint)
     use_bf16 = trainer.choose_precision()
-    stop = StopRequest()  # Ctrl-C and SIGTERM (e.g. a scheduler stopping us): save at a step boundary, exit
-    if processes.is_main:
-        train_chars, val_chars = trainer.train_data.numel(), trainer.val_data.numel()
-        print(
-            f"{trainer.model.num_parameters() / 1e6:.2f}M parameters, vocab {trainer.model.vocab_size}, "
-            f"{train_chars:,} train / {val_chars:,} val chars, device {processes.device}, "
-            f"{'bf16' if use_bf16 else 'fp32'}, {processes.world_size} process(es), "
-            f"starting at step {trainer.progress.step}"
-        )
-    outcome = trainer.loop(stop)
-    trainer.save()  # every rank reached the same step boundary, so the collective save is safe
+    # Ctrl-C and SIGTERM (e.g. a scheduler stopping us): save at a step boundary, exit
+    stop = StopRequest(processes.is_main)
+    try:
+        if processes.is_main:
+            train_chars, val_chars = trainer.train_data.numel(), trainer.val_data.numel()
+            print(
+                f"{trainer.model.num_parameters() / 1e6:.2f}M parameters, vocab {trainer.model.vocab_size}, "
+                f"{train_chars:,} train / {val_chars:,} val chars, device {processes.device}, "
+                f"{'bf16' if use_bf16 else 'fp32'}, {processes.world_size} process(es), "
+                f"starting at step {trainer.progress.step}",
+                flush=True,
+            )
+        deadline = started + args.max_minutes * 60 if args.max_minutes else math.inf
+        outcome = trainer.loop(stop, deadline)
+        trainer.save()  # every rank reached the same step boundary, so the collective save is safe
+    finally:
+        stop.close()
 
     p = trainer.progress
     finished = outcome == "finished"
-    if processes.is_main and args.export_dir and finished:
-        from training.export import export_run
+    if processes.is_main and args.export_dir:
+        if finished:
+            from training.export import export_run
 
-        export_run(out_dir, Path(args.export_dir), data_path, args.push_to_hub)
+            export_run(out_dir, Path(args.export_dir), data_path, args.push_to_hub, private=args.private)
+        else:
+            print(f"export skipped: the run stopped at step {p.step} of {args.max_steps}; resume to finish and export")
     if processes.distributed:
         dist.barrier()
         dist.destroy_process_group()
@@ -570,8 +756,15 @@ def main(argv: list[str] | None = None) -> dict:
     }
 
 
-if __name__ == "__main__":
+def cli(argv: list[str] | None = None) -> None:
+    """`python -m training.train`: main, with the failures a user can act on as one line instead of a traceback."""
     try:
-        main()
-    except (ValueError, FloatingPointError) as error:  # bad input or a diverged run: one clear line, no traceback
+        main(argv)
+    except (ValueError, FloatingPointError, RunError) as error:  # bad input, a diverged run, no network, full disk
         sys.exit(f"error: {error}")
+    except KeyboardInterrupt:  # a second Ctrl-C, or one before the training loop
+        sys.exit("interrupted: quit without saving; the last checkpoint in --out-dir, if any, is kept")
+
+
+if __name__ == "__main__":
+    cli()
