@@ -26,7 +26,7 @@ from mdlm_hf import MDLM
 
 model = MDLM.from_pretrained("{{ repo_id | default("path/or/repo-id", true) }}")
 print(model.generate(length=256, num_steps=64, seed=0))
-print(model.complete("ROMEO:\\\\n", length=200, num_steps=64))
+print(model.complete("ROMEO:\\n", length=200, num_steps=64))
 print(model.infill("To be, or not to be, ________ is the question:"))
 ```
 

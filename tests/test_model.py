@@ -49,6 +49,7 @@ def test_save_and_load_round_trip(tiny_model, tmp_path):
     assert loaded.lm_head.weight is loaded.token_embedding.weight  # the tie survives loading
     card = (tmp_path / "README.md").read_text()
     assert "library_name: mdlm_hf" in card and "from_pretrained" in card
+    assert 'model.complete("ROMEO:\\n", length=200' in card  # a Python string a reader can paste as it is
 
 
 def test_mismatched_config_is_refused(tiny_model, tmp_path):
