@@ -2,7 +2,7 @@
 
     python -m benchmarks.sampling_quality [--model DIR] [--steps 8 16 32 64 128 256] [--samples 32]
     python -m benchmarks.sampling_quality --orders confidence --order-temperatures 0.25 0.5   # soft orders
-    python -m benchmarks.sampling_quality --orders confidence --order-temperatures 0.25 --steps 64 \
+    python -m benchmarks.sampling_quality --orders confidence --order-temperatures 0.25 --steps 64 \\
         --prior-weights 0 0.6 --remask-ratios 0 0.5 --spacings 0 1                            # reveal rules
 
 Each setting is the plain sampler core (`SamplerOptions.plain()`, every option off) with the options the
