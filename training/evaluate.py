@@ -13,10 +13,11 @@ from pathlib import Path
 import torch
 
 from mdlm_hf import MDLM, ElboResult, elbo
-from mdlm_hf.data import read_text, split_text
+from mdlm_hf.data import split_text
 from mdlm_hf.diffusion import NLL_ORDERS, accuracy_by_mask_ratio, exact_nll
 from mdlm_hf.plots import accuracy_figure
 from mdlm_hf.sampler import DEFAULT_SAMPLING
+from training.corpus import read_texts
 
 
 def plot_accuracy(results: list[tuple[float, float]], path: Path) -> None:
@@ -75,7 +76,14 @@ def evaluate_model(
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", required=True, help="local directory or Hub repo id")
-    parser.add_argument("--data", required=True, help="the text the model was trained on; its last 10 %% is evaluated")
+    parser.add_argument(
+        "--data",
+        required=True,
+        nargs="+",
+        metavar="FILE",
+        help="the text the model was trained on (its files in the order training was given them); "
+        "its last 10 %% is evaluated",
+    )
     parser.add_argument("--num-samples", type=int, default=4, help="mask draws per validation window")
     parser.add_argument(
         "--nll-chars",
@@ -87,9 +95,9 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     if args.num_samples < 1 or args.nll_chars < 0:
         parser.error("--num-samples must be >= 1 and --nll-chars >= 0")
-    print(f"evaluate: loading {args.model} and the validation split of {args.data}...", flush=True)
+    print(f"evaluate: loading {args.model} and the validation split of {' '.join(args.data)}...", flush=True)
     model = MDLM.from_pretrained(args.model)
-    _, val_text = split_text(read_text(args.data))
+    _, val_text = split_text(read_texts(args.data))
     report = evaluate_model(model, val_text, args.num_samples, nll_chars=args.nll_chars, progress=True)
     print(
         f"validation NELBO: {report['val_nelbo_nats_per_char']:.4f} nats/char, "

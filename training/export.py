@@ -29,10 +29,11 @@ from pathlib import Path
 import torch
 
 from mdlm_hf import MDLM, ElboResult, elbo
-from mdlm_hf.data import read_text, split_text
+from mdlm_hf.data import split_text
 from mdlm_hf.metrics import save_word_list
 from mdlm_hf.plots import training_curve_figure
 from training import RunError
+from training.corpus import read_texts
 from training.evaluate import evaluate_model, plot_accuracy
 from training.train import build_model, load_checkpoint
 
@@ -376,7 +377,7 @@ def push_to_hub(export_dir: Path, repo_id: str, token: str | None = None, privat
 def export_run(
     run_dir: Path,
     export_dir: Path,
-    data_path: Path,
+    data_path: Path | str | Iterable[Path | str],
     push_to_hub_repo: str | None = None,
     recipe_path: Path | None = None,
     weights_dtype: str = "auto",
@@ -385,6 +386,7 @@ def export_run(
 ) -> dict:
     """Exports the best checkpoint of a run (the latest if none was kept) and optionally uploads it.
 
+    `data_path`: the training text, or its files in the order training joined them.
     `private`: the pushed repo is private. `recipe_root`: the directory the recipe's images may come from
     (default: the recipe's own).
     """
@@ -396,7 +398,8 @@ def export_run(
     run = load_checkpoint(latest)
     best_path = run_dir / "best.pt"
     model = build_model(load_checkpoint(best_path), best_path) if best_path.is_file() else build_model(run, latest)
-    train_text, val_text = split_text(read_text(data_path))
+    data_paths = [data_path] if isinstance(data_path, (str, Path)) else list(data_path)
+    train_text, val_text = split_text(read_texts(data_paths))
     recipe_notes, attachments = recipe_with_images(recipe_path, recipe_root) if recipe_path else ("", [])
     report = export_model(
         model,
@@ -419,7 +422,14 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--run-dir", required=True)
     parser.add_argument("--export-dir", required=True)
-    parser.add_argument("--data", required=True, help="the training text (for the validation split and word list)")
+    parser.add_argument(
+        "--data",
+        required=True,
+        nargs="+",
+        metavar="FILE",
+        help="the training text, or its files in the order training was given them (for the validation split and "
+        "word list)",
+    )
     parser.add_argument("--push-to-hub", default=None, metavar="REPO_ID")
     parser.add_argument(
         "--private",
@@ -452,7 +462,7 @@ def main(argv: list[str] | None = None) -> None:
         export_run(
             Path(args.run_dir),
             Path(args.export_dir),
-            Path(args.data),
+            [Path(name) for name in args.data],
             args.push_to_hub,
             args.recipe,
             args.weights_dtype,

@@ -1,10 +1,12 @@
 """Train a character-level masked diffusion language model.
 
     python -m training.train --data ../shared/data/tinyshakespeare.txt --out-dir runs/shakespeare
+    python -m training.train --data part1.txt part2.txt --out-dir runs/mine  # files joined by a newline
     torchrun --nproc_per_node 2 -m training.train --data input.txt     # data-parallel
     python -m training.train --out-dir runs/shakespeare --resume       # continue where it stopped
 
 Reads top to bottom: arguments, data, model and optimizer (or a checkpoint), the loop, the export.
+The text is tokenized once into the run directory (train.bin / val.bin, memory-mapped: see training/corpus.py).
 Checkpoints are written atomically, so killing the run at any moment keeps the last good one; one is
 saved every --save-minutes and at every evaluation. Ctrl-C (or SIGTERM) saves and exits cleanly.
 """
@@ -23,16 +25,18 @@ from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from mdlm_hf import MDLM, CharTokenizer, diffusion_loss, elbo
-from mdlm_hf.data import atomic_write_bytes, download_tinyshakespeare, read_text, split_text
+from mdlm_hf import MDLM, diffusion_loss, elbo
+from mdlm_hf.data import atomic_write_bytes, download_tinyshakespeare
 from mdlm_hf.diffusion import LOSS_WEIGHTINGS
 from mdlm_hf.model import MLP_KINDS, NORM_KINDS
 from training import RunError
+from training.corpus import Corpus, load_tokens, scan_text, tokenize
 from training.ema import EMA
 from training.optimizers import OPTIMIZERS, build_optimizers, set_learning_rates
 
@@ -63,7 +67,14 @@ _NOT_GIVEN = object()
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, set[str]]:
     """Command-line flags (every knob of the run is one of them) and the names of those given explicitly."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", type=str, default=None, help="UTF-8 text file (default: download TinyShakespeare)")
+    p.add_argument(
+        "--data",
+        type=str,
+        nargs="+",
+        default=None,
+        metavar="FILE",
+        help="UTF-8 text file(s), joined by a newline in the order given (default: download TinyShakespeare)",
+    )
     p.add_argument("--out-dir", type=str, default="runs/default", help="checkpoints, history and export go here")
     p.add_argument("--resume", action="store_true", help="continue from OUT_DIR/ckpt.pt")
     # model
@@ -248,10 +259,12 @@ def zero_residual_projections(model: MDLM) -> None:
             torch.nn.init.zeros_(module.weight)
 
 
-def get_batch(data: torch.Tensor, batch_size: int, block_size: int, generator: torch.Generator) -> torch.Tensor:
-    """Random windows of the training tokens, (B, block_size)."""
-    starts = torch.randint(0, data.numel() - block_size + 1, (batch_size,), generator=generator)
-    return torch.stack([data[s : s + block_size] for s in starts.tolist()])
+def get_batch(
+    data: np.ndarray | torch.Tensor, batch_size: int, block_size: int, generator: torch.Generator
+) -> torch.Tensor:
+    """Random windows of the training ids (a memory-mapped array, read window by window), (B, block_size) int64."""
+    starts = torch.randint(0, len(data) - block_size + 1, (batch_size,), generator=generator)
+    return torch.stack([torch.from_numpy(np.array(data[s : s + block_size], dtype=np.int64)) for s in starts.tolist()])
 
 
 def save_checkpoint(path: Path, payload: dict) -> None:
@@ -374,31 +387,40 @@ def setup_processes(args: argparse.Namespace) -> Processes:
     return processes
 
 
-def read_training_text(args: argparse.Namespace) -> tuple[Path, str]:
-    """The training text (downloaded TinyShakespeare by default), checked to hold at least one block."""
+def training_files(args: argparse.Namespace) -> list[Path]:
+    """The --data files (a checkpoint of an older run may hold one name), or TinyShakespeare, downloaded."""
     if args.data:
-        data_path = Path(args.data)
-    else:
-        if not DEFAULT_DATA_CACHE.is_file():
-            print(f"no --data given: downloading TinyShakespeare to {DEFAULT_DATA_CACHE}...", flush=True)
-        try:
-            data_path = download_tinyshakespeare(DEFAULT_DATA_CACHE)
-        except RuntimeError as error:  # offline, or a corrupted download: the message says to pass --data
-            raise RunError(str(error)) from error
-    text = read_text(data_path)
-    train_text, val_text = split_text(text)
-    if len(train_text) <= args.block_size or len(val_text) < 1:
-        raise ValueError(
-            f"text of {len(text)} characters is too short for --block-size {args.block_size}: "
-            f"the training split ({len(train_text)} chars) must be longer than one block"
-        )
-    return data_path, text
+        return [Path(name) for name in ([args.data] if isinstance(args.data, str) else args.data)]
+    if not DEFAULT_DATA_CACHE.is_file():
+        print(f"no --data given: downloading TinyShakespeare to {DEFAULT_DATA_CACHE}...", flush=True)
+    try:
+        return [download_tinyshakespeare(DEFAULT_DATA_CACHE)]
+    except RuntimeError as error:  # offline, or a corrupted download: the message says to pass --data
+        raise RunError(str(error)) from error
 
 
-def model_config_from_args(args: argparse.Namespace, text: str) -> dict:
+def prepare_corpus(args: argparse.Namespace, processes: Processes, files: list[Path], vocab: str | None) -> Corpus:
+    """The run's token files: rank 0 reads the text, checks that it holds a block and writes them (or finds them
+    written); then every rank maps them. `vocab`: a resumed run's own (None: the text's characters)."""
+    out_dir = Path(args.out_dir)
+    corpus = None
+    if processes.is_main:
+        facts = scan_text(files)
+        if facts.train_chars <= args.block_size or facts.val_chars < 1:
+            raise ValueError(
+                f"text of {facts.chars} characters is too short for --block-size {args.block_size}: "
+                f"the training split ({facts.train_chars} chars) must be longer than one block"
+            )
+        corpus = tokenize(files, out_dir, facts, vocab)
+    if processes.distributed:
+        dist.barrier()  # a failure on rank 0 ends the run: torchrun stops the other ranks
+    return corpus if corpus is not None else load_tokens(out_dir)
+
+
+def model_config_from_args(args: argparse.Namespace, vocab: str) -> dict:
     """The MDLM constructor's arguments for a new run: the text's characters and the model flags."""
     return dict(
-        vocab=CharTokenizer.from_text(text).vocab,
+        vocab=vocab,
         n_layer=args.n_layer,
         n_head=args.n_head,
         n_embd=args.n_embd,
@@ -470,10 +492,10 @@ class Progress:
 class Trainer:
     """The model, its optimizers, EMA, data and random streams, and the steps that change them."""
 
-    def __init__(self, args: argparse.Namespace, processes: Processes, text: str, checkpoint: dict | None) -> None:
+    def __init__(self, args: argparse.Namespace, processes: Processes, corpus: Corpus, checkpoint: dict | None) -> None:
         self.args, self.processes = args, processes
         self.out_dir = Path(args.out_dir)
-        self.model_config = checkpoint["model_config"] if checkpoint else model_config_from_args(args, text)
+        self.model_config = checkpoint["model_config"] if checkpoint else model_config_from_args(args, corpus.vocab)
         rank, device = processes.rank, processes.device
         torch.manual_seed(args.seed)  # the same initial weights on every rank; DDP also broadcasts rank 0's
         if checkpoint is None:
@@ -483,9 +505,7 @@ class Trainer:
         if args.zero_init_residual and checkpoint is None:
             zero_residual_projections(self.model)
         torch.manual_seed(args.seed + 2000 + rank)  # dropout masks differ between ranks
-        train_text, val_text = split_text(text)
-        self.train_data = torch.tensor(self.model.tokenizer.encode(train_text), dtype=torch.long)
-        self.val_data = torch.tensor(self.model.tokenizer.encode(val_text), dtype=torch.long)
+        self.train_data, self.val_data = corpus.train, corpus.val  # memory-mapped ids
         self.optimizers = build_optimizers(self.model, args, fused=device.type == "cuda")
         self.ema = EMA(self.model, args.ema) if args.ema else None
         # a second model that holds the averaged weights while they are evaluated
@@ -575,8 +595,9 @@ class Trainer:
         """Validation NELBO (nats/char) on the first eval_chars of the split, same masks every time."""
         args = self.args
         masks = torch.Generator().manual_seed(1234)
+        tokens = torch.from_numpy(np.array(self.val_data[: args.eval_chars], dtype=np.int64))
         with self.autocast:
-            return elbo(model, self.val_data[: args.eval_chars], args.eval_samples, masks).nats_per_char
+            return elbo(model, tokens, args.eval_samples, masks).nats_per_char
 
     def evaluate(self) -> dict:
         """Scores the weights (and their EMA), logs both, and keeps the better in best.pt when it is the best yet."""
@@ -712,14 +733,16 @@ def main(argv: list[str] | None = None) -> dict:
         out_dir.mkdir(parents=True, exist_ok=True)
         for stale in out_dir.glob(".*.tmp"):  # left by a write that was killed (SIGKILL cannot be caught)
             stale.unlink()
-    data_path, text = read_training_text(args)
-    trainer = Trainer(args, processes, text, checkpoint)
+    files = training_files(args)
+    run_vocab = checkpoint["model_config"].get("vocab") if checkpoint is not None else None
+    corpus = prepare_corpus(args, processes, files, run_vocab if isinstance(run_vocab, str) and run_vocab else None)
+    trainer = Trainer(args, processes, corpus, checkpoint)
     use_bf16 = trainer.choose_precision()
     # Ctrl-C and SIGTERM (e.g. a scheduler stopping us): save at a step boundary, exit
     stop = StopRequest(processes.is_main)
     try:
         if processes.is_main:
-            train_chars, val_chars = trainer.train_data.numel(), trainer.val_data.numel()
+            train_chars, val_chars = len(trainer.train_data), len(trainer.val_data)
             print(
                 f"{trainer.model.num_parameters() / 1e6:.2f}M parameters, vocab {trainer.model.vocab_size}, "
                 f"{train_chars:,} train / {val_chars:,} val chars, device {processes.device}, "
@@ -739,7 +762,7 @@ def main(argv: list[str] | None = None) -> dict:
         if finished:
             from training.export import export_run
 
-            export_run(out_dir, Path(args.export_dir), data_path, args.push_to_hub, private=args.private)
+            export_run(out_dir, Path(args.export_dir), files, args.push_to_hub, private=args.private)
         else:
             print(f"export skipped: the run stopped at step {p.step} of {args.max_steps}; resume to finish and export")
     if processes.distributed:

@@ -1,0 +1,190 @@
+"""The training text as token files: the ids of nanoGPT's train.bin / val.bin, memory-mapped, so a corpus
+bigger than memory trains.
+
+`--data` may name several files: they are read in the order given, joined by a newline, and split as one
+text (the first 90 % trains, the last 10 % validates, as `mdlm_hf.data.split_text` splits a string). The
+files are streamed in chunks, never held whole: one pass finds the characters and the text's hash, a
+second writes the ids (uint16, or uint32 for a vocabulary of more than 65,536 characters). The token files
+live in the run directory beside tokens.json, which records the text's hash and the vocabulary they were
+written with; a run, or a resume, whose text and vocabulary match reuses them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from mdlm_hf.data import TINYSHAKESPEARE_MD5, TRAIN_FRACTION, atomic_write_bytes, read_text
+
+SEPARATOR = "\n"  # between two files of --data
+CHUNK_CHARS = 1 << 22  # characters read at a time
+TOKENS_META = "tokens.json"
+TOKEN_FILES = ("train.bin", "val.bin")
+MAX_CODE_POINT = 0x10FFFF
+
+
+def text_chunks(paths: Iterable[str | Path]) -> Iterator[str]:
+    """The text of the files, joined by SEPARATOR, in chunks; a missing, non-UTF-8 or empty file is a ValueError
+    naming it (as `mdlm_hf.data.read_text` says it). Newlines are read as `read_text` reads them (universal)."""
+    for index, path in enumerate(map(Path, paths)):
+        if not path.is_file():
+            raise ValueError(f"training text {path} does not exist or is not a file")
+        if index:
+            yield SEPARATOR
+        has_text = False
+        try:
+            with open(path, encoding="utf-8") as file:
+                while chunk := file.read(CHUNK_CHARS):
+                    has_text = has_text or bool(chunk.strip())
+                    yield chunk
+        except UnicodeDecodeError as error:
+            raise ValueError(f"training text {path} is not valid UTF-8 ({error})") from error
+        if not has_text:
+            raise ValueError(f"training text {path} is empty")
+
+
+def read_texts(paths: Iterable[str | Path]) -> str:
+    """The whole text of the files, joined by SEPARATOR (what the token files hold, as a string)."""
+    return SEPARATOR.join(read_text(path) for path in paths)
+
+
+@dataclass(frozen=True)
+class TextFacts:
+    """What one pass over the text finds: its length, its distinct characters and its hashes."""
+
+    chars: int
+    characters: str  # sorted: the vocabulary of a new run
+    sha256: str
+    md5: str
+
+    @property
+    def train_chars(self) -> int:
+        return int(self.chars * TRAIN_FRACTION)  # split_text's cut
+
+    @property
+    def val_chars(self) -> int:
+        return self.chars - self.train_chars
+
+    @property
+    def is_tinyshakespeare(self) -> bool:
+        return self.md5 == TINYSHAKESPEARE_MD5
+
+
+def scan_text(paths: Iterable[str | Path]) -> TextFacts:
+    """One streamed pass over the files: length, characters, sha256 and md5 of the text's UTF-8 bytes."""
+    sha256, md5, characters, chars = hashlib.sha256(), hashlib.md5(), set(), 0
+    for chunk in text_chunks(paths):
+        payload = chunk.encode("utf-8")
+        sha256.update(payload)
+        md5.update(payload)
+        characters.update(chunk)
+        chars += len(chunk)
+    return TextFacts(chars, "".join(sorted(characters)), sha256.hexdigest(), md5.hexdigest())
+
+
+def token_dtype(vocab: str) -> np.dtype:
+    """uint16 (nanoGPT's) when every id fits, else uint32; the mask id is never stored."""
+    return np.dtype(np.uint16 if len(vocab) <= 2**16 else np.uint32)
+
+
+@dataclass
+class Corpus:
+    """The memory-mapped ids of the training and validation splits, and what tokens.json says of them."""
+
+    train: np.memmap
+    val: np.memmap
+    meta: dict
+
+    @property
+    def vocab(self) -> str:
+        return self.meta["vocab"]
+
+
+def tokenize(paths: Iterable[str | Path], directory: str | Path, facts: TextFacts, vocab: str | None = None) -> Corpus:
+    """The token files of the text in `directory`, written unless tokens.json says they already hold this text
+    with this vocabulary (default: the text's own characters). A character outside `vocab` is a ValueError."""
+    paths, directory = [Path(p) for p in paths], Path(directory)
+    vocab = facts.characters if vocab is None else vocab
+    known = set(vocab)
+    unknown = [c for c in facts.characters if c not in known]
+    if unknown:
+        raise ValueError(
+            f"the training text has {len(unknown)} character(s) outside the run's vocabulary: "
+            + ", ".join(map(repr, unknown[:20]))
+            + (", ..." if len(unknown) > 20 else "")
+        )
+    dtype = token_dtype(vocab)
+    meta = {
+        "sha256": facts.sha256,
+        "md5": facts.md5,
+        "vocab": vocab,
+        "dtype": dtype.name,
+        "train_tokens": facts.train_chars,
+        "val_tokens": facts.val_chars,
+        "files": [str(p) for p in paths],
+    }
+    if not _holds(directory, meta):
+        print(f"tokenizing {facts.chars:,} characters into {directory / 'train.bin'} and val.bin...", flush=True)
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / TOKENS_META).unlink(missing_ok=True)  # never a record that describes half-written files
+        _write_tokens(paths, directory, facts, vocab, dtype)
+        atomic_write_bytes(directory / TOKENS_META, json.dumps(meta, indent=2).encode())
+    return load_tokens(directory)
+
+
+def load_tokens(directory: str | Path) -> Corpus:
+    """Memory-maps the token files that tokens.json describes (read-only)."""
+    directory = Path(directory)
+    meta = json.loads((directory / TOKENS_META).read_text(encoding="utf-8"))
+    train, val = (np.memmap(directory / name, dtype=meta["dtype"], mode="r") for name in TOKEN_FILES)
+    return Corpus(train, val, meta)
+
+
+def _holds(directory: Path, meta: dict) -> bool:
+    """Whether tokens.json and the token files there are those of `meta`'s text and vocabulary."""
+    try:
+        stored = json.loads((directory / TOKENS_META).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    keys = ("sha256", "vocab", "dtype", "train_tokens", "val_tokens")
+    if not isinstance(stored, dict) or any(stored.get(k) != meta[k] for k in keys):
+        return False
+    itemsize = np.dtype(meta["dtype"]).itemsize
+    sizes = (meta["train_tokens"] * itemsize, meta["val_tokens"] * itemsize)
+    files = [directory / name for name in TOKEN_FILES]
+    return all(f.is_file() and f.stat().st_size == size for f, size in zip(files, sizes, strict=True))
+
+
+def _write_tokens(paths: list[Path], directory: Path, facts: TextFacts, vocab: str, dtype: np.dtype) -> None:
+    """Second pass: the ids of the first train_chars characters to train.bin, the rest to val.bin (atomically)."""
+    lookup = np.zeros(MAX_CODE_POINT + 1, dtype=dtype)  # code point -> id
+    lookup[[ord(c) for c in vocab]] = np.arange(len(vocab), dtype=dtype)
+    temporaries = [tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp") for name in TOKEN_FILES]
+    try:
+        sha256, position = hashlib.sha256(), 0
+        with os.fdopen(temporaries[0][0], "wb") as train, os.fdopen(temporaries[1][0], "wb") as val:
+            for chunk in text_chunks(paths):
+                sha256.update(chunk.encode("utf-8"))
+                ids = lookup[np.frombuffer(chunk.encode("utf-32-le"), dtype=np.uint32)]
+                head = max(0, min(len(ids), facts.train_chars - position))
+                train.write(ids[:head].tobytes())
+                val.write(ids[head:].tobytes())
+                position += len(ids)
+            for file in (train, val):
+                file.flush()
+                os.fsync(file.fileno())
+        if sha256.hexdigest() != facts.sha256:
+            raise ValueError("the training text changed while it was being read; run again")
+        for (_, temporary), name in zip(temporaries, TOKEN_FILES, strict=True):
+            os.replace(temporary, directory / name)
+    except BaseException:
+        for _, temporary in temporaries:
+            Path(temporary).unlink(missing_ok=True)
+        raise
