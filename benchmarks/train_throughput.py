@@ -71,6 +71,9 @@ def loop_tokens_per_second(data: str, args: argparse.Namespace) -> float:
                 "float32",
                 "--log-interval",
                 "10",
+                # the bare loop's block and optimizer (the defaults before the CPU recipe), without warmup
+                *("--optimizer", "adamw", "--norm", "layernorm", "--mlp", "gelu", "--no-qk-norm"),
+                *("--no-zero-init-residual", "--ema", "0", "--loss-weighting", "elbo", "--warmup-steps", "0"),
             ]
         )
     return summary["tokens_seen"] / summary["wall_time"]

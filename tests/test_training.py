@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -748,3 +749,44 @@ def test_data_may_name_several_files_for_train_and_export(tmp_path, tiny_text):
     export.main([*command, "--weights-dtype", "float32"])
     metrics = json.loads((tmp_path / "export" / "metrics.json").read_text())
     assert metrics["val_chars"] == len(split_text(joined)[1])
+
+
+def test_the_defaults_are_the_cpu_recipe():
+    args, _ = train.parse_args([])
+    recipe = dict(optimizer="muon", muon_lr=0.02, lr=2e-3, norm="rmsnorm", mlp="relu2", qk_norm=True, ema=0.999)
+    recipe.update(zero_init_residual=True, loss_weighting="uniform", warmup_steps=200, n_embd=256, n_layer=6)
+    recipe.update(n_head=4, block_size=256, max_steps=1500)
+    assert {k: getattr(args, k) for k in recipe} == recipe
+    assert args.batch_size * args.block_size == 8192  # 1,500 steps: about 30 minutes at 5-8k tokens/s on 2 cores
+    args, explicit = train.parse_args(["--no-qk-norm", "--no-zero-init-residual"])
+    assert not args.qk_norm and not args.zero_init_residual and {"qk_norm", "zero_init_residual"} <= explicit
+
+
+def test_an_estimate_is_printed_as_the_loop_starts(text_file, tmp_path, capsys):
+    run(text_file, tmp_path / "run", "--max-steps", "8", "--stop-at-step", "6")
+    printed = capsys.readouterr().out
+    assert re.search(r"about [\d.]+ minutes for 6 steps at [\d,]+ tokens/s\n", printed), printed
+    assert printed.index("starting at step 0") < printed.index("about ")
+    # the default run on two CPU cores, timed at 1.2 s per step
+    args, _ = train.parse_args(["--max-minutes", "20"])
+    trainer = SimpleNamespace(args=args, processes=train.Processes(torch.device("cpu")))
+    line = train.Trainer.estimate(trainer, 1.2, 1500)
+    assert line == "about 30 minutes for 1,500 steps at 6,827 tokens/s (--max-minutes 20 stops it sooner)"
+
+
+def test_a_resumed_checkpoint_older_than_a_flag_keeps_that_flags_default_of_its_day(text_file, tmp_path):
+    old_recipe = ["--optimizer", "adamw", "--norm", "layernorm", "--mlp", "gelu", "--no-qk-norm"]
+    old_recipe += ["--no-zero-init-residual", "--ema", "0", "--loss-weighting", "elbo"]
+    straight = run(text_file, tmp_path / "straight", *old_recipe, "--max-steps", "8")
+    run(text_file, tmp_path / "old", *old_recipe, "--max-steps", "8", "--stop-at-step", "4")
+    checkpoint = torch.load(tmp_path / "old" / "ckpt.pt", weights_only=True)
+    newer = ("optimizer", "ema", "loss_weighting", "norm", "mlp", "qk_norm", "zero_init_residual")
+    for key in newer:  # a checkpoint written before these flags existed
+        del checkpoint["args"][key]
+    train.save_checkpoint(tmp_path / "old" / "ckpt.pt", checkpoint)
+    resumed = train.main(["--data", str(text_file), "--out-dir", str(tmp_path / "old"), "--resume"])
+    saved = torch.load(tmp_path / "old" / "ckpt.pt", weights_only=True)["args"]
+    assert {k: saved[k] for k in newer} == {k: train.DEFAULTS_BEFORE_CPU_RECIPE[k] for k in newer}
+    assert saved["optimizer"] == "adamw" and saved["ema"] == 0
+    for name, weight in straight["model"].state_dict().items():  # trained on as it began: AdamW, no EMA, ELBO loss
+        assert torch.equal(weight, resumed["model"].state_dict()[name]), name

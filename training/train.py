@@ -5,6 +5,10 @@
     torchrun --nproc_per_node 2 -m training.train --data input.txt     # data-parallel
     python -m training.train --out-dir runs/shakespeare --resume       # continue where it stopped
 
+The defaults are the best recipe found for a CPU (training/RECIPE.md): Muon, RMSNorm, ReLU^2, QK-norm, zero-init
+residuals, EMA 0.999, uniform loss weighting; d256 L6, 4 heads, 256-character context, 8,192 tokens per step,
+1,500 steps: about 30 minutes on two CPU cores with bf16. An estimate is printed after the first steps.
+
 Reads top to bottom: arguments, data, model and optimizer (or a checkpoint), the loop, the export.
 The text is tokenized once into the run directory (train.bin / val.bin, memory-mapped: see training/corpus.py).
 Checkpoints are written atomically, so killing the run at any moment keeps the last good one; one is
@@ -63,6 +67,23 @@ RESUMABLE_CHANGES = (
 )
 _NOT_GIVEN = object()
 
+# The defaults of the flags that changed when the CPU recipe became the default (issue 15, item 12). Used only
+# when resuming a checkpoint whose saved args lack the key: that run was started before the flag existed and
+# trained with the default of its day, so it keeps it (today's Muon, say, would not fit its AdamW state).
+# The saved args win for the keys they hold; a resume never reads today's defaults for these.
+DEFAULTS_BEFORE_CPU_RECIPE = {
+    "max_steps": 2000,
+    "warmup_steps": 100,
+    "optimizer": "adamw",
+    "ema": 0.0,
+    "loss_weighting": "elbo",
+    "norm": "layernorm",
+    "mlp": "gelu",
+    "qk_norm": False,
+    "zero_init_residual": False,
+}
+ETA_TIMED_STEPS = 2  # after a warm-up step, the steps timed for the estimate printed as the loop starts
+
 
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, set[str]]:
     """Command-line flags (every knob of the run is one of them) and the names of those given explicitly."""
@@ -85,26 +106,33 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, set[s
     p.add_argument("--dropout", type=float, default=0.0)
     p.add_argument("--position-encoding", choices=["rope", "learned"], default="rope")
     p.add_argument("--time-conditioning", action="store_true")
-    p.add_argument("--norm", choices=NORM_KINDS, default="layernorm")
-    p.add_argument("--mlp", choices=MLP_KINDS, default="gelu")
-    p.add_argument("--qk-norm", action="store_true", help="RMS-normalise queries and keys per head")
-    p.add_argument("--zero-init-residual", action="store_true", help="residual projections start at zero")
+    p.add_argument("--norm", choices=NORM_KINDS, default="rmsnorm")
+    p.add_argument("--mlp", choices=MLP_KINDS, default="relu2")
+    p.add_argument(
+        "--qk-norm", action=argparse.BooleanOptionalAction, default=True, help="RMS-normalise queries and keys per head"
+    )
+    p.add_argument(
+        "--zero-init-residual",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="residual projections start at zero",
+    )
     # optimisation
     p.add_argument("--batch-size", type=int, default=32, help="sequences per step per process")
-    p.add_argument("--max-steps", type=int, default=2000)
-    p.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw", help="muon: Muon for the blocks' matrices")
+    p.add_argument("--max-steps", type=int, default=1500)
+    p.add_argument("--optimizer", choices=OPTIMIZERS, default="muon", help="muon: Muon for the blocks' matrices")
     p.add_argument("--lr", type=float, default=2e-3, help="peak AdamW learning rate")
     p.add_argument("--min-lr", type=float, default=None, help="final AdamW learning rate (default lr / 10)")
     p.add_argument("--muon-lr", type=float, default=0.02, help="peak Muon learning rate (same schedule shape)")
     p.add_argument("--muon-momentum", type=float, default=0.95)
     p.add_argument("--muon-weight-decay", type=float, default=0.01, help="decoupled, scaled by the Muon lr")
-    p.add_argument("--ema", type=float, default=0.0, help="EMA decay of the weights for eval and export; 0: off")
-    p.add_argument("--warmup-steps", type=int, default=100)
+    p.add_argument("--ema", type=float, default=0.999, help="EMA decay of the weights for eval and export; 0: off")
+    p.add_argument("--warmup-steps", type=int, default=200)
     p.add_argument("--weight-decay", type=float, default=0.1)
     p.add_argument("--beta1", type=float, default=0.9)
     p.add_argument("--beta2", type=float, default=0.99)
     p.add_argument("--grad-clip", type=float, default=1.0, help="max gradient norm (0: off)")
-    p.add_argument("--loss-weighting", choices=list(LOSS_WEIGHTINGS), default="elbo")
+    p.add_argument("--loss-weighting", choices=list(LOSS_WEIGHTINGS), default="uniform")
     p.add_argument("--t-min", type=float, default=1e-3, help="training mask ratios t are drawn from [t_min, 1)")
     p.add_argument(
         "--dtype",
@@ -234,8 +262,11 @@ def resumed_args(args: argparse.Namespace, explicit: set[str], saved: dict) -> a
     ]
     if conflicts:
         raise ValueError(f"--resume keeps the run's own settings; these flags differ: {'; '.join(conflicts)}")
-    # flags newer than the checkpoint keep their defaults; flags typed now win over the saved ones
-    merged = {**vars(args), **saved, **{k: getattr(args, k) for k in explicit}, "resume": True, "out_dir": args.out_dir}
+    # flags newer than the checkpoint keep the defaults of its day (those changed since from the table, the rest
+    # today's); flags typed now win over the saved ones
+    before = {k: v for k, v in DEFAULTS_BEFORE_CPU_RECIPE.items() if k not in saved}
+    explicit_values = {k: getattr(args, k) for k in explicit}
+    merged = {**vars(args), **before, **saved, **explicit_values, "resume": True, "out_dir": args.out_dir}
     changed = [
         f"{k}={getattr(args, k)} (was {saved.get(k, 'not set')})" for k in explicit if getattr(args, k) != saved.get(k)
     ]
@@ -653,6 +684,17 @@ class Trainer:
             save_checkpoint(self.out_dir / "ckpt.pt", payload)
             write_or_explain(self.out_dir / "history.json", json.dumps(self.progress.history).encode())
 
+    def estimate(self, step_seconds: float, steps: int) -> str:
+        """How long this invocation's `steps` will take at the measured time per step (evaluations not counted)."""
+        args = self.args
+        minutes = steps * step_seconds / 60
+        tokens_per_second = args.batch_size * args.block_size * self.processes.world_size / step_seconds
+        line = f"about {minutes:.0f}" if minutes >= 10 else f"about {minutes:.1f}"
+        line += f" minutes for {steps:,} steps at {tokens_per_second:,.0f} tokens/s"
+        if args.max_minutes and minutes > args.max_minutes:
+            line += f" (--max-minutes {args.max_minutes:g} stops it sooner)"
+        return line
+
     def loop(self, stop: StopRequest, deadline: float = math.inf) -> str:
         """Trains until max_steps or a stop; returns why it stopped ("finished", "stopped", "interrupted").
 
@@ -664,10 +706,19 @@ class Trainer:
         save_every = args.save_minutes * 60 if args.save_minutes else math.inf
         last_save = time.perf_counter()
         window_start, window_tokens = time.perf_counter(), p.tokens_seen
+        ends_at = args.stop_at_step if p.step < args.stop_at_step < args.max_steps else args.max_steps
+        steps_ahead, step_times = ends_at - p.step, []
         self.model.train()
         try:
             while p.step < args.max_steps:
+                step_start = time.perf_counter()
                 loss = self.train_step()
+                if is_main and len(step_times) <= ETA_TIMED_STEPS:  # the warm-up step, then the timed ones
+                    if self.processes.device.type == "cuda":
+                        torch.cuda.synchronize()
+                    step_times.append(time.perf_counter() - step_start)
+                    if len(step_times) == ETA_TIMED_STEPS + 1:
+                        tqdm.write(self.estimate(sum(step_times[1:]) / ETA_TIMED_STEPS, steps_ahead))
                 p.wall_time = time.perf_counter() - run_start
                 bar.update(1)
                 if p.step % args.log_interval == 0 and is_main:
