@@ -1,6 +1,9 @@
 """The model card that `MDLM.save_pretrained` writes as README.md (a Jinja template of huggingface_hub's ModelCard).
 
-training/export.py fills `title` and `details`; `card_data` and `repo_url` come from the MDLM class.
+training/export.py fills `title`, `details` and the usage example's values from the run: `repo_id`, `prompt` and
+`infill` (Python string literals drawn from the training text; an empty one leaves its line out),
+`generate_length` and `complete_length` (what fits the model's block_size). Without them the example is the
+TinyShakespeare one. `card_data` (the front matter) and `repo_url` come from `MDLM.generate_model_card`.
 """
 
 REPO_URL = "https://github.com/mdlm-hf/mdlm_hf"
@@ -25,9 +28,17 @@ the same operation with some positions fixed.
 from mdlm_hf import MDLM
 
 model = MDLM.from_pretrained("{{ repo_id | default("path/or/repo-id", true) }}")
-print(model.generate(length=256, num_steps=64, seed=0))
+print(model.generate(length={{ generate_length | default(256, true) }}, num_steps=64, seed=0))
+{% if prompt is not defined -%}
 print(model.complete("ROMEO:\\n", length=200, num_steps=64))
+{% elif prompt -%}
+print(model.complete({{ prompt }}, length={{ complete_length | default(200, true) }}, num_steps=64))
+{% endif -%}
+{% if infill -%}
+print(model.infill({{ infill }}))
+{% elif infill is not defined -%}
 print(model.infill("To be, or not to be, ________ is the question:"))
+{% endif -%}
 ```
 
 {{ details | default("", true) }}

@@ -19,7 +19,7 @@ import safetensors.torch
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from huggingface_hub import PyTorchModelHubMixin, hf_hub_download
+from huggingface_hub import ModelCard, ModelCardData, PyTorchModelHubMixin, hf_hub_download
 
 from mdlm_hf import pipeline
 from mdlm_hf.card import MODEL_CARD_TEMPLATE, REPO_URL
@@ -209,7 +209,6 @@ class MDLM(
     PyTorchModelHubMixin,
     library_name="mdlm_hf",
     repo_url=REPO_URL,
-    license="mit",
     pipeline_tag="text-generation",
     tags=["masked-diffusion", "diffusion-language-model", "character-level", "mdlm"],
     model_card_template=MODEL_CARD_TEMPLATE,
@@ -231,6 +230,9 @@ class MDLM(
       qk_norm            RMS-normalise queries and keys per head before RoPE
     The last three default to the first shipped model's choices, so older config.json files load as saved.
     A config of the wrong types or beyond CONFIG_LIMITS / MAX_VALUES is a ValueError naming the field.
+
+    The model card's front matter names no license: the weights' terms are their trainer's, and an export
+    states them (training/export.py --license).
     """
 
     def __init__(
@@ -335,6 +337,21 @@ class MDLM(
     def generate(self, length: int | None = None, options: SamplerOptions | None = None, **overrides: Any) -> str:
         """Generates `length` characters (default: block_size) from an all-mask canvas."""
         return pipeline.generate(self, length, options, **overrides)
+
+    def generate_model_card(self, *args: Any, card_data: dict | None = None, **kwargs: Any) -> ModelCard:
+        """The card `save_pretrained` writes: the class's front matter (library, pipeline, tags) with the fields of
+        `card_data` over it (license, language, datasets, model_name and eval_results: what a training run knows),
+        and the template (mdlm_hf.card) filled with `kwargs`."""
+        info = self._hub_mixin_info
+        data = ModelCardData(**{**info.model_card_data.to_dict(), **(card_data or {})})
+        return ModelCard.from_template(
+            card_data=data,
+            template_str=info.model_card_template,
+            repo_url=info.repo_url,
+            paper_url=info.paper_url,
+            docs_url=info.docs_url,
+            **kwargs,
+        )
 
     # --- loading: strict, safetensors only, with errors that say what is wrong ---
 

@@ -155,3 +155,18 @@ def test_non_finite_weights_are_refused_at_load(tiny_model, tmp_path):
     safetensors.torch.save_file(weights, tmp_path / "model.safetensors", metadata={"format": "pt"})
     with pytest.raises(ValueError, match="model.safetensors holds non-finite values in blocks.1.mlp.fc.weight"):
         MDLM.from_pretrained(tmp_path)
+
+
+def test_the_card_front_matter_comes_from_the_caller_not_the_class(tiny_model, tmp_path):
+    from huggingface_hub import ModelCard
+
+    tiny_model.save_pretrained(tmp_path / "plain")
+    plain = ModelCard.load(tmp_path / "plain" / "README.md").data
+    assert plain.license is None and plain.library_name == "mdlm_hf"  # the weights' terms are their trainer's
+    terms = {"license": "cc-by-4.0", "language": "fr", "datasets": ["me/poems"]}
+    usage = {"repo_id": "me/poems-char", "prompt": '"Il était\\n"', "infill": "", "complete_length": 20}
+    tiny_model.save_pretrained(tmp_path / "run", model_card_kwargs={"card_data": terms, **usage})
+    card = ModelCard.load(tmp_path / "run" / "README.md")
+    assert {k: getattr(card.data, k) for k in terms} == terms and card.data.pipeline_tag == "text-generation"
+    assert 'MDLM.from_pretrained("me/poems-char")' in card.text
+    assert 'model.complete("Il était\\n", length=20, num_steps=64)' in card.text and "model.infill" not in card.text

@@ -1,3 +1,5 @@
+import ast
+import hashlib
 import json
 import os
 import re
@@ -790,3 +792,103 @@ def test_a_resumed_checkpoint_older_than_a_flag_keeps_that_flags_default_of_its_
     assert saved["optimizer"] == "adamw" and saved["ema"] == 0
     for name, weight in straight["model"].state_dict().items():  # trained on as it began: AdamW, no EMA, ELBO loss
         assert torch.equal(weight, resumed["model"].state_dict()[name]), name
+
+
+class RecordingApi:
+    """huggingface_hub.HfApi, offline: records the uploads."""
+
+    uploads = []
+
+    def __init__(self, token=None):
+        pass
+
+    def create_repo(self, repo_id, **kwargs):
+        pass
+
+    def upload_folder(self, folder_path, repo_id, **kwargs):
+        self.uploads.append((repo_id, (Path(folder_path) / "README.md").read_text()))
+        return f"https://huggingface.co/{repo_id}/commit/abc"
+
+
+def usage_code(card: str) -> str:
+    return card.split("## Usage\n\n```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_card_describes_the_runs_own_text_and_its_example_runs(text_file, tmp_path, monkeypatch, capsys):
+    import huggingface_hub
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", RecordingApi)
+    export_dir = tmp_path / "export"
+    terms = ["--dataset-name", "Tiny verses", "--license", "cc-by-4.0", "--language", "en"]
+    pushed = ["--export-dir", str(export_dir), "--push-to-hub", "me/tiny-verses", *terms]
+    run(text_file, tmp_path / "run", "--max-steps", "3", *pushed)
+    card = (export_dir / "README.md").read_text()
+    assert RecordingApi.uploads[-1] == ("me/tiny-verses", card)
+    for shakespeare in ("Shakespeare", "ROMEO", "nanoGPT", "To be, or not to be", "million characters"):
+        assert shakespeare not in card, shakespeare
+    assert "# mdlm_hf: a masked diffusion language model of Tiny verses, character by character" in card
+    assert 'MDLM.from_pretrained("me/tiny-verses")' in card and "path/or/repo-id" not in card
+    assert f"- data: Tiny verses, {len(text_file.read_text()):,} characters" in card
+    metrics = json.loads((export_dir / "metrics.json").read_text())
+    assert f"**{metrics['val_nelbo_nats_per_char']:.4f} nats/char**" in card and "| exact NLL, " in card
+    assert "- recipe: n_layer=1" in card  # the card's metric rows and recipe are kept
+    front = huggingface_hub.ModelCard.load(export_dir / "README.md").data
+    assert (front.license, front.language, front.datasets) == ("cc-by-4.0", "en", None)
+    (result,) = front.eval_results
+    assert (result.dataset_name, result.metric_type) == ("Tiny verses", "nelbo") and front.model_name == "tiny-verses"
+    assert result.metric_value == round(metrics["val_nelbo_nats_per_char"], 4)
+    # the usage example's prompt and infill template come from the text, and the example runs as written
+    code = usage_code(card)
+    calls = {
+        n.func.attr: n.args
+        for n in ast.walk(ast.parse(code))
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.args
+    }
+    prompt, template = (ast.literal_eval(calls[name][0]) for name in ("complete", "infill"))
+    text = text_file.read_text()
+    assert prompt and prompt.rstrip("\n") in text and re.search(re.escape(template).replace("_", "\\S"), text)
+    exec(code.replace('"me/tiny-verses"', repr(str(export_dir))), {})
+    assert prompt in capsys.readouterr().out
+
+    # no terms given: none stated; the card names the data file
+    export.export_run(tmp_path / "run", tmp_path / "plain", text_file, weights_dtype="float32")
+    plain = (tmp_path / "plain" / "README.md").read_text()
+    front = huggingface_hub.ModelCard.load(tmp_path / "plain" / "README.md").data
+    assert front.license is None and front.language is None and front.datasets is None
+    assert "language model of text, character by character" in plain and "- license:" not in plain
+    assert 'MDLM.from_pretrained("path/or/repo-id")' in plain
+    # pushed later: the card names the repo
+    export.push_to_hub(tmp_path / "plain", "me/later")
+    assert 'MDLM.from_pretrained("me/later")' in (tmp_path / "plain" / "README.md").read_text()
+    assert 'MDLM.from_pretrained("me/later")' in RecordingApi.uploads[-1][1]
+    assert {"dataset_name", "license", "language"} <= set(train.RESUMABLE_CHANGES)
+
+
+def test_tinyshakespeare_alone_gets_the_shakespeare_card(text_file, tmp_path, monkeypatch):
+    import huggingface_hub
+
+    run(text_file, tmp_path / "run", "--max-steps", "2", "--block-size", "64")  # the infill example fits
+    monkeypatch.setattr(export, "TINYSHAKESPEARE_MD5", hashlib.md5(text_file.read_bytes()).hexdigest())
+    export.export_run(tmp_path / "run", tmp_path / "export", text_file, weights_dtype="float32")
+    card = (tmp_path / "export" / "README.md").read_text()
+    assert "# mdlm_hf: a masked diffusion language model of Shakespeare, character by character" in card
+    assert 'model.complete("ROMEO:\\n", length=' in card and "To be, or not to be, ________" in card
+    assert "nanoGPT's autoregressive character model reaches 1.47 nats/char" in card
+    assert "million characters of Shakespeare" in card
+    front = huggingface_hub.ModelCard.load(tmp_path / "export" / "README.md").data
+    assert (front.license, front.language, front.datasets) == ("mit", "en", ["karpathy/tiny_shakespeare"])
+    assert front.eval_results[0].dataset_type == "karpathy/tiny_shakespeare"
+    export.export_run(tmp_path / "run", tmp_path / "other", text_file, weights_dtype="float32", license="apache-2.0")
+    assert huggingface_hub.ModelCard.load(tmp_path / "other" / "README.md").data.license == "apache-2.0"
+
+
+def test_usage_examples_come_from_the_validation_text():
+    text = "the cut line\nFirst Citizen:\nBefore we proceed any further, hear me speak.\nAll:\nSpeak, speak.\n"
+    model = MDLM(CharTokenizer.from_text(text).vocab, n_layer=1, n_head=2, n_embd=16, block_size=64)
+    assert export.usage_examples(model, text) == ("First Citizen:\n", "Before we proceed any ________ hear me speak.")
+    prose = "cut\nIt was a bright cold day in April, and the clocks were striking thirteen.\n"
+    model = MDLM(CharTokenizer.from_text(prose).vocab, n_layer=1, n_head=2, n_embd=16, block_size=256)
+    assert export.usage_examples(model, prose) == (
+        "It was a bright cold day in April, and",
+        "It was a bright cold day in ______ and the clocks were striking thirteen.",
+    )

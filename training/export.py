@@ -10,12 +10,19 @@ markdown that it links. It is written to a temporary directory and then swapped 
 export never leaves a half-written model behind. The swap replaces the export directory, so that must
 be new, empty or an earlier export; anything else is refused. words.txt holds every word of the
 training text: --private keeps the pushed repo private.
+
+The card describes the run's own data: --dataset-name, its size, --license and --language in the front
+matter (omitted when not given), the measured validation NELBO as a model-index entry, a usage example
+whose prompt and infill template come from the validation text, and the repo id when pushed. Lines
+about Shakespeare, and `datasets: karpathy/tiny_shakespeare`, language en and license mit (unless given),
+appear only when the text is TinyShakespeare (recognised by its md5).
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import hashlib
 import json
 import os
 import platform
@@ -24,12 +31,14 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from huggingface_hub import EvalResult
 
 from mdlm_hf import MDLM, ElboResult, elbo
-from mdlm_hf.data import split_text
+from mdlm_hf.data import TINYSHAKESPEARE_MD5, atomic_write_bytes, split_text
 from mdlm_hf.metrics import save_word_list
 from mdlm_hf.plots import training_curve_figure
 from training import RunError
@@ -51,6 +60,11 @@ EXPORT_FILES = (
     "words.txt",
 )
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp")  # what a recipe may attach
+TINYSHAKESPEARE_HUB_ID = "karpathy/tiny_shakespeare"
+SHAKESPEARE_USAGE = ("ROMEO:\n", "To be, or not to be, ________ is the question:")  # the card's prompt and infill
+SPEAKER_LINE = re.compile(r"[^\W\d_][^:]{0,30}:")  # "ROMEO:", "First Citizen:": a prompt a play would continue
+PROMPT_CHARS = 40  # the longest prompt the usage example takes from the text
+INFILL_CHARS = 80  # the longest line it blanks a word of
 
 
 def check_export_dir(export_dir: Path, run_dir: Path | None = None) -> None:
@@ -127,8 +141,95 @@ def hardware_description() -> str:
     return f"{model_name}, {torch.get_num_threads()} threads"
 
 
-def model_card_details(model: MDLM, report: dict, run: dict, recipe_notes: str = "") -> dict:
-    """Values for the model card template: metrics, training facts, samples, limitations."""
+@dataclass(frozen=True)
+class TrainingData:
+    """What the model card says of the training text, and the terms the run gives its model (None: not stated)."""
+
+    name: str
+    chars: int
+    val_chars: int
+    tinyshakespeare: bool = False
+    hub_id: str | None = None  # the Hub dataset it is
+    license: str | None = None
+    language: str | None = None
+    prompt: str = SHAKESPEARE_USAGE[0]  # the usage example's
+    infill: str | None = SHAKESPEARE_USAGE[1]  # None: the example has no infill line
+
+
+def describe_training_data(
+    model: MDLM,
+    train_text: str,
+    val_text: str,
+    name: str | None = None,
+    license: str | None = None,
+    language: str | None = None,
+    default_name: str = "its training text",
+) -> TrainingData:
+    """The card's facts of the text: TinyShakespeare (by md5) gets its name, Hub id, license mit and language en
+    unless given; any other text its `name` (else `default_name`), the given terms only, and usage examples drawn
+    from its validation split."""
+    text_md5 = hashlib.md5((train_text + val_text).encode("utf-8")).hexdigest()
+    size = {"chars": len(train_text) + len(val_text), "val_chars": len(val_text)}
+    terms = {"license": license, "language": language}
+    if text_md5 == TINYSHAKESPEARE_MD5:
+        terms = {"license": license or "mit", "language": language or "en"}
+        return TrainingData(
+            name or "TinyShakespeare", tinyshakespeare=True, hub_id=TINYSHAKESPEARE_HUB_ID, **size, **terms
+        )
+    prompt, infill = usage_examples(model, val_text)
+    return TrainingData(name or default_name, prompt=prompt, infill=infill, **size, **terms)
+
+
+def usage_examples(model: MDLM, val_text: str) -> tuple[str, str | None]:
+    """A prompt and an infill template from the validation text, in the model's characters: the first speaker-like
+    line ("NAME:") of its first 200 lines, else the first words of its first line; and its first line of 3 or more
+    words with the middle word blanked (None if it has none). Its first line, perhaps cut by the split, is skipped.
+    """
+    longest_prompt = max(1, min(PROMPT_CHARS, model.block_size // 2))
+    lines = [line.strip() for line in val_text.split("\n")[1:]] or [val_text.strip()]
+    lines = [line for line in lines if line and not model.tokenizer.unknown_chars(line)]
+    speaker = next((line for line in lines[:200] if len(line) < longest_prompt and SPEAKER_LINE.fullmatch(line)), None)
+    if speaker:
+        prompt = speaker + "\n"
+    elif lines and len(lines[0]) < longest_prompt:
+        prompt = lines[0] + "\n"
+    elif lines:
+        cut = lines[0][:longest_prompt]
+        prompt = cut.rsplit(" ", 1)[0] if " " in cut.strip() else cut
+    else:
+        prompt = ""
+    infill = None
+    for line in lines:
+        words = list(re.finditer(r"\S+", line))
+        if len(words) >= 3 and "_" not in line and len(line) <= min(INFILL_CHARS, model.block_size):
+            middle = words[len(words) // 2]
+            infill = line[: middle.start()] + "_" * len(middle.group()) + line[middle.end() :]
+            break
+    return prompt, infill
+
+
+def python_string(text: str) -> str:
+    """`text` as a double-quoted Python string literal (JSON's escapes are Python's)."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def character_count(chars: int) -> str:
+    return f"about {chars / 1e6:.1f} million characters" if chars >= 10**6 else f"{chars:,} characters"
+
+
+def model_card_details(
+    model: MDLM,
+    report: dict,
+    run: dict,
+    recipe_notes: str = "",
+    *,
+    data: TrainingData,
+    repo_id: str | None = None,
+    model_name: str = "mdlm_hf",
+) -> dict:
+    """Values for the model card template: front matter, usage example, metrics, training facts, samples,
+    limitations. `data`: the training text's facts; `repo_id`: where it is pushed (None: not yet);
+    `model_name`: the model-index entry's name."""
     accuracy_rows = "\n".join(f"| {r:.1f} | {a:.3f} |" for r, a in report["accuracy_by_mask_ratio"])
     samples = "\n\n".join(f"```\n{t}\n```" for t in report["samples"])
     weights_note = report.get("weights_dtype", "float32")
@@ -174,6 +275,37 @@ def model_card_details(model: MDLM, report: dict, run: dict, recipe_notes: str =
         )
         if k in args
     )
+    if data.tinyshakespeare:
+        subject = "Shakespeare"
+        nanogpt = " nanoGPT's autoregressive character model reaches 1.47 nats/char on this split."
+        limitations = (
+            "A character-level model of about a million characters of Shakespeare, trained for minutes on a CPU:\n"
+            "it writes Shakespeare-shaped text (speaker names, verse lines, mostly real words) without sense or\n"
+            f"memory beyond its {model.block_size}-character window."
+        )
+    else:
+        subject, nanogpt = data.name, ""
+        minutes = run.get("wall_time", 0) / 60
+        duration = f"{minutes:.0f} minutes" if minutes >= 1 else "under a minute"
+        limitations = (
+            f"A character-level model of {character_count(data.chars)} of {data.name}, trained for {duration}:\n"
+            "it imitates the surface of that text (its characters, spelling, punctuation and layout) without\n"
+            f"sense or memory beyond its {model.block_size}-character window."
+        )
+    hub_link = f" ([{data.hub_id}](https://huggingface.co/datasets/{data.hub_id}))" if data.hub_id else ""
+    data_line = f"{data.name}{hub_link}, {data.chars:,} characters (the first 90 % trains, the last 10 % validates)"
+    license_line = f"- license: {data.license}\n" if data.license else ""
+    nelbo = EvalResult(
+        task_type="text-generation",
+        task_name="Character-level language modelling",
+        dataset_type=data.hub_id or data.name,
+        dataset_name=data.name,
+        metric_type="nelbo",
+        metric_name="validation NELBO, last 10 % of the text (nats/char)",
+        metric_value=round(report["val_nelbo_nats_per_char"], 4),
+    )
+    card_data = {"license": data.license, "language": data.language, "datasets": [data.hub_id] if data.hub_id else None}
+    card_data.update(model_name=model_name, eval_results=[nelbo])
     details = f"""## Evaluation (validation split: last 10 % of the text, {report["val_chars"]:,} characters)
 
 | metric | value |
@@ -184,7 +316,7 @@ def model_card_details(model: MDLM, report: dict, run: dict, recipe_notes: str =
 The ELBO uses {report["elbo_mask_samples_per_window"]} stratified mask draws per {model.block_size}-character window.
 The exact NLL reveals the true text one character per forward pass, in the order named, and sums
 -log p of each character as it is revealed: a likelihood, not a bound, comparable to an autoregressive
-model's. nanoGPT's autoregressive character model reaches 1.47 nats/char on this split.
+model's.{nanogpt}
 
 Masked-token accuracy (argmax) by mask ratio:
 
@@ -196,7 +328,8 @@ Masked-token accuracy (argmax) by mask ratio:
 
 ## Training
 
-- parameters: {model.num_parameters():,}, stored as {weights_note}
+- data: {data_line}
+{license_line}- parameters: {model.num_parameters():,}, stored as {weights_note}
 - tokens seen: {run.get("tokens_seen", 0):,}, in {run.get("step", 0):,} steps
 - wall time: {run.get("wall_time", 0) / 60:.1f} minutes on {hardware_description()}
 - recipe: {recipe}
@@ -211,14 +344,20 @@ Masked-token accuracy (argmax) by mask ratio:
 
 ## Limitations
 
-A character-level model of about a million characters of Shakespeare, trained for minutes on a CPU:
-it writes Shakespeare-shaped text (speaker names, verse lines, mostly real words) without sense or
-memory beyond its {model.block_size}-character window. It knows only the characters of its training
+{limitations} It knows only the characters of its training
 text and refuses others. Not for any use beyond study and play.
 """
+    block = model.block_size
+    prompt = data.prompt[: block - 1]
     return {
-        "title": "mdlm_hf: a masked diffusion language model of Shakespeare, character by character",
+        "title": f"mdlm_hf: a masked diffusion language model of {subject}, character by character",
         "details": details,
+        "card_data": card_data,
+        "repo_id": repo_id,
+        "prompt": python_string(prompt) if prompt else "",
+        "infill": python_string(data.infill) if data.infill and len(data.infill) <= block else "",
+        "generate_length": min(256, block),
+        "complete_length": min(200, block - len(prompt)),
     }
 
 
@@ -308,16 +447,21 @@ def export_model(
     recipe_notes: str = "",
     attachments: Iterable[Path] = (),
     weights_dtype: str = "auto",
+    data: TrainingData | None = None,
+    repo_id: str | None = None,
 ) -> dict:
     """Writes the Hub-ready directory for `model` (atomically); returns the evaluation report.
 
     `export_dir` must be new, empty or an earlier export (check_export_dir): the export replaces it.
+    `data`: what the card says of the text (default: `describe_training_data` of it, with no name or terms);
+    `repo_id`: the Hub repo it will be pushed to, for the card's usage example and model-index.
     """
     export_dir = Path(os.path.abspath(export_dir))
     check_export_dir(export_dir)
     export_dir.parent.mkdir(parents=True, exist_ok=True)
     if weights_dtype == "auto":
         print("export: measuring the validation ELBO of fp32 and bf16 weights...", flush=True)
+    data = data if data is not None else describe_training_data(model, train_text, val_text)
     model, weights_facts, nelbo = choose_weights(model, val_text, weights_dtype)
     # what the shipped weights score (their ELBO, with the same masks, was measured by the choice)
     print(f"export: evaluating the {weights_facts['weights_dtype']} weights for the model card...", flush=True)
@@ -325,7 +469,9 @@ def export_model(
     print(f"export: writing {export_dir}...", flush=True)
     staging = Path(tempfile.mkdtemp(dir=export_dir.parent, prefix=f".{export_dir.name}."))
     try:
-        model.save_pretrained(staging, model_card_kwargs=model_card_details(model, report, run, recipe_notes))
+        name = repo_id.split("/")[-1] if repo_id else export_dir.name
+        card = model_card_details(model, report, run, recipe_notes, data=data, repo_id=repo_id, model_name=name)
+        model.save_pretrained(staging, model_card_kwargs=card)
         write_weights(model, staging, report["weights_dtype"])
         save_word_list(train_text, staging / "words.txt")
         plot_accuracy(report["accuracy_by_mask_ratio"], staging / "accuracy_vs_mask_ratio.png")
@@ -353,6 +499,7 @@ def push_to_hub(export_dir: Path, repo_id: str, token: str | None = None, privat
     missing = [f for f in ("config.json", "model.safetensors", "README.md") if not (export_dir / f).is_file()]
     if missing:
         raise ValueError(f"{export_dir} is not an export directory: missing {', '.join(missing)}")
+    name_repo_in_card(export_dir / "README.md", repo_id)
     print(f"pushing {export_dir} to the {'private' if private else 'public'} repo {repo_id}...", flush=True)
     try:
         api = HfApi(token=token)
@@ -374,6 +521,15 @@ def push_to_hub(export_dir: Path, repo_id: str, token: str | None = None, privat
     return str(commit)
 
 
+def name_repo_in_card(card_path: Path, repo_id: str) -> None:
+    """Points the card's usage example (its first `MDLM.from_pretrained("...")`) at `repo_id`, if it is elsewhere."""
+    card = card_path.read_text(encoding="utf-8")
+    usage = f"MDLM.from_pretrained({python_string(repo_id)})"
+    named = re.sub(r'MDLM\.from_pretrained\("[^"\n]*"\)', lambda _: usage, card, count=1)
+    if named != card:
+        atomic_write_bytes(card_path, named.encode("utf-8"))
+
+
 def export_run(
     run_dir: Path,
     export_dir: Path,
@@ -383,12 +539,16 @@ def export_run(
     weights_dtype: str = "auto",
     private: bool = False,
     recipe_root: Path | None = None,
+    dataset_name: str | None = None,
+    license: str | None = None,
+    language: str | None = None,
 ) -> dict:
     """Exports the best checkpoint of a run (the latest if none was kept) and optionally uploads it.
 
     `data_path`: the training text, or its files in the order training joined them.
     `private`: the pushed repo is private. `recipe_root`: the directory the recipe's images may come from
-    (default: the recipe's own).
+    (default: the recipe's own). `dataset_name`, `license`, `language`: what the card says of the text and the
+    model's terms (default: the data files' names, and none; TinyShakespeare's own for it).
     """
     run_dir = Path(run_dir)
     check_export_dir(Path(export_dir), run_dir)
@@ -400,6 +560,8 @@ def export_run(
     model = build_model(load_checkpoint(best_path), best_path) if best_path.is_file() else build_model(run, latest)
     data_paths = [data_path] if isinstance(data_path, (str, Path)) else list(data_path)
     train_text, val_text = split_text(read_texts(data_paths))
+    file_names = " + ".join(Path(p).stem for p in data_paths)
+    data = describe_training_data(model, train_text, val_text, dataset_name, license, language, file_names)
     recipe_notes, attachments = recipe_with_images(recipe_path, recipe_root) if recipe_path else ("", [])
     report = export_model(
         model,
@@ -411,6 +573,8 @@ def export_run(
         recipe_notes,
         attachments,
         weights_dtype,
+        data,
+        push_to_hub_repo,
     )
     print(f"exported to {export_dir}: validation NELBO {report['val_nelbo_nats_per_char']:.4f} nats/char")
     if push_to_hub_repo:
@@ -453,6 +617,20 @@ def main(argv: list[str] | None = None) -> None:
         default="auto",
         help=f"auto: bf16 tensors (half the size) when they cost <= {BF16_TOLERANCE} nats/char of validation NELBO",
     )
+    parser.add_argument(
+        "--dataset-name", default=None, help="what the card calls the text (default: the data files' names)"
+    )
+    parser.add_argument(
+        "--license",
+        default=None,
+        help="the model's license in the card, a Hub license id such as mit or cc-by-4.0 (default: none stated; "
+        "mit for TinyShakespeare)",
+    )
+    parser.add_argument(
+        "--language",
+        default=None,
+        help="the text's language code in the card, e.g. en (default: none; en for TinyShakespeare)",
+    )
     args = parser.parse_args(argv)
     if args.private and not args.push_to_hub:
         parser.error("--private needs --push-to-hub")
@@ -468,6 +646,9 @@ def main(argv: list[str] | None = None) -> None:
             args.weights_dtype,
             private=args.private,
             recipe_root=args.recipe_root,
+            dataset_name=args.dataset_name,
+            license=args.license,
+            language=args.language,
         )
     except (ValueError, RunError) as error:  # bad input, no network or credentials: one line, no traceback
         sys.exit(f"error: {error}")

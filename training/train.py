@@ -61,6 +61,9 @@ RESUMABLE_CHANGES = (
     "export_dir",
     "push_to_hub",
     "private",
+    "dataset_name",  # what the export's card says of the data: not the run's own, so a resume may name it
+    "license",
+    "language",
     "threads",
     "device",
     "dtype",
@@ -172,6 +175,18 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, set[s
         "--private",
         action="store_true",
         help="--push-to-hub creates a private repo (the export's words.txt lists every word of the training text)",
+    )
+    p.add_argument("--dataset-name", default=None, help="the export's card calls the text this (default: file names)")
+    p.add_argument(
+        "--license",
+        default=None,
+        help="the model's license in the export's card, a Hub id such as mit or cc-by-4.0 (default: none stated; "
+        "mit for TinyShakespeare)",
+    )
+    p.add_argument(
+        "--language",
+        default=None,
+        help="the text's language code in the export's card, e.g. en (default: none; en for TinyShakespeare)",
     )
     # argparse fills in a default only where the namespace has no value yet: sentinels reveal what was typed
     given = p.parse_args(argv, namespace=argparse.Namespace(**{k: _NOT_GIVEN for k in vars(p.parse_args([]))}))
@@ -813,7 +828,8 @@ def main(argv: list[str] | None = None) -> dict:
         if finished:
             from training.export import export_run
 
-            export_run(out_dir, Path(args.export_dir), files, args.push_to_hub, private=args.private)
+            card = {"dataset_name": args.dataset_name, "license": args.license, "language": args.language}
+            export_run(out_dir, Path(args.export_dir), files, args.push_to_hub, private=args.private, **card)
         else:
             print(f"export skipped: the run stopped at step {p.step} of {args.max_steps}; resume to finish and export")
     if processes.distributed:
