@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import html
 import inspect
 import os
+import secrets
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -28,23 +30,34 @@ from mdlm_hf.diffusion import accuracy_by_mask_ratio
 from mdlm_hf.metrics import load_word_list, valid_word_rate
 from mdlm_hf.pipeline import prompt_canvas, text_to_canvas
 from mdlm_hf.plots import accuracy_figure
-from mdlm_hf.sampler import OPTION_SPECS, SCORED_ORDERS, check_length
+from mdlm_hf.sampler import OPTION_SPECS, REVEAL_RULE_OPTIONS, SCORED_ORDERS, check_length
 
 DEFAULT_MODEL = Path(__file__).resolve().parent / "pretrained" / "mdlm-shakespeare-char"
 MODEL_ENV_VAR = "MDLM_MODEL"
 MAX_SEED = 2**31 - 1
 INFILL_STEPS = 16  # the Infill tab's default: a template has few blanks
 INFILL_REMASK_RATIO = 0.0  # ... and 16 steps are too few for remasking
-# each endpoint's parameters in the order its API takes them (positional clients rely on it); the handlers
-# take them by name
+# each endpoint's parameters in the order its API takes them (positional clients rely on it: new ones go last);
+# the handlers take them by name. fixed_seed off (the default) draws a new seed per run; every endpoint returns
+# the seed it used as its last output, so a run can be repeated with fixed_seed on
 GENERATE_API = tuple(
     "prompt length num_steps temperature top_p order seed block_length "
-    "order_temperature prior_weight remask_ratio spacing".split()
+    "order_temperature prior_weight remask_ratio spacing fixed_seed".split()
 )
 INFILL_API = tuple(
-    "template num_steps temperature top_p order seed order_temperature prior_weight remask_ratio spacing".split()
+    "template num_steps temperature top_p order seed order_temperature prior_weight remask_ratio spacing "
+    "fixed_seed".split()
 )
-COMPARE_API = ("prompt", "length", "num_steps", "temperature", "seed", "autoregressive")
+COMPARE_API = (
+    "prompt",
+    "length",
+    "num_steps",
+    "temperature",
+    "seed",
+    "autoregressive",
+    *REVEAL_RULE_OPTIONS,
+    "fixed_seed",
+)
 
 INFILL_EXAMPLES = [
     "To be, or not to be, ________ is the question:",
@@ -142,12 +155,14 @@ def as_float(value: object, name: str, low: float, high: float) -> float:
     return number
 
 
-def readout(state: SamplerState, seconds: float, num_generated: int) -> str:
-    """Steps, forward passes, seconds and characters per second of a (possibly unfinished) run."""
+def readout(state: SamplerState, seconds: float, num_generated: int, seed: int, note: str = "") -> str:
+    """Seed, steps, forward passes, seconds and characters per second of a (possibly unfinished) run, and a note."""
     speed = f"{num_generated / seconds:,.0f} chars/s" if state.done and seconds > 0 else "…"
-    return (
-        f"step {state.step}/{state.num_steps} · {state.num_forward_passes} forward passes · {seconds:.2f} s · {speed}"
+    line = (
+        f"seed {seed} · step {state.step}/{state.num_steps} · {state.num_forward_passes} forward passes · "
+        f"{seconds:.2f} s · {speed}"
     )
+    return f"{line}\n\n{note}" if note else line
 
 
 def word_share(text: str, known_words: set[str] | None) -> str:
@@ -158,10 +173,58 @@ def word_share(text: str, known_words: set[str] | None) -> str:
     return "n/a (no words)" if rate != rate else f"{rate:.0%}"
 
 
-def cap_steps(num_masked: float, num_steps: float) -> dict:
-    """Steps slider update: at most one step per masked position (and at least one step)."""
-    maximum = max(1, int(num_masked or 1))
-    return gr.update(maximum=maximum, value=min(int(num_steps or 1), maximum))
+def capped_slider(cap: int, wanted: float | None, info: str) -> dict:
+    """Update of a slider whose maximum follows another control: maximum `cap`, value min(wanted, cap), `wanted`
+    being the value the user last chose, so that a cap that rises again brings it back. A cap below 2 locks the
+    slider at 1 (a gradio slider needs minimum < maximum)."""
+    if cap < 2:
+        return gr.update(maximum=2, value=1, interactive=False, info=info)
+    wanted = cap if wanted is None else wanted
+    return gr.update(maximum=cap, value=max(1, min(int(wanted), cap)), interactive=True, info=info)
+
+
+def fit_steps(num_masks: int, wanted: float | None) -> dict:
+    """Steps slider update: at most one denoising step per character to fill."""
+    if num_masks < 1:
+        info = "nothing to fill yet"
+    elif num_masks == 1:
+        info = "one character to fill: one step"
+    else:
+        info = f"at most {num_masks}: one per character to fill"
+    return capped_slider(num_masks, wanted, info)
+
+
+def fit_length(block_size: int, prompt: str | None, wanted: float | None) -> dict:
+    """Length slider update: the prompt and the characters to generate share the model's context."""
+    used = len(prompt or "")
+    room = block_size - used
+    if room < 1:
+        info = f"the prompt fills all {block_size} characters the model reads at a time: shorten it"
+    else:
+        info = f"at most {room}: the model reads {block_size} characters at a time and the prompt takes {used}"
+    return capped_slider(room, wanted, info)
+
+
+def fitted_length(model: MDLM, prompt: str, length: float) -> tuple[int, str]:
+    """`length`, lowered to the room the prompt leaves in the model's context, and a note saying so (or "")."""
+    length = as_int(length, "length", 1, model.block_size)
+    room = model.block_size - len(prompt)
+    if room < 1:
+        raise gr.Error(
+            f"the prompt has {len(prompt)} characters, but the model reads at most {model.block_size} characters "
+            "at a time, prompt included: shorten the prompt to leave room for characters to generate"
+        )
+    if length <= room:
+        return length, ""
+    return room, (
+        f"Length lowered from {length} to {room}: the model reads {model.block_size} characters at a time, "
+        f"and the prompt takes {len(prompt)}."
+    )
+
+
+def run_seed(seed: object, fixed_seed: bool) -> int:
+    """A run's seed: the seed box's when fixed, else a new random one (shown with the run, so it can be repeated)."""
+    return as_int(seed, "seed", 0, MAX_SEED) if fixed_seed else secrets.randbelow(MAX_SEED + 1)
 
 
 def sonnet_accuracy_figure(model: MDLM):
@@ -208,85 +271,151 @@ def event(handler: Callable, inputs: dict[str, gr.components.Component], **conte
 
 
 def start(
-    model: MDLM, canvas: torch.Tensor, seed: float, controls: dict[str, Any], options: SamplerOptions | None = None
+    model: MDLM, canvas: torch.Tensor, seed: int, controls: dict[str, Any], options: SamplerOptions | None = None
 ) -> Iterator[SamplerState]:
     """The sampler on `canvas`: `options` (default: the recommended ones) changed by the controls' values, by name."""
     overrides = {name: OPTION_SPECS[name].parse(value) for name, value in controls.items()}
-    return sample(model, canvas, options, seed=as_int(seed, "seed", 0, MAX_SEED), **overrides)
+    return sample(model, canvas, options, seed=seed, **overrides)
 
 
-def frames(model: MDLM, states: Iterator[SamplerState], num_fixed: int) -> Iterator[tuple[str, str, str]]:
-    """(canvas HTML, final text, readout) for every state, as the sampler computes it."""
+def frames(
+    model: MDLM, states: Iterator[SamplerState], num_fixed: int, seed: int, note: str = ""
+) -> Iterator[tuple[str, str, str, int]]:
+    """(canvas HTML, final text, readout, seed) for every state, as the sampler computes it."""
     start_time = time.perf_counter()
     for state in states:
         seconds = time.perf_counter() - start_time
         text = model.tokenizer.decode(state.tokens[0]) if state.done else ""
-        yield render_canvas(model, state) + LEGEND, text, readout(state, seconds, state.tokens.size(1) - num_fixed)
+        num_generated = state.tokens.size(1) - num_fixed
+        yield render_canvas(model, state) + LEGEND, text, readout(state, seconds, num_generated, seed, note), seed
 
 
-def generate(model: MDLM, prompt: str | None, length: int, seed: float, **controls: Any) -> Iterator[tuple]:
-    """Generate tab: the prompt followed by `length` generated characters, streamed step by step."""
+def generate(
+    model: MDLM, prompt: str | None, length: float, seed: float, fixed_seed: bool, **controls: Any
+) -> Iterator[tuple]:
+    """Generate tab: the prompt followed by `length` generated characters (fewer when the prompt leaves less room
+    in the model's context, which the readout says), streamed step by step."""
     prompt = prompt or ""
-    yield from frames(model, start(model, prompt_canvas(model, prompt, length), seed, controls), len(prompt))
+    length, note = fitted_length(model, prompt, length)
+    seed = run_seed(seed, fixed_seed)
+    canvas = prompt_canvas(model, prompt, length)
+    yield from frames(model, start(model, canvas, seed, controls), len(prompt), seed, note)
 
 
-def infill(model: MDLM, template: str | None, seed: float, **controls: Any) -> Iterator[tuple]:
+def infill(model: MDLM, template: str | None, seed: float, fixed_seed: bool, **controls: Any) -> Iterator[tuple]:
     """Infill tab: every '_' of the template filled in, streamed step by step."""
     canvas = text_to_canvas(model, template or "")
-    yield from frames(model, start(model, canvas, seed, controls), int((canvas != model.mask_id).sum()))
+    seed = run_seed(seed, fixed_seed)
+    yield from frames(model, start(model, canvas, seed, controls), int((canvas != model.mask_id).sum()), seed)
 
 
 def compare(
     model: MDLM,
     known_words: set[str] | None,
     prompt: str | None,
-    length: int,
+    length: float,
     num_steps: int,
     temperature: float,
     seed: float,
     autoregressive: bool,
-) -> Iterator[tuple[str, str, str, str]]:
-    """Compare tab: left-to-right and confidence order on the same canvas, streamed together."""
+    fixed_seed: bool,
+    **rule: Any,
+) -> Iterator[tuple[str, str, str, str, str, int]]:
+    """Compare tab: left-to-right and confidence order on the same canvas, streamed together, with the same
+    reveal rule (`rule`: the REVEAL_RULE_OPTIONS) where it applies; then a one-line takeaway."""
     prompt = prompt or ""
+    length, note = fitted_length(model, prompt, length)
+    seed = run_seed(seed, fixed_seed)
     canvas = prompt_canvas(model, prompt, length)
-    runs = {
-        # the autoregressive-like extreme: one left-to-right character per forward pass
-        "left_to_right": start(
-            model,
-            canvas,
-            seed,
-            dict(num_steps=length if autoregressive else num_steps, temperature=temperature),
-            SamplerOptions.plain(order="left_to_right"),
-        ),
-        "confidence": start(model, canvas, seed, dict(num_steps=num_steps, temperature=temperature)),
+    rule = {name: OPTION_SPECS[name].parse(value) for name, value in rule.items()}
+    shared = SamplerOptions(num_steps=num_steps, temperature=temperature, **rule)
+    options = {
+        # autoregressive-like: exactly one character per forward pass, strictly left to right, no reveal rule
+        "left_to_right": SamplerOptions.plain(order="left_to_right", num_steps=length, temperature=temperature)
+        if autoregressive
+        else shared.replace(order="left_to_right"),
+        "confidence": shared.replace(order="confidence"),
     }
+    runs = {name: sample(model, canvas, side, seed=seed) for name, side in options.items()}
     latest: dict[str, SamplerState] = {}
-    busy = dict.fromkeys(runs, 0.0)
     while runs:
         for name in list(runs):
-            tick = time.perf_counter()
             state = next(runs[name], None)
-            busy[name] += time.perf_counter() - tick
             if state is None:
                 del runs[name]
             else:
                 latest[name] = state
-        views = [compare_view(model, latest[name], busy[name], len(prompt), known_words) for name in busy]
-        yield tuple(part for view in views for part in view)
+        if not runs:  # the last run ended without a new state: its last one is shown already
+            break
+        views = [
+            compare_view(model, latest[name], len(prompt), known_words, rule_words(options[name], autoregressive))
+            for name in options
+        ]
+        summary = takeaway(model, latest, len(prompt), known_words, autoregressive)
+        yield (*(part for view in views for part in view), " ".join(filter(None, (summary, note))), seed)
+
+
+def rule_words(options: SamplerOptions, autoregressive: bool) -> str:
+    """Which reveal-rule options a side of the Compare tab used, in words."""
+    if options.order == "left_to_right" and autoregressive:
+        return "reveal rule: none, one character per forward pass, strictly left to right (autoregressive-like)"
+    parts = [
+        f"order temperature {options.order_temperature:g}",
+        f"remask ratio {options.remask_ratio:g}",
+        f"spacing {options.spacing}",
+        f"prior weight {options.prior_weight:g}"
+        if options.order in SCORED_ORDERS
+        else "no prior weight (left to right scores no position)",
+    ]
+    return "reveal rule: " + ", ".join(parts)
 
 
 def compare_view(
-    model: MDLM, state: SamplerState, seconds: float, num_fixed: int, known_words: set[str] | None
+    model: MDLM, state: SamplerState, num_fixed: int, known_words: set[str] | None, rule: str
 ) -> tuple[str, str]:
-    """One side of the Compare tab: its canvas and its time, passes and (when done) share of real words."""
-    length = state.tokens.size(1) - num_fixed
+    """One side of the Compare tab: its canvas, and its forward passes, the characters each pass revealed so far,
+    its reveal rule and (when done) its share of real words."""
+    num_revealed = int((~state.is_masked & ~state.is_given)[0].sum())
     stats = (
-        f"{seconds:.2f} s · {state.num_forward_passes} forward passes · "
-        f"{length / max(1, state.num_forward_passes):.1f} chars per pass"
+        f"{state.num_forward_passes} forward passes · "
+        f"{num_revealed / max(1, state.num_forward_passes):.1f} chars per pass"
     )
     if state.done:
         stats += f" · real words: {word_share(model.tokenizer.decode(state.tokens[0, num_fixed:]), known_words)}"
-    return render_canvas(model, state), stats
+    return render_canvas(model, state), f"{stats}\n\n<small>{rule}</small>"
+
+
+def takeaway(
+    model: MDLM, states: dict[str, SamplerState], num_fixed: int, known_words: set[str] | None, autoregressive: bool
+) -> str:
+    """The Compare tab's one line once both sides are done ("" before)."""
+    if not all(state.done for state in states.values()):
+        return ""
+    left, right = states["left_to_right"], states["confidence"]
+    words = {
+        name: word_share(model.tokenizer.decode(state.tokens[0, num_fixed:]), known_words)
+        for name, state in states.items()
+    }
+    if autoregressive:
+        ratio = left.num_forward_passes / max(1, right.num_forward_passes)
+        return (
+            f"**Takeaway:** one character per forward pass took left to right {left.num_forward_passes} passes; "
+            f"confidence order wrote the same length in {right.num_forward_passes}, {ratio:.1f}x fewer "
+            f"(real words: {words['left_to_right']} left to right, {words['confidence']} confidence order). "
+            "Count passes, not seconds: a real autoregressive model caches keys and values, so its passes are "
+            "much cheaper than these re-reads of the whole canvas."
+        )
+    line = (
+        f"**Takeaway:** same {right.num_forward_passes} forward passes and reveal rule, only the order differs: "
+        f"real words {words['left_to_right']} left to right, {words['confidence']} confidence order."
+    )
+    try:
+        better = float(words["confidence"].rstrip("%")) > float(words["left_to_right"].rstrip("%"))
+    except ValueError:  # n/a
+        better = False
+    if better:
+        line += " Revealing the surest characters first gives the hard ones context on both sides."
+    return line
 
 
 def forward_process(model: MDLM, line: str | None, t: float, seed: float) -> tuple[str, str, str]:
@@ -368,40 +497,73 @@ def reveal_controls(block_size: int, remask_ratio: float | None = None) -> dict[
     return controls
 
 
-def seed_box() -> gr.Number:
-    return gr.Number(value=0, precision=0, label="Seed")
+def seed_controls(tab: str) -> dict[str, gr.components.Component]:
+    """The seed box and its "fixed seed" checkbox: off, each run draws a new seed and writes it into the box."""
+    with gr.Row():
+        seed = gr.Number(value=0, precision=0, label="Seed", info="the last run's seed", elem_id=f"{tab}-seed")
+        fixed = gr.Checkbox(value=False, label="Fixed seed", info="off: a new random seed each run")
+    # typing a seed means running with it
+    seed.input(lambda: True, None, fixed, queue=False, api_name=False, show_progress="hidden")
+    return dict(seed=seed, fixed_seed=fixed)
+
+
+def remembered(slider: gr.Slider) -> gr.State:
+    """The value the user last chose on `slider` (by hand: capping it does not change this), which a capped
+    slider returns to when its cap rises again."""
+    wanted = gr.State(slider.value)
+    slider.input(
+        lambda value: value,
+        slider,
+        wanted,
+        queue=False,
+        api_name=False,
+        show_progress="hidden",
+        trigger_mode="always_last",
+    )
+    return wanted
+
+
+def follow_prompt(demo: gr.Blocks, block_size: int, prompt: gr.Textbox, length: gr.Slider, steps: gr.Slider) -> None:
+    """The length slider follows the prompt (they share the model's context) and the steps slider the length."""
+    wanted_length, wanted_steps = remembered(length), remembered(steps)
+    fit = dict(fn=functools.partial(fit_length, block_size), inputs=[prompt, wanted_length], outputs=length)
+    prompt.change(**fit, queue=False, api_name=False, show_progress="hidden")
+    demo.load(**fit, queue=False, api_name=False, show_progress="hidden")
+    length.change(fit_steps, [length, wanted_steps], steps, queue=False, api_name=False, show_progress="hidden")
 
 
 def output_column(tab: str, lines: int) -> list[gr.components.Component]:
     """The streamed canvas, the final text and the readout beside a tab's controls: the outputs of its event."""
     with gr.Column(scale=2):
         canvas = gr.HTML(label="Canvas", elem_id=f"{tab}-canvas")
-        readout = gr.Markdown()
+        readout = gr.Markdown(elem_id=f"{tab}-readout")
         final_text = gr.Textbox(label="Final text", lines=lines, buttons=["copy"], elem_id=f"{tab}-final-text")
     return [canvas, final_text, readout]
 
 
-def generate_tab(model: MDLM) -> None:
+def generate_tab(model: MDLM, demo: gr.Blocks) -> None:
     """Prompt, length and every option of the sampler; the canvas streams beside them."""
     block_size, default_length = model.block_size, min(256, model.block_size)
     with gr.Row():
         with gr.Column(scale=1):
             prompt = gr.Textbox(label="Prompt (kept fixed at the start)", value="ROMEO:\n", lines=2)
+            # the maximum follows the prompt once the page loads; the API accepts up to block_size and the handler
+            # lowers the length to the room the prompt leaves, saying so
             length = gr.Slider(
                 1, block_size, value=default_length - 7, step=1, precision=0, label="Characters to generate"
             )
             steps = option_control("num_steps", block_size, min(SamplerOptions().num_steps, default_length))
             controls = dict(prompt=prompt, length=length, num_steps=steps, **reveal_controls(block_size))
             controls |= {name: option_control(name, block_size) for name in ("temperature", "top_p", "block_length")}
-            controls["seed"] = seed_box()
+            controls |= seed_controls("generate")
             button = gr.Button("Generate", variant="primary")
-        outputs = output_column("generate", lines=8)
-    length.change(cap_steps, [length, steps], steps, api_name=False)  # steps never exceed the masked positions
+        outputs = output_column("generate", lines=8) + [controls["seed"]]
+    follow_prompt(demo, block_size, prompt, length, steps)
     inputs = {name: controls[name] for name in GENERATE_API}
     button.click(**event(generate, inputs, model=model), outputs=outputs, api_name="generate")
 
 
-def infill_tab(model: MDLM) -> None:
+def infill_tab(model: MDLM, demo: gr.Blocks) -> None:
     """A template with blanks, its examples and the sampler's options; the canvas streams beside them."""
     block_size = model.block_size
     with gr.Row():
@@ -411,45 +573,59 @@ def infill_tab(model: MDLM) -> None:
             steps = option_control("num_steps", block_size, INFILL_STEPS)
             controls = dict(template=template, num_steps=steps, **reveal_controls(block_size, INFILL_REMASK_RATIO))
             controls |= {name: option_control(name, block_size) for name in ("temperature", "top_p")}
-            controls["seed"] = seed_box()
+            controls |= seed_controls("infill")
             button = gr.Button("Fill the blanks", variant="primary")
-        outputs = output_column("infill", lines=6)
-    template.change(
-        lambda text, n: cap_steps(min(block_size, (text or "").count("_")), n), [template, steps], steps, api_name=False
+        outputs = output_column("infill", lines=6) + [controls["seed"]]
+    fit = dict(
+        fn=lambda text, wanted: fit_steps(min(block_size, (text or "").count("_")), wanted),
+        inputs=[template, remembered(steps)],
+        outputs=steps,
     )
+    template.change(**fit, queue=False, api_name=False, show_progress="hidden")
+    demo.load(**fit, queue=False, api_name=False, show_progress="hidden")  # steps fit the first template too
     inputs = {name: controls[name] for name in INFILL_API}
     button.click(**event(infill, inputs, model=model), outputs=outputs, api_name="infill")
 
 
-def compare_tab(model: MDLM, known_words: set[str] | None) -> None:
-    """Left-to-right against confidence order, same model, canvas, seed and forward passes."""
+def compare_tab(model: MDLM, known_words: set[str] | None, demo: gr.Blocks) -> None:
+    """Left-to-right against confidence order, same model, canvas, seed, forward passes and reveal rule."""
     block_size = model.block_size
     gr.Markdown(
-        "Left-to-right vs confidence order: same model, prompt, length, seed, temperature and number "
-        "of forward passes, streamed together. Tick the box to give left-to-right one character per "
-        "forward pass, like an autoregressive model, and see the speed gap."
+        "Left-to-right vs confidence order: same model, prompt, length, seed, temperature, number of forward "
+        "passes and reveal rule, streamed together. The reveal rule applies to both sides, except the prior "
+        "weight, which only confidence order uses (left to right scores no position). Tick the box to make the "
+        "left side autoregressive-like: one character per forward pass, strictly left to right, no reveal rule. "
+        "It still re-reads the whole canvas at every pass, with no key/value cache, so its seconds would overstate "
+        "the gap to a real autoregressive model: compare forward passes, not seconds."
     )
     with gr.Row():
         prompt = gr.Textbox(label="Prompt", value="ROMEO:\n", lines=2)
         length = gr.Slider(1, block_size, value=min(128, block_size), step=1, precision=0, label="Characters")
         steps = option_control("num_steps", block_size, min(32, block_size), label="Forward passes")
         temperature = option_control("temperature", block_size, label="Temperature")
-        controls = dict(prompt=prompt, length=length, num_steps=steps, temperature=temperature, seed=seed_box())
-    controls["autoregressive"] = gr.Checkbox(
-        label="Left-to-right: one character per forward pass (autoregressive-like)"
-    )
+        controls = dict(prompt=prompt, length=length, num_steps=steps, temperature=temperature)
+    with gr.Row():
+        controls["autoregressive"] = gr.Checkbox(
+            label="Left-to-right: one character per forward pass (autoregressive-like)"
+        )
+        controls |= seed_controls("compare")
+    with gr.Accordion("Reveal rule, both sides", open=False):
+        controls |= {name: option_control(name, block_size) for name in REVEAL_RULE_OPTIONS}
     button = gr.Button("Compare", variant="primary")
     with gr.Row():
         with gr.Column():
             gr.Markdown("### Left to right")
-            left_canvas, left_stats = gr.HTML(), gr.Markdown()
+            left_canvas, left_stats = gr.HTML(elem_id="compare-left-canvas"), gr.Markdown()
         with gr.Column():
             gr.Markdown("### Confidence order")
-            right_canvas, right_stats = gr.HTML(), gr.Markdown()
-    length.change(cap_steps, [length, steps], steps, api_name=False)
+            right_canvas, right_stats = gr.HTML(elem_id="compare-right-canvas"), gr.Markdown()
+    gr.HTML(LEGEND)
+    summary = gr.Markdown(elem_id="compare-takeaway")
+    follow_prompt(demo, block_size, prompt, length, steps)
     inputs = {name: controls[name] for name in COMPARE_API}
-    outputs = [left_canvas, left_stats, right_canvas, right_stats]
-    button.click(**event(compare, inputs, model=model, known_words=known_words), outputs=outputs, api_name="compare")
+    outputs = [left_canvas, left_stats, right_canvas, right_stats, summary, controls["seed"]]
+    compared = event(compare, inputs, model=model, known_words=known_words)
+    button.click(**compared, outputs=outputs, api_name="compare")
 
 
 def how_it_works_tab(model: MDLM, demo: gr.Blocks) -> None:
@@ -463,7 +639,7 @@ def how_it_works_tab(model: MDLM, demo: gr.Blocks) -> None:
     line = gr.Textbox(label="A line of Shakespeare", value=SONNET_18.splitlines()[0])
     with gr.Row():
         mask_ratio = gr.Slider(0, 1, value=0.3, step=0.01, label="Mask ratio t")
-        seed = seed_box()
+        seed = gr.Number(value=0, precision=0, label="Seed")
     masked_view, predicted_view, summary = gr.HTML(label="x_t"), gr.HTML(label="model"), gr.Markdown()
     forward = event(forward_process, dict(line=line, t=mask_ratio, seed=seed), model=model)
     outputs = [masked_view, predicted_view, summary]
@@ -498,11 +674,11 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
             "prompting and infilling are the same operation with some characters given."
         )
         with gr.Tab("Generate"):
-            generate_tab(model)
+            generate_tab(model, demo)
         with gr.Tab("Infill"):
-            infill_tab(model)
+            infill_tab(model, demo)
         with gr.Tab("Compare"):
-            compare_tab(model, known_words)
+            compare_tab(model, known_words, demo)
         with gr.Tab("How it works"):
             how_it_works_tab(model, demo)
     return demo

@@ -36,7 +36,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         for seed in range(args.repeats + 1):  # the first run warms up
             start = time.perf_counter()
-            job = client.submit(prompt="", length=args.length, num_steps=args.steps, seed=seed, api_name="/generate")
+            job = client.submit(
+                prompt="", length=args.length, num_steps=args.steps, seed=seed, fixed_seed=True, api_name="/generate"
+            )
             count, first_at = 0, None
             for _ in job:
                 count += 1

@@ -1,12 +1,17 @@
+import asyncio
+import collections
 import concurrent.futures
+import re
 import shutil
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import gradio as gr
 import pytest
 import yaml
+from gradio.state_holder import SessionState
 from gradio_client import Client
 
 import app
@@ -18,6 +23,51 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SHAKESPEARE_LIKE = (
     "ROMEO:\nBut soft, what light through yonder window breaks?\nTo be, or not to be, that is the question:\n"
 )
+JULIET = "JULIET:\nO Romeo, Romeo! wherefore art thou Romeo?"  # 49 characters
+
+
+class Page:
+    """A browser session without a browser: the components' values, and the server-side events that a user's
+    change fires (and the changes those make fire in turn), run through gradio's own pre- and postprocessing in
+    one session, as the page would run them."""
+
+    def __init__(self, demo: gr.Blocks):
+        self.demo, self.state, self.values = demo, SessionState(demo), {}
+        self.props = collections.defaultdict(dict)  # component id -> the properties events have set
+        self.fire(demo, "load")
+
+    def value(self, component):
+        return self.values.get(component._id, component.value)
+
+    def type(self, component, value) -> None:
+        """The user sets `component` to `value`."""
+        self.values[component._id] = value
+        self.fire(component, "input")
+        self.fire(component, "change")
+
+    def fire(self, block, event_name: str) -> None:
+        for fn in list(self.demo.fns.values()):
+            if fn.fn is None or (block._id, event_name) not in [tuple(target) for target in fn.targets]:
+                continue
+            inputs = [self.value(component) for component in fn.inputs]
+            result = asyncio.run(self.demo.process_api(fn, inputs, state=self.state))
+            for component, output in zip(fn.outputs, result["data"], strict=True):
+                if component.stateful:
+                    continue
+                if isinstance(output, dict) and output.get("__type__") == "update":
+                    self.props[component._id].update(output)
+                    if "value" not in output:
+                        continue
+                    output = output["value"]
+                if output != self.value(component):
+                    self.values[component._id] = output
+                    self.fire(component, "change")
+
+
+def tab_controls(demo: gr.Blocks, endpoint: str, names: tuple[str, ...]) -> dict:
+    """The input components of an endpoint, by their API parameter names."""
+    fn = next(fn for fn in demo.fns.values() if fn.api_name == endpoint)
+    return dict(zip(names, fn.inputs, strict=True))
 
 
 def free_port() -> int:
@@ -61,20 +111,20 @@ def test_generate_streams_and_keeps_the_prompt(client):
     frames = list(job)
     assert len(frames) == 13  # the all-mask canvas, then one frame per step
     assert MASK_GLYPH in frames[0][0] and frames[0][1] == ""
-    canvas_html, text, readout = frames[-1]
+    canvas_html, text, readout, seed = frames[-1]
     canvas_only = canvas_html.replace(app.LEGEND, "")
     assert len(text) == 67 and text.startswith("ROMEO:\n") and MASK_GLYPH not in text and MASK_GLYPH not in canvas_only
     assert "step 12/12" in readout and "12 forward passes" in readout and "chars/s" in readout
 
 
 def test_generate_semi_autoregressive_blocks(client):
-    *_, (canvas_html, text, readout) = client.submit("", 64, 8, 1.0, 0.9, "margin", 1, 16, api_name="/generate")
+    *_, (canvas_html, text, readout, seed) = client.submit("", 64, 8, 1.0, 0.9, "margin", 1, 16, api_name="/generate")
     assert len(text) == 64 and MASK_GLYPH not in text and "8 forward passes" in readout
 
 
 def test_generate_with_a_soft_order(client):
     job = client.submit("", 48, 6, 1.0, 1.0, "confidence", 2, 0, 0.5, api_name="/generate")
-    *_, (canvas_html, text, readout) = job
+    *_, (canvas_html, text, readout, seed) = job
     assert len(text) == 48 and MASK_GLYPH not in text and "step 6/6" in readout
 
 
@@ -97,22 +147,72 @@ def test_infill_keeps_fixed_characters(client):
     assert all(a == b for a, b in zip(template, text, strict=True) if a != "_")
 
 
+def passes_and_rate(stats: str) -> tuple[int, float]:
+    found = re.search(r"(\d+) forward passes · ([\d.]+) chars per pass", stats)
+    return int(found[1]), float(found[2])
+
+
 def test_compare_streams_both_sides(client):
     frames = list(client.submit("ROMEO:\n", 40, 8, 0.8, 0, False, api_name="/compare"))
     assert len(frames) >= 9
-    left_html, left_stats, right_html, right_stats = frames[-1]
+    left_html, left_stats, right_html, right_stats, summary, seed = frames[-1]
     assert "8 forward passes" in left_stats and "8 forward passes" in right_stats and "real words" in left_stats
-    *_, (left_html, left_stats, right_html, right_stats) = client.submit(
+    *_, (left_html, left_stats, right_html, right_stats, summary, seed) = client.submit(
         "ROMEO:\n", 40, 8, 0.8, 0, True, api_name="/compare"
     )
     assert "40 forward passes · 1.0 chars per pass" in left_stats and "8 forward passes" in right_stats
     assert MASK_GLYPH not in left_html and MASK_GLYPH not in right_html
 
 
+def test_compare_counts_the_characters_revealed_so_far_per_pass(client):
+    autoregressive = list(client.submit("ROMEO:\n", 40, 8, 0.8, 0, True, api_name="/compare"))
+    assert [passes_and_rate(frame[1]) for frame in autoregressive[1:]] == [(i, 1.0) for i in range(1, 41)]
+    rule = dict(order_temperature=0, prior_weight=0.35, remask_ratio=0, spacing=1)
+    frames = list(client.submit("ROMEO:\n", 40, 8, 0.8, 0, False, **rule, api_name="/compare"))
+    for left_html, left_stats, right_html, right_stats, *_ in frames[1:]:
+        for canvas, stats in ((left_html, left_stats), (right_html, right_stats)):
+            passes, rate = passes_and_rate(stats)
+            assert rate == pytest.approx((40 - canvas.count(MASK_GLYPH)) / passes, abs=0.05), stats
+    assert all(passes_and_rate(stats)[1] == 5.0 for frame in frames[1:] for stats in (frame[1], frame[3]))
+
+
+def test_compare_uses_one_reveal_rule_on_both_sides_and_says_which(client):
+    rule = dict(order_temperature=0.25, prior_weight=0.35, remask_ratio=0.5, spacing=1)
+    frames = list(client.submit("ROMEO:\n", 40, 8, 0.8, 0, False, **rule, api_name="/compare"))
+    left_html, left_stats, right_html, right_stats, summary, seed = frames[-1]
+    for stats in (left_stats, right_stats):
+        assert "order temperature 0.25" in stats and "remask ratio 0.5" in stats and "spacing 1" in stats
+    assert "prior weight 0.35" in right_stats and "no prior weight" in left_stats  # left to right scores nothing
+    assert any("#d9534f" in frame[0] for frame in frames)  # left to right remasks too
+    # the autoregressive-like side: strictly one character per pass, no reveal rule, and says so
+    *_, (left_html, left_stats, right_html, right_stats, summary, seed) = client.submit(
+        "ROMEO:\n", 40, 8, 0.8, 0, True, **rule, api_name="/compare"
+    )
+    assert "one character per forward pass" in left_stats and "remask" not in left_stats
+    assert "remask ratio 0.5" in right_stats
+
+
+def test_compare_has_a_legend_and_a_one_line_takeaway(client, model_dir):
+    model, _ = app.load_model(model_dir)
+    demo = app.build_demo(model)
+    assert app.LEGEND in [block.value for block in demo.blocks.values() if isinstance(block, gr.HTML)]
+    frames = list(client.submit("ROMEO:\n", 40, 8, 0.8, 0, False, api_name="/compare"))
+    assert frames[1][4] == "" and frames[-1][4].startswith("**Takeaway:** same 8 forward passes")
+    assert "real words" in frames[-1][4]
+    *_, (left_html, left_stats, right_html, right_stats, summary, seed) = client.submit(
+        "ROMEO:\n", 40, 8, 0.8, 0, True, api_name="/compare"
+    )
+    assert "took left to right 40 passes" in summary and "in 8, 5.0x fewer" in summary
+    assert "key" in summary and "not seconds" in summary  # no key/value cache here: passes, not seconds
+    assert " s ·" not in left_stats and " s ·" not in right_stats
+
+
 def test_endpoints_take_their_parameters_by_name(client):
-    *_, (canvas_html, text, readout) = client.submit(prompt="", length=30, num_steps=3, seed=1, api_name="/generate")
+    *_, (canvas_html, text, readout, seed) = client.submit(
+        prompt="", length=30, num_steps=3, seed=1, api_name="/generate"
+    )
     assert len(text) == 30 and "step 3/3" in readout
-    *_, (canvas_html, text, readout) = client.submit(template="to __ or", num_steps=2, api_name="/infill")
+    *_, (canvas_html, text, readout, seed) = client.submit(template="to __ or", num_steps=2, api_name="/infill")
     assert text.startswith("to ") and text.endswith(" or") and "step 2/2" in readout
 
 
@@ -134,6 +234,80 @@ def test_option_controls_take_label_bounds_and_defaults_from_the_one_table(model
     assert (infill["num_steps"].value, infill["remask_ratio"].value) == (app.INFILL_STEPS, app.INFILL_REMASK_RATIO)
 
 
+def test_length_follows_the_prompt_in_plain_words(client, model_dir):
+    # the API: a length that the prompt leaves no room for is lowered, and the readout says so
+    *_, (canvas_html, text, readout, seed) = client.submit(
+        JULIET, 121, 8, 1.0, 1.0, "confidence", 0, 0, api_name="/generate"
+    )
+    assert text.startswith(JULIET) and len(text) == 128
+    assert "Length lowered from 121 to 79: the model reads 128 characters at a time, and the prompt takes 49" in readout
+    assert "block_size" not in readout
+    # the page: the length slider's maximum follows the prompt, and its value comes back with a shorter prompt
+    model, _ = app.load_model(model_dir)
+    page = Page(app.build_demo(model))
+    for names, endpoint in ((app.GENERATE_API, "generate"), (app.COMPARE_API, "compare")):
+        controls = tab_controls(page.demo, endpoint, names)
+        prompt, length = controls["prompt"], controls["length"]
+        default = page.value(length)
+        assert page.props[length._id]["maximum"] == 121  # fitted to the default prompt "ROMEO:\n" on load
+        page.type(prompt, JULIET)
+        assert page.value(length) == min(default, 79) and page.props[length._id]["maximum"] == 79
+        info = page.props[length._id]["info"]
+        assert info == "at most 79: the model reads 128 characters at a time and the prompt takes 49"
+        page.type(prompt, "x" * 128)
+        assert page.value(length) == 1 and page.props[length._id]["interactive"] is False
+        assert "the prompt fills all 128 characters" in page.props[length._id]["info"]
+        page.type(prompt, "ROMEO:\n")
+        assert page.value(length) == default and page.props[length._id]["interactive"] is True
+
+
+def test_steps_follow_the_characters_to_fill_both_ways(model_dir):
+    model, _ = app.load_model(model_dir)
+    page = Page(app.build_demo(model))
+    infill = tab_controls(page.demo, "infill", app.INFILL_API)
+    template, steps = infill["template"], infill["num_steps"]
+    example = app.INFILL_EXAMPLES[1]
+    assert example.count("_") == 12 and app.INFILL_STEPS > 12
+    for i in range(len(example) + 1):  # typed key by key, through templates of 0 and 1 blank
+        page.type(template, example[:i])
+    assert page.value(steps) == 12
+    page.type(template, "")
+    assert page.value(steps) == 1 and page.props[steps._id]["interactive"] is False
+    page.type(template, example)  # pasted
+    assert page.value(steps) == 12 and page.props[steps._id]["interactive"] is True
+    page.type(steps, 8)  # the user's own choice survives the cap ...
+    page.type(template, example + " ____")
+    assert page.value(steps) == 8 and page.props[steps._id]["maximum"] == 16
+    page.type(template, "to _ or")  # ... a single blank locks the slider at one step ...
+    assert page.value(steps) == 1 and page.props[steps._id]["info"] == "one character to fill: one step"
+    page.type(template, example)  # ... and comes back
+    assert page.value(steps) == 8
+    generate = tab_controls(page.demo, "generate", app.GENERATE_API)
+    page.type(generate["length"], 1)
+    assert page.value(generate["num_steps"]) == 1
+    page.type(generate["length"], 100)
+    assert page.value(generate["num_steps"]) == min(SamplerOptions().num_steps, 100)
+
+
+def test_each_run_draws_a_new_seed_unless_fixed(client, model_dir):
+    args = dict(prompt="", length=40, num_steps=4, order="random", api_name="/generate")
+    (_, first, readout, seed), (_, second, _, other_seed) = (client.predict(seed=0, **args) for _ in range(2))
+    assert seed != other_seed and first != second and f"seed {seed} ·" in readout
+    _, again, _, same_seed = client.predict(seed=seed, fixed_seed=True, **args)
+    assert (again, same_seed) == (first, seed)
+    *_, seed = client.predict(template="to __ or", num_steps=2, seed=5, fixed_seed=True, api_name="/infill")
+    assert seed == 5
+    *_, seed = client.predict("ROMEO:\n", 20, 4, 0.8, 5, False, api_name="/compare")
+    assert isinstance(seed, int)
+    # the page: each run writes its seed into the seed box; typing a seed fixes it
+    model, _ = app.load_model(model_dir)
+    page = Page(app.build_demo(model))
+    controls = tab_controls(page.demo, "generate", app.GENERATE_API)
+    assert page.value(controls["fixed_seed"]) is False
+    page.type(controls["seed"], 42)
+    assert page.value(controls["fixed_seed"]) is True
+
+
 def test_forward_process(client):
     masked, predicted, summary = client.predict("Shall I compare thee", 0.5, 0, api_name="/forward_process")
     assert "of 20 characters masked" in summary and MASK_GLYPH in masked
@@ -146,8 +320,8 @@ BAD_INPUTS = [
     ("/generate", ("", 20, 0, 0.8, 1.0, "confidence", 0, 0), "Value 0 is less than minimum value 1"),
     ("/generate", ("", 20, 4, -1, 1.0, "confidence", 0, 0), "Value -1 is less than minimum value 0"),
     ("/generate", ("", 20, 4, 0.8, 1.0, "sideways", 0, 0), "sideways is not in the list of choices"),
-    ("/generate", ("", 20, 4, 0.8, 1.0, "confidence", -3, 0), "seed must be a whole number between 0 and"),
-    ("/generate", ("x" * 120, 20, 4, 0.8, 1.0, "confidence", 0, 0), "exceeds the model's block_size 128"),
+    ("/generate", ("", 20, 4, 0.8, 1.0, "confidence", -3, 0, 0.25, 0.35, 0.75, 1, True), "seed must be a whole"),
+    ("/generate", ("x" * 128, 20, 4, 0.8, 1.0, "confidence", 0, 0), "the prompt has 128 characters, but the model"),
     ("/generate", ("", 20, 4, 0.8, 1.0, "confidence", 0, 0, -1), "Value -1 is less than minimum value 0"),
     ("/generate", ("", 20, 4, 0.8, 1.0, "confidence", 0, 0, 0.25, 0.35, 0.99, 1), "Value 0.99 is greater than"),
     ("/generate", ("", 20, 4, 0.8, 1.0, "confidence", 0, 0, 0.25, -1, 0.5, 1), "Value -1 is less than minimum"),
