@@ -17,6 +17,7 @@ import inspect
 import os
 import secrets
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -233,6 +234,19 @@ def sonnet_accuracy_figure(model: MDLM):
     with torch.inference_mode():
         results = accuracy_by_mask_ratio(model, tokens, num_windows=16)
     return accuracy_figure(results, "Denoising accuracy on Sonnet 18 (unseen in training)")
+
+
+def accuracy_plot_once(model: MDLM) -> Callable[[], Any]:
+    """A function that draws `sonnet_accuracy_figure(model)` on its first call and returns that figure from then
+    on; concurrent first calls draw it once."""
+    lock = threading.Lock()
+    figure = functools.cache(functools.partial(sonnet_accuracy_figure, model))
+
+    def draw() -> Any:
+        with lock:
+            return figure()
+
+    return draw
 
 
 # --- events: module-level handlers take their inputs by name; `event` binds them to components ---
@@ -628,7 +642,7 @@ def compare_tab(model: MDLM, known_words: set[str] | None, demo: gr.Blocks) -> N
     button.click(**compared, outputs=outputs, api_name="compare")
 
 
-def how_it_works_tab(model: MDLM, demo: gr.Blocks) -> None:
+def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab) -> None:
     """The forward process on a line of Shakespeare, the accuracy plot and how the reverse process reveals."""
     gr.Markdown(
         "**Forward process.** Each character is replaced by a mask independently with probability t. "
@@ -647,7 +661,9 @@ def how_it_works_tab(model: MDLM, demo: gr.Blocks) -> None:
         trigger(**forward, outputs=outputs, api_name=False)
     gr.Button("Mask and predict").click(**forward, outputs=outputs, api_name="forward_process")
     demo.load(**forward, outputs=outputs, api_name=False)
-    gr.Plot(value=sonnet_accuracy_figure(model), label="Accuracy vs mask ratio")
+    # drawn on the tab's first visit (about 15 s on a CPU), not at start-up, then kept for every visitor
+    plot = gr.Plot(label="Accuracy vs mask ratio (drawn on this tab's first visit)")
+    tab.select(accuracy_plot_once(model), None, plot, api_name=False)
     gr.Markdown(
         "**Reverse process.** Generation starts from all masks. Each step predicts every masked "
         "character, draws a candidate for each (temperature), and reveals a few of them: by default "
@@ -679,8 +695,8 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
             infill_tab(model, demo)
         with gr.Tab("Compare"):
             compare_tab(model, known_words, demo)
-        with gr.Tab("How it works"):
-            how_it_works_tab(model, demo)
+        with gr.Tab("How it works") as how_it_works:
+            how_it_works_tab(model, demo, how_it_works)
     return demo
 
 

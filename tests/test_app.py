@@ -308,6 +308,24 @@ def test_each_run_draws_a_new_seed_unless_fixed(client, model_dir):
     assert page.value(controls["fixed_seed"]) is True
 
 
+def test_start_up_draws_no_plot_and_the_tab_draws_it_once(model_dir, monkeypatch):
+    calls = []
+    accuracy = app.accuracy_by_mask_ratio
+    monkeypatch.setattr(
+        app, "accuracy_by_mask_ratio", lambda *args, **kwargs: calls.append(1) or accuracy(*args, **kwargs)
+    )
+    model, _ = app.load_model(model_dir)
+    demo = app.build_demo(model)
+    assert calls == []  # nothing drawn before the page is served
+    page = Page(demo)
+    assert calls == []
+    tab = next(block for block in demo.blocks.values() if isinstance(block, gr.Tab) and block.label == "How it works")
+    plot = next(block for block in demo.blocks.values() if isinstance(block, gr.Plot))
+    page.fire(tab, "select")
+    page.fire(tab, "select")
+    assert len(calls) == 1 and page.value(plot) is not None
+
+
 def test_forward_process(client):
     masked, predicted, summary = client.predict("Shall I compare thee", 0.5, 0, api_name="/forward_process")
     assert "of 20 characters masked" in summary and MASK_GLYPH in masked
