@@ -546,6 +546,18 @@ def follow_prompt(demo: gr.Blocks, block_size: int, prompt: gr.Textbox, length: 
     length.change(fit_steps, [length, wanted_steps], steps, queue=False, api_name=False, show_progress="hidden")
 
 
+def run_buttons(label: str) -> tuple[gr.Button, gr.Button]:
+    """A tab's run button and its Stop button, side by side."""
+    with gr.Row():
+        return gr.Button(label, variant="primary", scale=3), gr.Button("Stop", variant="stop", scale=1)
+
+
+def stoppable(run: gr.Button, stop: gr.Button, *args: Any, **kwargs: Any) -> None:
+    """`run.click(*args, **kwargs)`, which `stop` cancels: the handler's sampler loop ends after the step it is
+    computing (as it does when the page is closed)."""
+    stop.click(None, cancels=[run.click(*args, **kwargs)], api_name=False)
+
+
 def output_column(tab: str, lines: int) -> list[gr.components.Component]:
     """The streamed canvas, the final text and the readout beside a tab's controls: the outputs of its event."""
     with gr.Column(scale=2):
@@ -570,11 +582,11 @@ def generate_tab(model: MDLM, demo: gr.Blocks) -> None:
             controls = dict(prompt=prompt, length=length, num_steps=steps, **reveal_controls(block_size))
             controls |= {name: option_control(name, block_size) for name in ("temperature", "top_p", "block_length")}
             controls |= seed_controls("generate")
-            button = gr.Button("Generate", variant="primary")
+            button, stop = run_buttons("Generate")
         outputs = output_column("generate", lines=8) + [controls["seed"]]
     follow_prompt(demo, block_size, prompt, length, steps)
     inputs = {name: controls[name] for name in GENERATE_API}
-    button.click(**event(generate, inputs, model=model), outputs=outputs, api_name="generate")
+    stoppable(button, stop, **event(generate, inputs, model=model), outputs=outputs, api_name="generate")
 
 
 def infill_tab(model: MDLM, demo: gr.Blocks) -> None:
@@ -588,7 +600,7 @@ def infill_tab(model: MDLM, demo: gr.Blocks) -> None:
             controls = dict(template=template, num_steps=steps, **reveal_controls(block_size, INFILL_REMASK_RATIO))
             controls |= {name: option_control(name, block_size) for name in ("temperature", "top_p")}
             controls |= seed_controls("infill")
-            button = gr.Button("Fill the blanks", variant="primary")
+            button, stop = run_buttons("Fill the blanks")
         outputs = output_column("infill", lines=6) + [controls["seed"]]
     fit = dict(
         fn=lambda text, wanted: fit_steps(min(block_size, (text or "").count("_")), wanted),
@@ -598,7 +610,7 @@ def infill_tab(model: MDLM, demo: gr.Blocks) -> None:
     template.change(**fit, queue=False, api_name=False, show_progress="hidden")
     demo.load(**fit, queue=False, api_name=False, show_progress="hidden")  # steps fit the first template too
     inputs = {name: controls[name] for name in INFILL_API}
-    button.click(**event(infill, inputs, model=model), outputs=outputs, api_name="infill")
+    stoppable(button, stop, **event(infill, inputs, model=model), outputs=outputs, api_name="infill")
 
 
 def compare_tab(model: MDLM, known_words: set[str] | None, demo: gr.Blocks) -> None:
@@ -625,7 +637,7 @@ def compare_tab(model: MDLM, known_words: set[str] | None, demo: gr.Blocks) -> N
         controls |= seed_controls("compare")
     with gr.Accordion("Reveal rule, both sides", open=False):
         controls |= {name: option_control(name, block_size) for name in REVEAL_RULE_OPTIONS}
-    button = gr.Button("Compare", variant="primary")
+    button, stop = run_buttons("Compare")
     with gr.Row():
         with gr.Column():
             gr.Markdown("### Left to right")
@@ -639,7 +651,7 @@ def compare_tab(model: MDLM, known_words: set[str] | None, demo: gr.Blocks) -> N
     inputs = {name: controls[name] for name in COMPARE_API}
     outputs = [left_canvas, left_stats, right_canvas, right_stats, summary, controls["seed"]]
     compared = event(compare, inputs, model=model, known_words=known_words)
-    button.click(**compared, outputs=outputs, api_name="compare")
+    stoppable(button, stop, **compared, outputs=outputs, api_name="compare")
 
 
 def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab) -> None:

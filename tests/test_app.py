@@ -6,9 +6,12 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 
 import gradio as gr
+import httpx
 import pytest
 import yaml
 from gradio.state_holder import SessionState
@@ -324,6 +327,62 @@ def test_start_up_draws_no_plot_and_the_tab_draws_it_once(model_dir, monkeypatch
     page.fire(tab, "select")
     page.fire(tab, "select")
     assert len(calls) == 1 and page.value(plot) is not None
+
+
+def test_each_run_has_a_stop_button(model_dir):
+    model, _ = app.load_model(model_dir)
+    demo = app.build_demo(model)
+    for endpoint in ("generate", "infill", "compare"):
+        run = next(fn for fn in demo.fns.values() if fn.api_name == endpoint)
+        stops = [fn for fn in demo.fns.values() if run._id in fn.cancels]
+        assert stops, endpoint
+        assert all(demo.blocks[target].value == "Stop" for fn in stops for target, _ in fn.targets)
+
+
+@pytest.fixture
+def counted_steps(monkeypatch):
+    """Every sampler step the app takes, slowed to 50 ms so a run lasts seconds."""
+    steps = []
+    sample = app.sample
+
+    def slow_sample(*args, **kwargs):
+        for state in sample(*args, **kwargs):
+            steps.append(state.step)
+            time.sleep(0.05)
+            yield state
+
+    monkeypatch.setattr(app, "sample", slow_sample)
+    return steps
+
+
+def steps_after(counted_steps: list, seconds: float = 1.5) -> int:
+    """How many steps the app takes in `seconds`, starting a second after now."""
+    time.sleep(1.0)
+    taken = len(counted_steps)
+    time.sleep(seconds)
+    return len(counted_steps) - taken
+
+
+def test_a_cancelled_run_stops_computing(client, server, counted_steps):
+    # Stop on the page and job.cancel() both post /cancel
+    job = client.submit("", 100, 100, 1.0, 1.0, "confidence", 0, 0, api_name="/generate")
+    while len(counted_steps) < 5:
+        time.sleep(0.02)
+    job.cancel()
+    assert steps_after(counted_steps) == 0 and len(counted_steps) < 50
+    # a closed page: the event stream's connection drops
+    counted_steps.clear()
+    config = httpx.get(server + "config").json()
+    fn_index = next(d["id"] for d in config["dependencies"] if d["api_name"] == "generate")
+    session = uuid.uuid4().hex
+    data = ["", 100, 100, 1.0, 1.0, "confidence", 0, 0, 0.25, 0.35, 0.75, 1, False]
+    body = dict(data=data, fn_index=fn_index, session_hash=session, event_data=None, trigger_id=None)
+    assert httpx.post(server + "gradio_api/queue/join", json=body).status_code == 200
+    with httpx.stream("GET", server + f"gradio_api/queue/data?session_hash={session}", timeout=30) as stream:
+        for _ in stream.iter_lines():
+            if len(counted_steps) >= 5:
+                break
+    assert steps_after(counted_steps) == 0 and len(counted_steps) < 50
 
 
 def test_forward_process(client):
