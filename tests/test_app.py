@@ -480,7 +480,7 @@ def test_shipped_checkpoint_serves_offline():
 
 
 @pytest.mark.browser
-def test_browser_generate_and_infill(server, tmp_path):
+def test_browser_generate_infill_and_compare(server, tmp_path):
     from playwright.sync_api import expect, sync_playwright
 
     chromium = shutil.which("chromium") or "/usr/bin/chromium"
@@ -493,23 +493,44 @@ def test_browser_generate_and_infill(server, tmp_path):
         try:
             page = browser.new_page()
             page.goto(server)
+            # the length follows the prompt, and comes back
+            prompt, length = (
+                page.get_by_label("Prompt (kept fixed at the start)"),
+                page.get_by_label("number input for Characters to generate"),
+            )
+            prompt.fill(JULIET)
+            expect(length).to_have_value("79")
+            prompt.fill("ROMEO:\n")
+            expect(length).to_have_value("121")
             page.get_by_role("button", name="Generate", exact=True).click()
             final_text = page.locator("#generate-final-text textarea")
             expect(final_text).not_to_have_value("", timeout=60_000)
             assert final_text.input_value().startswith("ROMEO:\n") and MASK_GLYPH not in final_text.input_value()
             expect(page.locator("#generate-canvas .mdlm-canvas")).not_to_contain_text(MASK_GLYPH)
+            seed = page.locator("#generate-seed input").input_value()
+            expect(page.locator("#generate-readout")).to_contain_text(f"seed {seed} ·")  # the seed used, shown
             page.screenshot(path=str(tmp_path / "generate.png"), full_page=True)
 
             page.get_by_role("tab", name="Infill").click()
+            template = page.get_by_label("Template: every _ is a character to fill")
+            steps = page.get_by_label("number input for Denoising steps").nth(1)
+            template.fill("")
+            template.press_sequentially(app.INFILL_EXAMPLES[1])  # key by key, through 0 and 1 blank
+            expect(steps).to_have_value("12", timeout=30_000)
+            template.fill("")
+            expect(steps).to_have_value("1")
             page.get_by_text("ROMEO:\nBut soft", exact=False).first.click()  # one of the examples
-            # the steps slider is capped at the example's 12 blanks once the template's change event returns
-            expect(page.get_by_label("number input for Denoising steps").nth(1)).to_have_value("12")
+            expect(steps).to_have_value("12")
             page.get_by_role("button", name="Fill the blanks").click()
             infill_text = page.locator("#infill-final-text textarea")
             expect(infill_text).not_to_have_value("", timeout=60_000)
             filled = infill_text.input_value()
             assert filled.startswith("ROMEO:\nBut soft, what light through ") and "_" not in filled
             page.screenshot(path=str(tmp_path / "infill.png"), full_page=True)
+
+            page.get_by_role("tab", name="Compare").click()
+            page.get_by_role("button", name="Compare", exact=True).click()
+            expect(page.locator("#compare-takeaway")).to_contain_text("Takeaway:", timeout=60_000)
         finally:
             browser.close()
     assert (tmp_path / "generate.png").stat().st_size > 10_000
