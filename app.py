@@ -543,7 +543,9 @@ def follow_prompt(demo: gr.Blocks, block_size: int, prompt: gr.Textbox, length: 
     fit = dict(fn=functools.partial(fit_length, block_size), inputs=[prompt, wanted_length], outputs=length)
     prompt.change(**fit, queue=False, api_name=False, show_progress="hidden")
     demo.load(**fit, queue=False, api_name=False, show_progress="hidden")
-    length.change(fit_steps, [length, wanted_steps], steps, queue=False, api_name=False, show_progress="hidden")
+    fit = dict(fn=fit_steps, inputs=[length, wanted_steps], outputs=steps)
+    length.change(**fit, queue=False, api_name=False, show_progress="hidden")
+    demo.load(**fit, queue=False, api_name=False, show_progress="hidden")  # when the first length fits already
 
 
 def run_buttons(label: str) -> tuple[gr.Button, gr.Button]:

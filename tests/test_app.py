@@ -286,6 +286,7 @@ def test_steps_follow_the_characters_to_fill_both_ways(model_dir):
     page.type(template, example)  # ... and comes back
     assert page.value(steps) == 8
     generate = tab_controls(page.demo, "generate", app.GENERATE_API)
+    assert page.props[generate["num_steps"]._id]["maximum"] == page.value(generate["length"]) == 121  # on load
     page.type(generate["length"], 1)
     assert page.value(generate["num_steps"]) == 1
     page.type(generate["length"], 100)
