@@ -36,6 +36,7 @@ from mdlm_hf.sampler import OPTION_SPECS, REVEAL_RULE_OPTIONS, SCORED_ORDERS, ch
 DEFAULT_MODEL = Path(__file__).resolve().parent / "pretrained" / "mdlm-shakespeare-char"
 MODEL_ENV_VAR = "MDLM_MODEL"
 MAX_SEED = 2**31 - 1
+DEFAULT_PROMPT = "ROMEO:\n"
 INFILL_STEPS = 16  # the Infill tab's default: a template has few blanks
 INFILL_REMASK_RATIO = 0.0  # ... and 16 steps are too few for remasking
 # each endpoint's parameters in the order its API takes them (positional clients rely on it: new ones go last);
@@ -574,12 +575,11 @@ def generate_tab(model: MDLM, demo: gr.Blocks) -> None:
     block_size, default_length = model.block_size, min(256, model.block_size)
     with gr.Row():
         with gr.Column(scale=1):
-            prompt = gr.Textbox(label="Prompt (kept fixed at the start)", value="ROMEO:\n", lines=2)
+            prompt = gr.Textbox(label="Prompt (kept fixed at the start)", value=DEFAULT_PROMPT, lines=2)
             # the maximum follows the prompt once the page loads; the API accepts up to block_size and the handler
             # lowers the length to the room the prompt leaves, saying so
-            length = gr.Slider(
-                1, block_size, value=default_length - 7, step=1, precision=0, label="Characters to generate"
-            )
+            room = max(1, default_length - len(DEFAULT_PROMPT))
+            length = gr.Slider(1, block_size, value=room, step=1, precision=0, label="Characters to generate")
             steps = option_control("num_steps", block_size, min(SamplerOptions().num_steps, default_length))
             controls = dict(prompt=prompt, length=length, num_steps=steps, **reveal_controls(block_size))
             controls |= {name: option_control(name, block_size) for name in ("temperature", "top_p", "block_length")}
@@ -627,7 +627,7 @@ def compare_tab(model: MDLM, known_words: set[str] | None, demo: gr.Blocks) -> N
         "the gap to a real autoregressive model: compare forward passes, not seconds."
     )
     with gr.Row():
-        prompt = gr.Textbox(label="Prompt", value="ROMEO:\n", lines=2)
+        prompt = gr.Textbox(label="Prompt", value=DEFAULT_PROMPT, lines=2)
         length = gr.Slider(1, block_size, value=min(128, block_size), step=1, precision=0, label="Characters")
         steps = option_control("num_steps", block_size, min(32, block_size), label="Forward passes")
         temperature = option_control("temperature", block_size, label="Temperature")

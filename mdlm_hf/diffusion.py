@@ -168,8 +168,6 @@ def exact_nll(
         raise ValueError(f"order must be one of {NLL_ORDERS}, got {order!r}")
     if tokens.dim() != 1 or tokens.numel() == 0:
         raise ValueError("exact_nll expects a non-empty 1-D tensor of token ids")
-    from tqdm.auto import tqdm
-
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -179,7 +177,11 @@ def exact_nll(
     # the last window may be shorter: it forms a batch of its own
     batches = [[w for w in b if w.numel() == n] for b in batches for n in sorted({w.numel() for w in b})]
     total_nats = 0.0
-    bar = tqdm(total=tokens.numel(), desc=f"exact NLL ({order})", unit="char", disable=not progress)
+    bar = None
+    if progress:  # tqdm comes with the train extra; the package itself does not need it
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=tokens.numel(), desc=f"exact NLL ({order})", unit="char")
     for batch in batches:
         x0 = torch.stack(batch).to(device)  # (b, n)
         b, n = x0.shape
@@ -195,8 +197,10 @@ def exact_nll(
             truth = x0[rows, position]
             total_nats -= log_probs[rows, position, truth].double().sum().item()
             canvas[rows, position] = truth
-            bar.update(b)
-    bar.close()
+            if bar is not None:
+                bar.update(b)
+    if bar is not None:
+        bar.close()
     model.train(was_training)
     return total_nats / tokens.numel()
 

@@ -104,6 +104,34 @@ def test_exact_nll_of_uniform_logits_is_log_of_vocabulary(order):
     assert exact_nll(model, tokens, order, batch_size=2) == pytest.approx(math.log(model.vocab_size - 1))
 
 
+class CopyLeftModel(nn.Module):
+    """Puts 0.9 on the character left of each position once it is revealed; uniform otherwise."""
+
+    def __init__(self, vocab_size: int = 11, block_size: int = 16) -> None:
+        super().__init__()
+        self.mask_id, self.vocab_size, self.block_size = vocab_size - 1, vocab_size, block_size
+        self.unused = nn.Parameter(torch.zeros(1))
+
+    def forward(self, tokens, t=None):
+        probs = torch.full((*tokens.shape, self.vocab_size), 1.0 / (self.vocab_size - 1))
+        left = torch.cat([torch.full_like(tokens[:, :1], self.mask_id), tokens[:, :-1]], dim=1)  # (B, T)
+        known = left != self.mask_id
+        spread = 0.1 / (self.vocab_size - 2)
+        probs[known] = spread
+        probs[known, left[known]] = 0.9
+        probs[..., self.mask_id] = 0.0
+        return probs.log() + 0 * self.unused
+
+
+@pytest.mark.parametrize("order", NLL_ORDERS)
+def test_exact_nll_conditions_on_what_it_revealed(order):
+    # one character repeated: the first is a uniform guess, every later one is its left neighbour at 0.9,
+    # and confidence order, which picks the first of equally confident positions, also goes left to right
+    model = CopyLeftModel()
+    expected = (math.log(model.vocab_size - 1) - 15 * math.log(0.9)) / 16
+    assert exact_nll(model, torch.zeros(16, dtype=torch.long), order) == pytest.approx(expected)
+
+
 def test_exact_nll_of_a_real_model_is_finite_and_orders_are_checked(tiny_model):
     tokens = torch.randint(0, tiny_model.mask_id, (64,))
     nll = exact_nll(tiny_model, tokens, "confidence")

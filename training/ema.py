@@ -37,7 +37,11 @@ class EMA:
         if sorted(state["shadow"]) != sorted(self.names):
             raise ValueError("the checkpoint's EMA weights do not match the model's parameters")
         self.decay, self.num_updates = state["decay"], state["num_updates"]
-        self.shadow = [state["shadow"][name].clone().float() for name in self.names]
+        # checkpoints load on the CPU: the averages go back to the device of the parameters they follow
+        self.shadow = [
+            state["shadow"][name].to(old.device, torch.float32)
+            for name, old in zip(self.names, self.shadow, strict=True)
+        ]
 
     def weights(self, model: nn.Module) -> dict[str, torch.Tensor]:
         """The model's state_dict with every parameter replaced by its average (buffers as they are)."""

@@ -38,7 +38,7 @@ from tqdm import tqdm
 from mdlm_hf import MDLM, diffusion_loss, elbo
 from mdlm_hf.data import atomic_write_bytes, download_tinyshakespeare
 from mdlm_hf.diffusion import LOSS_WEIGHTINGS
-from mdlm_hf.model import MLP_KINDS, NORM_KINDS
+from mdlm_hf.model import MLP_KINDS, NORM_KINDS, check_config
 from training import RunError
 from training.corpus import Corpus, load_tokens, scan_text, tokenize
 from training.ema import EMA
@@ -70,21 +70,6 @@ RESUMABLE_CHANGES = (
 )
 _NOT_GIVEN = object()
 
-# The defaults of the flags that changed when the CPU recipe became the default (issue 15, item 12). Used only
-# when resuming a checkpoint whose saved args lack the key: that run was started before the flag existed and
-# trained with the default of its day, so it keeps it (today's Muon, say, would not fit its AdamW state).
-# The saved args win for the keys they hold; a resume never reads today's defaults for these.
-DEFAULTS_BEFORE_CPU_RECIPE = {
-    "max_steps": 2000,
-    "warmup_steps": 100,
-    "optimizer": "adamw",
-    "ema": 0.0,
-    "loss_weighting": "elbo",
-    "norm": "layernorm",
-    "mlp": "gelu",
-    "qk_norm": False,
-    "zero_init_residual": False,
-}
 ETA_TIMED_STEPS = 2  # after a warm-up step, the steps timed for the estimate printed as the loop starts
 
 
@@ -242,6 +227,10 @@ def settings_problem(args: argparse.Namespace) -> str | None:
         return "--push-to-hub needs --export-dir"
     if args.private and not args.push_to_hub:
         return "--private needs --push-to-hub"
+    try:  # the model's own checks (heads that divide the width, sane sizes), before any data is read
+        check_config(**model_config_from_args(args, "ab"))
+    except ValueError as error:
+        return str(error)
     return None
 
 
@@ -277,13 +266,13 @@ def resumed_args(args: argparse.Namespace, explicit: set[str], saved: dict) -> a
     ]
     if conflicts:
         raise ValueError(f"--resume keeps the run's own settings; these flags differ: {'; '.join(conflicts)}")
-    # flags newer than the checkpoint keep the defaults of its day (those changed since from the table, the rest
-    # today's); flags typed now win over the saved ones
-    before = {k: v for k, v in DEFAULTS_BEFORE_CPU_RECIPE.items() if k not in saved}
+    # flags newer than the checkpoint keep today's defaults; flags typed now win over the saved ones
     explicit_values = {k: getattr(args, k) for k in explicit}
-    merged = {**vars(args), **before, **saved, **explicit_values, "resume": True, "out_dir": args.out_dir}
+    merged = {**vars(args), **saved, **explicit_values, "resume": True, "out_dir": args.out_dir}
     changed = [
-        f"{k}={getattr(args, k)} (was {saved.get(k, 'not set')})" for k in explicit if getattr(args, k) != saved.get(k)
+        f"{k}={getattr(args, k)} (was {saved.get(k, 'not set')})"
+        for k in explicit - {"resume", "out_dir"}
+        if getattr(args, k) != saved.get(k)
     ]
     if changed:
         print(f"resuming with changed settings: {', '.join(sorted(changed))}")
@@ -347,6 +336,11 @@ def load_checkpoint(path: Path, required: tuple[str, ...] = MODEL_KEYS) -> dict:
         raise ValueError(f"{path} is not a readable mdlm_hf checkpoint ({type(error).__name__}: {error})") from error
     if not isinstance(checkpoint, dict):
         raise ValueError(f"{path} is not an mdlm_hf checkpoint: it holds a {type(checkpoint).__name__}, not a dict")
+    if "optimizers" in required and "optimizer" in checkpoint and "optimizers" not in checkpoint:
+        raise ValueError(
+            f"{path} was written by an older mdlm_hf (a single AdamW state, before Muon and EMA) and cannot be "
+            "resumed; its weights still export with python -m training.export"
+        )
     missing = [key for key in required if key not in checkpoint]
     if missing:
         raise ValueError(f"{path} is not an mdlm_hf checkpoint: it has no {', '.join(missing)}")
@@ -817,13 +811,13 @@ def main(argv: list[str] | None = None) -> dict:
                 flush=True,
             )
         deadline = started + args.max_minutes * 60 if args.max_minutes else math.inf
-        outcome = trainer.loop(stop, deadline)
+        trainer.loop(stop, deadline)
         trainer.save()  # every rank reached the same step boundary, so the collective save is safe
     finally:
         stop.close()
 
     p = trainer.progress
-    finished = outcome == "finished"
+    finished = p.step >= args.max_steps  # a stop on the last step still finished the run
     if processes.is_main and args.export_dir:
         if finished:
             from training.export import export_run
