@@ -12,7 +12,7 @@ from pathlib import Path
 
 from mdlm_hf.model import MDLM
 from mdlm_hf.pipeline import prompt_canvas, text_to_canvas
-from mdlm_hf.sampler import OPTION_SPECS, SamplerOptions, sample
+from mdlm_hf.sampler import OPTION_SPECS, SamplerOptions, check_seed, sample
 
 FLAG_ALIASES = {"num_steps": ("--steps",)}  # the shorter flags the CLI has always had
 # the shipped model, where a checkout of the repository has it (whatever the current directory)
@@ -48,8 +48,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.template is None and args.length < 1:
         parser.error(f"--length must be >= 1, got {args.length}")
-    if args.seed is not None and not 0 <= args.seed < 2**63:
-        parser.error(f"--seed must be in [0, 2**63), got {args.seed}")
+    if args.seed is not None:
+        try:
+            check_seed(args.seed)
+        except ValueError as error:
+            parser.error(f"--{error}")
     overrides = {name: OPTION_SPECS[name].parse(value) for name, value in vars(args).items() if name in OPTION_SPECS}
     if args.model is None and not DEFAULT_MODEL.is_dir():
         sys.exit(
