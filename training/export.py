@@ -582,6 +582,29 @@ def export_run(
     return report
 
 
+def add_card_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of what the export says and where it goes, shared by train.py (--export-dir) and this script."""
+    parser.add_argument(
+        "--private",
+        action="store_true",
+        help="--push-to-hub creates a private repo (the export's words.txt lists every word of the training text)",
+    )
+    parser.add_argument(
+        "--dataset-name", default=None, help="what the card calls the text (default: the data files' names)"
+    )
+    parser.add_argument(
+        "--license",
+        default=None,
+        help="the model's license in the card, a Hub license id such as mit or cc-by-4.0 (default: none stated; "
+        "mit for TinyShakespeare)",
+    )
+    parser.add_argument(
+        "--language",
+        default=None,
+        help="the text's language code in the card, e.g. en (default: none; en for TinyShakespeare)",
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--run-dir", required=True)
@@ -595,11 +618,7 @@ def main(argv: list[str] | None = None) -> None:
         "word list)",
     )
     parser.add_argument("--push-to-hub", default=None, metavar="REPO_ID")
-    parser.add_argument(
-        "--private",
-        action="store_true",
-        help="--push-to-hub creates a private repo (the export's words.txt lists every word of the training text)",
-    )
+    add_card_arguments(parser)
     parser.add_argument(
         "--recipe",
         default=None,
@@ -616,20 +635,6 @@ def main(argv: list[str] | None = None) -> None:
         choices=WEIGHTS_DTYPES,
         default="auto",
         help=f"auto: bf16 tensors (half the size) when they cost <= {BF16_TOLERANCE} nats/char of validation NELBO",
-    )
-    parser.add_argument(
-        "--dataset-name", default=None, help="what the card calls the text (default: the data files' names)"
-    )
-    parser.add_argument(
-        "--license",
-        default=None,
-        help="the model's license in the card, a Hub license id such as mit or cc-by-4.0 (default: none stated; "
-        "mit for TinyShakespeare)",
-    )
-    parser.add_argument(
-        "--language",
-        default=None,
-        help="the text's language code in the card, e.g. en (default: none; en for TinyShakespeare)",
     )
     args = parser.parse_args(argv)
     if args.private and not args.push_to_hub:

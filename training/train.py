@@ -156,23 +156,9 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, set[s
     )
     p.add_argument("--export-dir", type=str, default=None, help="write the Hub-ready model here at the end")
     p.add_argument("--push-to-hub", type=str, default=None, metavar="REPO_ID", help="upload the export to this repo")
-    p.add_argument(
-        "--private",
-        action="store_true",
-        help="--push-to-hub creates a private repo (the export's words.txt lists every word of the training text)",
-    )
-    p.add_argument("--dataset-name", default=None, help="the export's card calls the text this (default: file names)")
-    p.add_argument(
-        "--license",
-        default=None,
-        help="the model's license in the export's card, a Hub id such as mit or cc-by-4.0 (default: none stated; "
-        "mit for TinyShakespeare)",
-    )
-    p.add_argument(
-        "--language",
-        default=None,
-        help="the text's language code in the export's card, e.g. en (default: none; en for TinyShakespeare)",
-    )
+    from training.export import add_card_arguments  # export imports this module: imported when parsing
+
+    add_card_arguments(p)
     # argparse fills in a default only where the namespace has no value yet: sentinels reveal what was typed
     given = p.parse_args(argv, namespace=argparse.Namespace(**{k: _NOT_GIVEN for k in vars(p.parse_args([]))}))
     explicit = {k for k, v in vars(given).items() if v is not _NOT_GIVEN}
