@@ -598,16 +598,23 @@ def test_max_minutes_is_this_invocations_budget_and_a_skipped_export_says_so(tex
 
 
 def test_checkpoints_are_saved_every_save_minutes(text_file, tmp_path, monkeypatch):
-    saved_at = []
-    save = train.Trainer.save
+    saved_at, written = [], []
+    save, save_checkpoint = train.Trainer.save, train.save_checkpoint
 
-    def recording_save(self, payload=None):
+    def recording_save(self):
         saved_at.append(self.progress.step)
-        save(self, payload)
+        save(self)
+
+    def recording_write(path, payload):
+        if path.name == "ckpt.pt":
+            written.append(payload["step"])
+        save_checkpoint(path, payload)
 
     monkeypatch.setattr(train.Trainer, "save", recording_save)
+    monkeypatch.setattr(train, "save_checkpoint", recording_write)
     run(text_file, tmp_path / "run", "--max-steps", "4", "--eval-interval", "1000", "--save-minutes", "1e-9")
     assert saved_at == [1, 2, 3, 4, 4]  # every step here; at the end, the evaluation's save and the final one
+    assert written == [1, 2, 3, 4]  # ... which finds the last step already on disk
     saved_at.clear()
     # a checkpoint written before --save-minutes and --private existed resumes, with either typed
     checkpoint = torch.load(tmp_path / "run" / "ckpt.pt", weights_only=True)

@@ -414,9 +414,11 @@ def choose_weights(model: MDLM, val_text: str, weights_dtype: str = "auto") -> t
     """
     if weights_dtype not in WEIGHTS_DTYPES:
         raise ValueError(f"weights dtype must be one of {WEIGHTS_DTYPES}, got {weights_dtype!r}")
+    if weights_dtype == "float32":
+        return model, {"weights_dtype": weights_dtype}, None
     rounded = bf16_rounded(model)
-    if weights_dtype != "auto":
-        return (rounded if weights_dtype == "bfloat16" else model), {"weights_dtype": weights_dtype}, None
+    if weights_dtype == "bfloat16":
+        return rounded, {"weights_dtype": weights_dtype}, None
     tokens = torch.tensor(model.tokenizer.encode(val_text), dtype=torch.long)
     nelbo = {
         name: elbo(candidate.eval(), tokens, ELBO_SAMPLES, torch.Generator().manual_seed(0))

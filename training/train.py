@@ -539,6 +539,7 @@ class Trainer:
         self.data_generator = torch.Generator().manual_seed(args.seed + rank)
         self.noise_generator = torch.Generator().manual_seed(args.seed + 1000 + rank)
         self.progress = Progress()
+        self.saved_step: int | None = None  # the step this invocation last wrote to ckpt.pt
         if checkpoint is not None:
             self.restore(checkpoint)
         self.train_model = DistributedDataParallel(self.model) if processes.distributed else self.model
@@ -672,12 +673,19 @@ class Trainer:
             "args": vars(self.args),
         }
 
-    def save(self, payload: dict | None = None) -> None:
-        """Writes ckpt.pt and history.json atomically (rank 0); every rank must call it unless a payload is given."""
-        payload = payload if payload is not None else self.checkpoint()
+    def save(self) -> None:
+        """Writes ckpt.pt and history.json atomically (rank 0); every rank must call it (the streams are gathered).
+
+        A step already saved in this invocation is not written again (the last step is saved by the loop's
+        evaluation and again asked for by main); every rank is at the same step, so all skip alike.
+        """
+        if self.saved_step == self.progress.step:
+            return
+        payload = self.checkpoint()
         if self.processes.is_main:
             save_checkpoint(self.out_dir / "ckpt.pt", payload)
             write_or_explain(self.out_dir / "history.json", json.dumps(self.progress.history).encode())
+        self.saved_step = self.progress.step
 
     def estimate(self, step_seconds: float, steps: int) -> str:
         """How long this invocation's `steps` will take at the measured time per step (evaluations not counted)."""
