@@ -23,6 +23,7 @@ from huggingface_hub import ModelCard, ModelCardData, PyTorchModelHubMixin, hf_h
 
 from mdlm_hf import pipeline
 from mdlm_hf.card import MODEL_CARD_TEMPLATE, REPO_URL
+from mdlm_hf.fast import FastPath
 from mdlm_hf.sampler import SamplerOptions, SamplerState
 from mdlm_hf.tokenizer import CharTokenizer
 
@@ -49,7 +50,8 @@ class RMSNorm(nn.RMSNorm):
     """RMSNorm computed in fp32, as autocast does for LayerNorm (a bf16 input would miss the fused kernel)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.rms_norm(x.float(), self.normalized_shape, self.weight, self.eps).type_as(x)
+        weight = None if self.weight is None else self.weight.float()  # bf16 weights (the fast path) too
+        return F.rms_norm(x.float(), self.normalized_shape, weight, self.eps).type_as(x)
 
 
 def make_norm(kind: str, n_embd: int) -> nn.Module:
@@ -282,6 +284,19 @@ class MDLM(
         self.lm_head.weight = self.token_embedding.weight  # weight tying
         self.n_layer = n_layer
         self.apply(self._init_weights)
+        self._fast_path = FastPath()  # a plain attribute: the bf16 copy stays out of state_dict
+        self.fast = False  # from_pretrained turns it on
+
+    @property
+    def fast(self) -> bool:
+        """Whether the sampler (`denoise`) runs on bf16 weights where they are faster here (see mdlm_hf.fast)."""
+        return self._fast
+
+    @fast.setter
+    def fast(self, value: bool) -> None:
+        if not isinstance(value, bool):
+            raise ValueError(f"fast must be True or False, got {value!r}")
+        self._fast = value
 
     def _init_weights(self, module: nn.Module) -> None:
         if isinstance(module, nn.Linear):
@@ -316,6 +331,12 @@ class MDLM(
         # the clean text never contains [MASK], so the model can never predict it
         logits[..., self.mask_id] = float("-inf")
         return logits
+
+    def denoise(self, tokens: torch.Tensor, t: torch.Tensor | None = None) -> torch.Tensor:
+        """The sampler's forward: logits (B, T, V) from the fast path when `fast` is on, else `forward` (exact)."""
+        if not self.fast or self.training or torch.is_grad_enabled():
+            return self(tokens, t)
+        return self._fast_path(self, tokens, t)
 
     # --- text: thin wrappers over mdlm_hf.pipeline (the one sampler core, with the study's recommended options
     # unless `options` or single options by name say otherwise) ---
@@ -356,8 +377,14 @@ class MDLM(
     # --- loading: strict, safetensors only, with errors that say what is wrong ---
 
     @classmethod
-    def from_pretrained(cls, pretrained_model_name_or_path: str | Path, **kwargs: Any) -> MDLM:
-        """Loads config.json + model.safetensors from a local directory or a Hub repo id."""
+    def from_pretrained(cls, pretrained_model_name_or_path: str | Path, *, fast: bool = True, **kwargs: Any) -> MDLM:
+        """Loads config.json + model.safetensors from a local directory or a Hub repo id.
+
+        `fast` (default) samples on bf16 weights where this machine runs them faster (mdlm_hf.fast);
+        `fast=False` samples with the exact fp32 model. `forward` is exact either way.
+        """
+        if not isinstance(fast, bool):
+            raise ValueError(f"fast must be True or False, got {fast!r}")
         path = Path(pretrained_model_name_or_path).expanduser()
         if path.is_dir():
             _check_local_checkpoint(path)
@@ -366,7 +393,9 @@ class MDLM(
             raise ValueError(f"{path} is a file; pass the directory that holds config.json and model.safetensors")
         elif path.is_absolute() or str(pretrained_model_name_or_path).startswith((".", "~")):
             raise ValueError(f"model directory {path} does not exist")
-        return super().from_pretrained(pretrained_model_name_or_path, **kwargs)
+        model = super().from_pretrained(pretrained_model_name_or_path, **kwargs)
+        model.fast = fast
+        return model
 
     @classmethod
     def _from_pretrained(

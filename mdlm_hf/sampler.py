@@ -162,10 +162,10 @@ class SamplerOptions:
         slider=(0, 2, 0.05),
     )
     # in [0, 1): after every step but a block's last, mask again this many generated characters per character the
-    # step revealed, those least confident when revealed (ReMDM-conf), so early guesses made with little context
-    # are redrawn with more; the schedule reveals them again, so the number of forward passes does not change,
-    # but re-reveals count as reveals: a step reveals up to 1 / (1 - remask_ratio) times the schedule's new
-    # characters (0.75: about 4x), which needs enough steps
+    # schedule revealed at the step (an adaptive rule's extras are not counted), those least confident when
+    # revealed (ReMDM-conf), so early guesses made with little context are redrawn with more; the schedule reveals
+    # them again, so the number of forward passes does not change, but re-reveals count as reveals: a step reveals
+    # up to 1 / (1 - remask_ratio) times the schedule's new characters (0.75: about 4x), which needs enough steps
     remask_ratio: float = option(
         0.75,
         non_negative(below=1),
@@ -193,6 +193,18 @@ class SamplerOptions:
     # in fewer steps; None = off
     threshold: float | None = option(
         None, optional(positive_fraction()), "Threshold (also reveal every likely candidate)"
+    )
+    # adaptive: also reveal, down the order's ranking, every further position while the summed entropy (nats) of
+    # the step's reveals stays within this bound (EB-sampler, Ben-Hamu et al. 2025), so easy stretches (the rest of
+    # a word, the space after it) go in one pass and a run ends before num_steps; the extras are net progress:
+    # remasking takes back characters only for the schedule's reveals; None = off
+    entropy_bound: float | None = option(
+        None,
+        optional(non_negative()),
+        "Entropy bound (adaptive: reveal more per pass while the step's summed entropy stays within it)",
+        slider=(0, 8, 0.25),
+        off=0,
+        note="fewer forward passes where the text is easy; 0 = off",
     )
     # "exact": the schedule's count each step; "binomial": each masked position is revealed with the schedule's
     # probability (MDLM's ancestral sampler), so some steps reveal nothing and then reuse the previous logits
@@ -358,10 +370,28 @@ def denoise_step(
         picked = spaced_picks(order, eligible, num_to_reveal, options.spacing)
         order = order.gather(-1, picked.gather(-1, order).long().argsort(dim=-1, descending=True, stable=True))
     rank = order.argsort(dim=-1)  # 0 = first to reveal
-    revealed = (rank < num_to_reveal[:, None]) & eligible
+    count = num_to_reveal
+    if options.entropy_bound is not None:
+        count = count.maximum(entropy_bounded_count(probs, order, eligible, options.entropy_bound))
+    revealed = (rank < count[:, None]) & eligible
     if options.threshold is not None:
         revealed |= eligible & (confidence >= options.threshold)
     return torch.where(revealed, candidates, tokens), revealed, confidence
+
+
+def entropy_bounded_count(
+    probs: torch.Tensor, order: torch.Tensor, eligible: torch.Tensor, bound: float
+) -> torch.Tensor:
+    """How many of each row's eligible positions, taken in `order` (B, T) best first, fit before the summed entropy
+    of their predictions `probs` (B, T, V) exceeds `bound` nats (B,): the EB-sampler's adaptive step size.
+
+    Revealing positions together draws them independently; the error that makes against drawing them one at a
+    time is at most their summed entropy, so a low-entropy stretch may go at once.
+    """
+    entropy = -(probs * probs.clamp(min=1e-12).log()).sum(dim=-1)  # (B, T) nats
+    in_order = eligible.gather(-1, order)  # (B, T) eligible positions first: the order ranks the rest last
+    walked = entropy.gather(-1, order).masked_fill(~in_order, 0.0).cumsum(dim=-1)
+    return ((walked <= bound) & in_order).sum(dim=-1)
 
 
 def log_mean_probability(logits: torch.Tensor) -> torch.Tensor:
@@ -369,11 +399,16 @@ def log_mean_probability(logits: torch.Tensor) -> torch.Tensor:
     return logits.float().log_softmax(dim=-1).logsumexp(dim=0) - math.log(logits.size(0))
 
 
+def predictor(model: nn.Module) -> Callable[..., torch.Tensor]:
+    """The pass the sampler runs: the model's `denoise` (an MDLM's fast path when it is on), else the model."""
+    return getattr(model, "denoise", model)
+
+
 def character_log_prior(model: nn.Module, length: int, device: torch.device) -> torch.Tensor:
     """Each character's log probability with nothing known (V,): the model's prediction on an all-mask
     canvas of `length`, averaged over positions (the same everywhere with rotary positions)."""
     canvas = torch.full((1, length), model.mask_id, device=device)
-    return log_mean_probability(model(canvas, torch.ones(1, device=device))[0])
+    return log_mean_probability(predictor(model)(canvas, torch.ones(1, device=device))[0])
 
 
 def lowest_confidence(confidence: torch.Tensor, candidates: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
@@ -476,11 +511,11 @@ def _run(
             for local_step in range(1, block_steps + 1):
                 eligible = (tokens == mask_id) & in_block
                 if not eligible.any():
-                    break  # threshold mode finished this block early
+                    break  # an adaptive rule (threshold, entropy_bound) finished this block early
                 # a model that ignores t gives the same logits for the same canvas
                 if logits is None or model.time_conditioning or not torch.equal(tokens, logits_canvas):
                     t = (tokens == mask_id).float().mean(dim=1)  # mask ratio, for time-conditioned models
-                    logits = model(tokens, t)
+                    logits = predictor(model)(tokens, t)
                     logits_canvas = tokens.clone()
                     num_forward_passes += 1
                 if needs_prior and log_prior is None:
@@ -497,7 +532,11 @@ def _run(
                 remasked = nothing
                 if options.remask_ratio > 0 and local_step < block_steps:  # the last step leaves no mask
                     may_remask = in_block & ~is_given & (tokens != mask_id) & ~revealed
-                    num_to_remask = torch.floor(revealed.sum(dim=1) * options.remask_ratio + 0.5).long()
+                    # in proportion to the schedule's reveals only: an adaptive rule's extras are net progress,
+                    # and a row the step filled is done
+                    scheduled = revealed.sum(dim=1).minimum(num_to_reveal)
+                    still_masked = ((tokens == mask_id) & in_block).any(dim=1)
+                    num_to_remask = torch.floor(scheduled * options.remask_ratio + 0.5).long() * still_masked
                     remasked = lowest_confidence(confidence, may_remask, num_to_remask)
                     tokens = tokens.masked_fill(remasked, mask_id)
                     confidence = confidence.masked_fill(remasked, float("nan"))
@@ -537,7 +576,9 @@ def _num_to_reveal(
         return ((draws < probability) & eligible).sum(dim=1)
     already = num_masked - remaining
     target = planned_reveals(num_masked, block_steps, local_step, options.schedule)
-    return (target - already).clamp(min=1 if options.threshold is not None else 0).minimum(remaining)
+    adaptive = options.threshold is not None or options.entropy_bound is not None
+    # an adaptive rule's extras may run ahead of the schedule: then each step still reveals at least one
+    return (target - already).clamp(min=1 if adaptive else 0).minimum(remaining)
 
 
 def final_state(states: Iterator[SamplerState]) -> SamplerState:

@@ -170,3 +170,78 @@ def test_the_card_front_matter_comes_from_the_caller_not_the_class(tiny_model, t
     assert {k: getattr(card.data, k) for k in terms} == terms and card.data.pipeline_tag == "text-generation"
     assert 'MDLM.from_pretrained("me/poems-char")' in card.text
     assert 'model.complete("Il était\\n", length=20, num_steps=64)' in card.text and "model.infill" not in card.text
+
+
+@pytest.fixture
+def bf16_chosen(monkeypatch):
+    """The fast path as on a CPU with bf16 units, whatever this machine's timing says."""
+    import mdlm_hf.fast
+
+    monkeypatch.setattr(mdlm_hf.fast, "bf16_is_faster", lambda exact, fast: True)
+    monkeypatch.setattr(mdlm_hf.fast, "_decisions", {})
+
+
+def test_from_pretrained_samples_fast_by_default_and_fast_false_is_exact(tiny_model, tmp_path):
+    tiny_model.save_pretrained(tmp_path / "m")
+    assert MDLM.from_pretrained(tmp_path / "m").fast is True
+    assert MDLM.from_pretrained(tmp_path / "m", fast=False).fast is False
+    assert tiny_model.fast is False  # a model built for training is exact
+    with pytest.raises(ValueError, match="fast must be True or False"):
+        MDLM.from_pretrained(tmp_path / "m", fast="yes")
+
+
+def test_fast_path_logits_agree_with_the_exact_model(tiny_model, bf16_chosen):
+    tokens = torch.randint(0, tiny_model.mask_id + 1, (2, 40), generator=torch.Generator().manual_seed(0))
+    tiny_model.fast = True
+    with torch.no_grad():
+        exact, fast = tiny_model(tokens), tiny_model.denoise(tokens)
+    assert tiny_model._fast_path.copy.lm_head.weight.dtype == torch.bfloat16
+    # bf16 keeps 8 significant bits (relative rounding 2**-9 per operation); through two layers the predicted
+    # probabilities move by well under 1 % (the shipped model: see benchmarks/forward_speed.py)
+    difference = (fast.softmax(-1) - exact.softmax(-1)).abs().max()
+    assert 0 < difference < 0.01
+    assert torch.equal(fast.isinf(), exact.isinf())  # [MASK] is still never predicted
+
+
+def test_fast_path_is_off_when_slower_off_by_switch_and_under_autograd(tiny_model, bf16_chosen, monkeypatch):
+    import mdlm_hf.fast
+
+    tokens = torch.randint(0, tiny_model.mask_id + 1, (1, 30))
+    with torch.no_grad():
+        exact = tiny_model(tokens)
+        assert torch.equal(tiny_model.denoise(tokens), exact)  # fast is off
+        tiny_model.fast = True
+        assert not torch.equal(tiny_model.denoise(tokens), exact)
+    assert torch.equal(tiny_model.denoise(tokens), tiny_model(tokens))  # gradients wanted: the exact model
+    monkeypatch.setattr(mdlm_hf.fast, "bf16_is_faster", lambda exact, fast: False)
+    monkeypatch.setattr(mdlm_hf.fast, "_decisions", {})
+    tiny_model._fast_path.key = None
+    with torch.no_grad():
+        assert torch.equal(tiny_model.denoise(tokens), exact) and tiny_model._fast_path.copy is None
+
+
+def test_the_fast_copy_follows_the_weights(tiny_model, bf16_chosen):
+    tokens = torch.randint(0, tiny_model.mask_id + 1, (1, 30))
+    tiny_model.fast = True
+    with torch.no_grad():
+        before = tiny_model.denoise(tokens)
+        torch.manual_seed(1)
+        other = MDLM(tiny_model.tokenizer.vocab, n_layer=2, n_head=2, n_embd=32, block_size=64)
+        tiny_model.load_state_dict(other.state_dict())
+        after, exact = tiny_model.denoise(tokens), tiny_model(tokens)
+    assert not torch.allclose(before, after)
+    assert (after.softmax(-1) - exact.softmax(-1)).abs().max() < 0.01
+    assert "_fast_path" not in str(list(tiny_model.state_dict()))  # the copy is never saved
+
+
+def test_the_sampler_runs_on_the_fast_path(tiny_model, bf16_chosen, monkeypatch):
+    from mdlm_hf.fast import FastPath
+
+    calls = []
+    original = FastPath.__call__
+    monkeypatch.setattr(FastPath, "__call__", lambda self, *args: calls.append(1) or original(self, *args))
+    tiny_model.infill("to be __ not", num_steps=2, seed=0)
+    assert not calls
+    tiny_model.fast = True
+    tiny_model.infill("to be __ not", num_steps=2, seed=0)
+    assert len(calls) == 3  # two denoising passes and the character prior's

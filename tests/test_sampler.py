@@ -458,3 +458,66 @@ def test_a_prompt_or_template_that_is_not_a_string_is_named(tiny_model, value):
         tiny_model.complete(value, 5)
     with pytest.raises(ValueError, match="template must be a string"):
         tiny_model.infill(value)
+
+
+class ConfidentModel(torch.nn.Module):
+    """Predicts character 0 with near certainty everywhere: every position's entropy is about 0."""
+
+    def __init__(self, vocab_size: int = 10, block_size: int = 64) -> None:
+        super().__init__()
+        self.mask_id, self.vocab_size, self.block_size, self.time_conditioning = (
+            vocab_size - 1,
+            vocab_size,
+            block_size,
+            False,
+        )
+        self.anchor = torch.nn.Parameter(torch.zeros(()))  # the sampler looks up the device of a parameter
+
+    def forward(self, tokens: torch.Tensor, t: torch.Tensor | None = None) -> torch.Tensor:
+        logits = torch.zeros(*tokens.shape, self.vocab_size)
+        logits[..., 0] = 30.0
+        logits[..., self.mask_id] = float("-inf")
+        return logits
+
+
+@pytest.mark.parametrize("remask_ratio", [0.0, 0.75])
+def test_entropy_bound_finishes_an_easy_canvas_in_one_pass(remask_ratio):
+    model = ConfidentModel()
+    canvas = torch.full((2, 40), model.mask_id)
+    canvas[:, 5] = 3  # a given position
+    states = list(sample(model, canvas, PLAIN, num_steps=20, entropy_bound=0.5, remask_ratio=remask_ratio, seed=0))
+    assert states[-1].done and states[-1].num_forward_passes == 1 < 20
+    assert (states[-1].tokens[:, 5] == 3).all()
+
+
+def test_entropy_bound_never_takes_more_passes_than_the_schedule(tiny_model):
+    # a random model is uncertain everywhere (entropy about ln V per position): the bound admits no extras
+    canvas = torch.full((40,), tiny_model.mask_id)
+    states = list(sample(tiny_model, canvas, PLAIN, num_steps=10, entropy_bound=0.01, seed=0))
+    assert states[-1].done and states[-1].num_forward_passes == 10
+    bounded = final_state(sample(tiny_model, canvas, PLAIN, num_steps=10, entropy_bound=1e3, seed=0))
+    assert bounded.done and bounded.num_forward_passes == 1  # a bound above the canvas's total entropy: one pass
+
+
+@pytest.mark.parametrize("options", [PLAIN, SamplerOptions()])
+@pytest.mark.parametrize("bound", [0.5, 3.0, 20.0])
+def test_entropy_bound_leaves_no_mask_and_keeps_given_positions(tiny_model, options, bound):
+    canvas = torch.stack([canvas_with_holes(tiny_model, seed=s) for s in range(3)])
+    given = canvas != tiny_model.mask_id
+    states = list(sample(tiny_model, canvas, options, num_steps=12, entropy_bound=bound, seed=1))
+    assert states[-1].done and len(states) - 1 <= 12
+    for state in states:
+        assert torch.equal(state.tokens[given], canvas[given])
+
+
+def test_entropy_bounded_count_walks_the_order_within_the_bound():
+    from mdlm_hf.sampler import entropy_bounded_count
+
+    probs = torch.tensor([[[1.0, 0.0], [0.5, 0.5], [1.0, 0.0], [0.5, 0.5]]])  # entropies 0, ln 2, 0, ln 2
+    eligible = torch.tensor([[True, True, True, True]])
+    order = torch.tensor([[0, 2, 1, 3]])
+    assert entropy_bounded_count(probs, order, eligible, 0.1).tolist() == [2]
+    assert entropy_bounded_count(probs, order, eligible, 0.7).tolist() == [3]
+    assert entropy_bounded_count(probs, order, eligible, 1.4).tolist() == [4]
+    eligible[0, 2] = False  # an ineligible position neither counts nor stops the walk
+    assert entropy_bounded_count(probs, torch.tensor([[0, 1, 3, 2]]), eligible, 0.1).tolist() == [1]
