@@ -1,8 +1,10 @@
-"""Time to first streamed frame and to the final text in the app, through gradio_client.
+"""The app's start-up time, and Generate's time to first streamed frame and to the final text, through gradio_client.
 
-python -m benchmarks.app_latency [--model DIR] [--length 256] [--steps 64] [--repeats 3]
+python -m benchmarks.app_latency [--model DIR] [--length 256] [--steps 64] [--repeats 5]
 
-Every other control keeps the app's default (the sampling study's recommended options).
+Two ways of serving Generate are timed side by side, one run of each per repeat, alternating: the exact fp32
+model (`fast=False`, the app before the fast path) and the app's default (`fast=True`, mdlm_hf.fast). Every
+other control keeps the app's default (the sampling study's recommended options).
 """
 
 from __future__ import annotations
@@ -11,11 +13,38 @@ import argparse
 import socket
 import statistics
 import time
+import urllib.request
 
 from gradio_client import Client
 
 import app
 from benchmarks.common import load_model
+
+WAYS = {"exact fp32 (fast=False)": False, "app default (fast=True)": True}
+
+
+def serve(model) -> tuple[object, str, float]:
+    """Builds and launches the app on a free port; returns it, its URL and the seconds until the page is served."""
+    start = time.perf_counter()
+    demo = app.build_demo(model)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    demo.queue().launch(server_port=port, prevent_thread_lock=True, quiet=True)
+    url = f"http://127.0.0.1:{port}/"
+    urllib.request.urlopen(url, timeout=60).read()
+    return demo, url, time.perf_counter() - start
+
+
+def timed_generate(client: Client, length: int, steps: int, seed: int) -> tuple[float, float, int]:
+    """Seconds to the first streamed frame and to the final text, and the number of frames."""
+    start = time.perf_counter()
+    job = client.submit(prompt="", length=length, num_steps=steps, seed=seed, fixed_seed=True, api_name="/generate")
+    count, first_at = 0, None
+    for _ in job:
+        count += 1
+        first_at = first_at or time.perf_counter() - start
+    return first_at, time.perf_counter() - start, count
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -23,35 +52,31 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", default=None)
     parser.add_argument("--length", type=int, default=256)
     parser.add_argument("--steps", type=int, default=64)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)
     model, source = load_model(args.model)
-    demo = app.build_demo(model)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    demo.queue().launch(server_port=port, prevent_thread_lock=True, quiet=True)
-    client = Client(f"http://127.0.0.1:{port}/", verbose=False)
-    first, final, frames = [], [], []
+    demo, url, start_up = serve(model)
+    client = Client(url, verbose=False)
+    times = {way: {"first": [], "final": [], "frames": []} for way in WAYS}
     try:
-        for seed in range(args.repeats + 1):  # the first run warms up
-            start = time.perf_counter()
-            job = client.submit(
-                prompt="", length=args.length, num_steps=args.steps, seed=seed, fixed_seed=True, api_name="/generate"
-            )
-            count, first_at = 0, None
-            for _ in job:
-                count += 1
-                first_at = first_at or time.perf_counter() - start
-            if seed:
-                first.append(first_at)
-                final.append(time.perf_counter() - start)
-                frames.append(count)
+        for repeat in range(args.repeats + 1):  # the first round warms up (and times the fast path's choice)
+            for way, fast in WAYS.items():
+                model.fast = fast  # the app's handlers sample with this very model
+                first, final, frames = timed_generate(client, args.length, args.steps, seed=repeat)
+                if repeat:
+                    for key, value in zip(("first", "final", "frames"), (first, final, frames), strict=True):
+                        times[way][key].append(value)
     finally:
         demo.close()
-    print(f"model: {source}; length {args.length}, {args.steps} steps, {args.repeats} runs (median)")
-    print(f"time to first streamed frame: {statistics.median(first):.3f} s")
-    print(f"time to final text:           {statistics.median(final):.3f} s ({statistics.median(frames):.0f} frames)")
+    print(f"model: {source}; length {args.length}, {args.steps} steps, {args.repeats} runs each, interleaved (median)")
+    print(f"start-up (build_demo + launch until the page is served): {start_up:.2f} s")
+    exact_final = statistics.median(times["exact fp32 (fast=False)"]["final"])
+    for way, measured in times.items():
+        final = statistics.median(measured["final"])
+        print(
+            f"{way:26s} first frame {statistics.median(measured['first']):.3f} s, final text {final:.3f} s "
+            f"({statistics.median(measured['frames']):.0f} frames), {exact_final / final:.2f}x the exact model's speed"
+        )
 
 
 if __name__ == "__main__":

@@ -44,6 +44,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--length", type=int, default=200, help="characters to generate after the prompt")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--show-steps", action="store_true", help="print every intermediate canvas")
+    parser.add_argument(
+        "--exact", action="store_true", help="sample with the exact fp32 model (default: the fast path, mdlm_hf.fast)"
+    )
     add_option_flags(parser)
     args = parser.parse_args(argv)
     if args.template is None and args.length < 1:
@@ -60,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
             "pass --model DIR_OR_REPO_ID"
         )
     try:
-        model = MDLM.from_pretrained(args.model or DEFAULT_MODEL)
+        model = MDLM.from_pretrained(args.model or DEFAULT_MODEL, fast=not args.exact)
         if args.template is not None:
             canvas = text_to_canvas(model, args.template)
         else:

@@ -74,3 +74,18 @@ def test_the_default_model_is_named_when_missing(tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit) as stopped:
         main(["--length", "5"])
     assert str(tmp_path / "pretrained" / "mdlm-shakespeare-char") in str(stopped.value)
+
+
+def test_the_cli_samples_fast_unless_exact(tiny_model, tmp_path, monkeypatch, capsys):
+    from mdlm_hf.model import MDLM
+
+    tiny_model.save_pretrained(tmp_path)
+    loaded = []
+    original = MDLM.from_pretrained.__func__
+    monkeypatch.setattr(
+        MDLM, "from_pretrained", classmethod(lambda cls, *a, **k: loaded.append(original(cls, *a, **k)) or loaded[-1])
+    )
+    common = ["--model", str(tmp_path), "--length", "8", "--steps", "2", "--seed", "0"]
+    main(common)
+    main([*common, "--exact"])
+    assert [model.fast for model in loaded] == [True, False]
