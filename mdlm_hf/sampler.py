@@ -246,8 +246,8 @@ def check_length(length: int, block_size: int, what: str = "canvas") -> None:
     """The one check of a canvas's length against the model's block_size."""
     if length > block_size:
         raise ValueError(
-            f"{what} has {length} characters, which exceeds the model's block_size {block_size} "
-            f"(the model takes {block_size} characters at most)"
+            f"{what} has {length} characters, but the model reads at most {block_size} characters at a time: "
+            f"shorten it by {length - block_size}"
         )
 
 
