@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -205,11 +206,16 @@ def test_bad_arguments_give_clear_errors(tmp_path, text_file):
 def test_torchrun_two_processes_end_with_identical_weights(text_file, tmp_path):
     script = tmp_path / "ddp_check.py"
     script.write_text(
-        "import sys, os, torch\n"
+        "import sys, os, json, types, torch\n"
         "from training import train\n"
+        "calls, trackio = [], types.ModuleType('trackio')  # a fake trackio: which ranks log\n"
+        "trackio.init, trackio.finish = lambda **kw: calls.append('init'), lambda: calls.append('finish')\n"
+        "trackio.log = lambda metrics, step=None: calls.append('log')\n"
+        "sys.modules['trackio'] = trackio\n"
         "summary = train.main(sys.argv[1:])\n"
         "rank_file = os.path.join(summary['out_dir'], f\"rank{os.environ['RANK']}.pt\")\n"
         "torch.save(summary['model'].state_dict(), rank_file)\n"
+        "json.dump(calls, open(rank_file.replace('.pt', '.json'), 'w'))\n"
     )
     out = tmp_path / "ddp"
     command = [
@@ -228,6 +234,8 @@ def test_torchrun_two_processes_end_with_identical_weights(text_file, tmp_path):
         *TINY_ARGS,
         "--max-steps",
         "6",
+        "--tracker",
+        "trackio",
     ]
     environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # the script lives outside the repository
     subprocess.run(command, check=True, capture_output=True, timeout=300, env=environment)
@@ -237,6 +245,8 @@ def test_torchrun_two_processes_end_with_identical_weights(text_file, tmp_path):
     assert checkpoint["step"] == 6 and checkpoint["tokens_seen"] == 6 * 2 * 4 * 32  # both ranks' batches count
     assert all(torch.equal(checkpoint["model"][k], rank0[k]) for k in rank0)
     assert len(checkpoint["rng"]) == 2 and not torch.equal(checkpoint["rng"][0]["data"], checkpoint["rng"][1]["data"])
+    logged = [json.loads((out / f"rank{rank}.json").read_text()) for rank in (0, 1)]
+    assert logged[0][0] == "init" and "log" in logged[0] and logged[0][-1] == "finish" and logged[1] == []
 
 
 @pytest.mark.parametrize("optimizer", ["adamw", "muon"])
@@ -907,3 +917,114 @@ def test_usage_examples_come_from_the_validation_text():
         "It was a bright cold day in April, and",
         "It was a bright cold day in ______ and the clocks were striking thirteen.",
     )
+
+
+def tensorboard_events(log_dir: Path):
+    """Every event file of a TensorBoard log dir, read the way TensorBoard does (a resume's purge applied)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(log_dir))
+    events.Reload()
+    return events
+
+
+def test_tracker_tensorboard_logs_the_metrics_and_samples_and_a_resume_continues_at_its_step(text_file, tmp_path):
+    out = tmp_path / "run"
+    run(text_file, out, "--max-steps", "12", "--stop-at-step", "6", "--tracker", "tensorboard")
+    # a run killed after its checkpoint had logged further; the resume trains step 8 again
+    from torch.utils.tensorboard import SummaryWriter
+
+    with SummaryWriter(str(out / "tensorboard")) as stray:
+        stray.add_scalar("train/loss", 99.0, 8)
+    run(text_file, out, "--max-steps", "12", "--resume")  # the run's own tracker, kept from its checkpoint
+    assert [p.name for p in out.iterdir() if p.is_dir()] == ["tensorboard"]
+    events = tensorboard_events(out / "tensorboard")
+    scalars = set(events.Tags()["scalars"])
+    assert {"train/loss", "train/lr", "train/tokens_per_s", "train/tokens_seen"} <= scalars
+    assert {"val/nelbo", "val/nelbo_ema", "val/bpc", "val/bpc_ema"} <= scalars
+    assert [e.step for e in events.Scalars("train/loss")] == [2, 4, 6, 8, 10, 12]
+    assert 99.0 not in [e.value for e in events.Scalars("train/loss")]
+    history = json.loads((out / "history.json").read_text())
+    nelbo = events.Scalars("val/nelbo")
+    assert [e.step for e in nelbo] == [h["step"] for h in history["val"]] == [5, 10, 12]
+    assert [e.value for e in nelbo] == pytest.approx([h["nelbo"] for h in history["val"]], rel=1e-6)
+    bpc = events.Scalars("val/bpc")[0].value
+    assert bpc == pytest.approx(history["val"][0]["nelbo"] / np.log(2), rel=1e-5)
+    samples = events.Tensors("samples/text_summary")
+    assert [s.step for s in samples] == [5, 10, 12] and b"--- sample 1 ---" in samples[0].tensor_proto.string_val[0]
+
+
+class FakeTrackio:
+    """Stands in for the trackio package (it may not install offline): records init, log and finish."""
+
+    def __init__(self):
+        self.calls = []
+
+    def module(self):
+        fake = types.ModuleType("trackio")
+        fake.init = lambda **kwargs: self.calls.append(("init", kwargs))
+        fake.log = lambda metrics, step=None: self.calls.append(("log", step, metrics))
+        fake.finish = lambda: self.calls.append(("finish",))
+        fake.Markdown = lambda text: ("Markdown", text)  # trackio's text type (since 0.17)
+        return fake
+
+    def logged(self, name):
+        return [(call[1], call[2][name]) for call in self.calls if call[0] == "log" and name in call[2]]
+
+
+def test_tracker_trackio_records_init_log_and_finish_and_may_change_on_resume(text_file, tmp_path, monkeypatch):
+    trackio = FakeTrackio()
+    monkeypatch.setitem(sys.modules, "trackio", trackio.module())
+    out = tmp_path / "mine"
+    run(text_file, out, "--max-steps", "8", "--stop-at-step", "6", "--tracker", "trackio")
+    kind, init = trackio.calls[0]
+    assert kind == "init" and (init["project"], init["name"], init["resume"]) == ("mdlm_hf", "mine", "never")
+    assert init["config"]["tracker"] == "trackio" and init["config"]["batch_size"] == 4
+    assert trackio.calls[-1] == ("finish",) and [c[0] for c in trackio.calls].count("init") == 1
+    assert [step for step, _ in trackio.logged("train/loss")] == [2, 4, 6]
+    assert [step for step, _ in trackio.logged("val/nelbo")] == [5]
+    ((step, text),) = trackio.logged("samples")
+    assert step == 5 and text[0] == "Markdown" and text[1].startswith("```\n--- sample 0 ---\n")
+    trackio.calls.clear()
+    run(text_file, out, "--max-steps", "8", "--resume")  # the run's own tracker continues the same trackio run
+    assert trackio.calls[0][1]["resume"] == "allow" and trackio.logged("val/nelbo")[0][0] == 8
+    trackio.calls.clear()
+    run(text_file, out, "--max-steps", "10", "--resume", "--tracker", "none")  # a resume may turn it off
+    assert trackio.calls == []
+
+
+@pytest.mark.parametrize(
+    "tracker, modules", [("tensorboard", ["tensorboard", "torch.utils.tensorboard"]), ("trackio", ["trackio"])]
+)
+def test_tracker_without_its_package_is_one_line_before_any_work(
+    text_file, tmp_path, monkeypatch, capsys, tracker, modules
+):
+    for module in modules:
+        monkeypatch.setitem(sys.modules, module, None)  # import fails as if it were not installed
+    with pytest.raises(SystemExit) as stopped:
+        train.cli(["--data", str(text_file), "--out-dir", str(tmp_path / "run"), *TINY_ARGS, "--tracker", tracker])
+    assert stopped.value.code != 0 and not (tmp_path / "run").exists()
+    last_line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert re.search(f"error: --tracker {tracker} needs the {modules[0].split('.')[0]} package", last_line)
+    assert last_line.endswith(f"pip install {tracker}, or use --tracker none")
+
+
+FIRST_SAMPLE = r"--- sample 0 ---\n(.*?)\n--- sample 1 ---\n"
+
+
+def test_samples_are_printed_at_each_evaluation_without_moving_the_training(text_file, tmp_path, capsys):
+    with_samples = run(text_file, tmp_path / "a", "--max-steps", "6", "--eval-sample-chars", "20")
+    printed = capsys.readouterr().out
+    for step in (5, 6):
+        assert re.search(
+            rf"samples at step {step} \((raw|ema) weights, 32 steps, seed 0\):\n--- sample 0 ---\n", printed
+        )
+    assert printed.count("--- sample 1 ---\n") == 2
+    texts = re.findall(FIRST_SAMPLE, printed, re.DOTALL)  # samples may hold line breaks
+    assert len(texts) == 2 and all(len(text) == 20 for text in texts)
+    without = run(text_file, tmp_path / "b", "--max-steps", "6", "--eval-sample-chars", "0")
+    assert "samples at step" not in capsys.readouterr().out
+    for name, weight in with_samples["model"].state_dict().items():  # the sampler draws from its own seed
+        assert torch.equal(weight, without["model"].state_dict()[name]), name
+    run(text_file, tmp_path / "c", "--max-steps", "2", "--eval-interval", "2")  # the default, clipped to a block
+    assert len(re.findall(FIRST_SAMPLE, capsys.readouterr().out, re.DOTALL)[0]) == 32

@@ -13,6 +13,7 @@ Reads top to bottom: arguments, data, model and optimizer (or a checkpoint), the
 The text is tokenized once into the run directory (train.bin / val.bin, memory-mapped: see training/corpus.py).
 Checkpoints are written atomically, so killing the run at any moment keeps the last good one; one is
 saved every --save-minutes and at every evaluation. Ctrl-C (or SIGTERM) saves and exits cleanly.
+Each evaluation prints a few samples; --tracker also logs the metrics to TensorBoard or trackio (training/tracking.py).
 """
 
 from __future__ import annotations
@@ -39,10 +40,12 @@ from mdlm_hf import MDLM, diffusion_loss, elbo
 from mdlm_hf.data import atomic_write_bytes, download_tinyshakespeare
 from mdlm_hf.diffusion import LOSS_WEIGHTINGS
 from mdlm_hf.model import MLP_KINDS, NORM_KINDS, check_config
+from mdlm_hf.sampler import final_state, sample
 from training import RunError
 from training.corpus import Corpus, load_tokens, scan_text, tokenize
 from training.ema import EMA
 from training.optimizers import OPTIMIZERS, build_optimizers, set_learning_rates
+from training.tracking import TRACKERS, NoTracker, Tracker, missing_package, open_tracker
 
 DEFAULT_DATA_CACHE = Path.home() / ".cache" / "mdlm_hf" / "tinyshakespeare.txt"
 
@@ -58,6 +61,8 @@ RESUMABLE_CHANGES = (
     "save_minutes",
     "eval_interval",
     "log_interval",
+    "eval_sample_chars",
+    "tracker",
     "export_dir",
     "push_to_hub",
     "private",
@@ -71,6 +76,8 @@ RESUMABLE_CHANGES = (
 _NOT_GIVEN = object()
 
 ETA_TIMED_STEPS = 2  # after a warm-up step, the steps timed for the estimate printed as the loop starts
+# the texts sampled at each evaluation: few steps so they cost seconds, a fixed seed so runs compare
+EVAL_TEXTS, EVAL_TEXT_STEPS, EVAL_TEXT_SEED = 2, 32, 0
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, set[str]]:
@@ -137,6 +144,18 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, set[s
     p.add_argument("--eval-chars", type=int, default=16384, help="validation characters per periodic evaluation")
     p.add_argument("--eval-samples", type=int, default=2, help="mask draws per validation window")
     p.add_argument(
+        "--eval-sample-chars",
+        type=int,
+        default=128,
+        help=f"print {EVAL_TEXTS} texts of this many characters (at most --block-size) at each evaluation; 0: off",
+    )
+    p.add_argument(
+        "--tracker",
+        choices=TRACKERS,
+        default="none",
+        help="also log metrics and samples to TensorBoard (OUT_DIR/tensorboard) or trackio; needs that package",
+    )
+    p.add_argument(
         "--max-minutes",
         type=float,
         default=0,
@@ -184,7 +203,7 @@ def flag_problem(args: argparse.Namespace) -> str | None:
             lambda x: x >= 1,
             "must be >= 1",
         ),
-        (("warmup_steps", "stop_at_step", "threads"), lambda x: x >= 0, "must be >= 0"),
+        (("warmup_steps", "stop_at_step", "threads", "eval_sample_chars"), lambda x: x >= 0, "must be >= 0"),
         (("seed",), lambda x: 0 <= x < 2**63, "must be in [0, 2**63)"),
         (("lr", "muon_lr"), lambda x: math.isfinite(x) and x > 0, "must be a number > 0"),
         (
@@ -200,7 +219,7 @@ def flag_problem(args: argparse.Namespace) -> str | None:
         for name in names:
             if not test(getattr(args, name)):
                 return f"{flag(name)} {words}, got {getattr(args, name)}"
-    return device_problem(args.device)
+    return device_problem(args.device) or missing_package(args.tracker)
 
 
 def settings_problem(args: argparse.Namespace) -> str | None:
@@ -540,6 +559,7 @@ class Trainer:
         self.noise_generator = torch.Generator().manual_seed(args.seed + 1000 + rank)
         self.progress = Progress()
         self.saved_step: int | None = None  # the step this invocation last wrote to ckpt.pt
+        self.tracker: Tracker = NoTracker()  # main opens the one --tracker asks for, on rank 0
         if checkpoint is not None:
             self.restore(checkpoint)
         self.train_model = DistributedDataParallel(self.model) if processes.distributed else self.model
@@ -646,11 +666,28 @@ class Trainer:
         # selection on the first validation characters only: which weights to keep, never what to train
         kind = min(candidates, key=lambda k: candidates[k][0])
         value, weights = candidates[kind]
+        metrics = validation_metrics(record)
+        texts = self.sample_texts(self.model if kind == "raw" else self.ema_model)
+        if texts:  # from the weights that scored better, as best.pt would keep them
+            metrics["samples"] = "\n".join(f"--- sample {i} ---\n{text}" for i, text in enumerate(texts))
+            heading = f"samples at step {p.step} ({kind} weights, {EVAL_TEXT_STEPS} steps, seed {EVAL_TEXT_SEED}):"
+            tqdm.write(f"{heading}\n{metrics['samples']}")
+        self.tracker.log(p.step, metrics)
         if value < p.best_val:
             p.best_val = value
             best = {"model_config": self.model_config, "model": weights, "weights": kind, "step": p.step}
             save_checkpoint(self.out_dir / "best.pt", {**best, "val_nelbo": value, "tokens_seen": p.tokens_seen})
         return record
+
+    def sample_texts(self, model: MDLM) -> list[str]:
+        """EVAL_TEXTS texts of --eval-sample-chars (at most a block) from `model`, default options, fixed seed."""
+        length = min(self.args.eval_sample_chars, self.args.block_size)
+        if length == 0:
+            return []
+        canvas = torch.full((EVAL_TEXTS, length), model.mask_id, dtype=torch.long)
+        with self.autocast:  # the sampler's own generator: the training's random streams do not move
+            state = final_state(sample(model, canvas, seed=EVAL_TEXT_SEED, num_steps=EVAL_TEXT_STEPS))
+        return model.tokenizer.decode_batch(state.tokens.tolist())
 
     def checkpoint(self) -> dict:
         """Everything a resume needs; collective under torchrun (every rank's random streams are gathered)."""
@@ -732,6 +769,7 @@ class Trainer:
                         {"step": p.step, "loss": loss.item(), "lr": lr, "tokens": p.tokens_seen, "time": p.wall_time}
                     )
                     bar.set_postfix(loss=f"{loss.item():.3f}", lr=f"{lr:.2e}", tok_s=f"{rate:,.0f}")
+                    self.tracker.log(p.step, {"train/loss": loss.item(), "train/lr": lr, "train/tokens_per_s": rate})
                 saved = p.step % args.eval_interval == 0 or p.step == args.max_steps
                 if saved:
                     if is_main:
@@ -761,6 +799,14 @@ class Trainer:
         finally:
             bar.close()
         return "finished"
+
+
+def validation_metrics(record: dict) -> dict[str, float | str]:
+    """An evaluation's record as tracker scalars: NELBO in nats and bits per char (raw and EMA), tokens seen."""
+    metrics = {"val/nelbo": record["nelbo"], "val/bpc": record["nelbo"] / math.log(2)}
+    if "nelbo_ema" in record:
+        metrics.update({"val/nelbo_ema": record["nelbo_ema"], "val/bpc_ema": record["nelbo_ema"] / math.log(2)})
+    return {**metrics, "train/tokens_seen": record["tokens"]}
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -795,7 +841,8 @@ def main(argv: list[str] | None = None) -> dict:
     # Ctrl-C and SIGTERM (e.g. a scheduler stopping us): save at a step boundary, exit
     stop = StopRequest(processes.is_main)
     try:
-        if processes.is_main:
+        if processes.is_main:  # one writer per run: the other ranks' metrics are rank 0's
+            trainer.tracker = open_tracker(args.tracker, out_dir, trainer.progress.step, vars(args))
             train_chars, val_chars = len(trainer.train_data), len(trainer.val_data)
             print(
                 f"{trainer.model.num_parameters() / 1e6:.2f}M parameters, vocab {trainer.model.vocab_size}, "
@@ -809,6 +856,7 @@ def main(argv: list[str] | None = None) -> dict:
         trainer.save()  # every rank reached the same step boundary, so the collective save is safe
     finally:
         stop.close()
+        trainer.tracker.finish()
 
     p = trainer.progress
     finished = p.step >= args.max_steps  # a stop on the last step still finished the run
