@@ -31,7 +31,7 @@ from mdlm_hf.diffusion import accuracy_by_mask_ratio
 from mdlm_hf.metrics import load_word_list, valid_word_rate
 from mdlm_hf.pipeline import prompt_canvas, text_to_canvas
 from mdlm_hf.plots import accuracy_figure
-from mdlm_hf.sampler import OPTION_SPECS, REVEAL_RULE_OPTIONS, SCORED_ORDERS, check_length
+from mdlm_hf.sampler import OPTION_SPECS, REVEAL_RULE_OPTIONS, SCORED_ORDERS
 
 DEFAULT_MODEL = Path(__file__).resolve().parent / "pretrained" / "mdlm-shakespeare-char"
 MODEL_ENV_VAR = "MDLM_MODEL"
@@ -84,19 +84,80 @@ So long as men can breathe or eyes can see,
 So long lives this, and this gives life to thee.
 """
 
-CANVAS_STYLE = (
-    "font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; white-space: pre-wrap; "
-    "line-height: 1.6; font-size: 15px; padding: 10px; border-radius: 8px; background: #fbfaf7; color: #1f2733; "
-    "min-height: 4em; word-break: break-all;"
+CANVAS_FONT = "font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;"
+# breaks lines at spaces, and inside a word only when the word is wider than the whole line
+WRAP_WORDS = "white-space: pre-wrap; word-break: normal; overflow-wrap: anywhere;"
+CANVAS_ROWS = 10  # the canvas's fixed height in lines: new line breaks scroll inside it, not push the page down
+COMPARE_ROWS = 9
+COMPARE_FONT_PX = 13  # two canvases side by side, on a phone too
+CANVAS_BACKGROUND = "#fbfaf7"
+MASK_COLOUR, TAKEN_BACK_COLOUR, NEW_COLOUR = "#c4bcae", "#d9534f", "#ffd54f"
+# each mask is its own cell: a filled box whose 1 px inset edges in the background colour keep neighbours apart
+MASK_CELL = (
+    f"color: transparent; border-radius: 2px; box-shadow: inset 1px 0 {CANVAS_BACKGROUND}, "
+    f"inset -1px 0 {CANVAS_BACKGROUND};"
 )
+NEWLINE_GLYPH = "↵"  # a line break is a position too: drawn, then broken
+SPACE_GLYPH = "␣"  # a predicted or true space, where an empty cell would hide it
+
+
+def confidence_colour(confidence: float) -> str:
+    """Background of a character revealed with probability `confidence`: one hue, lighter for less sure, so the
+    scale reads the same with any colour vision (and stays apart from the amber of "revealed this step")."""
+    confidence = min(max(confidence, 0.0), 1.0) if confidence == confidence else 0.0
+    return f"hsl(212,80%,{94 - 26 * confidence:.0f}%)"
+
+
+def canvas_style(rows: int, font_px: int = 15) -> str:
+    """The canvas box: monospace, words kept whole, `rows` lines high whatever it holds (it scrolls inside)."""
+    line = 1.6
+    return (
+        f"{CANVAS_FONT} {WRAP_WORDS} line-height: {line}; font-size: {font_px}px; padding: 10px; border-radius: 8px; "
+        f"background: {CANVAS_BACKGROUND}; color: #1f2733; box-sizing: border-box; "
+        f"height: calc({rows * line}em + 20px); overflow-y: auto;"
+    )
+
+
 LEGEND = (
-    "<div style='font-size: 12px; color: #5c6675; margin-top: 4px;'>"
-    f"<span style='color:#b8b2a7'>{MASK_GLYPH}</span> masked &nbsp; "
-    "<span style='background:#ffd54f'>x</span> revealed this step &nbsp; "
-    "<span style='background:hsl(0,75%,86%)'>x</span>…<span style='background:hsl(120,55%,84%)'>x</span> "
-    "confidence when revealed (low … high) &nbsp; <b>x</b> given &nbsp; "
-    f"<span style='color:#d9534f'>{MASK_GLYPH}</span> taken back this step (remasking)</div>"
+    "<div style='font-size: 12px; color: #5c6675; margin-top: 4px; line-height: 1.8;'>"
+    f"<span style='{CANVAS_FONT} background:{MASK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span> masked &nbsp; "
+    f"<span style='background:{NEW_COLOUR}'>x</span> revealed this step &nbsp; "
+    f"<span style='display:inline-block; width:48px; height:0.9em; vertical-align:middle; "
+    f"background:linear-gradient(90deg, {confidence_colour(0)}, {confidence_colour(1)}); "
+    "border: 1px solid #d8d3c8'></span> confidence when revealed (low … high) &nbsp; <b>x</b> given &nbsp; "
+    f"{NEWLINE_GLYPH} line break &nbsp; "
+    f"<span style='{CANVAS_FONT} background:{TAKEN_BACK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span> taken back this step "
+    "(remasking)</div>"
 )
+
+
+def cell(char: str | None, kind: str = "given", confidence: float = float("nan")) -> str:
+    """One position of the canvas as HTML: a mask (char None; kind "taken_back" when remasking took it back this
+    step) or a character that is "given", "new" (revealed this step) or "earlier" (tinted by its confidence)."""
+    if char is None:
+        colour = TAKEN_BACK_COLOUR if kind == "taken_back" else MASK_COLOUR
+        return f"<span class='mdlm-mask' style='background:{colour}; {MASK_CELL}'>{MASK_GLYPH}</span>"
+    # a line break shows as a glyph (a position to see and count), then breaks the line
+    shown, tail = (NEWLINE_GLYPH, "\n") if char == "\n" else (html.escape(char), "")
+    if kind == "given":
+        style = "font-weight: bold;" + (" color: #8a8f98;" if tail else "")
+        return f"<span class='mdlm-given' style='{style}'>{shown}</span>{tail}"
+    background = NEW_COLOUR if kind == "new" else confidence_colour(confidence)
+    title = f" title='p={confidence:.2f}'" if confidence == confidence else ""
+    return f"<span class='mdlm-{kind}' style='background:{background}'{title}>{shown}</span>{tail}"
+
+
+def canvas_box(cells: list[str], rows: int = CANVAS_ROWS, font_px: int = 15) -> str:
+    """The cells in the fixed-height canvas box."""
+    return f"<div class='mdlm-canvas' style='{canvas_style(rows, font_px)}'>{''.join(cells)}</div>"
+
+
+def placeholder(message: str, rows: int = CANVAS_ROWS) -> str:
+    """The canvas box holding a message instead of cells, at the canvas's height."""
+    return (
+        f"<div class='mdlm-canvas mdlm-placeholder' style='{canvas_style(rows)} color: #8a8f98; "
+        f"font-family: inherit;'>{html.escape(message)}</div>"
+    )
 
 
 def load_model(source: str | os.PathLike) -> tuple[MDLM, set[str] | None]:
@@ -114,25 +175,39 @@ def load_model(source: str | os.PathLike) -> tuple[MDLM, set[str] | None]:
     return model, known_words
 
 
-def render_canvas(model: MDLM, state: SamplerState, row: int = 0) -> str:
-    """The canvas as HTML: mask glyphs, this step's reveals highlighted, earlier ones tinted by confidence."""
+def render_canvas(model: MDLM, state: SamplerState, row: int = 0, rows: int = CANVAS_ROWS, font_px: int = 15) -> str:
+    """The canvas as HTML: one cell per position, this step's reveals highlighted (none in the final frame: the
+    run is over), earlier ones tinted by confidence."""
     tokens, revealed, remasked, confidence, given = (
         x[row].tolist() for x in (state.tokens, state.revealed, state.remasked, state.confidence, state.is_given)
     )
+    final = state.done
     cells = []
     for token, is_new, is_taken_back, conf, is_given in zip(tokens, revealed, remasked, confidence, given, strict=True):
         if token == model.mask_id:
-            colour = "#d9534f" if is_taken_back else "#b8b2a7"
-            cells.append(f"<span style='color:{colour}'>{MASK_GLYPH}</span>")
-            continue
-        char = html.escape(model.tokenizer.vocab[token])
-        if is_given:
-            cells.append(f"<b>{char}</b>")
-        elif is_new:
-            cells.append(f"<span style='background:#ffd54f' title='p={conf:.2f}'>{char}</span>")
+            cells.append(cell(None, "taken_back" if is_taken_back else "mask"))
         else:
-            cells.append(f"<span style='background:hsl({120 * conf:.0f},65%,85%)' title='p={conf:.2f}'>{char}</span>")
-    return f"<div class='mdlm-canvas' style='{CANVAS_STYLE}'>{''.join(cells)}</div>"
+            kind = "given" if is_given else "new" if is_new and not final else "earlier"
+            cells.append(cell(model.tokenizer.vocab[token], kind, conf))
+    return canvas_box(cells, rows, font_px)
+
+
+def draft_canvas(
+    prompt: str | None, length: float | None, rows: int = CANVAS_ROWS, font_px: int = 15, legend: str = LEGEND
+) -> str:
+    """The canvas before a run: the prompt, then a mask for each character to generate."""
+    try:
+        length = max(1, int(length or 1))
+    except (TypeError, ValueError):  # a half-typed number: keep a canvas on screen anyway
+        length = 1
+    return canvas_box([cell(char) for char in prompt or ""] + [cell(None)] * length, rows, font_px) + legend
+
+
+def draft_template(template: str | None, blank: str = "_") -> str:
+    """The Infill tab's canvas before a run: the template with a mask for each blank."""
+    if not template:
+        return placeholder(f"Type a template: each {blank} becomes a masked character to fill.") + LEGEND
+    return canvas_box([cell(None if char == blank else char) for char in template]) + LEGEND
 
 
 def as_int(value: object, name: str, low: int, high: int) -> int:
@@ -229,23 +304,33 @@ def run_seed(seed: object, fixed_seed: bool) -> int:
     return as_int(seed, "seed", 0, MAX_SEED) if fixed_seed else secrets.randbelow(MAX_SEED + 1)
 
 
-def sonnet_accuracy_figure(model: MDLM):
-    """Accuracy vs mask ratio of the loaded model on Sonnet 18, which it never saw in training."""
+def sonnet_accuracy(model: MDLM) -> list[tuple[float, float]]:
+    """Accuracy by mask ratio of the loaded model on Sonnet 18, which it never saw in training (about 15 s on a
+    CPU for the shipped model)."""
     tokens = torch.tensor(model.tokenizer.encode(SONNET_18))
     with torch.inference_mode():
-        results = accuracy_by_mask_ratio(model, tokens, num_windows=16)
-    return accuracy_figure(results, "Denoising accuracy on Sonnet 18 (unseen in training)")
+        return accuracy_by_mask_ratio(model, tokens, num_windows=16)
 
 
-def accuracy_plot_once(model: MDLM) -> Callable[[], Any]:
-    """A function that draws `sonnet_accuracy_figure(model)` on its first call and returns that figure from then
-    on; concurrent first calls draw it once."""
+def marked_accuracy_figure(results: list[tuple[float, float]], t: float):
+    """The accuracy plot with a vertical line at the mask ratio t that the tab shows."""
+    figure = accuracy_figure(results, "Denoising accuracy on Sonnet 18 (unseen in training)")
+    axes = figure.axes[0]
+    axes.axvline(t, color="#c2410c", linestyle="--", linewidth=1.5, label=f"t = {t:.2f}, as above")
+    axes.legend(loc="upper right", fontsize=9)
+    return figure
+
+
+def accuracy_plot_once(model: MDLM) -> Callable[[float], Any]:
+    """A function of t that measures the accuracies on its first call (concurrent first calls measure once) and
+    from then on only draws the figure, marked at t (a few tens of milliseconds)."""
     lock = threading.Lock()
-    figure = functools.cache(functools.partial(sonnet_accuracy_figure, model))
+    results = functools.cache(functools.partial(sonnet_accuracy, model))
 
-    def draw() -> Any:
-        with lock:
-            return figure()
+    def draw(t: float) -> Any:
+        t = as_float(t, "mask ratio", 0.0, 1.0)
+        with lock:  # pyplot, which draws the figure, is not thread-safe either
+            return marked_accuracy_figure(results(), t)
 
     return draw
 
@@ -319,6 +404,7 @@ def generate(
 
 def infill(model: MDLM, template: str | None, seed: float, fixed_seed: bool, **controls: Any) -> Iterator[tuple]:
     """Infill tab: every '_' of the template filled in, streamed step by step."""
+    check_fits(model, template or "", "template")  # before the sampler's own check, in plain words
     canvas = text_to_canvas(model, template or "")
     seed = run_seed(seed, fixed_seed)
     yield from frames(model, start(model, canvas, seed, controls), int((canvas != model.mask_id).sum()), seed)
@@ -397,7 +483,7 @@ def compare_view(
     )
     if state.done:
         stats += f" · real words: {word_share(model.tokenizer.decode(state.tokens[0, num_fixed:]), known_words)}"
-    return render_canvas(model, state), f"{stats}\n\n<small>{rule}</small>"
+    return render_canvas(model, state, rows=COMPARE_ROWS, font_px=COMPARE_FONT_PX), f"{stats}\n\n<small>{rule}</small>"
 
 
 def takeaway(
@@ -433,19 +519,30 @@ def takeaway(
     return line
 
 
-def forward_process(model: MDLM, line: str | None, t: float, seed: float) -> tuple[str, str, str]:
-    """How it works tab: the line masked at ratio t, the model's guesses, and how many it gets right."""
+def check_fits(model: MDLM, text: str, what: str) -> None:
+    """A gr.Error, in plain words, when `text` is longer than the model reads at a time."""
+    if len(text) > model.block_size:
+        raise gr.Error(
+            f"the {what} has {len(text)} characters, but the model's context is {model.block_size} characters: "
+            "shorten it"
+        )
+
+
+def forward_process(model: MDLM, line: str | None, t: float, seed: float) -> tuple[str, str]:
+    """How it works tab: the line masked at ratio t and the model's guesses, one column per character, and how
+    many it gets right."""
     line = line or ""
     if not line:
         raise ValueError("enter a line of at least one character")
-    check_length(len(line), model.block_size, "the line")
+    check_fits(model, line, "line")
     tokens = torch.tensor([model.tokenizer.encode(line)])
     generator = torch.Generator().manual_seed(as_int(seed, "seed", 0, MAX_SEED))
     t = as_float(t, "mask ratio", 0.0, 1.0)
     noisy, is_masked = mask_tokens(tokens, torch.tensor([t]), model.mask_id, generator)
     with torch.inference_mode():
         predictions = model(noisy, is_masked.float().mean(dim=1)).argmax(dim=-1)
-    masked_view, predicted_view = forward_views(model, line, tokens[0], is_masked[0], predictions[0])
+    guesses = [model.tokenizer.vocab[i] for i in predictions[0].tolist()]
+    view = forward_view(line, is_masked[0].tolist(), guesses)
     num_masked = int(is_masked.sum())
     correct = int(((predictions == tokens) & is_masked).sum())
     summary = (
@@ -453,26 +550,68 @@ def forward_process(model: MDLM, line: str | None, t: float, seed: float) -> tup
         if num_masked
         else "nothing masked at this t: raise the slider"
     )
-    return masked_view, predicted_view, summary
+    return view, summary
 
 
-def forward_views(
-    model: MDLM, line: str, tokens: torch.Tensor, is_masked: torch.Tensor, predictions: torch.Tensor
-) -> tuple[str, str]:
-    """HTML of the masked line and of the model's guesses (green: right, red: wrong; hover: the true character)."""
-    masked_cells, predicted_cells = [], []
-    for i, char in enumerate(line):
-        shown = html.escape(char)
-        if is_masked[i]:
-            guess = html.escape(model.tokenizer.vocab[predictions[i]])
-            colour = "hsl(120,55%,80%)" if predictions[i] == tokens[i] else "hsl(0,75%,82%)"
-            masked_cells.append(f"<span style='color:#b8b2a7'>{MASK_GLYPH}</span>")
-            predicted_cells.append(f"<span style='background:{colour}' title='true: {shown}'>{guess}</span>")
+RIGHT_COLOUR, WRONG_COLOUR = "hsl(212,80%,78%)", "hsl(30,95%,72%)"  # blue / orange: apart for any colour vision
+FORWARD_ROWS = ("x_t", "model", "true")  # the rows of the forward view, top to bottom
+
+
+def shown_char(char: str) -> str:
+    """A character as one visible cell: a line break or a space as its glyph."""
+    return {"\n": NEWLINE_GLYPH, " ": SPACE_GLYPH}.get(char, html.escape(char))
+
+
+def forward_column(char: str, masked: bool, guess: str) -> str:
+    """One position of the forward view: x_t above, the model's guess below it, and under a wrong guess the true
+    character (shown, not a tooltip: phones cannot hover)."""
+    stack = "display: inline-flex; flex-direction: column; align-items: center; min-width: 1.15ch;"
+    if not masked:
+        plain = "&nbsp;" if char == " " else shown_char(char)
+        x_t, model_row, truth = plain, f"<span style='color:#a3a8b0'>{plain}</span>", "&nbsp;"
+    else:
+        right = guess == char
+        x_t = f"<span class='mdlm-mask' style='background:{MASK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span>"
+        colour = RIGHT_COLOUR if right else WRONG_COLOUR
+        model_row = f"<span class='mdlm-{'right' if right else 'wrong'}' style='background:{colour}'>"
+        model_row += f"{shown_char(guess)}</span>"
+        truth = "&nbsp;" if right else f"<span class='mdlm-true' style='color:#1f2733'>{shown_char(char)}</span>"
+    # each row in a wrapper of its own, so its cell stays inline (a glyph's height, as on the canvas), not a
+    # flex item stretched to the row's whole line height
+    rows = "".join(f"<span>{row}</span>" for row in (x_t, model_row, truth))
+    return f"<span class='mdlm-column' style='{stack}'>{rows}</span>"
+
+
+def forward_view(line: str, is_masked: list[bool], guesses: list[str]) -> str:
+    """The forward view: a label column (x_t, model, true), then the line's columns, grouped into words so that
+    lines break between words."""
+    label_style = "display: inline-flex; flex-direction: column; padding-right: 8px; color: #5c6675;"
+    label_style += " font-family: inherit; font-size: 12px; line-height: 1.6rem; text-align: right;"
+    labels = "".join(f"<span class='mdlm-row-label'>{name}</span>" for name in FORWARD_ROWS)
+    items, word = [f"<span class='mdlm-row-labels' style='{label_style}'>{labels}</span>"], []
+    word_style = "display: inline-flex; flex-wrap: wrap;"  # a word wider than a whole line still wraps
+    for char, masked, guess in zip(line, is_masked, guesses, strict=True):
+        column = forward_column(char, masked, guess)
+        if char in " \n":  # a break opportunity between words
+            if word:
+                items.append(f"<span class='mdlm-word' style='{word_style}'>{''.join(word)}</span>")
+            items.append(column)
+            word = []
         else:
-            masked_cells.append(shown)
-            predicted_cells.append(f"<span style='color:#8a8f98'>{shown}</span>")
-    box = f"<div style='{CANVAS_STYLE}'>{{}}</div>"
-    return box.format("".join(masked_cells)), box.format("".join(predicted_cells))
+            word.append(column)
+    if word:
+        items.append(f"<span class='mdlm-word' style='{word_style}'>{''.join(word)}</span>")
+    box = (
+        f"{CANVAS_FONT} display: flex; flex-wrap: wrap; row-gap: 10px; align-items: flex-start; font-size: 15px; "
+        f"line-height: 1.6rem; padding: 10px; border-radius: 8px; background: {CANVAS_BACKGROUND}; color: #1f2733;"
+    )
+    legend = (
+        "<div style='font-size: 12px; color: #5c6675; margin-top: 4px;'>x_t: the line with each character masked "
+        f"with probability t &nbsp; model: its guess for each mask, <span style='background:{RIGHT_COLOUR}'>right"
+        f"</span> or <span style='background:{WRONG_COLOUR}'>wrong</span> &nbsp; true: the character a wrong guess "
+        f"missed &nbsp; {NEWLINE_GLYPH} line break, {SPACE_GLYPH} space</div>"
+    )
+    return f"<div class='mdlm-forward' style='{box}'>{''.join(items)}</div>{legend}"
 
 
 def prior_weight_update(order: str) -> dict:
@@ -552,7 +691,7 @@ def follow_prompt(demo: gr.Blocks, block_size: int, prompt: gr.Textbox, length: 
 def run_buttons(label: str) -> tuple[gr.Button, gr.Button]:
     """A tab's run button and its Stop button, side by side."""
     with gr.Row():
-        return gr.Button(label, variant="primary", scale=3), gr.Button("Stop", variant="stop", scale=1)
+        return gr.Button(label, variant="primary", scale=3), gr.Button("Stop", variant="stop", scale=1, min_width=80)
 
 
 def stoppable(run: gr.Button, stop: gr.Button, *args: Any, **kwargs: Any) -> None:
@@ -561,49 +700,81 @@ def stoppable(run: gr.Button, stop: gr.Button, *args: Any, **kwargs: Any) -> Non
     stop.click(None, cancels=[run.click(*args, **kwargs)], api_name=False)
 
 
-def output_column(tab: str, lines: int) -> list[gr.components.Component]:
-    """The streamed canvas, the final text and the readout beside a tab's controls: the outputs of its event."""
+def redraw(trigger: Callable, fn: Callable, inputs: list, outputs: Any) -> None:
+    """A quick redraw of `outputs` from the raw values of `inputs`, no queue: it computes nothing heavy. Raw, since
+    a slider's bounds check would fail on a value its new maximum has not caught up with yet (the prompt's change
+    lowers the length's maximum at the same time), and show an error for what is only a preview."""
+    trigger(
+        fn,
+        inputs,
+        outputs,
+        queue=False,
+        preprocess=False,
+        api_name=False,
+        show_progress="hidden",
+        trigger_mode="always_last",
+    )
+
+
+def output_column(tab: str, lines: int, draft: str, run_label: str) -> list[gr.components.Component]:
+    """The streamed canvas (showing `draft` before the first run), the readout and the final text beside a tab's
+    controls: the outputs of its event."""
     with gr.Column(scale=2):
-        canvas = gr.HTML(label="Canvas", elem_id=f"{tab}-canvas")
-        readout = gr.Markdown(elem_id=f"{tab}-readout")
+        canvas = gr.HTML(draft, label="Canvas", elem_id=f"{tab}-canvas")
+        # a line before the first run too, so that the run's readout does not push the final text down
+        waiting = f"Press {run_label}: the step, the forward passes and the speed show here."
+        readout = gr.Markdown(waiting, elem_id=f"{tab}-readout")
         final_text = gr.Textbox(label="Final text", lines=lines, buttons=["copy"], elem_id=f"{tab}-final-text")
     return [canvas, final_text, readout]
 
 
+def sampling_options(tab: str, block_size: int, names: tuple[str, ...], remask_ratio: float | None = None) -> dict:
+    """The rarely changed controls, in a closed accordion so the run button and the canvas stay in view: the
+    reveal rule, the options `names` and the seed."""
+    with gr.Accordion("Sampling options: order, temperature, seed", open=False):
+        controls = reveal_controls(block_size, remask_ratio)
+        controls |= {name: option_control(name, block_size) for name in names}
+        controls |= seed_controls(tab)
+    return controls
+
+
 def generate_tab(model: MDLM, demo: gr.Blocks) -> None:
-    """Prompt, length and every option of the sampler; the canvas streams beside them."""
+    """Prompt and run button first, then length, steps and the closed sampling options; the canvas beside them."""
     block_size, default_length = model.block_size, min(256, model.block_size)
+    # the maximum follows the prompt once the page loads; the API accepts up to block_size and the handler lowers
+    # the length to the room the prompt leaves, saying so
+    room = max(1, default_length - len(DEFAULT_PROMPT))
     with gr.Row():
-        with gr.Column(scale=1):
+        with gr.Column(scale=1, min_width=300):
             prompt = gr.Textbox(label="Prompt (kept fixed at the start)", value=DEFAULT_PROMPT, lines=2)
-            # the maximum follows the prompt once the page loads; the API accepts up to block_size and the handler
-            # lowers the length to the room the prompt leaves, saying so
-            room = max(1, default_length - len(DEFAULT_PROMPT))
+            button, stop = run_buttons("Generate")
             length = gr.Slider(1, block_size, value=room, step=1, precision=0, label="Characters to generate")
             steps = option_control("num_steps", block_size, min(SamplerOptions().num_steps, default_length))
-            controls = dict(prompt=prompt, length=length, num_steps=steps, **reveal_controls(block_size))
-            controls |= {name: option_control(name, block_size) for name in ("temperature", "top_p", "block_length")}
-            controls |= seed_controls("generate")
-            button, stop = run_buttons("Generate")
-        outputs = output_column("generate", lines=8) + [controls["seed"]]
+            controls = dict(prompt=prompt, length=length, num_steps=steps)
+            controls |= sampling_options("generate", block_size, ("temperature", "top_p", "block_length"))
+        outputs = output_column("generate", 8, draft_canvas(DEFAULT_PROMPT, room), "Generate")
     follow_prompt(demo, block_size, prompt, length, steps)
+    for trigger in (prompt.change, length.change):  # the canvas before a run shows what will be filled
+        redraw(trigger, draft_canvas, [prompt, length], outputs[0])
     inputs = {name: controls[name] for name in GENERATE_API}
-    stoppable(button, stop, **event(generate, inputs, model=model), outputs=outputs, api_name="generate")
+    stoppable(
+        button, stop, **event(generate, inputs, model=model), outputs=outputs + [controls["seed"]], api_name="generate"
+    )
 
 
 def infill_tab(model: MDLM, demo: gr.Blocks) -> None:
-    """A template with blanks, its examples and the sampler's options; the canvas streams beside them."""
+    """A template and the run button first, then its examples, steps and the closed sampling options; the canvas
+    beside them."""
     block_size = model.block_size
     with gr.Row():
-        with gr.Column(scale=1):
+        with gr.Column(scale=1, min_width=300):
             template = gr.Textbox(label="Template: every _ is a character to fill", value=INFILL_EXAMPLES[0], lines=4)
+            button, stop = run_buttons("Fill the blanks")
             gr.Examples(INFILL_EXAMPLES, inputs=[template])
             steps = option_control("num_steps", block_size, INFILL_STEPS)
-            controls = dict(template=template, num_steps=steps, **reveal_controls(block_size, INFILL_REMASK_RATIO))
-            controls |= {name: option_control(name, block_size) for name in ("temperature", "top_p")}
-            controls |= seed_controls("infill")
-            button, stop = run_buttons("Fill the blanks")
-        outputs = output_column("infill", lines=6) + [controls["seed"]]
+            controls = dict(template=template, num_steps=steps)
+            controls |= sampling_options("infill", block_size, ("temperature", "top_p"), INFILL_REMASK_RATIO)
+        outputs = output_column("infill", 6, draft_template(INFILL_EXAMPLES[0]), "Fill the blanks")
     fit = dict(
         fn=lambda text, wanted: fit_steps(min(block_size, (text or "").count("_")), wanted),
         inputs=[template, remembered(steps)],
@@ -611,24 +782,45 @@ def infill_tab(model: MDLM, demo: gr.Blocks) -> None:
     )
     template.change(**fit, queue=False, api_name=False, show_progress="hidden")
     demo.load(**fit, queue=False, api_name=False, show_progress="hidden")  # steps fit the first template too
+    redraw(template.change, draft_template, [template], outputs[0])
     inputs = {name: controls[name] for name in INFILL_API}
-    stoppable(button, stop, **event(infill, inputs, model=model), outputs=outputs, api_name="infill")
+    stoppable(
+        button, stop, **event(infill, inputs, model=model), outputs=outputs + [controls["seed"]], api_name="infill"
+    )
+
+
+def compare_draft(prompt: str | None, length: float | None) -> tuple[str, str]:
+    """Both Compare canvases before a run: the prompt, then a mask for each character to generate."""
+    draft = draft_canvas(prompt, length, COMPARE_ROWS, COMPARE_FONT_PX, legend="")
+    return draft, draft
+
+
+def compare_side(title: str, elem_id: str, draft: str) -> tuple[gr.HTML, gr.Markdown]:
+    """One side of the race: its title, canvas and statistics. A narrow minimum width keeps the two sides side by
+    side on a phone, where stacked they would put the race below the fold."""
+    with gr.Column(min_width=150):
+        gr.Markdown(f"### {title}")
+        return gr.HTML(draft, elem_id=elem_id), gr.Markdown()
 
 
 def compare_tab(model: MDLM, known_words: set[str] | None, demo: gr.Blocks) -> None:
-    """Left-to-right against confidence order, same model, canvas, seed, forward passes and reveal rule."""
+    """Left-to-right against confidence order, same model, canvas, seed, forward passes and reveal rule: the
+    prompt and the race first, the settings and the explanation after them."""
     block_size = model.block_size
-    gr.Markdown(
-        "Left-to-right vs confidence order: same model, prompt, length, seed, temperature, number of forward "
-        "passes and reveal rule, streamed together. The reveal rule applies to both sides, except the prior "
-        "weight, which only confidence order uses (left to right scores no position). Tick the box to make the "
-        "left side autoregressive-like: one character per forward pass, strictly left to right, no reveal rule. "
-        "It still re-reads the whole canvas at every pass, with no key/value cache, so its seconds would overstate "
-        "the gap to a real autoregressive model: compare forward passes, not seconds."
-    )
+    length_value = min(128, block_size)
+    gr.Markdown("Left to right vs confidence order: same model, prompt, seed and forward passes, streamed together.")
+    with gr.Row(equal_height=True):
+        prompt = gr.Textbox(label="Prompt", value=DEFAULT_PROMPT, lines=2, scale=3, min_width=200)
+        with gr.Column(scale=1, min_width=160):
+            button, stop = run_buttons("Compare")
+    draft = compare_draft(DEFAULT_PROMPT, min(length_value, block_size - len(DEFAULT_PROMPT)))[0]
     with gr.Row():
-        prompt = gr.Textbox(label="Prompt", value=DEFAULT_PROMPT, lines=2)
-        length = gr.Slider(1, block_size, value=min(128, block_size), step=1, precision=0, label="Characters")
+        left_canvas, left_stats = compare_side("Left to right", "compare-left-canvas", draft)
+        right_canvas, right_stats = compare_side("Confidence order", "compare-right-canvas", draft)
+    summary = gr.Markdown(elem_id="compare-takeaway")
+    gr.HTML(LEGEND)
+    with gr.Row():
+        length = gr.Slider(1, block_size, value=length_value, step=1, precision=0, label="Characters")
         steps = option_control("num_steps", block_size, min(32, block_size), label="Forward passes")
         temperature = option_control("temperature", block_size, label="Temperature")
         controls = dict(prompt=prompt, length=length, num_steps=steps, temperature=temperature)
@@ -639,17 +831,16 @@ def compare_tab(model: MDLM, known_words: set[str] | None, demo: gr.Blocks) -> N
         controls |= seed_controls("compare")
     with gr.Accordion("Reveal rule, both sides", open=False):
         controls |= {name: option_control(name, block_size) for name in REVEAL_RULE_OPTIONS}
-    button, stop = run_buttons("Compare")
-    with gr.Row():
-        with gr.Column():
-            gr.Markdown("### Left to right")
-            left_canvas, left_stats = gr.HTML(elem_id="compare-left-canvas"), gr.Markdown()
-        with gr.Column():
-            gr.Markdown("### Confidence order")
-            right_canvas, right_stats = gr.HTML(elem_id="compare-right-canvas"), gr.Markdown()
-    gr.HTML(LEGEND)
-    summary = gr.Markdown(elem_id="compare-takeaway")
+    gr.Markdown(
+        "The reveal rule applies to both sides, except the prior weight, which only confidence order uses (left to "
+        "right scores no position). Tick the box to make the left side autoregressive-like: one character per "
+        "forward pass, strictly left to right, no reveal rule. It still re-reads the whole canvas at every pass, "
+        "with no key/value cache, so its seconds would overstate the gap to a real autoregressive model: compare "
+        "forward passes, not seconds."
+    )
     follow_prompt(demo, block_size, prompt, length, steps)
+    for trigger in (prompt.change, length.change):
+        redraw(trigger, compare_draft, [prompt, length], [left_canvas, right_canvas])
     inputs = {name: controls[name] for name in COMPARE_API}
     outputs = [left_canvas, left_stats, right_canvas, right_stats, summary, controls["seed"]]
     compared = event(compare, inputs, model=model, known_words=known_words)
@@ -657,27 +848,33 @@ def compare_tab(model: MDLM, known_words: set[str] | None, demo: gr.Blocks) -> N
 
 
 def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab) -> None:
-    """The forward process on a line of Shakespeare, the accuracy plot and how the reverse process reveals."""
+    """The forward process on a line of Shakespeare, the accuracy plot marked at its t, and how the reverse process
+    reveals."""
     gr.Markdown(
         "**Forward process.** Each character is replaced by a mask independently with probability t. "
-        "The model sees the masked line and predicts every masked character at once (green: right, "
-        "red: wrong; hover for the true character). Training teaches it to do this for every t; "
-        "generation runs it in reverse, from t = 1 (all masks) to t = 0."
+        "The model sees the masked line (x_t) and predicts every masked character at once; under each wrong "
+        "guess is the true character. Training teaches it to do this for every t; generation runs it in reverse, "
+        "from t = 1 (all masks) to t = 0."
     )
-    line = gr.Textbox(label="A line of Shakespeare", value=SONNET_18.splitlines()[0])
     with gr.Row():
-        mask_ratio = gr.Slider(0, 1, value=0.3, step=0.01, label="Mask ratio t")
-        seed = gr.Number(value=0, precision=0, label="Seed")
-    masked_view, predicted_view, summary = gr.HTML(label="x_t"), gr.HTML(label="model"), gr.Markdown()
+        line = gr.Textbox(label="A line of Shakespeare", value=SONNET_18.splitlines()[0], scale=3, min_width=240)
+        mask_ratio = gr.Slider(0, 1, value=0.3, step=0.01, label="Mask ratio t", scale=2, min_width=200)
+        seed = gr.Number(value=0, precision=0, label="Seed", scale=1, min_width=90)
+    view, summary = gr.HTML(elem_id="forward-view"), gr.Markdown(elem_id="forward-summary")
     forward = event(forward_process, dict(line=line, t=mask_ratio, seed=seed), model=model)
-    outputs = [masked_view, predicted_view, summary]
-    for trigger in (mask_ratio.release, line.submit, seed.submit):
+    outputs = [view, summary]
+    # change, not release: typing into the slider's number box must update the views too
+    mask_ratio.change(**forward, outputs=outputs, api_name=False, trigger_mode="always_last", show_progress="hidden")
+    for trigger in (line.submit, seed.submit):
         trigger(**forward, outputs=outputs, api_name=False)
-    gr.Button("Mask and predict").click(**forward, outputs=outputs, api_name="forward_process")
+    gr.Button("Mask and predict", size="sm").click(**forward, outputs=outputs, api_name="forward_process")
     demo.load(**forward, outputs=outputs, api_name=False)
-    # drawn on the tab's first visit (about 15 s on a CPU), not at start-up, then kept for every visitor
-    plot = gr.Plot(label="Accuracy vs mask ratio (drawn on this tab's first visit)")
-    tab.select(accuracy_plot_once(model), None, plot, api_name=False)
+    # measured on the tab's first visit (about 15 s on a CPU), not at start-up, then kept for every visitor; the
+    # Plot's own label would sit over the figure's title on a phone: the figure's title says it all
+    plot = gr.Plot(show_label=False, elem_id="accuracy-plot")
+    draw = event(accuracy_plot_once(model), dict(t=mask_ratio))
+    tab.select(**draw, outputs=plot, api_name=False)
+    mask_ratio.change(**draw, outputs=plot, api_name=False, trigger_mode="always_last", show_progress="hidden")
     gr.Markdown(
         "**Reverse process.** Generation starts from all masks. Each step predicts every masked "
         "character, draws a candidate for each (temperature), and reveals a few of them: by default "
@@ -703,14 +900,16 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
             "It starts from a canvas of masks and reveals characters in any order over a few denoising steps; "
             "prompting and infilling are the same operation with some characters given."
         )
-        with gr.Tab("Generate"):
-            generate_tab(model, demo)
-        with gr.Tab("Infill"):
-            infill_tab(model, demo)
-        with gr.Tab("Compare"):
-            compare_tab(model, known_words, demo)
-        with gr.Tab("How it works") as how_it_works:
-            how_it_works_tab(model, demo, how_it_works)
+        # wrap, not gradio's "..." menu: on a phone every tab stays one tap away
+        with gr.Tabs(overflow_behavior="wrap"):
+            with gr.Tab("Generate"):
+                generate_tab(model, demo)
+            with gr.Tab("Infill"):
+                infill_tab(model, demo)
+            with gr.Tab("Compare"):
+                compare_tab(model, known_words, demo)
+            with gr.Tab("How it works") as how_it_works:
+                how_it_works_tab(model, demo, how_it_works)
     return demo
 
 

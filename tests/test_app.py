@@ -1,6 +1,8 @@
 import asyncio
 import collections
 import concurrent.futures
+import contextlib
+import os
 import re
 import shutil
 import socket
@@ -328,6 +330,11 @@ def test_start_up_draws_no_plot_and_the_tab_draws_it_once(model_dir, monkeypatch
     page.fire(tab, "select")
     page.fire(tab, "select")
     assert len(calls) == 1 and page.value(plot) is not None
+    # a new mask ratio moves the plot's marker: the figure is redrawn, the accuracies are not measured again
+    first = page.value(plot)
+    mask_ratio = next(b for b in demo.blocks.values() if isinstance(b, gr.Slider) and b.label == "Mask ratio t")
+    page.type(mask_ratio, 0.6)
+    assert len(calls) == 1 and page.value(plot) != first
 
 
 def test_each_run_has_a_stop_button(model_dir):
@@ -387,8 +394,109 @@ def test_a_cancelled_run_stops_computing(client, server, counted_steps):
 
 
 def test_forward_process(client):
-    masked, predicted, summary = client.predict("Shall I compare thee", 0.5, 0, api_name="/forward_process")
-    assert "of 20 characters masked" in summary and MASK_GLYPH in masked
+    view, summary = client.predict("Shall I compare thee", 0.5, 0, api_name="/forward_process")
+    assert "of 20 characters masked" in summary and MASK_GLYPH in view
+
+
+def canvas_state(model, chars: str, kinds: str, done: bool = False):
+    """A SamplerState of `chars` ("#": a mask), each position's kind one letter of `kinds`: g(iven), n(ew this
+    step), e(arlier), m(ask), t(aken back this step)."""
+    import torch
+
+    from mdlm_hf import SamplerState
+
+    vocab = model.tokenizer.vocab
+    tokens = torch.tensor([[model.mask_id if c == "#" else vocab.index(c) for c in chars]])
+    flags = {kind: torch.tensor([[k == kind for k in kinds]]) for kind in "gnt"}
+    confidence = torch.tensor([[0.9 if k in "ne" else float("nan") for k in kinds]])
+    return SamplerState(tokens, flags["n"], flags["t"], confidence, flags["g"], 3 if done else 1, 3, 3, model.mask_id)
+
+
+def cell_classes(canvas_html: str) -> list[str]:
+    return re.findall(r"class='mdlm-(mask|given|new|earlier)'", canvas_html)
+
+
+def test_canvas_draws_each_position_as_its_own_countable_cell(model_dir):
+    model, _ = app.load_model(model_dir)
+    canvas = app.render_canvas(model, canvas_state(model, "to###be#\n", "ggmtmnemg"))
+    # three adjacent masks are three cells, not one bar; the line break is a visible cell too
+    assert cell_classes(canvas) == ["given", "given", "mask", "mask", "mask", "new", "earlier", "mask", "given"]
+    assert canvas.count(MASK_GLYPH) == 4 and app.NEWLINE_GLYPH + "</span>\n" in canvas
+    assert canvas.count(app.TAKEN_BACK_COLOUR) == 1  # the one taken back this step
+    # a fixed height, whatever the text: new line breaks scroll inside instead of pushing the page down
+    assert re.search(r"height: calc\([\d.]+em \+ 20px\); overflow-y: auto", canvas)
+    assert "word-break: normal; overflow-wrap: anywhere" in canvas and "break-all" not in canvas
+
+
+def test_the_final_frame_highlights_nothing_as_revealed_this_step(model_dir):
+    model, _ = app.load_model(model_dir)
+    running = app.render_canvas(model, canvas_state(model, "tob#", "gnnm"))
+    final = app.render_canvas(model, canvas_state(model, "tobe", "gnnn", done=True))
+    assert cell_classes(running).count("new") == 2 and app.NEW_COLOUR in running
+    assert cell_classes(final) == ["given", "earlier", "earlier", "earlier"] and app.NEW_COLOUR not in final
+
+
+def test_confidence_scale_is_one_hue_from_light_to_dark():
+    # lightness alone carries confidence, so it reads the same for every kind of colour vision (red to green did not)
+    colours = [app.confidence_colour(p / 10) for p in range(11)]
+    parsed = [tuple(float(x) for x in re.findall(r"[\d.]+", colour)) for colour in colours]
+    assert len({(hue, saturation) for hue, saturation, _ in parsed}) == 1
+    lightness = [light for *_, light in parsed]
+    assert lightness == sorted(lightness, reverse=True) and lightness[0] - lightness[-1] >= 20
+    assert app.confidence_colour(0) in app.LEGEND and app.confidence_colour(1) in app.LEGEND
+
+
+def test_the_canvas_shows_the_masks_to_fill_before_the_first_run(model_dir):
+    assert cell_classes(app.draft_canvas("ROMEO:\n", 5)) == ["given"] * 7 + ["mask"] * 5
+    assert cell_classes(app.draft_template("to __ or")) == ["given"] * 3 + ["mask"] * 2 + ["given"] * 3
+    assert "Type a template" in app.draft_template("")
+    model, _ = app.load_model(model_dir)
+    page = Page(app.build_demo(model))
+    generate = tab_controls(page.demo, "generate", app.GENERATE_API)
+    infill = tab_controls(page.demo, "infill", app.INFILL_API)
+    canvases = {
+        name: page.demo.blocks[id_]
+        for name in ("generate", "infill")
+        for id_ in page.demo.blocks
+        if getattr(page.demo.blocks[id_], "elem_id", None) == f"{name}-canvas"
+    }
+    assert cell_classes(page.value(canvases["generate"])).count("mask") == 121  # the first length, fitted
+    page.type(generate["prompt"], JULIET)  # the length follows the prompt, and the canvas both
+    assert cell_classes(page.value(canvases["generate"])) == ["given"] * 49 + ["mask"] * 79
+    assert cell_classes(page.value(canvases["infill"])).count("mask") == app.INFILL_EXAMPLES[0].count("_")
+    page.type(infill["template"], "to __ or")
+    assert cell_classes(page.value(canvases["infill"])).count("mask") == 2
+
+
+def test_forward_view_labels_its_rows_and_shows_true_characters_and_line_breaks():
+    view = app.forward_view("ab c\nd", [False, True, True, False, True, True], ["a", "b", "\n", " ", "x", "d"])
+    assert re.findall(r"class='mdlm-row-label'>([^<]*)<", view) == ["x_t", "model", "true"]
+    assert view.count("class='mdlm-mask'") == 4
+    # the predicted newline is a glyph in its cell, not a line break; the true characters are shown, not hovered
+    assert "\n" not in view and f"class='mdlm-wrong' style='background:{app.WRONG_COLOUR}'>{app.NEWLINE_GLYPH}<" in view
+    assert re.findall(r"class='mdlm-true'[^>]*>([^<]*)<", view) == [app.SPACE_GLYPH, app.NEWLINE_GLYPH]
+    assert view.count("class='mdlm-right'") == 2 and "title=" not in view
+    assert "hsl(120" not in view and "hsl(0," not in view  # right and wrong: blue and orange, not green and red
+
+
+def test_how_it_works_follows_the_mask_ratio_box_and_marks_it_on_the_plot(model_dir):
+    model, _ = app.load_model(model_dir)
+    demo = app.build_demo(model)
+    page = Page(demo)
+    mask_ratio = next(b for b in demo.blocks.values() if isinstance(b, gr.Slider) and b.label == "Mask ratio t")
+    summary = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "forward-summary")
+    line = app.SONNET_18.splitlines()[0]
+    assert page.value(summary) == app.forward_process(model, line, 0.3, 0)[1]
+    page.type(mask_ratio, 0.5)  # a value typed into the number box: the change event, not only a drag's release
+    assert (
+        page.value(summary)
+        == app.forward_process(model, line, 0.5, 0)[1]
+        != app.forward_process(model, line, 0.3, 0)[1]
+    )
+    figure = app.marked_accuracy_figure([(0.1, 0.9), (0.5, 0.6), (1.0, 0.1)], 0.5)
+    assert [list(line.get_xdata()) for line in figure.axes[0].lines if line.get_linestyle() == "--"] == [[0.5, 0.5]]
+    plot = next(b for b in demo.blocks.values() if isinstance(b, gr.Plot))
+    assert plot.show_label is False  # its floating label covered the figure's title on a phone
 
 
 BAD_INPUTS = [
@@ -405,7 +513,12 @@ BAD_INPUTS = [
     ("/generate", ("", 20, 4, 0.8, 1.0, "confidence", 0, 0, 0.25, -1, 0.5, 1), "Value -1 is less than minimum"),
     ("/infill", ("", 4, 0.8, 1.0, "confidence", 0), "template is empty"),
     ("/infill", ("To be or not to be", 4, 0.8, 1.0, "confidence", 0), "template has no blank"),
-    ("/infill", ("_" * 200, 4, 0.8, 1.0, "confidence", 0), "template has 200 characters"),
+    (
+        "/infill",
+        ("_" * 200, 4, 0.8, 1.0, "confidence", 0),
+        "the template has 200 characters, but the model's context is 128 characters",
+    ),
+    ("/forward_process", ("x" * 200, 0.5, 0), "the line has 200 characters, but the model's context is 128"),
     ("/compare", ("ROMEO:\n", 40, 8, -0.5, 0, False), "Value -0.5 is less than minimum value 0"),
     ("/forward_process", ("Shall I compare thee é", 0.5, 0), "outside the model's vocabulary: 'é'"),
 ]
@@ -415,7 +528,7 @@ BAD_INPUTS = [
 def test_bad_input_is_a_visible_error_and_the_app_keeps_serving(client, endpoint, args, message):
     with pytest.raises(Exception) as error:  # gradio_client's AppError carries the gr.Error message
         client.predict(*args, api_name=endpoint)
-    assert message in str(error.value)
+    assert message in str(error.value) and "block_size" not in str(error.value)
     assert len(client.predict("", 10, 2, 0.8, 1.0, "confidence", 0, 0, api_name="/generate")[1]) == 10
 
 
@@ -480,60 +593,215 @@ def test_shipped_checkpoint_serves_offline():
     assert text.startswith("ROMEO:\n") and len(text) == 47
 
 
-@pytest.mark.browser
-def test_browser_generate_infill_and_compare(server, tmp_path):
-    from playwright.sync_api import expect, sync_playwright
+@contextlib.contextmanager
+def chromium():
+    """Debian's Chromium, headless, driven by Playwright (no browser is downloaded)."""
+    from playwright.sync_api import sync_playwright
 
-    chromium = shutil.which("chromium") or "/usr/bin/chromium"
-    assert Path(chromium).exists(), "Debian's chromium is required (apt-get install chromium chromium-driver)"
+    executable = shutil.which("chromium") or "/usr/bin/chromium"
+    assert Path(executable).exists(), "Debian's chromium is required (apt-get install chromium chromium-driver)"
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
-            executable_path=chromium,
+            executable_path=executable,
             args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
         )
         try:
-            page = browser.new_page()
-            page.goto(server)
-            # the length follows the prompt, and comes back
-            prompt, length = (
-                page.get_by_label("Prompt (kept fixed at the start)"),
-                page.get_by_label("number input for Characters to generate"),
-            )
-            prompt.fill(JULIET)
-            expect(length).to_have_value("79")
-            prompt.fill("ROMEO:\n")
-            expect(length).to_have_value("121")
-            page.get_by_role("button", name="Generate", exact=True).click()
-            final_text = page.locator("#generate-final-text textarea")
-            expect(final_text).not_to_have_value("", timeout=60_000)
-            assert final_text.input_value().startswith("ROMEO:\n") and MASK_GLYPH not in final_text.input_value()
-            expect(page.locator("#generate-canvas .mdlm-canvas")).not_to_contain_text(MASK_GLYPH)
-            seed = page.locator("#generate-seed input").input_value()
-            expect(page.locator("#generate-readout")).to_contain_text(f"seed {seed} ·")  # the seed used, shown
-            page.screenshot(path=str(tmp_path / "generate.png"), full_page=True)
-
-            page.get_by_role("tab", name="Infill").click()
-            template = page.get_by_label("Template: every _ is a character to fill")
-            steps = page.get_by_label("number input for Denoising steps").nth(1)
-            template.fill("")
-            template.press_sequentially(app.INFILL_EXAMPLES[1])  # key by key, through 0 and 1 blank
-            expect(steps).to_have_value("12", timeout=30_000)
-            template.fill("")
-            expect(steps).to_have_value("1")
-            page.get_by_text("ROMEO:\nBut soft", exact=False).first.click()  # one of the examples
-            expect(steps).to_have_value("12")
-            page.get_by_role("button", name="Fill the blanks").click()
-            infill_text = page.locator("#infill-final-text textarea")
-            expect(infill_text).not_to_have_value("", timeout=60_000)
-            filled = infill_text.input_value()
-            assert filled.startswith("ROMEO:\nBut soft, what light through ") and "_" not in filled
-            page.screenshot(path=str(tmp_path / "infill.png"), full_page=True)
-
-            page.get_by_role("tab", name="Compare").click()
-            page.get_by_role("button", name="Compare", exact=True).click()
-            expect(page.locator("#compare-takeaway")).to_contain_text("Takeaway:", timeout=60_000)
+            yield browser
         finally:
             browser.close()
+
+
+def screenshots(tmp_path: Path) -> Path:
+    """Where the browser tests save their screenshots: $MDLM_SCREENSHOTS (to keep and look at) or tmp_path."""
+    path = Path(os.environ.get("MDLM_SCREENSHOTS") or tmp_path)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+TABS = ("Generate", "Infill", "Compare", "How it works")
+DESKTOP, PHONE = (1280, 900), (390, 844)
+CELL_CLASSES = "canvas => Array.from(canvas.querySelectorAll('span[class^=mdlm-]'), cell => cell.className)"
+
+
+def inside(page, locator, top_only: bool = False) -> bool:
+    """Whether the element (or, top_only, its first 40 px) lies inside the viewport, the page not scrolled."""
+    box, height = locator.bounding_box(), page.viewport_size["height"]
+    bottom = box["y"] + (min(40, box["height"]) if top_only else box["height"])
+    return box["y"] >= 0 and bottom <= height and page.evaluate("window.scrollY") == 0
+
+
+def masks_look_apart(page, canvas) -> bool:
+    """Whether two adjacent mask cells are drawn apart: a light gap between them, not one grey bar."""
+    import io
+
+    from PIL import Image
+
+    first, second = (canvas.locator(".mdlm-mask").nth(i).bounding_box() for i in range(2))
+    assert abs(first["y"] - second["y"]) < 1 and second["x"] > first["x"]
+    clip = dict(x=first["x"], y=first["y"], width=second["x"] + second["width"] - first["x"], height=first["height"])
+    image = Image.open(io.BytesIO(page.screenshot(clip=clip))).convert("L")
+    middle = image.height // 2
+    fill = image.getpixel((int(first["width"] / 2), middle))
+    edge = int(second["x"] - first["x"])
+    gap = max(image.getpixel((x, middle)) for x in range(max(0, edge - 2), min(image.width, edge + 2)))
+    return gap > fill + 30
+
+
+@pytest.mark.browser
+def test_browser_run_button_and_canvas_stay_in_view_and_every_mask_is_a_cell(server, tmp_path, counted_steps):
+    from playwright.sync_api import expect
+
+    shots = screenshots(tmp_path)
+    with chromium() as browser:
+        page = browser.new_page(viewport=dict(zip(("width", "height"), DESKTOP, strict=True)))
+        page.goto(server)
+        for tab, label, num_blanks in (("Generate", "Generate", 121), ("Infill", "Fill the blanks", 8)):
+            page.get_by_role("tab", name=tab).click()
+            name = tab.lower()
+            button = page.get_by_role("button", name=label, exact=True)
+            canvas, final_text = page.locator(f"#{name}-canvas .mdlm-canvas"), page.locator(f"#{name}-final-text")
+            expect(canvas).to_be_visible()
+            # before a run: the button and the top of a canvas holding one mask cell per character to fill
+            assert inside(page, button) and inside(page, canvas, top_only=True), tab
+            assert canvas.evaluate(CELL_CLASSES).count("mdlm-mask") == num_blanks, tab
+            assert masks_look_apart(page, canvas), tab
+            canvas_box, text_box = canvas.bounding_box(), final_text.bounding_box()
+            button.click()
+            page.wait_for_function(  # mid-run: masks and revealed characters on the canvas
+                "id => { const c = document.querySelector(`#${id}-canvas .mdlm-canvas`);"
+                " return c && c.querySelector('.mdlm-mask') && c.querySelector('.mdlm-new, .mdlm-earlier'); }",
+                arg=name,
+            )
+            assert inside(page, button) and inside(page, canvas, top_only=True), tab
+            cells = canvas.evaluate(CELL_CLASSES)
+            assert len(cells) - cells.count("mdlm-given") == num_blanks, tab  # each position to fill is one cell
+            page.screenshot(path=str(shots / f"desktop-{name}-running.png"))
+            expect(final_text.locator("textarea")).not_to_have_value("", timeout=60_000)
+            cells = canvas.evaluate(CELL_CLASSES)
+            assert "mdlm-new" not in cells and "mdlm-mask" not in cells, tab  # the final frame: nothing "this step"
+            # the canvas kept its height, so the output below it did not move
+            assert canvas.bounding_box()["height"] == canvas_box["height"], tab
+            assert final_text.bounding_box()["y"] == text_box["y"], tab
+            assert inside(page, button), tab
+            page.screenshot(path=str(shots / f"desktop-{name}-done.png"))
+
+
+WHOLE_WORDS = """canvas => {
+    const cells = Array.from(canvas.querySelectorAll('span[class^=mdlm-]'));
+    const words = [[]];
+    for (const cell of cells) {
+        if (cell.textContent === ' ' || cell.textContent === '\u21b5') words.push([]);
+        else words[words.length - 1].push(cell.getBoundingClientRect().top);
+    }
+    return words.filter(tops => new Set(tops).size > 1).length;
+}"""
+WHOLE_FORWARD_WORDS = """view => Array.from(view.querySelectorAll('.mdlm-word')).filter(word =>
+    new Set(Array.from(word.children, column => column.getBoundingClientRect().top)).size > 1).length"""
+
+
+@pytest.mark.browser
+def test_browser_every_tab_at_desktop_and_phone_width(server, tmp_path, model_dir):
+    from playwright.sync_api import expect
+
+    model, _ = app.load_model(model_dir)
+    line = app.SONNET_18.splitlines()[0]
+    shots = screenshots(tmp_path)
+    with chromium() as browser:
+        for where, (width, height) in (("desktop", DESKTOP), ("phone", PHONE)):
+            page = browser.new_page(viewport=dict(width=width, height=height))
+            page.goto(server)
+            expect(page.locator("#generate-canvas .mdlm-canvas")).to_be_visible()
+            for tab in TABS:  # every tab in sight: no "..." overflow menu hides one
+                button = page.get_by_role("tab", name=tab)
+                assert button.is_visible() and button.bounding_box()["x"] + button.bounding_box()["width"] <= width
+            for tab in TABS[:3]:
+                page.get_by_role("tab", name=tab).click()
+                page.wait_for_timeout(300)
+                page.screenshot(path=str(shots / f"{where}-{tab.lower()}.png"), full_page=True)
+            # lines break between words, not inside them
+            page.get_by_role("tab", name="Infill").click()
+            page.get_by_label("Template: every _ is a character to fill").fill(app.INFILL_EXAMPLES[1])
+            infill_canvas = page.locator("#infill-canvas .mdlm-canvas")
+            expect(infill_canvas).to_contain_text("window breaks")
+            assert infill_canvas.evaluate(WHOLE_WORDS) == 0, where
+            # Compare: the prompt, its button and the two sides of the race, side by side, in the first screen
+            page.get_by_role("tab", name="Compare").click()
+            left, right = (
+                page.locator("#compare-left-canvas .mdlm-canvas"),
+                page.locator("#compare-right-canvas .mdlm-canvas"),
+            )
+            expect(left).to_be_visible()
+            left_box, right_box = left.bounding_box(), right.bounding_box()
+            assert left_box["x"] + left_box["width"] <= right_box["x"] and abs(left_box["y"] - right_box["y"]) < 2
+            assert inside(page, page.get_by_role("button", name="Compare", exact=True)), where
+            assert inside(page, left, top_only=True) and inside(page, right, top_only=True), where
+            # How it works: labelled rows, the true characters shown, the mask-ratio box obeyed, the plot marked
+            page.get_by_role("tab", name="How it works").click()
+            view, summary = page.locator("#forward-view"), page.locator("#forward-summary")
+            for label in ("x_t", "model", "true"):
+                expect(view.locator(".mdlm-row-label", has_text=label)).to_be_visible()
+            expect(summary).to_have_text(app.forward_process(model, line, 0.3, 0)[1])
+            page.get_by_label("number input for Mask ratio t").fill("0.5")
+            expect(summary).to_have_text(app.forward_process(model, line, 0.5, 0)[1])
+            wrong = view.locator(".mdlm-wrong")
+            assert (
+                view.locator(".mdlm-true").count() == wrong.count() > 0
+                and view.locator(".mdlm-true").first.is_visible()
+            )
+            assert view.evaluate(WHOLE_FORWARD_WORDS) == 0, where
+            expect(page.locator("#accuracy-plot img")).to_be_visible(timeout=60_000)
+            assert not page.locator("#accuracy-plot [data-testid='block-label']").is_visible()
+            page.wait_for_timeout(500)
+            page.screenshot(path=str(shots / f"{where}-how-it-works.png"), full_page=True)
+            page.close()
+
+
+@pytest.mark.browser
+def test_browser_generate_infill_and_compare(server, tmp_path):
+    from playwright.sync_api import expect
+
+    with chromium() as browser:
+        page = browser.new_page()
+        page.goto(server)
+        # the length follows the prompt, and comes back
+        prompt, length = (
+            page.get_by_label("Prompt (kept fixed at the start)"),
+            page.get_by_label("number input for Characters to generate"),
+        )
+        prompt.fill(JULIET)
+        expect(length).to_have_value("79")
+        prompt.fill("ROMEO:\n")
+        expect(length).to_have_value("121")
+        page.get_by_role("button", name="Generate", exact=True).click()
+        final_text = page.locator("#generate-final-text textarea")
+        expect(final_text).not_to_have_value("", timeout=60_000)
+        assert final_text.input_value().startswith("ROMEO:\n") and MASK_GLYPH not in final_text.input_value()
+        expect(page.locator("#generate-canvas .mdlm-canvas")).not_to_contain_text(MASK_GLYPH)
+        page.get_by_text("Sampling options: order, temperature, seed").first.click()  # the seed box is in there
+        seed = page.locator("#generate-seed input").input_value()
+        expect(page.locator("#generate-readout")).to_contain_text(f"seed {seed} ·")  # the seed used, shown
+        page.screenshot(path=str(tmp_path / "generate.png"), full_page=True)
+
+        page.get_by_role("tab", name="Infill").click()
+        template = page.get_by_label("Template: every _ is a character to fill")
+        steps = page.get_by_label("number input for Denoising steps").nth(1)
+        template.fill("")
+        template.press_sequentially(app.INFILL_EXAMPLES[1])  # key by key, through 0 and 1 blank
+        expect(steps).to_have_value("12", timeout=30_000)
+        template.fill("")
+        expect(steps).to_have_value("1")
+        page.get_by_text("ROMEO:\nBut soft", exact=False).first.click()  # one of the examples
+        expect(steps).to_have_value("12")
+        page.get_by_role("button", name="Fill the blanks").click()
+        infill_text = page.locator("#infill-final-text textarea")
+        expect(infill_text).not_to_have_value("", timeout=60_000)
+        filled = infill_text.input_value()
+        assert filled.startswith("ROMEO:\nBut soft, what light through ") and "_" not in filled
+        page.screenshot(path=str(tmp_path / "infill.png"), full_page=True)
+
+        page.get_by_role("tab", name="Compare").click()
+        page.get_by_role("button", name="Compare", exact=True).click()
+        expect(page.locator("#compare-takeaway")).to_contain_text("Takeaway:", timeout=60_000)
     assert (tmp_path / "generate.png").stat().st_size > 10_000
 
 
