@@ -39,7 +39,7 @@ def test_cli_errors_are_one_line(tiny_model, tmp_path):
     result = run_cli("--model", str(tmp_path), "--length", "5", "--remask-ratio", "1")
     assert result.returncode == 1 and "remask_ratio must be a number in [0, 1)" in result.stderr
     result = run_cli("--model", str(tmp_path), "--length", "500")
-    assert result.returncode == 1 and "the model takes 64" in result.stderr
+    assert result.returncode == 1 and "reads at most 64 characters at a time: shorten it by 436" in result.stderr
 
 
 def test_every_sampler_option_is_a_flag_with_its_default(capsys):
