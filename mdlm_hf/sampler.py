@@ -197,7 +197,7 @@ class SamplerOptions:
     # adaptive: also reveal, down the order's ranking, every further position while the summed entropy (nats) of
     # the step's reveals stays within this bound (EB-sampler, Ben-Hamu et al. 2025), so easy stretches (the rest of
     # a word, the space after it) go in one pass and a run ends before num_steps; the extras are net progress:
-    # remasking takes back characters only for the schedule's reveals; None = off
+    # remasking takes back characters only for the schedule's reveals, none while a row is ahead; None = off
     entropy_bound: float | None = option(
         None,
         optional(non_negative()),
@@ -501,6 +501,7 @@ def _run(
     step, num_forward_passes, logits, logits_canvas = 0, 0, None, None
     try:
         needs_prior = options.prior_weight > 0 and options.order in SCORED_ORDERS
+        adaptive = options.threshold is not None or options.entropy_bound is not None
         log_prior, fully_masked = None, (tokens == mask_id).all(dim=1)  # (B,)
         if needs_prior and not fully_masked.any():
             log_prior = character_log_prior(model, T, device)  # one row; not a denoising step, not counted
@@ -522,9 +523,11 @@ def _run(
                     # free generation: the first step's prediction on an all-mask row is the prior
                     log_prior = log_mean_probability(logits[fully_masked.nonzero()[0, 0]])
                 remaining = eligible.sum(dim=1)
-                num_to_reveal = _num_to_reveal(
+                num_scheduled = _num_to_reveal(
                     num_masked, remaining, block_steps, local_step, eligible, options, generator
                 )
+                # an adaptive rule's extras may run ahead of the schedule: then each pass still reveals one
+                num_to_reveal = num_scheduled.clamp(min=1).minimum(remaining) if adaptive else num_scheduled
                 tokens, revealed, step_confidence = denoise_step(
                     logits, tokens, eligible, num_to_reveal, options, generator, log_prior
                 )
@@ -533,8 +536,8 @@ def _run(
                 if options.remask_ratio > 0 and local_step < block_steps:  # the last step leaves no mask
                     may_remask = in_block & ~is_given & (tokens != mask_id) & ~revealed
                     # in proportion to the schedule's reveals only: an adaptive rule's extras are net progress,
-                    # and a row the step filled is done
-                    scheduled = revealed.sum(dim=1).minimum(num_to_reveal)
+                    # a row ahead of the schedule is not held back (so it can end early), and a filled row is done
+                    scheduled = revealed.sum(dim=1).minimum(num_scheduled)
                     still_masked = ((tokens == mask_id) & in_block).any(dim=1)
                     num_to_remask = torch.floor(scheduled * options.remask_ratio + 0.5).long() * still_masked
                     remasked = lowest_confidence(confidence, may_remask, num_to_remask)
@@ -565,7 +568,7 @@ def _num_to_reveal(
     options: SamplerOptions,
     generator: torch.Generator,
 ) -> torch.Tensor:
-    """How many positions each row reveals at this step (B,)."""
+    """How many positions the schedule reveals in each row at this step (B,)."""
     if local_step == block_steps:
         return remaining  # the last step of a block leaves no mask
     if options.reveal_counts == "binomial":
@@ -576,9 +579,7 @@ def _num_to_reveal(
         return ((draws < probability) & eligible).sum(dim=1)
     already = num_masked - remaining
     target = planned_reveals(num_masked, block_steps, local_step, options.schedule)
-    adaptive = options.threshold is not None or options.entropy_bound is not None
-    # an adaptive rule's extras may run ahead of the schedule: then each step still reveals at least one
-    return (target - already).clamp(min=1 if adaptive else 0).minimum(remaining)
+    return (target - already).clamp(min=0).minimum(remaining)  # 0 where an adaptive rule ran ahead
 
 
 def final_state(states: Iterator[SamplerState]) -> SamplerState:

@@ -495,6 +495,34 @@ def test_entropy_bound_finishes_an_easy_canvas_in_one_pass(remask_ratio):
     assert (states[-1].tokens[:, 5] == 3).all()
 
 
+class UnsureModel(ConfidentModel):
+    """Predicts character 0 with probability 0.9 everywhere: every position has the same small entropy."""
+
+    def forward(self, tokens: torch.Tensor, t: torch.Tensor | None = None) -> torch.Tensor:
+        logits = torch.zeros(*tokens.shape, self.vocab_size)
+        logits[..., 0] = math.log(0.9 * (self.vocab_size - 2) / 0.1)
+        logits[..., self.mask_id] = float("-inf")
+        return logits
+
+
+def test_entropy_bound_ahead_of_the_schedule_is_not_remasked():
+    # the bound admits 5 reveals a pass where the schedule asks for 2: once a row is ahead, remasking would only
+    # hold it back to the schedule, so nothing is taken back and the run ends early
+    model = UnsureModel()
+    probs = model(torch.zeros(1, 1, dtype=torch.long)).softmax(dim=-1)[0, 0]
+    entropy = float(-(probs * probs.clamp(min=1e-12).log()).sum())
+    canvas = torch.full((1, 40), model.mask_id)
+    options = PLAIN.replace(num_steps=20, entropy_bound=5.5 * entropy, remask_ratio=0.75)
+    states = list(sample(model, canvas, options, seed=0))
+    ahead_steps = 0
+    for step, (before, after) in enumerate(itertools.pairwise(states), start=1):
+        already = int((before.tokens != model.mask_id).sum())
+        if already >= int(planned_reveals(torch.tensor([40]), 20, step, "linear")[0]):
+            ahead_steps += 1
+            assert not after.remasked.any()
+    assert ahead_steps > 0 and states[-1].done and states[-1].num_forward_passes < 10
+
+
 def test_entropy_bound_never_takes_more_passes_than_the_schedule(tiny_model):
     # a random model is uncertain everywhere (entropy about ln V per position): the bound admits no extras
     canvas = torch.full((40,), tiny_model.mask_id)
