@@ -29,7 +29,7 @@ import torch
 from mdlm_hf import MASK_GLYPH, MDLM, SamplerOptions, SamplerState, mask_tokens, sample
 from mdlm_hf.diffusion import accuracy_by_mask_ratio
 from mdlm_hf.metrics import load_word_list, valid_word_rate
-from mdlm_hf.pipeline import prompt_canvas, text_to_canvas
+from mdlm_hf.pipeline import check_text, prompt_canvas, text_to_canvas
 from mdlm_hf.plots import accuracy_figure
 from mdlm_hf.sampler import OPTION_SPECS, REVEAL_RULE_OPTIONS, SCORED_ORDERS
 
@@ -197,9 +197,9 @@ def draft_canvas(
 ) -> str:
     """The canvas before a run: the prompt, then a mask for each character to generate."""
     try:
-        length = max(1, int(length or 1))
+        length = max(0, int(length or 0))
     except (TypeError, ValueError):  # a half-typed number: keep a canvas on screen anyway
-        length = 1
+        length = 0
     return canvas_box([cell(char) for char in prompt or ""] + [cell(None)] * length, rows, font_px) + legend
 
 
@@ -230,6 +230,45 @@ def as_float(value: object, name: str, low: float, high: float) -> float:
     if not low <= number <= high:  # also false for NaN
         raise gr.Error(f"{name} must be between {low} and {high}, got {value!r}")
     return number
+
+
+def check_flag(value: object, name: str) -> None:
+    """A gr.Error naming a checkbox whose value (from the API) is not true or false."""
+    if not isinstance(value, bool):
+        raise gr.Error(f"{name} must be true or false, got {value!r}")
+
+
+NAMED_CHARS = {"\n": "line break", " ": "space", "\t": "tab"}
+
+
+def vocabulary_words(vocab: str) -> str:
+    """The characters of `vocab` compactly: runs of letters and digits as ranges ("a-z"), other characters as they
+    are, then the invisible ones by name ("3 A-Z a-z !?.,: plus line break and space")."""
+    chars = sorted(set(vocab))
+    groups: list[str] = []
+    run: list[str] = []
+    for char in [c for c in chars if c.isalnum()] + [""]:  # "" ends the last run
+        if run and (not char or ord(char) != ord(run[-1]) + 1):
+            groups.append(f"{run[0]}-{run[-1]}" if len(run) > 2 else "".join(run))
+            run = []
+        run.append(char)
+    others = "".join(c for c in chars if not c.isalnum() and c not in NAMED_CHARS and c.isprintable())
+    named = [NAMED_CHARS[c] for c in NAMED_CHARS if c in chars]
+    words = " ".join(groups + [others] if others else groups)
+    if named:
+        words += " plus " + " and ".join([", ".join(named[:-1]), named[-1]] if len(named) > 1 else named)
+    return words.strip()
+
+
+def check_chars(model: MDLM, text: str, what: str) -> None:
+    """A gr.Error naming the characters of `text` outside the model's vocabulary, and the ones it writes."""
+    unknown = model.tokenizer.unknown_chars(text)
+    if unknown:
+        count = "1 character" if len(unknown) == 1 else f"{len(unknown)} characters"
+        raise gr.Error(
+            f"the {what} has {count} outside the model's vocabulary: {', '.join(map(repr, unknown))}; "
+            f"it writes only {vocabulary_words(model.tokenizer.vocab)}"
+        )
 
 
 def readout(state: SamplerState, seconds: float, num_generated: int, seed: int, note: str = "") -> str:
@@ -284,7 +323,9 @@ def fit_length(block_size: int, prompt: str | None, wanted: float | None) -> dic
 
 def fitted_length(model: MDLM, prompt: str, length: float) -> tuple[int, str]:
     """`length`, lowered to the room the prompt leaves in the model's context, and a note saying so (or "")."""
-    length = as_int(length, "length", 1, model.block_size)
+    length = as_int(length, "length", 0, model.block_size)
+    if length == 0:  # the sliders start at 0 so that a 0 typed into their box reaches this line, not gradio's bound
+        raise gr.Error("nothing to generate: set at least 1 character to generate")
     room = model.block_size - len(prompt)
     if room < 1:
         raise gr.Error(
@@ -301,6 +342,7 @@ def fitted_length(model: MDLM, prompt: str, length: float) -> tuple[int, str]:
 
 def run_seed(seed: object, fixed_seed: bool) -> int:
     """A run's seed: the seed box's when fixed, else a new random one (shown with the run, so it can be repeated)."""
+    check_flag(fixed_seed, "fixed_seed")
     return as_int(seed, "seed", 0, MAX_SEED) if fixed_seed else secrets.randbelow(MAX_SEED + 1)
 
 
@@ -350,24 +392,51 @@ def errors_shown() -> Iterator[None]:
         raise gr.Error(str(error)) from None
 
 
+def payload_words(component: gr.components.Component) -> str:
+    """What an input component's API payload must be, in words."""
+    if isinstance(component, (gr.Slider, gr.Number)):
+        return "a number"
+    if isinstance(component, gr.Checkbox):
+        return "true or false"
+    return "a string" if isinstance(component, gr.Textbox) else "a valid value"
+
+
+def preprocessed(component: gr.components.Component, name: str, value: Any) -> Any:
+    """An event's raw input through its component's preprocessing; a payload of the wrong type (a string for a
+    number) is a gr.Error naming the parameter, where gradio's own would be a generic "verbose error" line."""
+    try:
+        return component.preprocess(value)
+    except gr.Error:  # the component's own message, such as a slider's bounds
+        raise
+    except Exception:
+        raise gr.Error(f"{name} must be {payload_words(component)}, got {value!r}") from None
+
+
 def event(handler: Callable, inputs: dict[str, gr.components.Component], **context: Any) -> dict:
     """Arguments of a gradio event that calls `handler(**context, **{name: value})` for the `inputs` (name ->
-    component); their order is the API's parameter order, their names its parameter names."""
+    component); their order is the API's parameter order, their names its parameter names. The values are
+    preprocessed here rather than by gradio, so that a payload of the wrong type is an error naming its parameter."""
     names = list(inputs)
+
+    def by_name(values: tuple) -> dict[str, Any]:
+        return {
+            name: preprocessed(component, name, value)
+            for (name, component), value in zip(inputs.items(), values, strict=True)
+        }
 
     def streaming(*values: Any) -> Iterator:
         with errors_shown():
-            yield from handler(**context, **dict(zip(names, values, strict=True)))
+            yield from handler(**context, **by_name(values))
 
     def single(*values: Any) -> Any:
         with errors_shown():
-            return handler(**context, **dict(zip(names, values, strict=True)))
+            return handler(**context, **by_name(values))
 
     fn = streaming if inspect.isgeneratorfunction(handler) else single
     fn.__signature__ = inspect.Signature(
         [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names]
     )
-    return dict(fn=fn, inputs=list(inputs.values()))
+    return dict(fn=fn, inputs=list(inputs.values()), preprocess=False)
 
 
 def start(
@@ -395,7 +464,8 @@ def generate(
 ) -> Iterator[tuple]:
     """Generate tab: the prompt followed by `length` generated characters (fewer when the prompt leaves less room
     in the model's context, which the readout says), streamed step by step."""
-    prompt = prompt or ""
+    check_text(prompt, "prompt")
+    check_chars(model, prompt, "prompt")  # before any length: an unknown character is the problem to fix first
     length, note = fitted_length(model, prompt, length)
     seed = run_seed(seed, fixed_seed)
     canvas = prompt_canvas(model, prompt, length)
@@ -404,8 +474,10 @@ def generate(
 
 def infill(model: MDLM, template: str | None, seed: float, fixed_seed: bool, **controls: Any) -> Iterator[tuple]:
     """Infill tab: every '_' of the template filled in, streamed step by step."""
-    check_fits(model, template or "", "template")  # before the sampler's own check, in plain words
-    canvas = text_to_canvas(model, template or "")
+    check_text(template, "template")
+    check_chars(model, template.replace("_", ""), "template")
+    check_fits(model, template, "template")  # before the sampler's own check, in plain words
+    canvas = text_to_canvas(model, template)
     seed = run_seed(seed, fixed_seed)
     yield from frames(model, start(model, canvas, seed, controls), int((canvas != model.mask_id).sum()), seed)
 
@@ -424,7 +496,9 @@ def compare(
 ) -> Iterator[tuple[str, str, str, str, str, int]]:
     """Compare tab: left-to-right and confidence order on the same canvas, streamed together, with the same
     reveal rule (`rule`: the REVEAL_RULE_OPTIONS) where it applies; then a one-line takeaway."""
-    prompt = prompt or ""
+    check_text(prompt, "prompt")
+    check_chars(model, prompt, "prompt")
+    check_flag(autoregressive, "autoregressive")
     length, note = fitted_length(model, prompt, length)
     seed = run_seed(seed, fixed_seed)
     canvas = prompt_canvas(model, prompt, length)
@@ -531,9 +605,10 @@ def check_fits(model: MDLM, text: str, what: str) -> None:
 def forward_process(model: MDLM, line: str | None, t: float, seed: float) -> tuple[str, str]:
     """How it works tab: the line masked at ratio t and the model's guesses, one column per character, and how
     many it gets right."""
-    line = line or ""
+    check_text(line, "line")
     if not line:
         raise ValueError("enter a line of at least one character")
+    check_chars(model, line, "line")
     check_fits(model, line, "line")
     tokens = torch.tensor([model.tokenizer.encode(line)])
     generator = torch.Generator().manual_seed(as_int(seed, "seed", 0, MAX_SEED))
@@ -748,7 +823,7 @@ def generate_tab(model: MDLM, demo: gr.Blocks) -> None:
         with gr.Column(scale=1, min_width=300):
             prompt = gr.Textbox(label="Prompt (kept fixed at the start)", value=DEFAULT_PROMPT, lines=2)
             button, stop = run_buttons("Generate")
-            length = gr.Slider(1, block_size, value=room, step=1, precision=0, label="Characters to generate")
+            length = gr.Slider(0, block_size, value=room, step=1, precision=0, label="Characters to generate")
             steps = option_control("num_steps", block_size, min(SamplerOptions().num_steps, default_length))
             controls = dict(prompt=prompt, length=length, num_steps=steps)
             controls |= sampling_options("generate", block_size, ("temperature", "top_p", "block_length"))
@@ -820,7 +895,7 @@ def compare_tab(model: MDLM, known_words: set[str] | None, demo: gr.Blocks) -> N
     summary = gr.Markdown(elem_id="compare-takeaway")
     gr.HTML(LEGEND)
     with gr.Row():
-        length = gr.Slider(1, block_size, value=length_value, step=1, precision=0, label="Characters")
+        length = gr.Slider(0, block_size, value=length_value, step=1, precision=0, label="Characters")
         steps = option_control("num_steps", block_size, min(32, block_size), label="Forward passes")
         temperature = option_control("temperature", block_size, label="Temperature")
         controls = dict(prompt=prompt, length=length, num_steps=steps, temperature=temperature)

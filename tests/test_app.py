@@ -814,3 +814,91 @@ def test_a_port_in_use_is_one_line(model_dir):
             app.main(["--model", str(model_dir), "--port", str(port)])
     message = str(stopped.value)
     assert message.startswith(f"error: could not serve the app on port {port}") and "\n" not in message
+
+
+# --- defect 11: messages ---
+
+SHIPPED_VOCAB = "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def test_the_vocabulary_is_described_compactly():
+    assert app.vocabulary_words(SHIPPED_VOCAB) == "3 A-Z a-z !$&',-.:;? plus line break and space"
+    assert app.vocabulary_words("abdef_ \t") == "ab d-f _ plus space and tab"
+
+
+@pytest.mark.parametrize(
+    "endpoint,kwargs,what",
+    [
+        ("/generate", dict(prompt="😀" * 130, length=20, num_steps=4), "prompt"),  # too long, but the emoji first
+        ("/generate", dict(prompt="ROMEO 😀:\n", length=20, num_steps=4), "prompt"),
+        ("/infill", dict(template="😀 __" * 50, num_steps=4), "template"),
+        ("/compare", dict(prompt="😀" * 130, length=20, num_steps=4), "prompt"),
+        ("/forward_process", dict(line="😀" * 200, t=0.5, seed=0), "line"),
+    ],
+)
+def test_an_unknown_character_is_named_before_any_length_and_the_vocabulary_listed(
+    client, model_dir, endpoint, kwargs, what
+):
+    with pytest.raises(Exception) as error:
+        client.predict(**kwargs, api_name=endpoint)
+    message = str(error.value)
+    model, _ = app.load_model(model_dir)
+    assert f"the {what} has 1 character outside the model's vocabulary: '😀'" in message
+    assert f"it writes only {app.vocabulary_words(model.tokenizer.vocab)}" in message
+    assert "characters at a time" not in message and "context" not in message and "\n" not in message
+
+
+def test_length_zero_is_one_clear_message_and_generates_nothing(client, model_dir, monkeypatch):
+    for endpoint in ("/generate", "/compare"):
+        with pytest.raises(Exception) as error:
+            client.predict(prompt="ROMEO:\n", length=0, num_steps=4, api_name=endpoint)
+        assert str(error.value) == "nothing to generate: set at least 1 character to generate", endpoint
+    model, _ = app.load_model(model_dir)
+    monkeypatch.setattr(app, "sample", lambda *args, **kwargs: pytest.fail("sampled with length 0"))
+    run = app.generate(model, prompt="ROMEO:\n", length=0, seed=0, fixed_seed=False, num_steps=4)
+    with pytest.raises(gr.Error, match="nothing to generate"):
+        next(run)
+    # the page: a length of 0 is no slider error; the steps slider locks, the canvas shows the prompt alone
+    page = Page(app.build_demo(model))
+    controls = tab_controls(page.demo, "generate", app.GENERATE_API)
+    page.type(controls["length"], 0)
+    assert page.value(controls["length"]) == 0 and page.props[controls["num_steps"]._id]["interactive"] is False
+    canvas = next(b for b in page.demo.blocks.values() if getattr(b, "elem_id", None) == "generate-canvas")
+    assert cell_classes(page.value(canvas)) == ["given"] * 7
+
+
+WRONG_TYPES = [
+    ("/generate", dict(prompt="", length="abc"), "length must be a number, got 'abc'"),
+    ("/generate", dict(prompt="", length=20, num_steps="abc"), "num_steps must be a number, got 'abc'"),
+    ("/generate", dict(prompt="", length=20, temperature="hot"), "temperature must be a number, got 'hot'"),
+    ("/generate", dict(prompt=None, length=20), "prompt must be a string, got NoneType None"),
+    ("/generate", dict(prompt="", length=20, fixed_seed="yes"), "fixed_seed must be true or false, got 'yes'"),
+    ("/generate", dict(prompt="", length=20, seed="x", fixed_seed=True), "seed must be a number, got 'x'"),
+    ("/infill", dict(template=None), "template must be a string, got NoneType None"),
+    ("/infill", dict(template="to __", num_steps=[2]), "num_steps must be a number, got [2]"),
+    ("/compare", dict(prompt="", length="x"), "length must be a number, got 'x'"),
+    ("/compare", dict(prompt="", length=20, autoregressive="no"), "autoregressive must be true or false, got 'no'"),
+    ("/forward_process", dict(line=None, t=0.5, seed=0), "line must be a string, got NoneType None"),
+    ("/forward_process", dict(line="abc", t="x", seed=0), "t must be a number, got 'x'"),
+]
+
+
+@pytest.mark.parametrize("endpoint,kwargs,message", WRONG_TYPES)
+def test_a_payload_of_the_wrong_type_is_one_line_naming_the_field(client, endpoint, kwargs, message):
+    with pytest.raises(Exception) as error:
+        client.predict(**kwargs, api_name=endpoint)
+    assert str(error.value) == message and "verbose error reporting" not in str(error.value)
+
+
+def test_handlers_name_a_field_of_the_wrong_type(model_dir):
+    model, _ = app.load_model(model_dir)
+    with pytest.raises(ValueError, match="^prompt must be a string, got NoneType None$"):
+        next(app.generate(model, prompt=None, length=10, seed=0, fixed_seed=False))
+    with pytest.raises(ValueError, match="^template must be a string, got NoneType None$"):
+        next(app.infill(model, template=None, seed=0, fixed_seed=False))
+    with pytest.raises(ValueError, match="^prompt must be a string"):
+        next(app.compare(model, None, None, 10, 4, 1.0, 0, False, False))
+    with pytest.raises(ValueError, match="^line must be a string"):
+        app.forward_process(model, None, 0.5, 0)
+    with pytest.raises(ValueError, match="fixed_seed must be true or false"):
+        next(app.generate(model, prompt="", length=10, seed=0, fixed_seed="yes"))
