@@ -34,12 +34,15 @@ def reveal_rules(
     ]
 
 
-def load_model(path: str | None) -> tuple[MDLM, str]:
-    """The model at `path`, else the shipped checkpoint, else a random model of the shipped shape."""
+def load_model(path: str | None, exact: bool = False) -> tuple[MDLM, str]:
+    """The model at `path`, else the shipped checkpoint, else a random model of the shipped shape; it samples on
+    the fast path as `from_pretrained` loads it, or with the exact fp32 model when `exact`."""
     if path:
-        return MDLM.from_pretrained(path), path
+        return MDLM.from_pretrained(path, fast=not exact), path
     if (SHIPPED_MODEL / "model.safetensors").is_file():
-        return MDLM.from_pretrained(SHIPPED_MODEL), str(SHIPPED_MODEL)
+        return MDLM.from_pretrained(SHIPPED_MODEL, fast=not exact), str(SHIPPED_MODEL)
     vocab = "".join(sorted(set(read_text(SHARED_DATA)))) if SHARED_DATA.is_file() else "".join(map(chr, range(32, 127)))
     torch.manual_seed(0)
-    return MDLM(vocab, n_layer=6, n_head=4, n_embd=256, block_size=256).eval(), "random init (d256 L6)"
+    model = MDLM(vocab, n_layer=6, n_head=4, n_embd=256, block_size=256).eval()
+    model.fast = not exact
+    return model, "random init (d256 L6)"

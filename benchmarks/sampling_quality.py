@@ -4,6 +4,8 @@
     python -m benchmarks.sampling_quality --orders confidence --order-temperatures 0.25 0.5   # soft orders
     python -m benchmarks.sampling_quality --orders confidence --order-temperatures 0.25 --steps 64 \\
         --prior-weights 0 0.6 --remask-ratios 0 0.5 --spacings 0 1                            # reveal rules
+    python -m benchmarks.sampling_quality --orders confidence --order-temperatures 0.25 --prior-weights 0.35 \\
+        --remask-ratios 0.75 --spacings 1 --steps 32 64 --entropy-bounds 0 4 --seeds 0 1      # adaptive rule
 
 Each setting is the plain sampler core (`SamplerOptions.plain()`, every option off) with the options the
 grid names; the defaults the study recommends are `SamplerOptions()`.
@@ -11,16 +13,21 @@ grid names; the defaults the study recommends are `SamplerOptions()`.
 For each setting, `--samples` texts of `--length` characters are generated in one batch with fixed
 seeds and scored against the training split: valid-word rate, perplexity under an independent
 character 5-gram Kneser-Ney judge, character entropy and distinct-4 (real validation text is scored
-the same way for reference), plus chars/s. Results accumulate in benchmarks/results/sampling_quality*.json
-(so the grid can be run in parts, by parallel processes with their own --results-file); the markdown
-table and PNG plots are rebuilt from every stored row measured on the same weights (a fingerprint of
-the model's parameters is stored with the rows, so a retrained model never mixes with old numbers).
+the same way for reference), plus chars/s and the forward passes a sample needed (fewer than the steps
+with an adaptive rule). Each of `--seeds` is its own row; the report averages them and gives the
+seed-to-seed spread. The model samples as `from_pretrained` loads it (the fast path where this machine
+chose it: the rows record the weights' dtype); `--exact` samples with the fp32 model. Results accumulate in
+benchmarks/results/sampling_quality*.json (so the grid can be run in parts, by parallel processes with their
+own --results-file); the markdown table and PNG plots are rebuilt from every stored row measured on the same
+weights (a fingerprint of the model's parameters is stored with the rows, so a retrained model never mixes with
+old numbers).
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import time
 from pathlib import Path
@@ -32,7 +39,7 @@ from mdlm_hf import ORDERS, SamplerOptions, sample
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 from mdlm_hf.metrics import KneserNeyJudge, char_entropy, distinct_n, valid_word_rate, word_list
 from mdlm_hf.plots import label_colours, quality_vs_speed_figure, quality_vs_steps_figure, words_vs_diversity_figure
-from mdlm_hf.sampler import REVEAL_RULE_OPTIONS, final_state
+from mdlm_hf.sampler import REVEAL_RULE_OPTIONS
 
 RESULTS = REPO_ROOT / "benchmarks" / "results"
 
@@ -60,47 +67,79 @@ def model_fingerprint(model: torch.nn.Module) -> str:
 RULE_NAMES = dict(zip(REVEAL_RULE_OPTIONS, ("order temp", "prior", "remask", "spacing"), strict=True))  # in labels
 
 
+METRICS = ("valid_word_rate", "judge_perplexity", "char_entropy_bits", "distinct_4", "chars_per_s", "forward_passes")
+
+
 def setting_key(row: dict) -> tuple:
-    """What identifies a setting: rows with the same key replace each other."""
+    """What identifies a setting, less its seed: the rows of one setting's seeds are averaged."""
     rule = tuple(row[name] for name in REVEAL_RULE_OPTIONS)
-    return (row["order"], *rule, row["num_steps"], row["temperature"], row["extra"])
+    adaptive, weights = row.get("entropy_bound", 0), row.get("weights", "fp32")  # rows from before these existed
+    return (row["order"], *rule, adaptive, row["num_steps"], row["temperature"], row["extra"], weights)
+
+
+def row_key(row: dict) -> tuple:
+    """What identifies a row: rows with the same key replace each other."""
+    return (*setting_key(row), row.get("seed", 0))
+
+
+def averaged(rows: list[dict]) -> dict:
+    """One setting's rows (one per seed) as one: metrics averaged, with the seeds and the valid-word spread."""
+    words = [r["valid_word_rate"] for r in rows]
+    mean = {m: sum(r.get(m, r["num_steps"]) for r in rows) / len(rows) for m in METRICS}  # passes: old rows = steps
+    return {**rows[0], **mean, "seeds": len(rows), "valid_word_spread": max(words) - min(words)}
 
 
 def order_label(row: dict) -> str:
-    """The order, with every reveal-rule option that is switched on."""
+    """The order, with every reveal-rule option that is switched on (and the weights, when not the fast path)."""
     parts = [f"{RULE_NAMES[name]} {row[name]:g}" for name in REVEAL_RULE_OPTIONS if row[name]]
-    return f"{row['order']} ({', '.join(parts)})" if parts else row["order"]
+    if row.get("entropy_bound"):
+        parts.append(f"entropy bound {row['entropy_bound']:g}")
+    label = f"{row['order']} ({', '.join(parts)})" if parts else row["order"]
+    return label + (" [exact fp32]" if row.get("weights") == "fp32" else "")
 
 
 def ordered_labels(rows: list[dict]) -> list[str]:
     """The distinct order labels of `rows`, in ORDERS order, plain before the added options."""
-    keys = {order_label(r): (ORDERS.index(r["order"]), *(r[name] for name in REVEAL_RULE_OPTIONS)) for r in rows}
+    keys = {
+        order_label(r): (ORDERS.index(r["order"]), *(r[name] for name in REVEAL_RULE_OPTIONS), *setting_key(r)[-2:])
+        for r in rows
+    }
     return sorted(keys, key=keys.get)
 
 
-def run_setting(model, setting: dict, num_samples: int, length: int, seed: int) -> tuple[list[str], float]:
-    """Generates num_samples texts in one batch; returns them and the wall time."""
+def run_setting(model, setting: dict, num_samples: int, length: int, seed: int) -> tuple[list[str], float, float]:
+    """Generates num_samples texts in one batch; returns them, the wall time and the forward passes a text needed
+    on average (the batch runs until its slowest row is done; alone, a row stops when it has no mask left)."""
     canvas = torch.full((num_samples, length), model.mask_id)
+    passes = torch.zeros(num_samples)
     start = time.perf_counter()
-    state = final_state(sample(model, canvas, SamplerOptions.plain(), seed=seed, **setting))
+    states = sample(model, canvas, SamplerOptions.plain(), seed=seed, **setting)
+    tokens = next(states).tokens
+    for state in states:  # each step is one forward pass, for the rows that still had a mask
+        passes += (tokens == model.mask_id).any(dim=1)
+        tokens = state.tokens
     seconds = time.perf_counter() - start
-    return [model.tokenizer.decode(row) for row in state.tokens], seconds
+    return [model.tokenizer.decode(row) for row in tokens], seconds, float(passes.mean())
 
 
 def make_report(results: list[dict], reference: dict, out_dir: Path) -> str:
-    """Markdown table and the two plots from all results so far."""
+    """Markdown table and the plots from all results so far (one row per setting, its seeds averaged)."""
+    by_setting: dict[tuple, list[dict]] = {}
+    for r in results:
+        by_setting.setdefault(setting_key(r), []).append(r)
+    results = [averaged(rows) for rows in by_setting.values()]
     lines = [
         f"Real validation text ({reference['num_samples']} windows of {reference['length']} chars): "
         f"valid-word rate {reference['valid_word_rate']:.3f}, judge perplexity {reference['judge_perplexity']:.2f}, "
         f"char entropy {reference['char_entropy_bits']:.3f} bits, distinct-4 {reference['distinct_4']:.3f}\n",
-        "| order | steps | temp | extra | valid words | judge ppl | ppl / real | entropy / real | distinct-4 "
-        "| chars/s |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| order | steps | temp | extra | passes | seeds | valid words (spread) | judge ppl | ppl / real "
+        "| entropy / real | distinct-4 | chars/s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in sorted(results, key=lambda r: (r["extra"], order_label(r), r["temperature"], r["num_steps"])):
         lines.append(
             f"| {order_label(r)} | {r['num_steps']} | {r['temperature']} | {r['extra'] or '-'} "
-            f"| {r['valid_word_rate']:.3f} | "
+            f"| {r['forward_passes']:.1f} | {r['seeds']} | {r['valid_word_rate']:.3f} ({r['valid_word_spread']:.3f}) | "
             f"{r['judge_perplexity']:.2f} | {r['judge_perplexity'] / reference['judge_perplexity']:.2f} | "
             f"{r['char_entropy_bits'] / reference['char_entropy_bits']:.3f} | {r['distinct_4']:.3f} | "
             f"{r['chars_per_s']:.0f} |"
@@ -122,10 +161,22 @@ def make_report(results: list[dict], reference: dict, out_dir: Path) -> str:
                 if at_temperature:
                     curves.append((label, temperature, at_temperature))
     quality_vs_steps_figure(curves, reference, colours).savefig(out_dir / "quality_vs_steps.png", dpi=110)
+    by_passes = []  # every setting at temperature 1.0 that an adaptive rule or a step count varies
+    for label in labels:
+        rows = sorted((r for r in plain if order_label(r) == label and r["temperature"] == 1.0), key=passes_of)
+        if rows:
+            by_passes.append((label, 1.0, rows))
+    figure = quality_vs_steps_figure(by_passes, reference, colours, x="forward_passes")
+    figure.savefig(out_dir / "quality_vs_passes.png", dpi=110)
     groups = {label: [r for r in plain if order_label(r) == label] for label in labels}
     extras = [r for r in results if r["extra"]]
     quality_vs_speed_figure(groups, extras, colours).savefig(out_dir / "quality_vs_speed.png", dpi=110)
     return "\n".join(headline_table(results, reference) + [""] + lines)
+
+
+def passes_of(row: dict) -> float:
+    """The forward passes a text needed (rows from before they were counted: the steps)."""
+    return row.get("forward_passes", row["num_steps"])
 
 
 def headline_table(results: list[dict], reference: dict, temperature: float = 1.0) -> list[str]:
@@ -168,10 +219,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--prior-weights", type=float, nargs="+", default=[0.0], help="see mdlm_hf.sample")
     parser.add_argument("--remask-ratios", type=float, nargs="+", default=[0.0], help="see mdlm_hf.sample")
     parser.add_argument("--spacings", type=int, nargs="+", default=[0], help="see mdlm_hf.sample")
+    parser.add_argument(
+        "--entropy-bounds", type=float, nargs="+", default=[0.0], help="adaptive rule, 0 = off; see mdlm_hf.sample"
+    )
+    parser.add_argument("--exact", action="store_true", help="sample with the exact fp32 model, not the fast path")
     parser.add_argument("--extras", action="store_true", help="also threshold mode and semi-autoregressive blocks")
     parser.add_argument("--samples", type=int, default=32)
     parser.add_argument("--length", type=int, default=256)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="one row per seed; the report averages")
     parser.add_argument("--out-dir", default=str(RESULTS))
     parser.add_argument(
         "--results-file",
@@ -180,7 +235,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--report-only", action="store_true", help="rebuild the table and plots from stored rows")
     args = parser.parse_args(argv)
-    model, source = load_model(args.model)
+    model, source = load_model(args.model, exact=args.exact)
+    weights = str(model.denoise_dtype).removeprefix("torch.")
     train_text, val_text = split_text(read_text(args.data))
     judge, known_words = KneserNeyJudge(train_text, order=5), set(word_list(train_text))
     windows = [val_text[i : i + args.length] for i in range(0, args.samples * args.length * 4, args.length * 4)]
@@ -198,9 +254,10 @@ def main(argv: list[str] | None = None) -> None:
         if args.report_only
         else sorted(
             [
-                dict(num_steps=s, temperature=t, **rule)
+                dict(num_steps=s, temperature=t, **rule, **({"entropy_bound": b} if b else {}))
                 for t in args.temperatures
                 for s in args.steps
+                for b in args.entropy_bounds
                 for rule in reveal_rules(
                     args.orders, args.order_temperatures, args.prior_weights, args.remask_ratios, args.spacings
                 )
@@ -217,16 +274,20 @@ def main(argv: list[str] | None = None) -> None:
         extras += [dict(order="confidence", num_steps=64, temperature=t, block_length=32) for t in args.temperatures]
         cut = sum(setting["num_steps"] <= 64 for setting in settings)
         settings = settings[:cut] + extras + settings[cut:]
-    for setting in settings:
+    for setting, seed in itertools.product(settings, args.seeds):
         extra = (
             f"threshold {setting['threshold']}"
             if "threshold" in setting
             else ("blocks of 32" if "block_length" in setting else "")
         )
-        texts, seconds = run_setting(model, setting, args.samples, args.length, args.seed)
+        texts, seconds, passes = run_setting(model, setting, args.samples, args.length, seed)
         row = {
             "order": setting["order"],
             **{name: setting.get(name, 0) for name in REVEAL_RULE_OPTIONS},  # the extras leave them off
+            "entropy_bound": setting.get("entropy_bound", 0),
+            "weights": weights,
+            "seed": seed,
+            "forward_passes": passes,
             "num_steps": setting["num_steps"],
             "temperature": setting["temperature"],
             "extra": extra,
@@ -234,11 +295,12 @@ def main(argv: list[str] | None = None) -> None:
             "chars_per_s": args.samples * args.length / seconds,
             "example": texts[0],
         }
-        results = [r for r in results if setting_key(r) != setting_key(row)] + [row]
+        results = [r for r in results if row_key(r) != row_key(row)] + [row]
         payload = {"model": source, "model_fingerprint": fingerprint, "reference": reference, "results": results}
         atomic_write_bytes(store, json.dumps(payload, indent=1).encode())
         print(
-            f"{setting} -> valid words {row['valid_word_rate']:.3f}, judge ppl {row['judge_perplexity']:.2f}, "
+            f"{setting} seed {seed} -> valid words {row['valid_word_rate']:.3f}, judge ppl "
+            f"{row['judge_perplexity']:.2f}, entropy {row['char_entropy_bits']:.3f} bits, {passes:.1f} passes, "
             f"{row['chars_per_s']:.0f} chars/s",
             flush=True,
         )
@@ -249,7 +311,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"skipping {path.name}: measured on other weights", flush=True)
             continue
         for r in part["results"]:
-            rows[setting_key(r)] = r
+            rows[row_key(r)] = r
     table = make_report(list(rows.values()), reference, out_dir)
     (out_dir / "sampling_quality.md").write_text(table + "\n")
     print(table)

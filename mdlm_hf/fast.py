@@ -71,11 +71,15 @@ class FastPath:
 
     def __call__(self, model: nn.Module, tokens: torch.Tensor, t: torch.Tensor | None) -> torch.Tensor:
         """Logits (B, T, V) of `model` on `tokens`, from the bf16 copy when it was chosen."""
+        return self.runner(model)(tokens, t)
+
+    def runner(self, model: nn.Module) -> nn.Module:
+        """What runs `model`'s passes here: its bf16 copy (remade when the weights change) if faster, else itself."""
         key = weights_key(model)
         if key != self.key:
             self.copy = self._make_copy(model)
             self.key = key
-        return (model if self.copy is None else self.copy)(tokens, t)
+        return model if self.copy is None else self.copy
 
     def _make_copy(self, model: nn.Module) -> nn.Module | None:
         # the model holds this FastPath: the copy gets a fresh one instead of a copy of this one's old copy

@@ -338,6 +338,14 @@ class MDLM(
             return self(tokens, t)
         return self._fast_path(self, tokens, t)
 
+    @property
+    def denoise_dtype(self) -> torch.dtype:
+        """The weights' dtype that `denoise` runs on in eval mode: bfloat16 where the fast path chose its copy."""
+        if not self.fast:
+            return self.lm_head.weight.dtype
+        with torch.no_grad():
+            return self._fast_path.runner(self).lm_head.weight.dtype
+
     # --- text: thin wrappers over mdlm_hf.pipeline (the one sampler core, with the study's recommended options
     # unless `options` or single options by name say otherwise) ---
 

@@ -69,32 +69,39 @@ def label_colours(labels: list[str]) -> dict[str, Any]:
     return dict(zip(labels, pyplot().get_cmap("tab20").colors, strict=False))
 
 
-def quality_vs_steps_figure(curves: list[tuple[str, float, list[dict]]], reference: dict, colours: dict) -> Figure:
-    """Valid words, judge perplexity and character entropy against steps: one curve per (label, temperature, rows),
-    solid at temperature 1.0, dashed otherwise; black lines: real text."""
+# what the study's quality figures can put on their x axis: a row's key -> (axis label, in titles)
+X_AXES = {"num_steps": ("denoising steps", "steps"), "forward_passes": ("forward passes per text", "forward passes")}
+
+
+def quality_vs_steps_figure(
+    curves: list[tuple[str, float, list[dict]]], reference: dict, colours: dict, x: str = "num_steps"
+) -> Figure:
+    """Valid words, judge perplexity and character entropy against steps (or `x`, another key of X_AXES): one curve
+    per (label, temperature, rows), solid at temperature 1.0, dashed otherwise; black lines: real text."""
+    xlabel, in_title = X_AXES[x]
     fig, axes = pyplot().subplots(1, 3, figsize=(17, 6))
     for label, temperature, rows in curves:
         style = "-" if temperature == 1.0 else "--"
         for ax, metric in zip(axes, STEP_METRICS, strict=True):
-            steps, values = [r["num_steps"] for r in rows], [r[metric] for r in rows]
-            ax.plot(steps, values, style, color=colours[label], marker="o", label=f"{label}, T={temperature}")
+            xs, values = [r.get(x, r["num_steps"]) for r in rows], [r[metric] for r in rows]
+            ax.plot(xs, values, style, color=colours[label], marker="o", label=f"{label}, T={temperature}")
     for ax, metric in zip(axes, STEP_METRICS, strict=True):
         ax.axhline(reference[metric], color="k", lw=0.8, label="real text")
         ax.grid(alpha=0.3)
     axes[2].axhspan(0.95 * reference["char_entropy_bits"], reference["char_entropy_bits"], color="k", alpha=0.08)
-    axes[0].set(xscale="log", xlabel="denoising steps", ylabel="valid-word rate", title="Valid words vs steps")
+    axes[0].set(xscale="log", xlabel=xlabel, ylabel="valid-word rate", title=f"Valid words vs {in_title}")
     axes[1].set(
         xscale="log",
-        xlabel="denoising steps",
+        xlabel=xlabel,
         yscale="log",
         ylabel="judge perplexity (lower is better)",
-        title="Judge perplexity vs steps",
+        title=f"Judge perplexity vs {in_title}",
     )
     axes[2].set(
         xscale="log",
-        xlabel="denoising steps",
+        xlabel=xlabel,
         ylabel="character entropy, bits (shaded: within 5 % of real)",
-        title="Diversity vs steps",
+        title=f"Diversity vs {in_title}",
     )
     handles, names = axes[1].get_legend_handles_labels()
     fig.legend(handles, names, loc="lower center", ncol=4, fontsize=8, frameon=False)

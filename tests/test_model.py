@@ -210,14 +210,17 @@ def test_fast_path_is_off_when_slower_off_by_switch_and_under_autograd(tiny_mode
     with torch.no_grad():
         exact = tiny_model(tokens)
         assert torch.equal(tiny_model.denoise(tokens), exact)  # fast is off
+        assert tiny_model.denoise_dtype == torch.float32
         tiny_model.fast = True
         assert not torch.equal(tiny_model.denoise(tokens), exact)
+        assert tiny_model.denoise_dtype == torch.bfloat16
     assert torch.equal(tiny_model.denoise(tokens), tiny_model(tokens))  # gradients wanted: the exact model
     monkeypatch.setattr(mdlm_hf.fast, "bf16_is_faster", lambda exact, fast: False)
     monkeypatch.setattr(mdlm_hf.fast, "_decisions", {})
     tiny_model._fast_path.key = None
     with torch.no_grad():
         assert torch.equal(tiny_model.denoise(tokens), exact) and tiny_model._fast_path.copy is None
+    assert tiny_model.denoise_dtype == torch.float32  # bf16 lost the timing here
 
 
 def test_the_fast_copy_follows_the_weights(tiny_model, bf16_chosen):
