@@ -1,7 +1,10 @@
-"""mdlm_hf demo: watch Shakespeare emerge from masks.
+"""mdlm_hf demo: watch Shakespeare (or whatever the model was trained on) emerge from masks.
 
     python app.py                         # the checkpoint shipped in pretrained/, offline
     python app.py --model user/repo-id    # another local directory or Hub repo (or set MDLM_MODEL)
+
+The title, default prompt, infill examples and sample text come from the model's demo.json (written by
+training/export.py) when it has one; Shakespeare's are the defaults for a model whose vocabulary covers them.
 
 The UI is built by `build_demo(model)`; every frame it streams is a state yielded by the package's
 one sampler generator as it is computed.
@@ -11,9 +14,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import functools
 import html
 import inspect
+import json
 import os
 import secrets
 import sys
@@ -83,6 +88,27 @@ When in eternal lines to time thou grow'st:
 So long as men can breathe or eyes can see,
 So long lives this, and this gives life to thee.
 """
+DEMO_FILE = "demo.json"  # beside the weights: the texts the app shows for this model (see DemoText)
+# the blank of infill templates: "_", or the first of these the model's vocabulary lacks
+BLANK_CHOICES = "_#*~^|@¤□"
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoText:
+    """What the app shows for one model: the subject in its title, the default prompt, infill examples (each "_" a
+    blank), and a sample text (`sample_name`: what it is) for the forward process and the accuracy plot."""
+
+    subject: str
+    prompt: str = ""
+    examples: tuple[str, ...] = ()
+    sample: str = ""
+    sample_name: str = "a sample of the model's own"
+    emoji: str = ""
+
+
+SHAKESPEARE = DemoText(
+    "Shakespeare", DEFAULT_PROMPT, tuple(INFILL_EXAMPLES), SONNET_18, "Sonnet 18 (unseen in training)", "🎭"
+)
 
 CANVAS_FONT = "font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;"
 # breaks lines at spaces, and inside a word only when the word is wider than the whole line
@@ -160,19 +186,97 @@ def placeholder(message: str, rows: int = CANVAS_ROWS) -> str:
     )
 
 
-def load_model(source: str | os.PathLike) -> tuple[MDLM, set[str] | None]:
-    """Loads a model and its training word list (None when the model has none) from a directory or repo id."""
-    model = MDLM.from_pretrained(source).eval()
-    words_path: Path | None = Path(source).expanduser() / "words.txt"
+def optional_file(source: str | os.PathLike, name: str) -> Path | None:
+    """A file beside the model's weights in a directory or Hub repo, or None when it has none."""
+    path: Path | None = Path(source).expanduser() / name
     if not Path(source).expanduser().is_dir():
         try:
             from huggingface_hub import hf_hub_download
 
-            words_path = Path(hf_hub_download(str(source), "words.txt"))
-        except Exception:  # the word list is optional: the valid-word metric then shows n/a
-            words_path = None
-    known_words = load_word_list(words_path) if words_path is not None and words_path.is_file() else None
-    return model, known_words
+            path = Path(hf_hub_download(str(source), name))
+        except Exception:  # optional: the app does without it
+            path = None
+    return path if path is not None and path.is_file() else None
+
+
+def load_model(source: str | os.PathLike) -> tuple[MDLM, set[str] | None]:
+    """Loads a model and its training word list (None when the model has none) from a directory or repo id."""
+    model = MDLM.from_pretrained(source).eval()
+    words_path = optional_file(source, "words.txt")  # without it the valid-word metric shows n/a
+    return model, load_word_list(words_path) if words_path is not None else None
+
+
+def load_demo_metadata(source: str | os.PathLike) -> dict | None:
+    """The model's demo.json (its subject, prompt, infill examples and sample text), or None when it has none or
+    it is not a JSON object."""
+    path = optional_file(source, DEMO_FILE)
+    try:
+        metadata = json.loads(path.read_text(encoding="utf-8")) if path is not None else None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return metadata if isinstance(metadata, dict) else None
+
+
+def choose_blank(vocab: str) -> str:
+    """The infill blank: "_", or, when the model writes "_", the first of BLANK_CHOICES it does not write."""
+    return next(char for char in BLANK_CHOICES if char not in vocab)
+
+
+def covers(model: MDLM, text: str, blank: str = "") -> bool:
+    """Whether the model writes every character of `text` (blanks aside) and reads it all at a time."""
+    return len(text) <= model.block_size and not model.tokenizer.unknown_chars(
+        text.replace(blank, "") if blank else text
+    )
+
+
+def model_sample(model: MDLM) -> str:
+    """A short text of the model's own (seed 0), for a model that comes with no sample text it covers."""
+    return model.generate(length=min(128, model.block_size), num_steps=16, seed=0)
+
+
+def demo_texts(model: MDLM, metadata: dict | None = None) -> DemoText:
+    """The texts the app shows for `model`: its metadata's (demo.json) where they are text it writes, over
+    Shakespeare's when the model writes those (the shipped model) or else none; a sample text it covers always,
+    its own sample if need be. Examples keep "_" as their blank."""
+    metadata = metadata or {}
+    every_text = "".join((*SHAKESPEARE.examples, SHAKESPEARE.prompt, SONNET_18)).replace("_", "")
+    shakespeare = not model.tokenizer.unknown_chars(every_text)
+    base = SHAKESPEARE if shakespeare and metadata.get("subject", "Shakespeare") == "Shakespeare" else None
+    if base is None:  # Sonnet 18 as the sample where the model writes it
+        base = DemoText(str(metadata.get("subject") or "text"), sample=SONNET_18, sample_name="Sonnet 18")
+    fields = {name: metadata[name] for name in ("subject", "prompt", "sample") if isinstance(metadata.get(name), str)}
+    if "sample" in fields:
+        named = metadata.get("sample_name")
+        subject = fields.get("subject", base.subject)
+        fields["sample_name"] = named if isinstance(named, str) else f"a passage of {subject}"
+    if isinstance(metadata.get("examples"), list):
+        fields["examples"] = tuple(e for e in metadata["examples"] if isinstance(e, str))
+    texts = dataclasses.replace(base, **fields)
+    texts = dataclasses.replace(
+        texts,
+        prompt=texts.prompt if covers(model, texts.prompt) and len(texts.prompt) < model.block_size else "",
+        examples=tuple(e for e in texts.examples if "_" in e and covers(model, e, "_")),
+    )
+    if not texts.sample.strip() or model.tokenizer.unknown_chars(texts.sample):
+        texts = dataclasses.replace(texts, sample=model_sample(model), sample_name=DemoText("").sample_name)
+    return texts
+
+
+def with_blank(template: str, blank: str) -> str:
+    """An example template (each "_" a blank) written with the app's blank character."""
+    return template.replace("_", blank)
+
+
+def sample_label(texts: DemoText) -> str:
+    """The How-it-works line's label: what the sample text is."""
+    if texts.sample == SONNET_18:
+        return "A line of Shakespeare"
+    return "A line the model wrote" if texts.sample_name == DemoText("").sample_name else f"A line of {texts.subject}"
+
+
+def sample_line(texts: DemoText, block_size: int) -> str:
+    """The first non-empty line of the sample text, cut to what the model reads at a time."""
+    return next((line for line in texts.sample.splitlines() if line.strip()), texts.sample)[:block_size]
 
 
 def render_canvas(model: MDLM, state: SamplerState, row: int = 0, rows: int = CANVAS_ROWS, font_px: int = 15) -> str:
@@ -346,33 +450,34 @@ def run_seed(seed: object, fixed_seed: bool) -> int:
     return as_int(seed, "seed", 0, MAX_SEED) if fixed_seed else secrets.randbelow(MAX_SEED + 1)
 
 
-def sonnet_accuracy(model: MDLM) -> list[tuple[float, float]]:
-    """Accuracy by mask ratio of the loaded model on Sonnet 18, which it never saw in training (about 15 s on a
-    CPU for the shipped model)."""
-    tokens = torch.tensor(model.tokenizer.encode(SONNET_18))
+def sample_accuracy(model: MDLM, text: str) -> list[tuple[float, float]]:
+    """Accuracy by mask ratio of the loaded model on its sample text (Sonnet 18 for the shipped model, which it
+    never saw in training: about 15 s on a CPU)."""
+    tokens = torch.tensor(model.tokenizer.encode(text))
     with torch.inference_mode():
         return accuracy_by_mask_ratio(model, tokens, num_windows=16)
 
 
-def marked_accuracy_figure(results: list[tuple[float, float]], t: float):
-    """The accuracy plot with a vertical line at the mask ratio t that the tab shows."""
-    figure = accuracy_figure(results, "Denoising accuracy on Sonnet 18 (unseen in training)")
+def marked_accuracy_figure(results: list[tuple[float, float]], t: float, sample_name: str = SHAKESPEARE.sample_name):
+    """The accuracy plot on the sample text `sample_name` with a vertical line at the mask ratio t that the tab
+    shows."""
+    figure = accuracy_figure(results, f"Denoising accuracy on {sample_name}")
     axes = figure.axes[0]
     axes.axvline(t, color="#c2410c", linestyle="--", linewidth=1.5, label=f"t = {t:.2f}, as above")
     axes.legend(loc="upper right", fontsize=9)
     return figure
 
 
-def accuracy_plot_once(model: MDLM) -> Callable[[float], Any]:
-    """A function of t that measures the accuracies on its first call (concurrent first calls measure once) and
-    from then on only draws the figure, marked at t (a few tens of milliseconds)."""
+def accuracy_plot_once(model: MDLM, texts: DemoText = SHAKESPEARE) -> Callable[[float], Any]:
+    """A function of t that measures the accuracies on the sample text on its first call (concurrent first calls
+    measure once) and from then on only draws the figure, marked at t (a few tens of milliseconds)."""
     lock = threading.Lock()
-    results = functools.cache(functools.partial(sonnet_accuracy, model))
+    results = functools.cache(functools.partial(sample_accuracy, model, texts.sample))
 
     def draw(t: float) -> Any:
         t = as_float(t, "mask ratio", 0.0, 1.0)
         with lock:  # pyplot, which draws the figure, is not thread-safe either
-            return marked_accuracy_figure(results(), t)
+            return marked_accuracy_figure(results(), t, texts.sample_name)
 
     return draw
 
@@ -472,12 +577,14 @@ def generate(
     yield from frames(model, start(model, canvas, seed, controls), len(prompt), seed, note)
 
 
-def infill(model: MDLM, template: str | None, seed: float, fixed_seed: bool, **controls: Any) -> Iterator[tuple]:
-    """Infill tab: every '_' of the template filled in, streamed step by step."""
+def infill(
+    model: MDLM, template: str | None, seed: float, fixed_seed: bool, blank: str = "_", **controls: Any
+) -> Iterator[tuple]:
+    """Infill tab: every `blank` of the template filled in, streamed step by step."""
     check_text(template, "template")
-    check_chars(model, template.replace("_", ""), "template")
+    check_chars(model, template.replace(blank, ""), "template")
     check_fits(model, template, "template")  # before the sampler's own check, in plain words
-    canvas = text_to_canvas(model, template)
+    canvas = text_to_canvas(model, template, blank)
     seed = run_seed(seed, fixed_seed)
     yield from frames(model, start(model, canvas, seed, controls), int((canvas != model.mask_id).sum()), seed)
 
@@ -813,21 +920,21 @@ def sampling_options(tab: str, block_size: int, names: tuple[str, ...], remask_r
     return controls
 
 
-def generate_tab(model: MDLM, demo: gr.Blocks) -> None:
+def generate_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
     """Prompt and run button first, then length, steps and the closed sampling options; the canvas beside them."""
     block_size, default_length = model.block_size, min(256, model.block_size)
     # the maximum follows the prompt once the page loads; the API accepts up to block_size and the handler lowers
     # the length to the room the prompt leaves, saying so
-    room = max(1, default_length - len(DEFAULT_PROMPT))
+    room = max(1, default_length - len(texts.prompt))
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
-            prompt = gr.Textbox(label="Prompt (kept fixed at the start)", value=DEFAULT_PROMPT, lines=2)
+            prompt = gr.Textbox(label="Prompt (kept fixed at the start)", value=texts.prompt, lines=2)
             button, stop = run_buttons("Generate")
             length = gr.Slider(0, block_size, value=room, step=1, precision=0, label="Characters to generate")
             steps = option_control("num_steps", block_size, min(SamplerOptions().num_steps, default_length))
             controls = dict(prompt=prompt, length=length, num_steps=steps)
             controls |= sampling_options("generate", block_size, ("temperature", "top_p", "block_length"))
-        outputs = output_column("generate", 8, draft_canvas(DEFAULT_PROMPT, room), "Generate")
+        outputs = output_column("generate", 8, draft_canvas(texts.prompt, room), "Generate")
     follow_prompt(demo, block_size, prompt, length, steps)
     for trigger in (prompt.change, length.change):  # the canvas before a run shows what will be filled
         redraw(trigger, draft_canvas, [prompt, length], outputs[0])
@@ -837,31 +944,36 @@ def generate_tab(model: MDLM, demo: gr.Blocks) -> None:
     )
 
 
-def infill_tab(model: MDLM, demo: gr.Blocks) -> None:
+def infill_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
     """A template and the run button first, then its examples, steps and the closed sampling options; the canvas
-    beside them."""
-    block_size = model.block_size
+    beside them. The blank is "_", or a character the model does not write when it writes "_"."""
+    block_size, blank = model.block_size, choose_blank(model.tokenizer.vocab)
+    examples = [with_blank(example, blank) for example in texts.examples]
+    first = examples[0] if examples else ""
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
-            template = gr.Textbox(label="Template: every _ is a character to fill", value=INFILL_EXAMPLES[0], lines=4)
+            info = None if blank == "_" else f"the model writes _, so the blank is {blank}"
+            template = gr.Textbox(
+                label=f"Template: every {blank} is a character to fill", value=first, lines=4, info=info
+            )
             button, stop = run_buttons("Fill the blanks")
-            gr.Examples(INFILL_EXAMPLES, inputs=[template])
+            if examples:
+                gr.Examples(examples, inputs=[template])
             steps = option_control("num_steps", block_size, INFILL_STEPS)
             controls = dict(template=template, num_steps=steps)
             controls |= sampling_options("infill", block_size, ("temperature", "top_p"), INFILL_REMASK_RATIO)
-        outputs = output_column("infill", 6, draft_template(INFILL_EXAMPLES[0]), "Fill the blanks")
+        outputs = output_column("infill", 6, draft_template(first, blank), "Fill the blanks")
     fit = dict(
-        fn=lambda text, wanted: fit_steps(min(block_size, (text or "").count("_")), wanted),
+        fn=lambda text, wanted: fit_steps(min(block_size, (text or "").count(blank)), wanted),
         inputs=[template, remembered(steps)],
         outputs=steps,
     )
     template.change(**fit, queue=False, api_name=False, show_progress="hidden")
     demo.load(**fit, queue=False, api_name=False, show_progress="hidden")  # steps fit the first template too
-    redraw(template.change, draft_template, [template], outputs[0])
+    redraw(template.change, functools.partial(draft_template, blank=blank), [template], outputs[0])
     inputs = {name: controls[name] for name in INFILL_API}
-    stoppable(
-        button, stop, **event(infill, inputs, model=model), outputs=outputs + [controls["seed"]], api_name="infill"
-    )
+    filled = event(infill, inputs, model=model, blank=blank)
+    stoppable(button, stop, **filled, outputs=outputs + [controls["seed"]], api_name="infill")
 
 
 def compare_draft(prompt: str | None, length: float | None) -> tuple[str, str]:
@@ -878,17 +990,17 @@ def compare_side(title: str, elem_id: str, draft: str) -> tuple[gr.HTML, gr.Mark
         return gr.HTML(draft, elem_id=elem_id), gr.Markdown()
 
 
-def compare_tab(model: MDLM, known_words: set[str] | None, demo: gr.Blocks) -> None:
+def compare_tab(model: MDLM, known_words: set[str] | None, demo: gr.Blocks, texts: DemoText) -> None:
     """Left-to-right against confidence order, same model, canvas, seed, forward passes and reveal rule: the
     prompt and the race first, the settings and the explanation after them."""
     block_size = model.block_size
     length_value = min(128, block_size)
     gr.Markdown("Left to right vs confidence order: same model, prompt, seed and forward passes, streamed together.")
     with gr.Row(equal_height=True):
-        prompt = gr.Textbox(label="Prompt", value=DEFAULT_PROMPT, lines=2, scale=3, min_width=200)
+        prompt = gr.Textbox(label="Prompt", value=texts.prompt, lines=2, scale=3, min_width=200)
         with gr.Column(scale=1, min_width=160):
             button, stop = run_buttons("Compare")
-    draft = compare_draft(DEFAULT_PROMPT, min(length_value, block_size - len(DEFAULT_PROMPT)))[0]
+    draft = compare_draft(texts.prompt, min(length_value, block_size - len(texts.prompt)))[0]
     with gr.Row():
         left_canvas, left_stats = compare_side("Left to right", "compare-left-canvas", draft)
         right_canvas, right_stats = compare_side("Confidence order", "compare-right-canvas", draft)
@@ -922,9 +1034,9 @@ def compare_tab(model: MDLM, known_words: set[str] | None, demo: gr.Blocks) -> N
     stoppable(button, stop, **compared, outputs=outputs, api_name="compare")
 
 
-def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab) -> None:
-    """The forward process on a line of Shakespeare, the accuracy plot marked at its t, and how the reverse process
-    reveals."""
+def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab, texts: DemoText) -> None:
+    """The forward process on a line of the sample text, the accuracy plot marked at its t, and how the reverse
+    process reveals."""
     gr.Markdown(
         "**Forward process.** Each character is replaced by a mask independently with probability t. "
         "The model sees the masked line (x_t) and predicts every masked character at once; under each wrong "
@@ -932,7 +1044,12 @@ def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab) -> None:
         "from t = 1 (all masks) to t = 0."
     )
     with gr.Row():
-        line = gr.Textbox(label="A line of Shakespeare", value=SONNET_18.splitlines()[0], scale=3, min_width=240)
+        line = gr.Textbox(
+            label=sample_label(texts),
+            value=sample_line(texts, model.block_size),
+            scale=3,
+            min_width=240,
+        )
         mask_ratio = gr.Slider(0, 1, value=0.3, step=0.01, label="Mask ratio t", scale=2, min_width=200)
         seed = gr.Number(value=0, precision=0, label="Seed", scale=1, min_width=90)
     view, summary = gr.HTML(elem_id="forward-view"), gr.Markdown(elem_id="forward-summary")
@@ -947,7 +1064,7 @@ def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab) -> None:
     # measured on the tab's first visit (about 15 s on a CPU), not at start-up, then kept for every visitor; the
     # Plot's own label would sit over the figure's title on a phone: the figure's title says it all
     plot = gr.Plot(show_label=False, elem_id="accuracy-plot")
-    draw = event(accuracy_plot_once(model), dict(t=mask_ratio))
+    draw = event(accuracy_plot_once(model, texts), dict(t=mask_ratio))
     tab.select(**draw, outputs=plot, api_name=False)
     mask_ratio.change(**draw, outputs=plot, api_name=False, trigger_mode="always_last", show_progress="hidden")
     gr.Markdown(
@@ -966,11 +1083,13 @@ def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab) -> None:
     )
 
 
-def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
-    """The whole UI for one loaded model: the layout of its four tabs."""
-    with gr.Blocks(title="mdlm_hf: Shakespeare from masks") as demo:
+def build_demo(model: MDLM, known_words: set[str] | None = None, metadata: dict | None = None) -> gr.Blocks:
+    """The whole UI for one loaded model (`metadata`: its demo.json, see `demo_texts`): the layout of its tabs."""
+    texts = demo_texts(model, metadata)
+    heading = f"{texts.subject[:1].upper()}{texts.subject[1:]} from masks"
+    with gr.Blocks(title=f"mdlm_hf: {heading}") as demo:
         gr.Markdown(
-            "# 🎭 Shakespeare from masks\n"
+            f"# {texts.emoji + ' ' if texts.emoji else ''}{heading}\n"
             f"A {model.num_parameters() / 1e6:.1f}M-parameter character-level **masked diffusion language model**. "
             "It starts from a canvas of masks and reveals characters in any order over a few denoising steps; "
             "prompting and infilling are the same operation with some characters given."
@@ -978,13 +1097,13 @@ def build_demo(model: MDLM, known_words: set[str] | None = None) -> gr.Blocks:
         # wrap, not gradio's "..." menu: on a phone every tab stays one tap away
         with gr.Tabs(overflow_behavior="wrap"):
             with gr.Tab("Generate"):
-                generate_tab(model, demo)
+                generate_tab(model, demo, texts)
             with gr.Tab("Infill"):
-                infill_tab(model, demo)
+                infill_tab(model, demo, texts)
             with gr.Tab("Compare"):
-                compare_tab(model, known_words, demo)
+                compare_tab(model, known_words, demo, texts)
             with gr.Tab("How it works") as how_it_works:
-                how_it_works_tab(model, demo, how_it_works)
+                how_it_works_tab(model, demo, how_it_works, texts)
     return demo
 
 
@@ -1002,7 +1121,7 @@ def main(argv: list[str] | None = None) -> None:
         model, known_words = load_model(args.model)
     except Exception as error:  # one clear line instead of a traceback, whatever went wrong
         sys.exit(f"error: could not load the model from {args.model}: {error}")
-    demo = build_demo(model, known_words)
+    demo = build_demo(model, known_words, load_demo_metadata(args.model))
     try:
         demo.queue(default_concurrency_limit=8, max_size=64).launch(server_name=args.host, server_port=args.port)
     except OSError as error:  # above all, a port that another program holds

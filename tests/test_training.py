@@ -1,4 +1,5 @@
 import ast
+import dataclasses
 import hashlib
 import json
 import os
@@ -917,6 +918,27 @@ def test_usage_examples_come_from_the_validation_text():
         "It was a bright cold day in April, and",
         "It was a bright cold day in ______ and the clocks were striking thirteen.",
     )
+
+
+def test_demo_metadata_gives_the_app_text_the_model_writes(tmp_path):
+    import app
+
+    text = "the cut line\nFirst Citizen:\nBefore we proceed any further, hear me speak.\nAll:\nSpeak, speak.\n"
+    model = MDLM(CharTokenizer.from_text(text).vocab, n_layer=1, n_head=2, n_embd=16, block_size=64)
+    data = export.describe_training_data(model, text, text, name="Plays")
+    metadata = export.demo_metadata(model, data, text)
+    assert metadata == {
+        "prompt": "First Citizen:\n",
+        "examples": ["Before we proceed any ________ hear me speak."],
+        "subject": "Plays",
+        "sample": "First Citizen:\nBefore we proceed any further, hear me speak.\nAll:\nSpeak, speak.",
+        "sample_name": "the validation text of Plays (unseen in training)",
+    }
+    texts = app.demo_texts(model, metadata)
+    assert (texts.subject, texts.prompt, texts.examples) == ("Plays", "First Citizen:\n", tuple(metadata["examples"]))
+    assert texts.sample == metadata["sample"] and texts.sample_name == metadata["sample_name"]
+    shakespeare = dataclasses.replace(data, tinyshakespeare=True)
+    assert export.demo_metadata(model, shakespeare, text) == {"subject": "Shakespeare"}
 
 
 def tensorboard_events(log_dir: Path):

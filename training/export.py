@@ -4,8 +4,9 @@
         --data ../shared/data/tinyshakespeare.txt [--push-to-hub user/mdlm-shakespeare-char]
 
 The export holds model.safetensors, config.json, a model card README.md with measured metrics,
-training_curve.png, accuracy_vs_mask_ratio.png, metrics.json and words.txt (the training split's
-word list, used by the app's valid-word metric), plus the images beside or below the --recipe
+training_curve.png, accuracy_vs_mask_ratio.png, metrics.json, words.txt (the training split's
+word list, used by the app's valid-word metric) and demo.json (the app's title subject, prompt, infill
+examples and sample text for this model), plus the images beside or below the --recipe
 markdown that it links. It is written to a temporary directory and then swapped in, so an interrupted
 export never leaves a half-written model behind. The swap replaces the export directory, so that must
 be new, empty or an earlier export; anything else is refused. words.txt holds every word of the
@@ -54,6 +55,7 @@ EXPORT_FILES = (
     "README.md",
     "accuracy_vs_mask_ratio.png",
     "config.json",
+    "demo.json",
     "metrics.json",
     "model.safetensors",
     "training_curve.png",
@@ -65,6 +67,7 @@ SHAKESPEARE_USAGE = ("ROMEO:\n", "To be, or not to be, ________ is the question:
 SPEAKER_LINE = re.compile(r"[^\W\d_][^:]{0,30}:")  # "ROMEO:", "First Citizen:": a prompt a play would continue
 PROMPT_CHARS = 40  # the longest prompt the usage example takes from the text
 INFILL_CHARS = 80  # the longest line it blanks a word of
+DEMO_SAMPLE_CHARS = 1000  # the app's sample text: its first line is the forward process's, all of it the plot's
 
 
 def check_export_dir(export_dir: Path, run_dir: Path | None = None) -> None:
@@ -206,6 +209,22 @@ def usage_examples(model: MDLM, val_text: str) -> tuple[str, str | None]:
             infill = line[: middle.start()] + "_" * len(middle.group()) + line[middle.end() :]
             break
     return prompt, infill
+
+
+def demo_metadata(model: MDLM, data: TrainingData, val_text: str) -> dict:
+    """What the app (app.py) shows for the model, saved as demo.json: its subject, default prompt and infill
+    examples (each "_" a blank) and a sample text from the validation split; TinyShakespeare's are the app's own
+    (Shakespeare's), so its demo.json names only the subject."""
+    if data.tinyshakespeare:
+        return {"subject": "Shakespeare"}
+    lines = [line for line in val_text.split("\n")[1:] if line.strip() and not model.tokenizer.unknown_chars(line)]
+    sample = "\n".join(lines)[:DEMO_SAMPLE_CHARS]
+    metadata = {"prompt": data.prompt, "examples": [data.infill] if data.infill else []}
+    if data.name != "its training text":  # describe_training_data's stand-in for no name
+        metadata["subject"] = data.name
+    if sample:
+        metadata |= {"sample": sample, "sample_name": f"the validation text of {data.name} (unseen in training)"}
+    return metadata
 
 
 def python_string(text: str) -> str:
@@ -476,6 +495,8 @@ def export_model(
         model.save_pretrained(staging, model_card_kwargs=card)
         write_weights(model, staging, report["weights_dtype"])
         save_word_list(train_text, staging / "words.txt")
+        demo = demo_metadata(model, data, val_text)
+        (staging / "demo.json").write_text(json.dumps(demo, indent=2, ensure_ascii=False), encoding="utf-8")
         plot_accuracy(report["accuracy_by_mask_ratio"], staging / "accuracy_vs_mask_ratio.png")
         training_curve_figure(history).savefig(staging / "training_curve.png", dpi=120)
         for attachment in attachments:  # the images the card's recipe section shows
