@@ -49,11 +49,11 @@ INFILL_REMASK_RATIO = 0.0  # ... and 16 steps are too few for remasking
 # the seed it used as its last output, so a run can be repeated with fixed_seed on
 GENERATE_API = tuple(
     "prompt length num_steps temperature top_p order seed block_length "
-    "order_temperature prior_weight remask_ratio spacing fixed_seed".split()
+    "order_temperature prior_weight remask_ratio spacing fixed_seed entropy_bound".split()
 )
 INFILL_API = tuple(
     "template num_steps temperature top_p order seed order_temperature prior_weight remask_ratio spacing "
-    "fixed_seed".split()
+    "fixed_seed entropy_bound".split()
 )
 COMPARE_API = (
     "prompt",
@@ -823,12 +823,14 @@ def option_control(name: str, block_size: int, value: Any = None, label: str | N
 
 
 def reveal_controls(block_size: int, remask_ratio: float | None = None) -> dict[str, gr.components.Component]:
-    """Reveal order, order temperature and the rest of the reveal rule, as Generate and Infill show them."""
+    """Reveal order, order temperature and the rest of the reveal rule (with the adaptive entropy bound), as Generate
+    and Infill show them."""
     controls = {name: option_control(name, block_size) for name in ("order", "order_temperature")}
-    with gr.Accordion("More of the reveal rule: rare characters, remasking, spacing", open=False):
+    with gr.Accordion("More of the reveal rule: rare characters, remasking, spacing, entropy bound", open=False):
         controls["prior_weight"] = option_control("prior_weight", block_size)
         controls["remask_ratio"] = option_control("remask_ratio", block_size, remask_ratio)
         controls["spacing"] = option_control("spacing", block_size)
+        controls["entropy_bound"] = option_control("entropy_bound", block_size)
     controls["order"].change(prior_weight_update, controls["order"], controls["prior_weight"], api_name=False)
     return controls
 

@@ -384,7 +384,7 @@ def test_a_cancelled_run_stops_computing(client, server, counted_steps):
     config = httpx.get(server + "config").json()
     fn_index = next(d["id"] for d in config["dependencies"] if d["api_name"] == "generate")
     session = uuid.uuid4().hex
-    data = ["", 100, 100, 1.0, 1.0, "confidence", 0, 0, 0.25, 0.35, 0.75, 1, False]
+    data = ["", 100, 100, 1.0, 1.0, "confidence", 0, 0, 0.25, 0.35, 0.75, 1, False, 0]
     body = dict(data=data, fn_index=fn_index, session_hash=session, event_data=None, trigger_id=None)
     assert httpx.post(server + "gradio_api/queue/join", json=body).status_code == 200
     with httpx.stream("GET", server + f"gradio_api/queue/data?session_hash={session}", timeout=30) as stream:
@@ -988,3 +988,24 @@ def test_the_shipped_model_keeps_shakespeare(model_dir):
     assert demo.title == "mdlm_hf: Shakespeare from masks"
     assert labelled(demo, gr.Textbox, "Template").label == "Template: every _ is a character to fill"
     assert labelled(demo, gr.Textbox, "A line").label == "A line of Shakespeare"
+
+
+def test_the_entropy_bound_is_a_reveal_rule_control_passed_by_name(client, model_dir, monkeypatch):
+    seen = []
+    sample = app.sample
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("entropy_bound", "not passed"))
+        return sample(*args, **kwargs)
+
+    monkeypatch.setattr(app, "sample", spy)
+    client.predict(prompt="", length=40, num_steps=20, entropy_bound=2.0, api_name="/generate")
+    client.predict(template="to __ or", num_steps=2, entropy_bound=1.5, api_name="/infill")
+    client.predict(prompt="", length=20, num_steps=4, api_name="/generate")  # the default: off
+    assert seen == [2.0, 1.5, None]
+    model, _ = app.load_model(model_dir)
+    demo = app.build_demo(model)
+    for endpoint, names in (("generate", app.GENERATE_API), ("infill", app.INFILL_API)):
+        control = tab_controls(demo, endpoint, names)["entropy_bound"]
+        spec = OPTION_SPECS["entropy_bound"]
+        assert (control.label, control.value, control.maximum, control.info) == (spec.label, 0, 8, spec.note)
