@@ -878,10 +878,62 @@ def run_buttons(label: str) -> tuple[gr.Button, gr.Button]:
         return gr.Button(label, variant="primary", scale=3), gr.Button("Stop", variant="stop", scale=1, min_width=80)
 
 
-def stoppable(run: gr.Button, stop: gr.Button, *args: Any, **kwargs: Any) -> None:
+def stoppable(run: gr.Button, stop: gr.Button, *args: Any, **kwargs: Any) -> Any:
     """`run.click(*args, **kwargs)`, which `stop` cancels: the handler's sampler loop ends after the step it is
-    computing (as it does when the page is closed)."""
-    stop.click(None, cancels=[run.click(*args, **kwargs)], api_name=False)
+    computing (as it does when the page is closed). Returns the run's event, to chain on."""
+    dependency = run.click(*args, **kwargs)
+    stop.click(None, cancels=[dependency], api_name=False)
+    return dependency
+
+
+def replay_slider(canvases: list[str] | None) -> dict:
+    """The replay slider after a run: one position per frame it streamed (step 0: all masks), at the last."""
+    last = len(canvases or []) - 1
+    if last < 1:
+        return gr.update(minimum=0, maximum=1, value=0, interactive=False)
+    return gr.update(minimum=0, maximum=last, value=last, interactive=True)
+
+
+def replay_frame(canvases: list[str] | None, step: float | None) -> Any:
+    """The canvas of a run's frame `step`, as it was streamed (nothing is recomputed); no change before a run."""
+    if not canvases or step is None:
+        return gr.skip()
+    return canvases[min(max(0, int(step)), len(canvases) - 1)]
+
+
+def recorded(fn: Callable) -> Callable:
+    """A streaming event function that also yields, as its last output, the list of every canvas (its first
+    output) streamed so far: the run's frames, kept in the page's session for the replay slider."""
+
+    def recording(*values: Any) -> Iterator[tuple]:
+        canvases: list[str] = []
+        for outputs in fn(*values):
+            canvases.append(outputs[0])
+            yield (*outputs, canvases)
+
+    recording.__signature__ = fn.__signature__
+    return recording
+
+
+def replayable(
+    run: gr.Button, stop: gr.Button, handler: dict, outputs: list, replay: tuple[gr.Slider, gr.State], api_name: str
+) -> None:
+    """A stoppable run whose frames are kept (`replay`: the slider and the session's list of canvases), so that
+    after it the slider scrubs through every step on the canvas (`outputs[0]`)."""
+    slider, canvases = replay
+    run_event = stoppable(
+        run, stop, **{**handler, "fn": recorded(handler["fn"])}, outputs=[*outputs, canvases], api_name=api_name
+    )
+    run_event.then(replay_slider, canvases, slider, queue=False, api_name=False, show_progress="hidden")
+    slider.change(
+        replay_frame,
+        [canvases, slider],
+        outputs[0],
+        queue=False,
+        api_name=False,
+        show_progress="hidden",
+        trigger_mode="always_last",
+    )
 
 
 def redraw(trigger: Callable, fn: Callable, inputs: list, outputs: Any) -> None:
@@ -900,16 +952,30 @@ def redraw(trigger: Callable, fn: Callable, inputs: list, outputs: Any) -> None:
     )
 
 
-def output_column(tab: str, lines: int, draft: str, run_label: str) -> list[gr.components.Component]:
-    """The streamed canvas (showing `draft` before the first run), the readout and the final text beside a tab's
-    controls: the outputs of its event."""
+def output_column(
+    tab: str, lines: int, draft: str, run_label: str
+) -> tuple[list[gr.components.Component], tuple[gr.Slider, gr.State]]:
+    """The streamed canvas (showing `draft` before the first run), the replay slider, the readout and the final
+    text beside a tab's controls: the outputs of its event, and the replay slider with its session's frames."""
     with gr.Column(scale=2):
         canvas = gr.HTML(draft, label="Canvas", elem_id=f"{tab}-canvas")
+        # there before the first run (disabled), so that a run does not push the output down
+        slider = gr.Slider(
+            0,
+            1,
+            value=0,
+            step=1,
+            precision=0,
+            label="Replay: step",
+            info="after a run: drag to see each of its steps",
+            interactive=False,
+            elem_id=f"{tab}-replay",
+        )
         # a line before the first run too, so that the run's readout does not push the final text down
         waiting = f"Press {run_label}: the step, the forward passes and the speed show here."
         readout = gr.Markdown(waiting, elem_id=f"{tab}-readout")
         final_text = gr.Textbox(label="Final text", lines=lines, buttons=["copy"], elem_id=f"{tab}-final-text")
-    return [canvas, final_text, readout]
+    return [canvas, final_text, readout], (slider, gr.State([]))
 
 
 def sampling_options(tab: str, block_size: int, names: tuple[str, ...], remask_ratio: float | None = None) -> dict:
@@ -936,14 +1002,13 @@ def generate_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
             steps = option_control("num_steps", block_size, min(SamplerOptions().num_steps, default_length))
             controls = dict(prompt=prompt, length=length, num_steps=steps)
             controls |= sampling_options("generate", block_size, ("temperature", "top_p", "block_length"))
-        outputs = output_column("generate", 8, draft_canvas(texts.prompt, room), "Generate")
+        outputs, replay = output_column("generate", 8, draft_canvas(texts.prompt, room), "Generate")
     follow_prompt(demo, block_size, prompt, length, steps)
     for trigger in (prompt.change, length.change):  # the canvas before a run shows what will be filled
         redraw(trigger, draft_canvas, [prompt, length], outputs[0])
     inputs = {name: controls[name] for name in GENERATE_API}
-    stoppable(
-        button, stop, **event(generate, inputs, model=model), outputs=outputs + [controls["seed"]], api_name="generate"
-    )
+    generated = event(generate, inputs, model=model)
+    replayable(button, stop, generated, outputs + [controls["seed"]], replay, api_name="generate")
 
 
 def infill_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
@@ -964,7 +1029,7 @@ def infill_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
             steps = option_control("num_steps", block_size, INFILL_STEPS)
             controls = dict(template=template, num_steps=steps)
             controls |= sampling_options("infill", block_size, ("temperature", "top_p"), INFILL_REMASK_RATIO)
-        outputs = output_column("infill", 6, draft_template(first, blank), "Fill the blanks")
+        outputs, replay = output_column("infill", 6, draft_template(first, blank), "Fill the blanks")
     fit = dict(
         fn=lambda text, wanted: fit_steps(min(block_size, (text or "").count(blank)), wanted),
         inputs=[template, remembered(steps)],
@@ -975,7 +1040,7 @@ def infill_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
     redraw(template.change, functools.partial(draft_template, blank=blank), [template], outputs[0])
     inputs = {name: controls[name] for name in INFILL_API}
     filled = event(infill, inputs, model=model, blank=blank)
-    stoppable(button, stop, **filled, outputs=outputs + [controls["seed"]], api_name="infill")
+    replayable(button, stop, filled, outputs + [controls["seed"]], replay, api_name="infill")
 
 
 def compare_draft(prompt: str | None, length: float | None) -> tuple[str, str]:

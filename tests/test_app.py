@@ -951,10 +951,10 @@ def test_a_model_of_other_text_starts_and_shows_text_it_writes(arithmetic_dir):
     assert page.value(next(b for b in demo.blocks.values() if isinstance(b, gr.Plot))) is not None
     # the endpoint fills the blank and keeps the model's "_" as a character
     infill = next(fn for fn in demo.fns.values() if fn.api_name == "infill")
-    values = ("x# = 2#3", 2, 1.0, 1.0, "confidence", 0, 0.25, 0.35, 0.0, 1, True)
-    *_, (_, text, _, _) = infill.fn(*values)
+    values = ("x# = 2#3", 2, 1.0, 1.0, "confidence", 0, 0.25, 0.35, 0.0, 1, True, 0)
+    *_, (_, text, *_) = infill.fn(*values)
     assert text.startswith("x") and text[2:6] == " = 2" and text[7] == "3" and "#" not in text
-    *_, (_, text, _, _) = infill.fn("x_1 = #", *values[1:])
+    *_, (_, text, *_) = infill.fn("x_1 = #", *values[1:])
     assert text.startswith("x_1 = ") and "#" not in text
 
 
@@ -1009,3 +1009,40 @@ def test_the_entropy_bound_is_a_reveal_rule_control_passed_by_name(client, model
         control = tab_controls(demo, endpoint, names)["entropy_bound"]
         spec = OPTION_SPECS["entropy_bound"]
         assert (control.label, control.value, control.maximum, control.info) == (spec.label, 0, 8, spec.note)
+
+
+def test_after_a_run_the_replay_slider_shows_each_of_its_frames_without_sampling_again(client, model_dir, monkeypatch):
+    # the API's outputs stay the canvas, the text, the readout and the seed: the frames live in the page's session
+    assert len(client.predict(prompt="", length=20, num_steps=4, api_name="/generate")) == 4
+    model, _ = app.load_model(model_dir)
+    demo = app.build_demo(model)
+    for endpoint, names, values in (
+        ("generate", app.GENERATE_API, dict(prompt="ROMEO:\n", length=30, num_steps=6)),
+        ("infill", app.INFILL_API, dict(template="to __ or not __", num_steps=4)),
+    ):
+        controls = tab_controls(demo, endpoint, names)
+        run = next(fn for fn in demo.fns.values() if fn.api_name == endpoint)
+        streamed = list(run.fn(*[values.get(name, controls[name].value) for name in names]))
+        canvases = streamed[-1][-1]
+        assert canvases == [frame[0] for frame in streamed] and len(canvases) == values["num_steps"] + 1
+        assert isinstance(run.outputs[-1], gr.State)
+        # after the run: the slider spans its frames, at the last
+        after = next(fn for fn in demo.fns.values() if fn.trigger_after == run._id)
+        slider = demo.blocks[after.outputs[0]._id]
+        assert slider.elem_id == f"{endpoint}-replay"
+        update = after.fn(canvases)
+        assert (update["minimum"], update["maximum"], update["value"], update["interactive"]) == (
+            0,
+            values["num_steps"],
+            values["num_steps"],
+            True,
+        )
+        # moving it shows that step's canvas as it was streamed, without sampling again
+        monkeypatch.setattr(app, "sample", lambda *args, **kwargs: pytest.fail("sampled again"))
+        scrub = next(fn for fn in demo.fns.values() if (slider._id, "change") in [tuple(t) for t in fn.targets])
+        assert scrub.outputs[0].elem_id == f"{endpoint}-canvas"
+        for step in (0, 2, values["num_steps"]):
+            assert scrub.fn(canvases, step) == canvases[step]
+        assert cell_classes(scrub.fn(canvases, 0)).count("mask") == (30 if endpoint == "generate" else 4)
+        monkeypatch.undo()
+    assert app.replay_slider([])["interactive"] is False and isinstance(app.replay_frame([], 3), type(gr.skip()))
