@@ -19,6 +19,7 @@ import functools
 import html
 import inspect
 import json
+import math
 import os
 import secrets
 import sys
@@ -32,7 +33,7 @@ import gradio as gr
 import torch
 
 from mdlm_hf import MASK_GLYPH, MDLM, SamplerOptions, SamplerState, mask_tokens, sample
-from mdlm_hf.diffusion import accuracy_by_mask_ratio
+from mdlm_hf.diffusion import accuracy_by_mask_ratio, char_nll
 from mdlm_hf.metrics import load_word_list, valid_word_rate
 from mdlm_hf.pipeline import check_text, prompt_canvas, text_to_canvas
 from mdlm_hf.plots import accuracy_figure
@@ -796,6 +797,50 @@ def forward_view(line: str, is_masked: list[bool], guesses: list[str]) -> str:
     return f"<div class='mdlm-forward' style='{box}'>{''.join(items)}</div>{legend}"
 
 
+def surprise_colour(bits: float, most: float) -> str:
+    """Background of a character the model gave `bits` of surprise (-log2 p), `most` being the top of the scale:
+    one hue, darker for more surprise (it reads the same with any colour vision)."""
+    share = min(max(bits / most, 0.0), 1.0) if most > 0 else 0.0
+    return f"hsl(24,90%,{96 - 40 * share:.0f}%)"
+
+
+def score_view(text: str, bits: list[float], most: float) -> str:
+    """The scored text in a canvas box: each character tinted by its surprise, its bits in a tooltip."""
+    cells = []
+    for char, surprise in zip(text, bits, strict=True):
+        shown, tail = (NEWLINE_GLYPH, "\n") if char == "\n" else (html.escape(char), "")
+        style = f"background:{surprise_colour(surprise, most)}"
+        cells.append(f"<span class='mdlm-scored' style='{style}' title='{surprise:.2f} bits'>{shown}</span>{tail}")
+    legend = (
+        "<div style='font-size: 12px; color: #5c6675; margin-top: 4px;'>surprise, -log2 p of each character given "
+        "those before it: <span style='display:inline-block; width:48px; height:0.9em; vertical-align:middle; "
+        f"background:linear-gradient(90deg, {surprise_colour(0, 1)}, {surprise_colour(1, 1)}); border: 1px solid "
+        f"#d8d3c8'></span> 0 … {most:.1f} bits or more (a uniform guess over the vocabulary) &nbsp; "
+        f"{NEWLINE_GLYPH} line break</div>"
+    )
+    return canvas_box(cells) + legend
+
+
+def score(model: MDLM, text: str | None) -> tuple[str, str]:
+    """Score tab: the text's bits per character under the model (the exact left-to-right chain rule, one forward
+    pass per character) and each character tinted by how surprised the model was by it."""
+    check_text(text, "text")
+    if not text:
+        raise gr.Error("paste some text to score")
+    check_chars(model, text, "text")
+    check_fits(model, text, "text")
+    with torch.inference_mode():
+        nats = char_nll(model, torch.tensor(model.tokenizer.encode(text)))
+    bits = (nats / math.log(2)).tolist()
+    worst = max(range(len(text)), key=bits.__getitem__)
+    summary = (
+        f"**{sum(bits) / len(bits):.3f} bits per character** over {len(text)} characters (exact negative "
+        f"log-likelihood, revealed left to right: {len(text)} forward passes). Most surprising: "
+        f"{shown_char(text[worst])} at position {worst + 1}, {bits[worst]:.1f} bits."
+    )
+    return score_view(text, bits, math.log2(len(model.tokenizer.vocab))), summary
+
+
 def prior_weight_update(order: str) -> dict:
     """Random and left-to-right orders do not score positions, so the prior has nothing to weigh."""
     return gr.update(interactive=order in SCORED_ORDERS)
@@ -1101,6 +1146,23 @@ def compare_tab(model: MDLM, known_words: set[str] | None, demo: gr.Blocks, text
     stoppable(button, stop, **compared, outputs=outputs, api_name="compare")
 
 
+def score_tab(model: MDLM, texts: DemoText) -> None:
+    """Paste text the model writes: its bits per character, and each character tinted by the model's surprise."""
+    gr.Markdown(
+        "How likely does the model find a text? It reveals the text one character at a time, left to right, and "
+        "adds up -log2 p of each true character given those before it: the exact likelihood, in bits per character "
+        f"(lower: less surprised). At most {model.block_size} characters, the model's context."
+    )
+    with gr.Row():
+        with gr.Column(scale=1, min_width=300):
+            text = gr.Textbox(label="Text to score", value=texts.sample[: model.block_size].strip(), lines=6)
+            button = gr.Button("Score", variant="primary")
+        with gr.Column(scale=2):
+            waiting = placeholder("Press Score: each character is tinted by the model's surprise.")
+            view, summary = gr.HTML(waiting, elem_id="score-view"), gr.Markdown(elem_id="score-summary")
+    button.click(**event(score, dict(text=text), model=model), outputs=[view, summary], api_name="score")
+
+
 def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab, texts: DemoText) -> None:
     """The forward process on a line of the sample text, the accuracy plot marked at its t, and how the reverse
     process reveals."""
@@ -1169,6 +1231,8 @@ def build_demo(model: MDLM, known_words: set[str] | None = None, metadata: dict 
                 infill_tab(model, demo, texts)
             with gr.Tab("Compare"):
                 compare_tab(model, known_words, demo, texts)
+            with gr.Tab("Score"):
+                score_tab(model, texts)
             with gr.Tab("How it works") as how_it_works:
                 how_it_works_tab(model, demo, how_it_works, texts)
     return demo

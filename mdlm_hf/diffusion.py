@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn as nn
@@ -184,25 +185,50 @@ def exact_nll(
         bar = tqdm(total=tokens.numel(), desc=f"exact NLL ({order})", unit="char")
     for batch in batches:
         x0 = torch.stack(batch).to(device)  # (b, n)
-        b, n = x0.shape
-        canvas = torch.full_like(x0, model.mask_id)
-        rows = torch.arange(b, device=device)
-        for k in range(n):
-            log_probs = model(canvas, torch.full((b,), (n - k) / n, device=device)).float().log_softmax(-1)
-            if order == "left_to_right":
-                position = torch.full((b,), k, device=device)
-            else:
-                confidence = log_probs.max(dim=-1).values.masked_fill(canvas != model.mask_id, float("-inf"))
-                position = confidence.argmax(dim=-1)  # (b,)
-            truth = x0[rows, position]
-            total_nats -= log_probs[rows, position, truth].double().sum().item()
-            canvas[rows, position] = truth
-            if bar is not None:
-                bar.update(b)
+        total_nats += reveal_nll(model, x0, order, bar).double().sum().item()
     if bar is not None:
         bar.close()
     model.train(was_training)
     return total_nats / tokens.numel()
+
+
+def reveal_nll(model: nn.Module, x0: torch.Tensor, order: str, bar: Any = None) -> torch.Tensor:
+    """-log p of each character of the windows `x0` (b, n) as `exact_nll` reveals them, one forward pass per
+    character from an all-mask canvas, in `order`; (b, n) nats, on x0's device. `bar`: a progress bar to update."""
+    b, n = x0.shape
+    device = x0.device
+    canvas = torch.full_like(x0, model.mask_id)
+    rows = torch.arange(b, device=device)
+    nats = torch.zeros(b, n, device=device)
+    for k in range(n):
+        log_probs = model(canvas, torch.full((b,), (n - k) / n, device=device)).float().log_softmax(-1)
+        if order == "left_to_right":
+            position = torch.full((b,), k, device=device)
+        else:
+            confidence = log_probs.max(dim=-1).values.masked_fill(canvas != model.mask_id, float("-inf"))
+            position = confidence.argmax(dim=-1)  # (b,)
+        truth = x0[rows, position]
+        nats[rows, position] = -log_probs[rows, position, truth]
+        canvas[rows, position] = truth
+        if bar is not None:
+            bar.update(b)
+    return nats
+
+
+@torch.no_grad()
+def char_nll(model: nn.Module, tokens: torch.Tensor, order: str = "left_to_right") -> torch.Tensor:
+    """-log p, in nats, of each character of a 1-D `tokens` of at most block_size, under `exact_nll`'s chain rule
+    (its mean is `exact_nll`): how surprised the model is by each character given those revealed before it."""
+    if order not in NLL_ORDERS:
+        raise ValueError(f"order must be one of {NLL_ORDERS}, got {order!r}")
+    if tokens.dim() != 1 or not 0 < tokens.numel() <= model.block_size:
+        raise ValueError(f"char_nll expects a 1-D tensor of 1 to block_size ({model.block_size}) token ids")
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    nats = reveal_nll(model, tokens[None].to(device), order)[0].cpu()
+    model.train(was_training)
+    return nats
 
 
 @torch.no_grad()

@@ -1046,3 +1046,41 @@ def test_after_a_run_the_replay_slider_shows_each_of_its_frames_without_sampling
         assert cell_classes(scrub.fn(canvases, 0)).count("mask") == (30 if endpoint == "generate" else 4)
         monkeypatch.undo()
     assert app.replay_slider([])["interactive"] is False and isinstance(app.replay_frame([], 3), type(gr.skip()))
+
+
+def test_score_gives_bits_per_character_and_tints_each_character(client, model_dir):
+    import math
+
+    import torch
+
+    from mdlm_hf.diffusion import char_nll
+
+    text = "ROMEO:\nBut soft, what light"
+    view, summary = client.predict(text, api_name="/score")
+    model, _ = app.load_model(model_dir)
+    bits = (char_nll(model, torch.tensor(model.tokenizer.encode(text))) / math.log(2)).tolist()
+    assert f"**{sum(bits) / len(bits):.3f} bits per character** over {len(text)} characters" in summary
+    cells = re.findall(r"<span class='mdlm-scored' style='background:([^']*)' title='([\d.]+) bits'>", view)
+    assert len(cells) == len(text) and [float(b) for _, b in cells] == pytest.approx(bits, abs=0.006)
+    most = max(range(len(bits)), key=bits.__getitem__)  # the most surprising character is the darkest
+    lightness = [float(re.findall(r"[\d.]+", colour)[-1]) for colour, _ in cells]
+    assert lightness[most] == min(lightness) and app.NEWLINE_GLYPH in view
+    # the tab starts with text the model writes, within its context
+    demo = app.build_demo(model)
+    box = next(b for b in demo.blocks.values() if isinstance(b, gr.Textbox) and b.label == "Text to score")
+    assert 0 < len(box.value) <= model.block_size and not model.tokenizer.unknown_chars(box.value)
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("", "paste some text to score"),
+        ("x" * 129, "the text has 129 characters, but the model's context is 128 characters: shorten it"),
+        ("To be é", "the text has 1 character outside the model's vocabulary: 'é'"),
+        (None, "text must be a string, got NoneType None"),
+    ],
+)
+def test_score_refuses_what_it_cannot_score_in_one_line(client, text, message):
+    with pytest.raises(Exception) as error:
+        client.predict(text, api_name="/score")
+    assert message in str(error.value) and "\n" not in str(error.value)

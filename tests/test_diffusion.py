@@ -138,3 +138,15 @@ def test_exact_nll_of_a_real_model_is_finite_and_orders_are_checked(tiny_model):
     assert 0 < nll < math.inf
     with pytest.raises(ValueError, match="order"):
         exact_nll(tiny_model, tokens, "random")
+
+
+@pytest.mark.parametrize("order", NLL_ORDERS)
+def test_char_nll_is_each_characters_share_of_the_exact_nll(tiny_model, order):
+    from mdlm_hf.diffusion import char_nll
+
+    tokens = torch.tensor(tiny_model.tokenizer.encode("to be or not 3\nthat is"))
+    nats = char_nll(tiny_model, tokens, order)
+    assert nats.shape == tokens.shape and bool((nats > 0).all())
+    assert nats.double().mean().item() == pytest.approx(exact_nll(tiny_model, tokens, order), rel=1e-6)
+    with pytest.raises(ValueError, match="1 to block_size"):
+        char_nll(tiny_model, torch.zeros(tiny_model.block_size + 1, dtype=torch.long))
