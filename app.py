@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import functools
 import html
+import importlib.util
 import inspect
 import json
 import math
@@ -200,9 +201,10 @@ def optional_file(source: str | os.PathLike, name: str) -> Path | None:
     return path if path is not None and path.is_file() else None
 
 
-def load_model(source: str | os.PathLike) -> tuple[MDLM, set[str] | None]:
-    """Loads a model and its training word list (None when the model has none) from a directory or repo id."""
-    model = MDLM.from_pretrained(source).eval()
+def load_model(source: str | os.PathLike, device: str = "cpu") -> tuple[MDLM, set[str] | None]:
+    """Loads a model onto `device` and its training word list (None when the model has none) from a directory or
+    repo id."""
+    model = MDLM.from_pretrained(source).to(device).eval()
     words_path = optional_file(source, "words.txt")  # without it the valid-word metric shows n/a
     return model, load_word_list(words_path) if words_path is not None else None
 
@@ -216,6 +218,36 @@ def load_demo_metadata(source: str | os.PathLike) -> dict | None:
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
     return metadata if isinstance(metadata, dict) else None
+
+
+def resolve_device(name: str) -> str:
+    """The --device flag as a torch device: "auto" is cuda when a GPU is available (a ZeroGPU Space's too), else
+    cpu; a device this machine lacks is a ValueError saying so."""
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise ValueError(f"--device must be auto, cpu, cuda or cuda:N, got {name!r}") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"--device {name}: no CUDA GPU is available here; use --device cpu (or auto)")
+    return name
+
+
+def gpu_work(fn: Callable) -> Callable:
+    """`fn` decorated with `spaces.GPU` when the `spaces` package is importable (on a ZeroGPU Space it then holds
+    a GPU while it runs), else `fn` itself."""
+    try:
+        import spaces
+    except ImportError:
+        return fn
+    return spaces.GPU(fn)
+
+
+def mcp_available() -> bool:
+    """Whether gradio's MCP extra is installed (its dependency, the `mcp` module), so the app can serve its
+    endpoints as tools for agents."""
+    return importlib.util.find_spec("mcp") is not None
 
 
 def choose_blank(vocab: str) -> str:
@@ -476,6 +508,7 @@ def accuracy_plot_once(model: MDLM, texts: DemoText = SHAKESPEARE) -> Callable[[
     results = functools.cache(functools.partial(sample_accuracy, model, texts.sample))
 
     def draw(t: float) -> Any:
+        """How it works tab: the denoising accuracy by mask ratio on the sample text, marked at t."""
         t = as_float(t, "mask ratio", 0.0, 1.0)
         with lock:  # pyplot, which draws the figure, is not thread-safe either
             return marked_accuracy_figure(results(), t, texts.sample_name)
@@ -538,7 +571,8 @@ def event(handler: Callable, inputs: dict[str, gr.components.Component], **conte
         with errors_shown():
             return handler(**context, **by_name(values))
 
-    fn = streaming if inspect.isgeneratorfunction(handler) else single
+    fn = gpu_work(streaming if inspect.isgeneratorfunction(handler) else single)  # every event runs the model
+    fn.__doc__ = handler.__doc__  # what "Use via API" and MCP clients read
     fn.__signature__ = inspect.Signature(
         [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names]
     )
@@ -718,7 +752,7 @@ def forward_process(model: MDLM, line: str | None, t: float, seed: float) -> tup
         raise ValueError("enter a line of at least one character")
     check_chars(model, line, "line")
     check_fits(model, line, "line")
-    tokens = torch.tensor([model.tokenizer.encode(line)])
+    tokens = torch.tensor([model.tokenizer.encode(line)], device=next(model.parameters()).device)
     generator = torch.Generator().manual_seed(as_int(seed, "seed", 0, MAX_SEED))
     t = as_float(t, "mask ratio", 0.0, 1.0)
     noisy, is_masked = mask_tokens(tokens, torch.tensor([t]), model.mask_id, generator)
@@ -956,7 +990,7 @@ def recorded(fn: Callable) -> Callable:
             canvases.append(outputs[0])
             yield (*outputs, canvases)
 
-    recording.__signature__ = fn.__signature__
+    recording.__signature__, recording.__doc__ = fn.__signature__, fn.__doc__
     return recording
 
 
@@ -1239,6 +1273,7 @@ def build_demo(model: MDLM, known_words: set[str] | None = None, metadata: dict 
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Loads the model (--model) onto --device and serves the app, as MCP tools too when the MCP extra is here."""
     parser = argparse.ArgumentParser(description="mdlm_hf demo")
     parser.add_argument(
         "--model",
@@ -1247,14 +1282,21 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--host", default=None, help="e.g. 0.0.0.0 to serve the network")
     parser.add_argument("--port", type=int, default=None)
+    parser.add_argument("--device", default="auto", help="auto (cuda if available, else cpu), cpu, cuda or cuda:N")
     args = parser.parse_args(argv)
     try:
-        model, known_words = load_model(args.model)
+        device = resolve_device(args.device)
+    except ValueError as error:
+        sys.exit(f"error: {error}")
+    try:
+        model, known_words = load_model(args.model, device)
     except Exception as error:  # one clear line instead of a traceback, whatever went wrong
         sys.exit(f"error: could not load the model from {args.model}: {error}")
     demo = build_demo(model, known_words, load_demo_metadata(args.model))
     try:
-        demo.queue(default_concurrency_limit=8, max_size=64).launch(server_name=args.host, server_port=args.port)
+        demo.queue(default_concurrency_limit=8, max_size=64).launch(
+            server_name=args.host, server_port=args.port, mcp_server=mcp_available()
+        )
     except OSError as error:  # above all, a port that another program holds
         where = f"port {args.port}" if args.port else "gradio's default ports"
         reason = str(error).split(". You can")[0]  # gradio's advice names launch()'s parameters, not our flags

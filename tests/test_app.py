@@ -2,6 +2,7 @@ import asyncio
 import collections
 import concurrent.futures
 import contextlib
+import importlib.util
 import json
 import os
 import re
@@ -1084,3 +1085,54 @@ def test_score_refuses_what_it_cannot_score_in_one_line(client, text, message):
     with pytest.raises(Exception) as error:
         client.predict(text, api_name="/score")
     assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_device_flag_picks_cuda_when_available_and_says_when_it_is_not(model_dir, monkeypatch):
+    monkeypatch.setattr(app.torch.cuda, "is_available", lambda: False)
+    assert app.resolve_device("auto") == "cpu" and app.resolve_device("cpu") == "cpu"
+    with pytest.raises(ValueError, match="no CUDA GPU is available here"):
+        app.resolve_device("cuda")
+    with pytest.raises(ValueError, match="--device must be auto, cpu, cuda or cuda:N, got 'gpu'"):
+        app.resolve_device("gpu")
+    with pytest.raises(SystemExit) as stopped:
+        app.main(["--model", str(model_dir), "--device", "cuda"])
+    assert str(stopped.value) == "error: --device cuda: no CUDA GPU is available here; use --device cpu (or auto)"
+    monkeypatch.setattr(app.torch.cuda, "is_available", lambda: True)
+    assert app.resolve_device("auto") == "cuda"
+
+
+@pytest.mark.parametrize("mcp", [True, False])
+def test_main_serves_on_the_device_with_mcp_only_when_its_extra_is_installed(model_dir, monkeypatch, mcp):
+    launched, mcp_available = {}, app.mcp_available
+    monkeypatch.setattr(app, "mcp_available", lambda: mcp)
+    monkeypatch.setattr(gr.Blocks, "launch", lambda self, **kwargs: launched.update(kwargs, blocks=self))
+    load = app.load_model
+    monkeypatch.setattr(
+        app, "load_model", lambda source, device: launched.update(device=device) or load(source, device)
+    )
+    app.main(["--model", str(model_dir), "--device", "cpu"])
+    assert launched["device"] == "cpu" and launched["mcp_server"] is mcp
+    fn = next(fn for fn in launched["blocks"].fns.values() if fn.api_name == "generate")
+    assert fn.fn.__doc__.startswith("Generate tab:")  # what "Use via API" and MCP clients show
+    assert mcp_available() is (importlib.util.find_spec("mcp") is not None)
+
+
+def test_gpu_work_is_decorated_with_spaces_gpu_only_when_spaces_is_importable(model_dir, monkeypatch):
+    import types
+
+    model, _ = app.load_model(model_dir)
+    monkeypatch.setitem(sys.modules, "spaces", None)  # not importable: the functions as they are
+    plain = lambda: None  # noqa: E731
+    assert app.gpu_work(plain) is plain
+    decorated = []
+
+    def fake_gpu(fn):
+        decorated.append(fn)
+        return fn
+
+    monkeypatch.setitem(sys.modules, "spaces", types.SimpleNamespace(GPU=fake_gpu))
+    demo = app.build_demo(model)
+    endpoints = {fn.api_name for fn in demo.fns.values() if fn.api_name}
+    assert {"generate", "infill", "compare", "score", "forward_process"} <= endpoints
+    wrapped = {(fn.__doc__ or "").split(":")[0] for fn in decorated}
+    assert {"Generate tab", "Infill tab", "Compare tab", "Score tab", "How it works tab"} <= wrapped
