@@ -307,6 +307,18 @@ def sample_label(texts: DemoText) -> str:
     return "A line the model wrote" if texts.sample_name == DemoText("").sample_name else f"A line of {texts.subject}"
 
 
+def sample_passage(texts: DemoText, block_size: int) -> str:
+    """The sample text's first whole lines that fit in what the model reads at a time (at least its first line,
+    cut to fit)."""
+    lines = [line for line in texts.sample.splitlines() if line.strip()]
+    passage = lines[0][:block_size] if lines else ""
+    for line in lines[1:]:
+        if len(passage) + 1 + len(line) > block_size:
+            break
+        passage += "\n" + line
+    return passage
+
+
 def sample_line(texts: DemoText, block_size: int) -> str:
     """The first non-empty line of the sample text, cut to what the model reads at a time."""
     return next((line for line in texts.sample.splitlines() if line.strip()), texts.sample)[:block_size]
@@ -1189,7 +1201,7 @@ def score_tab(model: MDLM, texts: DemoText) -> None:
     )
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
-            text = gr.Textbox(label="Text to score", value=texts.sample[: model.block_size].strip(), lines=6)
+            text = gr.Textbox(label="Text to score", value=sample_passage(texts, model.block_size), lines=6)
             button = gr.Button("Score", variant="primary")
         with gr.Column(scale=2):
             waiting = placeholder("Press Score: each character is tinted by the model's surprise.")

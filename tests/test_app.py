@@ -620,7 +620,7 @@ def screenshots(tmp_path: Path) -> Path:
     return path
 
 
-TABS = ("Generate", "Infill", "Compare", "How it works")
+TABS = ("Generate", "Infill", "Compare", "Score", "How it works")
 DESKTOP, PHONE = (1280, 900), (390, 844)
 CELL_CLASSES = "canvas => Array.from(canvas.querySelectorAll('span[class^=mdlm-]'), cell => cell.className)"
 
@@ -716,10 +716,14 @@ def test_browser_every_tab_at_desktop_and_phone_width(server, tmp_path, model_di
             for tab in TABS:  # every tab in sight: no "..." overflow menu hides one
                 button = page.get_by_role("tab", name=tab)
                 assert button.is_visible() and button.bounding_box()["x"] + button.bounding_box()["width"] <= width
-            for tab in TABS[:3]:
+            for tab in TABS[:4]:
                 page.get_by_role("tab", name=tab).click()
                 page.wait_for_timeout(300)
                 page.screenshot(path=str(shots / f"{where}-{tab.lower()}.png"), full_page=True)
+            page.get_by_role("button", name="Score", exact=True).click()  # the Score tab, scored
+            expect(page.locator("#score-summary")).to_contain_text("bits per character", timeout=60_000)
+            assert page.locator("#score-view .mdlm-scored").count() == len(app.sample_passage(app.SHAKESPEARE, 128))
+            page.screenshot(path=str(shots / f"{where}-score-done.png"), full_page=True)
             # lines break between words, not inside them
             page.get_by_role("tab", name="Infill").click()
             page.get_by_label("Template: every _ is a character to fill").fill(app.INFILL_EXAMPLES[1])
@@ -778,6 +782,15 @@ def test_browser_generate_infill_and_compare(server, tmp_path):
         final_text = page.locator("#generate-final-text textarea")
         expect(final_text).not_to_have_value("", timeout=60_000)
         assert final_text.input_value().startswith("ROMEO:\n") and MASK_GLYPH not in final_text.input_value()
+        expect(page.locator("#generate-canvas .mdlm-canvas")).not_to_contain_text(MASK_GLYPH)
+        # the replay slider: step 0 of the run is its all-mask canvas, and its last step the final one again
+        replay = page.locator("#generate-replay input[type=number]")
+        expect(replay).to_be_enabled()
+        replay.fill("0")
+        replay.press("Enter")
+        expect(page.locator("#generate-canvas .mdlm-canvas")).to_contain_text(MASK_GLYPH * 3)
+        replay.fill(page.locator("#generate-replay input[type=range]").get_attribute("max"))
+        replay.press("Enter")
         expect(page.locator("#generate-canvas .mdlm-canvas")).not_to_contain_text(MASK_GLYPH)
         page.get_by_text("Sampling options: order, temperature, seed").first.click()  # the seed box is in there
         seed = page.locator("#generate-seed input").input_value()
@@ -1069,7 +1082,9 @@ def test_score_gives_bits_per_character_and_tints_each_character(client, model_d
     # the tab starts with text the model writes, within its context
     demo = app.build_demo(model)
     box = next(b for b in demo.blocks.values() if isinstance(b, gr.Textbox) and b.label == "Text to score")
-    assert 0 < len(box.value) <= model.block_size and not model.tokenizer.unknown_chars(box.value)
+    assert box.value == "Shall I compare thee to a summer's day?\nThou art more lovely and more temperate:\n" + (
+        "Rough winds do shake the darling buds of May,"
+    )  # the sample's whole lines that fit the model's 128 characters
 
 
 @pytest.mark.parametrize(
