@@ -22,11 +22,13 @@ import inspect
 import json
 import math
 import os
+import queue
 import secrets
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -232,6 +234,53 @@ def resolve_device(name: str) -> str:
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"--device {name}: no CUDA GPU is available here; use --device cpu (or auto)")
     return name
+
+
+# Every torch call of the app runs on this one thread: libgomp gives each thread that starts parallel work its own
+# team of OpenMP threads, and with more of them than cores it stops spinning between parallel regions, so every small
+# op then waits for its threads to wake (measured: a 256-character pass went from 10 ms to 25 ms once a second thread
+# had run the model). Runs queue here step by step, which on a CPU Space's two cores is as fast as running them side
+# by side; a GPU run is unaffected.
+MODEL_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mdlm-model")
+
+
+def on_model_thread(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    """`fn(*args, **kwargs)` run on MODEL_THREAD (directly when already there); its result or its exception."""
+    if threading.current_thread().name.startswith("mdlm-model"):
+        return fn(*args, **kwargs)
+    return MODEL_THREAD.submit(fn, *args, **kwargs).result()
+
+
+def iterate_on_model_thread(items: Iterator) -> Iterator:
+    """The items of a generator, each computed on MODEL_THREAD, one step ahead of the caller: a helper thread asks
+    for the next item while the caller still sends the last, so the model never waits for the network; once the
+    caller stops listening (Stop, a closed tab) it asks for no more and closes the generator."""
+    ready: queue.Queue[tuple[str, Any]] = queue.Queue()
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            while not stop.is_set():
+                item = on_model_thread(next, items, ready)  # `ready` doubles as the end marker
+                ready.put(("end", None) if item is ready else ("item", item))
+                if item is ready:
+                    return
+        except BaseException as error:  # noqa: BLE001 (re-raised in the caller's thread)
+            ready.put(("error", error))
+        finally:
+            on_model_thread(items.close)
+
+    threading.Thread(target=produce, name="mdlm-frames", daemon=True).start()
+    try:
+        while True:
+            kind, value = ready.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise value
+            yield value
+    finally:
+        stop.set()
 
 
 def gpu_work(fn: Callable) -> Callable:
@@ -577,11 +626,11 @@ def event(handler: Callable, inputs: dict[str, gr.components.Component], **conte
 
     def streaming(*values: Any) -> Iterator:
         with errors_shown():
-            yield from handler(**context, **by_name(values))
+            yield from iterate_on_model_thread(handler(**context, **by_name(values)))
 
     def single(*values: Any) -> Any:
         with errors_shown():
-            return handler(**context, **by_name(values))
+            return on_model_thread(handler, **context, **by_name(values))
 
     fn = gpu_work(streaming if inspect.isgeneratorfunction(handler) else single)  # every event runs the model
     fn.__doc__ = handler.__doc__  # what "Use via API" and MCP clients read
@@ -1301,10 +1350,10 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as error:
         sys.exit(f"error: {error}")
     try:
-        model, known_words = load_model(args.model, device)
+        model, known_words = on_model_thread(load_model, args.model, device)
     except Exception as error:  # one clear line instead of a traceback, whatever went wrong
         sys.exit(f"error: could not load the model from {args.model}: {error}")
-    demo = build_demo(model, known_words, load_demo_metadata(args.model))
+    demo = on_model_thread(build_demo, model, known_words, load_demo_metadata(args.model))
     try:
         demo.queue(default_concurrency_limit=8, max_size=64).launch(
             server_name=args.host, server_port=args.port, mcp_server=mcp_available()

@@ -26,7 +26,7 @@ WAYS = {"exact fp32 (fast=False)": False, "app default (fast=True)": True}
 def serve(model) -> tuple[object, str, float]:
     """Builds and launches the app on a free port; returns it, its URL and the seconds until the page is served."""
     start = time.perf_counter()
-    demo = app.build_demo(model)
+    demo = app.on_model_thread(app.build_demo, model)  # as app.main does: every torch call on the app's model thread
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)
-    model, source = load_model(args.model)
+    model, source = app.on_model_thread(load_model, args.model)
     demo, url, start_up = serve(model)
     client = Client(url, verbose=False)
     times = {way: {"first": [], "final": [], "frames": []} for way in WAYS}

@@ -1,9 +1,10 @@
 """Every candidate path for the sampler's forward pass, timed side by side, with what each costs in accuracy.
 
-    python -m benchmarks.forward_speed [--model DIR] [--threads 2] [--rounds 30] [--compile]
+    python -m benchmarks.forward_speed [--model DIR] [--threads 2] [--rounds 30] [--passes 8] [--compile]
 
 One pass is what a sampling step runs: batch 1, a full block_size canvas. The candidates are timed
-interleaved (one pass of each per round, the order rotating), so a busy machine slows them alike, and
+interleaved (a turn of --passes passes in a row for each per round, as a sampler runs them, the order
+rotating), so a busy machine slows them alike, and
 reported as the median time over eager fp32's. Each lossy candidate's validation NELBO is measured on the
 same masks as the exact model's (first --nelbo-chars of the validation split), with the largest change
 in any predicted probability. The row marked "chosen" is what `MDLM.from_pretrained(..., fast=True)`
@@ -93,16 +94,19 @@ def candidates(model: nn.Module, with_compile: bool) -> dict[str, Callable[[], C
     return builders
 
 
-def time_interleaved(paths: dict[str, Candidate], tokens: torch.Tensor, rounds: int) -> dict[str, float]:
-    """Median seconds per pass of each path, one pass of each per round, the order rotating every round."""
+def time_interleaved(paths: dict[str, Candidate], tokens: torch.Tensor, rounds: int, passes: int) -> dict[str, float]:
+    """Median seconds per pass of each path: each round gives every path a turn of `passes` passes in a row (as a
+    sampler runs them: its weights warm in the caches; the turn's first pass is not counted), the order rotating
+    every round, so a busy machine slows all alike."""
     names, seconds = list(paths), {name: [] for name in paths}
     t = torch.ones(tokens.size(0))
     for r in range(rounds + 1):
         for name in names[r % len(names) :] + names[: r % len(names)]:
-            start = time.perf_counter()
-            paths[name](tokens, t)
-            if r:  # round 0 warms up (and decides the fast path)
-                seconds[name].append(time.perf_counter() - start)
+            for i in range(passes + 1):
+                start = time.perf_counter()
+                paths[name](tokens, t)
+                if r and i:  # round 0 warms up (and decides the fast path)
+                    seconds[name].append(time.perf_counter() - start)
     return {name: statistics.median(values) for name, values in seconds.items()}
 
 
@@ -115,12 +119,12 @@ def accuracy(path: Candidate, exact: nn.Module, tokens: torch.Tensor, nelbo_toke
     return result
 
 
-def report(rows: list[dict], source: str, threads: int, rounds: int, failed: dict[str, str]) -> str:
+def report(rows: list[dict], source: str, threads: int, rounds: int, passes: int, failed: dict[str, str]) -> str:
     """The markdown table, fastest first, ratios against eager fp32."""
     base = next(r for r in rows if r["name"].startswith("fp32"))
     lines = [
-        f"Forward pass, batch 1 x {base['length']} characters, {threads} threads, median of {rounds} interleaved "
-        f"rounds; model {source}; {torch.__version__}\n",
+        f"Forward pass, batch 1 x {base['length']} characters, {threads} threads, median over {rounds} interleaved "
+        f"rounds of {passes} passes per path; model {source}; {torch.__version__}\n",
         "| path | ms / pass | time vs fp32 | speed-up | max change of a probability | validation NELBO | change |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -143,6 +147,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", default=str(SHARED_DATA), help="the validation split gives the NELBO's text")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--passes", type=int, default=8, help="passes in a row per path and round")
     parser.add_argument("--nelbo-chars", type=int, default=16384, help="0 = skip the NELBO")
     parser.add_argument("--compile", action="store_true", help="also torch.compile (slow to build)")
     parser.add_argument("--out", default=str(RESULTS))
@@ -165,8 +170,8 @@ def main(argv: list[str] | None = None) -> None:
         except Exception as error:  # noqa: BLE001 (a missing package or unsupported op: report and go on)
             failed[name] = f"{type(error).__name__}: {str(error).splitlines()[0][:120]}"
             paths.pop(name, None)
-    seconds = time_interleaved(paths, tokens, args.rounds)
-    chosen_bf16 = paths["fast=True (bf16 weights)"].model._fast_path.copy is not None
+    seconds = time_interleaved(paths, tokens, args.rounds, args.passes)
+    chosen_bf16 = paths["fast=True (bf16 weights)"].model.denoise_dtype == torch.bfloat16
     rows = []
     for name, path in paths.items():
         lossy = not name.startswith("fp32") and not (name.startswith("fast") and not chosen_bf16)
@@ -175,7 +180,7 @@ def main(argv: list[str] | None = None) -> None:
         row["chosen"] = name.startswith("fast") if chosen_bf16 else name.startswith("fp32")
         rows.append(row)
         print(f"{name}: {1000 * seconds[name]:.1f} ms", flush=True)
-    table = report(rows, source, args.threads, args.rounds, failed)
+    table = report(rows, source, args.threads, args.rounds, args.passes, failed)
     atomic_write_bytes(Path(args.out), (table + "\n").encode())
     print(table)
 

@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -393,6 +394,55 @@ def test_a_cancelled_run_stops_computing(client, server, counted_steps):
             if len(counted_steps) >= 5:
                 break
     assert steps_after(counted_steps) == 0 and len(counted_steps) < 50
+
+
+def test_every_model_call_runs_on_the_apps_one_model_thread(client, monkeypatch):
+    # a second thread running torch gives libgomp a second team of threads, which slows every pass 2-2.5x on two
+    # cores, so the events' model work (streamed and single) all goes to app.MODEL_THREAD
+    threads = []
+    sample = app.sample
+
+    def recording(*args, **kwargs):
+        for state in sample(*args, **kwargs):
+            threads.append(threading.current_thread().name)
+            yield state
+
+    monkeypatch.setattr(app, "sample", recording)
+    client.predict(prompt="", length=24, num_steps=6, seed=0, fixed_seed=True, api_name="/generate")
+    single = app.event(lambda: threading.current_thread().name, {})["fn"]
+    assert len(threads) == 7 and all(name.startswith("mdlm-model") for name in threads + [single()])
+
+
+def test_frames_are_computed_ahead_and_stop_with_the_caller():
+    computed, closed = [], []
+
+    def slow_items():
+        try:
+            for i in range(100):
+                time.sleep(0.02)
+                computed.append(i)
+                yield i
+        finally:
+            closed.append(threading.current_thread().name)
+
+    stream = app.iterate_on_model_thread(slow_items())
+    assert [next(stream), next(stream)] == [0, 1]
+    stream.close()  # the caller stops listening: the helper asks for at most one more item, then closes
+    deadline = time.monotonic() + 5
+    while not closed and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert closed[0].startswith("mdlm-model") and len(computed) <= 4
+
+
+def test_an_error_while_computing_frames_reaches_the_caller():
+    def failing():
+        yield 1
+        raise ValueError("length must be at least 1")
+
+    stream = app.iterate_on_model_thread(failing())
+    assert next(stream) == 1
+    with pytest.raises(ValueError, match="length must be at least 1"):
+        next(stream)
 
 
 def test_forward_process(client):
