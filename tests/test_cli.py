@@ -48,7 +48,7 @@ def test_every_sampler_option_is_a_flag_with_its_default(capsys):
     help_text = " ".join(capsys.readouterr().out.split())
     for name in OPTION_SPECS:
         assert "--" + name.replace("_", "-") in help_text
-    assert "--num-steps NUM_STEPS, --steps NUM_STEPS Denoising steps; default 64" in help_text
+    assert "--num-steps NUM_STEPS, --steps NUM_STEPS Denoising steps; default 32" in help_text
 
 
 def test_flags_take_the_off_values_the_app_shows(tiny_model, tmp_path, capsys):

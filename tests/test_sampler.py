@@ -382,7 +382,7 @@ def test_bad_canvases_and_strings(tiny_model):
 
 def test_the_default_options_are_the_studys_recommendation_and_plain_turns_every_option_off():
     recommended = dict(
-        num_steps=64, order="confidence", temperature=1.0, order_temperature=0.25, prior_weight=0.35, remask_ratio=0.75
+        num_steps=32, order="confidence", temperature=1.0, order_temperature=0.25, prior_weight=0.45, remask_ratio=0.65
     )
     assert SamplerOptions() == SamplerOptions(**recommended, spacing=1)
     plain = SamplerOptions.plain()
