@@ -73,7 +73,7 @@ METRICS = ("valid_word_rate", "judge_perplexity", "char_entropy_bits", "distinct
 def setting_key(row: dict) -> tuple:
     """What identifies a setting, less its seed: the rows of one setting's seeds are averaged."""
     rule = tuple(row[name] for name in REVEAL_RULE_OPTIONS)
-    adaptive, weights = row.get("entropy_bound", 0), row.get("weights", "fp32")  # rows from before these existed
+    adaptive, weights = row.get("entropy_bound", 0), row.get("weights", "float32")  # rows from before these existed
     return (row["order"], *rule, adaptive, row["num_steps"], row["temperature"], row["extra"], weights)
 
 
@@ -95,7 +95,7 @@ def order_label(row: dict) -> str:
     if row.get("entropy_bound"):
         parts.append(f"entropy bound {row['entropy_bound']:g}")
     label = f"{row['order']} ({', '.join(parts)})" if parts else row["order"]
-    return label + (" [exact fp32]" if row.get("weights") == "fp32" else "")
+    return label + (" [exact fp32]" if row.get("weights", "float32") == "float32" else "")
 
 
 def ordered_labels(rows: list[dict]) -> list[str]:

@@ -5,6 +5,7 @@ without it. Each function returns a closed Figure, ready for `savefig` or `gr.Pl
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -104,8 +105,10 @@ def quality_vs_steps_figure(
         title=f"Diversity vs {in_title}",
     )
     handles, names = axes[1].get_legend_handles_labels()
-    fig.legend(handles, names, loc="lower center", ncol=4, fontsize=8, frameon=False)
-    return finished(fig, rect=(0, 0.2, 1, 1))
+    columns = 4 if max(map(len, names)) < 60 else 2  # long labels (many options on) need the width
+    fig.legend(handles, names, loc="lower center", ncol=columns, fontsize=8, frameon=False)
+    legend_height = min(0.5, 0.035 * math.ceil(len(names) / columns) + 0.06)  # of the figure, below the plots
+    return finished(fig, rect=(0, legend_height, 1, 1))
 
 
 def quality_vs_speed_figure(groups: dict[str, list[dict]], extras: list[dict], colours: dict) -> Figure:
