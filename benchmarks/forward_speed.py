@@ -1,6 +1,6 @@
 """Every candidate path for the sampler's forward pass, timed side by side, with what each costs in accuracy.
 
-    python -m benchmarks.forward_speed [--model DIR] [--threads 2] [--rounds 30] [--passes 8] [--compile]
+    python -m benchmarks.forward_speed [--model DIR] [--threads 2] [--rounds 30] [--passes 16] [--compile]
 
 One pass is what a sampling step runs: batch 1, a full block_size canvas. The candidates are timed
 interleaved (a turn of --passes passes in a row for each per round, as a sampler runs them, the order
@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", default=str(SHARED_DATA), help="the validation split gives the NELBO's text")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=30)
-    parser.add_argument("--passes", type=int, default=8, help="passes in a row per path and round")
+    parser.add_argument("--passes", type=int, default=16, help="passes in a row per path and round")
     parser.add_argument("--nelbo-chars", type=int, default=16384, help="0 = skip the NELBO")
     parser.add_argument("--compile", action="store_true", help="also torch.compile (slow to build)")
     parser.add_argument("--out", default=str(RESULTS))

@@ -602,6 +602,29 @@ def test_eight_concurrent_users_are_all_served(server):
     assert len(set(texts)) == 8  # different seeds, different texts
 
 
+def test_while_eight_generate_a_new_visitor_is_served_and_told_their_place_in_the_queue(server, counted_steps):
+    from gradio_client.utils import Status
+
+    client = Client(server, verbose=False)
+    running = [client.submit("", 100, 100, seed=s, fixed_seed=True, api_name="/generate") for s in range(8)]
+    ninth = None
+    try:
+        deadline = time.monotonic() + 30
+        while len(counted_steps) < 40 and time.monotonic() < deadline:  # all eight under way
+            time.sleep(0.05)
+        assert httpx.get(server, timeout=10).status_code == 200  # the page
+        shown = client.predict("To be, or not to be", 0.5, 0, api_name="/forward_process")  # another tab's event
+        assert "x_t" in shown[0]
+        ninth = client.submit("", 20, 5, seed=9, fixed_seed=True, api_name="/generate")
+        deadline = time.monotonic() + 10
+        while (status := ninth.status()).code != Status.IN_QUEUE and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert status.code == Status.IN_QUEUE and status.rank == 0 and status.queue_size >= 1  # what the page shows
+    finally:
+        for job in running + [ninth] * (ninth is not None):
+            job.cancel()
+
+
 def test_missing_or_corrupt_model_stops_start_up_with_one_clear_line(tmp_path, model_dir):
     result = subprocess.run(
         [sys.executable, str(REPO_ROOT / "app.py"), "--model", str(tmp_path / "nowhere")],
