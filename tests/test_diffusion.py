@@ -2,29 +2,17 @@ import math
 
 import pytest
 import torch
-import torch.nn as nn
 
 from mdlm_hf import MDLM, CharTokenizer, diffusion_loss, elbo, mask_tokens, sample_times
 from mdlm_hf.diffusion import NLL_ORDERS, exact_nll
+from tests.stubs import StubModel
 
 
-class UniformModel(nn.Module):
+class UniformModel(StubModel):
     """Puts equal probability on every non-mask character, whatever the canvas."""
 
-    def __init__(self, vocab_size: int, block_size: int = 64) -> None:
-        super().__init__()
-        self.mask_id, self.vocab_size, self.block_size, self.time_conditioning = (
-            vocab_size - 1,
-            vocab_size,
-            block_size,
-            False,
-        )
-        self.unused = nn.Parameter(torch.zeros(1))
-
     def forward(self, tokens, t=None):
-        logits = torch.zeros(*tokens.shape, self.vocab_size) + 0 * self.unused
-        logits[..., self.mask_id] = float("-inf")
-        return logits
+        return self.logits_from(torch.full((*tokens.shape, self.vocab_size), 1.0 / (self.vocab_size - 1)))
 
 
 def test_sample_times_are_stratified():
@@ -104,13 +92,11 @@ def test_exact_nll_of_uniform_logits_is_log_of_vocabulary(order):
     assert exact_nll(model, tokens, order, batch_size=2) == pytest.approx(math.log(model.vocab_size - 1))
 
 
-class CopyLeftModel(nn.Module):
+class CopyLeftModel(StubModel):
     """Puts 0.9 on the character left of each position once it is revealed; uniform otherwise."""
 
     def __init__(self, vocab_size: int = 11, block_size: int = 16) -> None:
-        super().__init__()
-        self.mask_id, self.vocab_size, self.block_size = vocab_size - 1, vocab_size, block_size
-        self.unused = nn.Parameter(torch.zeros(1))
+        super().__init__(vocab_size, block_size)
 
     def forward(self, tokens, t=None):
         probs = torch.full((*tokens.shape, self.vocab_size), 1.0 / (self.vocab_size - 1))
@@ -119,8 +105,7 @@ class CopyLeftModel(nn.Module):
         spread = 0.1 / (self.vocab_size - 2)
         probs[known] = spread
         probs[known, left[known]] = 0.9
-        probs[..., self.mask_id] = 0.0
-        return probs.log() + 0 * self.unused
+        return self.logits_from(probs)
 
 
 @pytest.mark.parametrize("order", NLL_ORDERS)
