@@ -1,10 +1,11 @@
 """The fast inference path: a bfloat16 copy of the weights for the sampler, used where it is faster.
 
-Sampling is a few dozen forward passes over one short canvas, so the forward pass is the whole cost. On CPUs
-with bf16 units (AMD Zen 4/5, Intel Xeons with AMX) and on GPUs, bf16 weights run the pass about 2.5x faster
-than fp32, for a validation NELBO within 0.001 nats/char (benchmarks/forward_speed.py, which also records the
-candidates that lost: bf16 autocast, int8, torch.compile); on CPUs without them bf16 is slower. So the choice
-is made by timing both, once per process, device, thread count and model shape.
+Sampling is a few dozen forward passes over one short canvas, so the forward pass is the whole cost. On CPUs with
+bf16 units (AMD Zen 4/5, Intel Xeons with AMX) and on GPUs, bf16 weights run the pass about 1.9-2.1x faster than
+fp32 (2 CPU threads, a 256-character canvas), for a validation NELBO within 0.001 nats/char
+(benchmarks/forward_speed.py, which also records the candidates that lost: bf16 autocast, int8, torch.compile); on
+CPUs without them bf16 is slower. So the choice is made by timing both, once per process, device, thread count and
+model shape.
 
 The copy follows the fp32 weights: it is rebuilt whenever they change (training, `load_state_dict`, `.to()`).
 Only `MDLM.denoise` (the sampler's forward) takes this path; `forward`, and with it training and ELBO
@@ -27,8 +28,10 @@ _decisions: dict[tuple, bool] = {}  # (device, threads, model shape) -> bf16 is 
 
 
 def weights_key(model: nn.Module) -> tuple:
-    """Changes whenever a parameter is modified in place or replaced (`_version` counts in-place writes)."""
-    return tuple((p.device, p.data_ptr(), p._version) for p in model.parameters())
+    """Changes whenever a parameter is replaced or modified in place through autograd's view of it (`_version`
+    counts those writes; writes through `.data` go uncounted: call `model._fast_path.forget()` after them). Inference
+    tensors keep no version: for them only a replacement counts."""
+    return tuple((p.device, p.data_ptr(), None if p.is_inference() else p._version) for p in model.parameters())
 
 
 def shape_key(model: nn.Module) -> tuple:
@@ -80,6 +83,10 @@ class FastPath:
             self.copy = self._make_copy(model)
             self.key = key
         return model if self.copy is None else self.copy
+
+    def forget(self) -> None:
+        """Drops the copy, so the next pass makes a new one from the weights as they are."""
+        self.copy, self.key = None, None
 
     def _make_copy(self, model: nn.Module) -> nn.Module | None:
         # the model holds this FastPath: the copy gets a fresh one instead of a copy of this one's old copy

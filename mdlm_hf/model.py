@@ -198,12 +198,16 @@ class TimeEmbedding(nn.Module):
 
     def __init__(self, n_embd: int, n_freq: int = 64) -> None:
         super().__init__()
-        self.register_buffer("freqs", torch.exp(-math.log(1000.0) * torch.arange(n_freq) / n_freq), persistent=False)
+        self.n_freq = n_freq
         self.mlp = nn.Sequential(nn.Linear(2 * n_freq, n_embd), nn.SiLU(), nn.Linear(n_embd, n_embd))
 
     def forward(self, t: torch.Tensor) -> torch.Tensor:
-        angles = 1000.0 * t[:, None].float() * self.freqs[None, :]  # (B, n_freq)
-        return self.mlp(torch.cat([angles.sin(), angles.cos()], dim=-1))  # (B, C)
+        # angles reach 1000 rad, so they are computed in fp32 on every call (a bf16 buffer, as in the fast path's
+        # copy, would be off by radians); the features then take the MLP's dtype
+        freqs = torch.exp(-math.log(1000.0) * torch.arange(self.n_freq, device=t.device) / self.n_freq)
+        angles = 1000.0 * t[:, None].float() * freqs[None, :]  # (B, n_freq)
+        features = torch.cat([angles.sin(), angles.cos()], dim=-1).to(self.mlp[0].weight.dtype)
+        return self.mlp(features)  # (B, C)
 
 
 class MDLM(

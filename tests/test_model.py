@@ -1,3 +1,4 @@
+import copy
 import json
 import subprocess
 import sys
@@ -221,6 +222,27 @@ def test_fast_path_is_off_when_slower_off_by_switch_and_under_autograd(tiny_mode
     with torch.no_grad():
         assert torch.equal(tiny_model.denoise(tokens), exact) and tiny_model._fast_path.copy is None
     assert tiny_model.denoise_dtype == torch.float32  # bf16 lost the timing here
+
+
+def test_the_fast_path_serves_a_time_conditioned_model(tiny_model):
+    # no bf16_chosen: the timing itself runs the bf16 copy, on every machine
+    torch.manual_seed(0)
+    model = MDLM(tiny_model.tokenizer.vocab, n_layer=1, n_head=2, n_embd=32, block_size=64, time_conditioning=True)
+    model.eval().fast = True
+    assert len(model.generate(length=12, num_steps=4, seed=0)) == 12
+    tokens = torch.randint(0, model.mask_id + 1, (2, 40), generator=torch.Generator().manual_seed(0))
+    t = torch.tensor([0.3, 0.9])
+    bf16 = copy.deepcopy(model).to(torch.bfloat16)  # what the fast path runs where bf16 wins
+    with torch.no_grad():
+        # the time features stay exact in fp32: a bf16 table of 1000-radian angles would move them by radians
+        assert (bf16(tokens, t).softmax(-1) - model(tokens, t).softmax(-1)).abs().max() < 0.01
+
+
+def test_the_fast_path_works_under_inference_mode(tiny_model, tmp_path):
+    tiny_model.save_pretrained(tmp_path / "m")
+    with torch.inference_mode():
+        model = MDLM.from_pretrained(tmp_path / "m")
+        assert len(model.generate(length=10, num_steps=4, seed=0)) == 10
 
 
 def test_the_fast_copy_follows_the_weights(tiny_model, bf16_chosen):
