@@ -241,32 +241,51 @@ def resolve_device(name: str) -> str:
 # op then waits for its threads to wake (measured: a 256-character pass went from 10 ms to 25 ms once a second thread
 # had run the model). Runs queue here step by step, which on a CPU Space's two cores is as fast as running them side
 # by side; a GPU run is unaffected.
-MODEL_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mdlm-model")
+MODEL_THREAD_NAME = "mdlm-model"
+MODEL_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix=MODEL_THREAD_NAME)
+
+
+def _new_model_thread() -> None:
+    # a forked child (spaces.GPU runs each call in one on a ZeroGPU Space) inherits the executor but not its thread
+    global MODEL_THREAD
+    MODEL_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix=MODEL_THREAD_NAME)
+
+
+os.register_at_fork(after_in_child=_new_model_thread)
 
 
 def on_model_thread(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     """`fn(*args, **kwargs)` run on MODEL_THREAD (directly when already there); its result or its exception."""
-    if threading.current_thread().name.startswith("mdlm-model"):
+    if threading.current_thread().name.startswith(MODEL_THREAD_NAME):
         return fn(*args, **kwargs)
     return MODEL_THREAD.submit(fn, *args, **kwargs).result()
 
 
 def iterate_on_model_thread(items: Iterator) -> Iterator:
     """The items of a generator, each computed on MODEL_THREAD, one step ahead of the caller: a helper thread asks
-    for the next item while the caller still sends the last, so the model never waits for the network; once the
-    caller stops listening (Stop, a closed tab) it asks for no more and closes the generator."""
-    ready: queue.Queue[tuple[str, Any]] = queue.Queue()
+    for the next item while the caller still sends the last, so the model never waits for the network, and asks
+    for no more once the caller stops listening (Stop, a closed tab), closing the generator."""
+    if threading.current_thread().name.startswith(MODEL_THREAD_NAME):
+        yield from items  # already there: a helper would wait for this very thread
+        return
+    ready: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=1)  # the one item computed ahead
     stop = threading.Event()
+
+    def hand_over(entry: tuple[str, Any]) -> bool:
+        while not stop.is_set():
+            with contextlib.suppress(queue.Full):
+                ready.put(entry, timeout=0.05)
+                return True
+        return False
 
     def produce() -> None:
         try:
             while not stop.is_set():
                 item = on_model_thread(next, items, ready)  # `ready` doubles as the end marker
-                ready.put(("end", None) if item is ready else ("item", item))
-                if item is ready:
+                if not hand_over(("end", None) if item is ready else ("item", item)) or item is ready:
                     return
         except BaseException as error:  # noqa: BLE001 (re-raised in the caller's thread)
-            ready.put(("error", error))
+            hand_over(("error", error))
         finally:
             on_model_thread(items.close)
 
@@ -1047,9 +1066,10 @@ def recorded(fn: Callable) -> Callable:
 
     def recording(*values: Any) -> Iterator[tuple]:
         canvases: list[str] = []
-        for outputs in fn(*values):
-            canvases.append(outputs[0])
-            yield (*outputs, canvases)
+        with contextlib.closing(fn(*values)) as frames:  # closed when the run is stopped: its sampler stops too
+            for outputs in frames:
+                canvases.append(outputs[0])
+                yield (*outputs, canvases)
 
     recording.__signature__, recording.__doc__ = fn.__signature__, fn.__doc__
     return recording

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -413,25 +414,38 @@ def test_every_model_call_runs_on_the_apps_one_model_thread(client, monkeypatch)
     assert len(threads) == 7 and all(name.startswith("mdlm-model") for name in threads + [single()])
 
 
-def test_frames_are_computed_ahead_and_stop_with_the_caller():
+def test_frames_are_computed_one_ahead_and_stop_with_the_caller():
     computed, closed = [], []
 
-    def slow_items():
+    def items():
         try:
             for i in range(100):
-                time.sleep(0.02)
                 computed.append(i)
                 yield i
         finally:
             closed.append(threading.current_thread().name)
 
-    stream = app.iterate_on_model_thread(slow_items())
-    assert [next(stream), next(stream)] == [0, 1]
-    stream.close()  # the caller stops listening: the helper asks for at most one more item, then closes
+    stream = app.iterate_on_model_thread(items())
+    assert next(stream) == 0
+    time.sleep(0.3)  # a slow caller: item 1 waits for it, item 2 is computed and held, no more
+    assert computed == [0, 1, 2]
+    stream.close()  # the caller stops listening: the helper asks for nothing more and closes the generator
     deadline = time.monotonic() + 5
     while not closed and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert closed[0].startswith("mdlm-model") and len(computed) <= 4
+    assert closed[0].startswith("mdlm-model") and computed == [0, 1, 2]
+
+
+def test_the_model_thread_serves_a_forked_child():
+    # spaces.GPU runs each call in a forked child on a ZeroGPU Space: the parent's executor thread is not there
+    app.on_model_thread(int)  # the parent's model thread exists
+    pid = os.fork()
+    if pid == 0:  # the child: ends itself (SIGALRM) rather than hang
+        signal.alarm(10)
+        name = app.on_model_thread(lambda: threading.current_thread().name)
+        os._exit(0 if name.startswith("mdlm-model") else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 def test_an_error_while_computing_frames_reaches_the_caller():
