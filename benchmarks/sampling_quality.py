@@ -85,7 +85,7 @@ def row_key(row: dict) -> tuple:
 def averaged(rows: list[dict]) -> dict:
     """One setting's rows (one per seed) as one: metrics averaged, with the seeds and the valid-word spread."""
     words = [r["valid_word_rate"] for r in rows]
-    mean = {m: sum(r.get(m, r["num_steps"]) for r in rows) / len(rows) for m in METRICS}  # passes: old rows = steps
+    mean = {m: sum(passes_of(r) if m == "forward_passes" else r[m] for r in rows) / len(rows) for m in METRICS}
     return {**rows[0], **mean, "seeds": len(rows), "valid_word_spread": max(words) - min(words)}
 
 

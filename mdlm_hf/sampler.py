@@ -122,15 +122,17 @@ def option(default: Any, accepts: Accepts, label: str, **front_ends: Any) -> Any
 @dataclass(frozen=True)
 class SamplerOptions:
     """The options of one sampling run, validated when built. The defaults are the sampling study's recommendation
-    (benchmarks/results/sampling_quality.md); `SamplerOptions.plain()` is the bare core with every option off.
+    (benchmarks/results/round3/sampling_quality.md and docs/benchmarks.md); `SamplerOptions.plain()` is the bare
+    core with every option off.
 
     Plain confidence decoding writes too few capitals, punctuation marks and line breaks (character entropy 0.86x
     real text's): the prior weight brings them back, remasking and spacing pay for it in words.
     """
 
     # denoising steps; never more than the masks (more would only repeat forward passes or draw nothing)
-    # 32: 256 characters in about half a second on two CPU cores, with the rule below as good as 64 steps were with
-    # the previous default and model (valid words, judge perplexity, diversity); more steps write better text
+    # 32: 256 characters in under a second on two CPU cores (benchmarks/app_latency.py), with the rule below as good
+    # as the previous 64-step default was on the previous model (valid words, judge perplexity, diversity); on the
+    # shipped model 64 steps write better text (docs/benchmarks.md, round 3)
     num_steps: int = option(32, integer(1), "Denoising steps", slider=(1, None, 1))
     # which masked positions are revealed first: confidence (the candidate's probability), margin (top1 - top2),
     # entropy (lowest first), random, left_to_right; confidence wins at every step count in the study
@@ -204,9 +206,10 @@ class SamplerOptions:
         None,
         optional(non_negative()),
         "Entropy bound (adaptive: reveal more per pass while the step's summed entropy stays within it)",
-        slider=(0, 8, 0.25),
+        slider=(0, 32, 0.5),
         off=0,
-        note="fewer forward passes where the text is easy; 0 = off",
+        note="fewer passes where the text is easy, from about 8 and with remask ratio 0 (remasking keeps the "
+        "schedule's pace); 0 = off",
     )
     # "exact": the schedule's count each step; "binomial": each masked position is revealed with the schedule's
     # probability (MDLM's ancestral sampler), so some steps reveal nothing and then reuse the previous logits
