@@ -36,7 +36,7 @@ import gradio as gr
 import torch
 
 from mdlm_hf import MASK_GLYPH, MDLM, SamplerOptions, SamplerState, mask_tokens, sample
-from mdlm_hf.diffusion import accuracy_by_mask_ratio, char_nll
+from mdlm_hf.diffusion import MASK_RATIOS, accuracy_by_mask_ratio, reveal_nll_steps
 from mdlm_hf.metrics import load_word_list, valid_word_rate
 from mdlm_hf.pipeline import check_text, prompt_canvas, text_to_canvas
 from mdlm_hf.plots import accuracy_figure
@@ -565,10 +565,12 @@ def run_seed(seed: object, fixed_seed: bool) -> int:
 
 def sample_accuracy(model: MDLM, text: str) -> list[tuple[float, float]]:
     """Accuracy by mask ratio of the loaded model on its sample text (Sonnet 18 for the shipped model, which it
-    never saw in training: about 15 s on a CPU)."""
+    never saw in training: a few seconds on a CPU), one mask ratio at a time on the model thread, so that other
+    visitors' sampling steps go in between."""
     tokens = torch.tensor(model.tokenizer.encode(text))
-    with torch.inference_mode():
-        return accuracy_by_mask_ratio(model, tokens, num_windows=16)
+    return [
+        on_model_thread(accuracy_by_mask_ratio, model, tokens, (ratio,), num_windows=16)[0] for ratio in MASK_RATIOS
+    ]
 
 
 def marked_accuracy_figure(results: list[tuple[float, float]], t: float, sample_name: str = SHAKESPEARE.sample_name):
@@ -631,10 +633,12 @@ def preprocessed(component: gr.components.Component, name: str, value: Any) -> A
         raise gr.Error(f"{name} must be {payload_words(component)}, got {value!r}") from None
 
 
-def event(handler: Callable, inputs: dict[str, gr.components.Component], **context: Any) -> dict:
+def event(handler: Callable, inputs: dict[str, gr.components.Component], on_model: bool = True, **context: Any) -> dict:
     """Arguments of a gradio event that calls `handler(**context, **{name: value})` for the `inputs` (name ->
     component); their order is the API's parameter order, their names its parameter names. The values are
-    preprocessed here rather than by gradio, so that a payload of the wrong type is an error naming its parameter."""
+    preprocessed here rather than by gradio, so that a payload of the wrong type is an error naming its parameter.
+    The handler runs on MODEL_THREAD (a streaming one step by step), unless `on_model` is False: a long measurement
+    that sends its own passes there one by one."""
     names = list(inputs)
 
     def by_name(values: tuple) -> dict[str, Any]:
@@ -649,6 +653,8 @@ def event(handler: Callable, inputs: dict[str, gr.components.Component], **conte
 
     def single(*values: Any) -> Any:
         with errors_shown():
+            if not on_model:
+                return handler(**context, **by_name(values))
             return on_model_thread(handler, **context, **by_name(values))
 
     fn = gpu_work(streaming if inspect.isgeneratorfunction(handler) else single)  # every event runs the model
@@ -943,9 +949,11 @@ def score(model: MDLM, text: str | None) -> tuple[str, str]:
         raise gr.Error("paste some text to score")
     check_chars(model, text, "text")
     check_fits(model, text, "text")
-    with torch.inference_mode():
-        nats = char_nll(model, torch.tensor(model.tokenizer.encode(text)))
-    bits = (nats / math.log(2)).tolist()
+    tokens = torch.tensor(model.tokenizer.encode(text))[None]
+    # one pass at a time on the model thread, so that other visitors' sampling steps go in between
+    for nats in iterate_on_model_thread(reveal_nll_steps(model, tokens, "left_to_right")):  # noqa: B007
+        pass
+    bits = (nats[0] / math.log(2)).tolist()
     worst = max(range(len(text)), key=bits.__getitem__)
     summary = (
         f"**{sum(bits) / len(bits):.3f} bits per character** over {len(text)} characters (exact negative "
@@ -1275,7 +1283,8 @@ def score_tab(model: MDLM, texts: DemoText) -> None:
         with gr.Column(scale=2):
             waiting = placeholder("Press Score: each character is tinted by the model's surprise.")
             view, summary = gr.HTML(waiting, elem_id="score-view"), gr.Markdown(elem_id="score-summary")
-    button.click(**event(score, dict(text=text), model=model), outputs=[view, summary], api_name="score")
+    scored = event(score, dict(text=text), model=model, on_model=False)  # it sends its passes there itself
+    button.click(**scored, outputs=[view, summary], api_name="score")
 
 
 def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab, texts: DemoText) -> None:
@@ -1308,7 +1317,7 @@ def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab, texts: DemoText)
     # measured on the tab's first visit (about 15 s on a CPU), not at start-up, then kept for every visitor; the
     # Plot's own label would sit over the figure's title on a phone: the figure's title says it all
     plot = gr.Plot(show_label=False, elem_id="accuracy-plot")
-    draw = event(accuracy_plot_once(model, texts), dict(t=mask_ratio))
+    draw = event(accuracy_plot_once(model, texts), dict(t=mask_ratio), on_model=False)  # measured in pieces
     tab.select(**draw, outputs=plot, api_name=False)
     mask_ratio.change(**draw, outputs=plot, api_name=False, trigger_mode="always_last", show_progress="hidden")
     gr.Markdown(

@@ -12,6 +12,7 @@ so the training loss is cross-entropy at masked positions weighted by 1/t (MDLM,
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -195,6 +196,16 @@ def exact_nll(
 def reveal_nll(model: nn.Module, x0: torch.Tensor, order: str, bar: Any = None) -> torch.Tensor:
     """-log p of each character of the windows `x0` (b, n) as `exact_nll` reveals them, one forward pass per
     character from an all-mask canvas, in `order`; (b, n) nats, on x0's device. `bar`: a progress bar to update."""
+    for nats in reveal_nll_steps(model, x0, order):  # noqa: B007 (the last is the result)
+        if bar is not None:
+            bar.update(x0.size(0))
+    return nats
+
+
+@torch.no_grad()
+def reveal_nll_steps(model: nn.Module, x0: torch.Tensor, order: str) -> Iterator[torch.Tensor]:
+    """`reveal_nll` one forward pass at a time: yields the (b, n) nats so far after each pass (the last: all), so a
+    caller can interleave the passes with other work (the app's Score tab shares its model thread)."""
     b, n = x0.shape
     device = x0.device
     canvas = torch.full_like(x0, model.mask_id)
@@ -210,9 +221,7 @@ def reveal_nll(model: nn.Module, x0: torch.Tensor, order: str, bar: Any = None) 
         truth = x0[rows, position]
         nats[rows, position] = -log_probs[rows, position, truth]
         canvas[rows, position] = truth
-        if bar is not None:
-            bar.update(b)
-    return nats
+        yield nats
 
 
 @torch.no_grad()
