@@ -319,8 +319,9 @@ def mcp_available() -> bool:
 
 
 def choose_blank(vocab: str) -> str:
-    """The infill blank: "_", or, when the model writes "_", the first of BLANK_CHOICES it does not write."""
-    return next(char for char in BLANK_CHOICES if char not in vocab)
+    """The infill blank: "_", or, when the model writes "_", the first of BLANK_CHOICES it does not write (else the
+    first character from U+2580 on that it does not write)."""
+    return next(char for char in BLANK_CHOICES + "".join(map(chr, range(0x2580, 0x2600))) if char not in vocab)
 
 
 def covers(model: MDLM, text: str, blank: str = "") -> bool:

@@ -36,9 +36,9 @@ def weights_key(model: nn.Module) -> tuple:
 
 def shape_key(model: nn.Module) -> tuple:
     """What decides the speed of a pass: where it runs, on how many threads, and the model's shape."""
-    device = next(model.parameters()).device
+    device, dtype = next(model.parameters()).device, next(model.parameters()).dtype
     shapes = tuple(tuple(p.shape) for p in model.parameters())
-    return (str(device), torch.get_num_threads(), model.block_size, shapes)
+    return (str(device), str(dtype), torch.get_num_threads(), model.block_size, shapes)
 
 
 def _time_pass(model: nn.Module, tokens: torch.Tensor, t: torch.Tensor) -> float:
@@ -90,9 +90,11 @@ class FastPath:
 
     def _make_copy(self, model: nn.Module) -> nn.Module | None:
         # the model holds this FastPath: the copy gets a fresh one instead of a copy of this one's old copy
+        decision = shape_key(model)
+        if _decisions.get(decision) is False:
+            return None  # fp32 won here before: no copy to make
         bf16 = copy.deepcopy(model, memo={id(self): FastPath()}).to(torch.bfloat16).eval()
         bf16.requires_grad_(False)
-        decision = shape_key(model)
         if decision not in _decisions:
             _decisions[decision] = bf16_is_faster(model, bf16)
         return bf16 if _decisions[decision] else None

@@ -344,7 +344,8 @@ class MDLM(
 
     @property
     def denoise_dtype(self) -> torch.dtype:
-        """The weights' dtype that `denoise` runs on in eval mode: bfloat16 where the fast path chose its copy."""
+        """The weights' dtype that `denoise` runs on in eval mode: bfloat16 where the fast path chose its copy (asking
+        may make the copy and time it, as the first sampling pass would)."""
         if not self.fast:
             return self.lm_head.weight.dtype
         with torch.no_grad():

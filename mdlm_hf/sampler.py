@@ -391,7 +391,8 @@ def entropy_bounded_count(
     of their predictions `probs` (B, T, V) exceeds `bound` nats (B,): the EB-sampler's adaptive step size.
 
     Revealing positions together draws them independently; the error that makes against drawing them one at a
-    time is at most their summed entropy, so a low-entropy stretch may go at once.
+    time is at most their summed entropy, so a low-entropy stretch may go at once. (The EB-sampler paper bounds the
+    sum less its largest term, which always admits the first position; here the schedule's own count does that.)
     """
     entropy = -(probs * probs.clamp(min=1e-12).log()).sum(dim=-1)  # (B, T) nats
     in_order = eligible.gather(-1, order)  # (B, T) eligible positions first: the order ranks the rest last
@@ -506,7 +507,10 @@ def _run(
     step, num_forward_passes, logits, logits_canvas = 0, 0, None, None
     try:
         needs_prior = options.prior_weight > 0 and options.order in SCORED_ORDERS
-        adaptive = options.threshold is not None or options.entropy_bound is not None
+        # an adaptive rule with exact counts reveals at least one per pass; binomial counts may still draw none
+        adaptive = options.reveal_counts == "exact" and (
+            options.threshold is not None or options.entropy_bound is not None
+        )
         log_prior, fully_masked = None, (tokens == mask_id).all(dim=1)  # (B,)
         if needs_prior and not fully_masked.any():
             log_prior = character_log_prior(model, T, device)  # one row; not a denoising step, not counted

@@ -541,3 +541,10 @@ def test_entropy_bounded_count_walks_the_order_within_the_bound():
     assert entropy_bounded_count(probs, order, eligible, 1.4).tolist() == [4]
     eligible[0, 2] = False  # an ineligible position neither counts nor stops the walk
     assert entropy_bounded_count(probs, torch.tensor([[0, 1, 3, 2]]), eligible, 0.1).tolist() == [1]
+
+
+def test_an_adaptive_rule_keeps_binomial_counts_binomial(tiny_model):
+    # exact counts with an adaptive rule reveal at least one per pass; MDLM's ancestral sampler may draw none
+    canvas = torch.full((40,), tiny_model.mask_id)
+    states = list(sample(tiny_model, canvas, PLAIN, num_steps=30, reveal_counts="binomial", threshold=0.99, seed=0))
+    assert states[-1].done and any(not state.revealed.any() for state in states[1:])
