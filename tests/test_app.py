@@ -1250,3 +1250,10 @@ def test_gpu_work_is_decorated_with_spaces_gpu_only_when_spaces_is_importable(mo
     assert {"generate", "infill", "compare", "score", "forward_process"} <= endpoints
     wrapped = {(fn.__doc__ or "").split(":")[0] for fn in decorated}
     assert {"Generate tab", "Infill tab", "Compare tab", "Score tab", "How it works tab"} <= wrapped
+
+
+def test_warm_up_makes_the_fast_paths_choice_before_the_first_run(model_dir):
+    model, _ = app.load_model(model_dir)
+    assert model.fast and model._fast_path.key is None
+    app.warm_up(model)  # app.main queues it on the model thread while the server starts
+    assert model._fast_path.key is not None
