@@ -148,13 +148,20 @@ def canvas_style(rows: int, font_px: int = 15) -> str:
     )
 
 
+def colour_scale(low: str, high: str) -> str:
+    """A legend's swatch of a colour scale, from `low` to `high`."""
+    return (
+        "<span style='display:inline-block; width:48px; height:0.9em; vertical-align:middle; "
+        f"background:linear-gradient(90deg, {low}, {high}); border: 1px solid #d8d3c8'></span>"
+    )
+
+
 LEGEND = (
     "<div style='font-size: 12px; color: #5c6675; margin-top: 4px; line-height: 1.8;'>"
     f"<span style='{CANVAS_FONT} background:{MASK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span> masked &nbsp; "
     f"<span style='background:{NEW_COLOUR}'>x</span> revealed this step &nbsp; "
-    f"<span style='display:inline-block; width:48px; height:0.9em; vertical-align:middle; "
-    f"background:linear-gradient(90deg, {confidence_colour(0)}, {confidence_colour(1)}); "
-    "border: 1px solid #d8d3c8'></span> confidence when revealed (low … high) &nbsp; <b>x</b> given &nbsp; "
+    f"{colour_scale(confidence_colour(0), confidence_colour(1))} confidence when revealed (low … high) &nbsp; "
+    "<b>x</b> given &nbsp; "
     f"{NEWLINE_GLYPH} line break &nbsp; "
     f"<span style='{CANVAS_FONT} background:{TAKEN_BACK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span> taken back this step "
     "(remasking)</div>"
@@ -934,9 +941,8 @@ def score_view(text: str, bits: list[float], most: float) -> str:
         cells.append(f"<span class='mdlm-scored' style='{style}' title='{surprise:.2f} bits'>{shown}</span>{tail}")
     legend = (
         "<div style='font-size: 12px; color: #5c6675; margin-top: 4px;'>surprise, -log2 p of each character given "
-        "those before it: <span style='display:inline-block; width:48px; height:0.9em; vertical-align:middle; "
-        f"background:linear-gradient(90deg, {surprise_colour(0, 1)}, {surprise_colour(1, 1)}); border: 1px solid "
-        f"#d8d3c8'></span> 0 … {most:.1f} bits or more (a uniform guess over the vocabulary) &nbsp; "
+        f"those before it: {colour_scale(surprise_colour(0, 1), surprise_colour(1, 1))} 0 … {most:.1f} bits or more "
+        "(a uniform guess over the vocabulary) &nbsp; "
         f"{NEWLINE_GLYPH} line break</div>"
     )
     return canvas_box(cells) + legend
@@ -1315,7 +1321,7 @@ def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab, texts: DemoText)
         trigger(**forward, outputs=outputs, api_name=False)
     gr.Button("Mask and predict", size="sm").click(**forward, outputs=outputs, api_name="forward_process")
     demo.load(**forward, outputs=outputs, api_name=False)
-    # measured on the tab's first visit (about 15 s on a CPU), not at start-up, then kept for every visitor; the
+    # measured on the tab's first visit (a few seconds on a CPU), not at start-up, then kept for every visitor; the
     # Plot's own label would sit over the figure's title on a phone: the figure's title says it all
     plot = gr.Plot(show_label=False, elem_id="accuracy-plot")
     draw = event(accuracy_plot_once(model, texts), dict(t=mask_ratio), on_model=False)  # measured in pieces

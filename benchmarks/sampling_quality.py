@@ -70,10 +70,15 @@ RULE_NAMES = dict(zip(REVEAL_RULE_OPTIONS, ("order temp", "prior", "remask", "sp
 METRICS = ("valid_word_rate", "judge_perplexity", "char_entropy_bits", "distinct_4", "chars_per_s", "forward_passes")
 
 
+def adaptive_and_weights(row: dict) -> tuple[float, str]:
+    """A row's entropy bound (0 = off) and the dtype it sampled in; rows from before these were stored: 0, float32."""
+    return row.get("entropy_bound", 0), row.get("weights", "float32")
+
+
 def setting_key(row: dict) -> tuple:
     """What identifies a setting, less its seed: the rows of one setting's seeds are averaged."""
     rule = tuple(row[name] for name in REVEAL_RULE_OPTIONS)
-    adaptive, weights = row.get("entropy_bound", 0), row.get("weights", "float32")  # rows from before these existed
+    adaptive, weights = adaptive_and_weights(row)
     return (row["order"], *rule, adaptive, row["num_steps"], row["temperature"], row["extra"], weights)
 
 
@@ -92,16 +97,17 @@ def averaged(rows: list[dict]) -> dict:
 def order_label(row: dict) -> str:
     """The order, with every reveal-rule option that is switched on (and the weights, when not the fast path)."""
     parts = [f"{RULE_NAMES[name]} {row[name]:g}" for name in REVEAL_RULE_OPTIONS if row[name]]
-    if row.get("entropy_bound"):
-        parts.append(f"entropy bound {row['entropy_bound']:g}")
+    adaptive, weights = adaptive_and_weights(row)
+    if adaptive:
+        parts.append(f"entropy bound {adaptive:g}")
     label = f"{row['order']} ({', '.join(parts)})" if parts else row["order"]
-    return label + (" [exact fp32]" if row.get("weights", "float32") == "float32" else "")
+    return label + (" [exact fp32]" if weights == "float32" else "")
 
 
 def ordered_labels(rows: list[dict]) -> list[str]:
     """The distinct order labels of `rows`, in ORDERS order, plain before the added options."""
     keys = {
-        order_label(r): (ORDERS.index(r["order"]), *(r[name] for name in REVEAL_RULE_OPTIONS), *setting_key(r)[-2:])
+        order_label(r): (ORDERS.index(r["order"]), *(r[name] for name in REVEAL_RULE_OPTIONS), *adaptive_and_weights(r))
         for r in rows
     }
     return sorted(keys, key=keys.get)
