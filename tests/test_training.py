@@ -908,6 +908,21 @@ def test_tinyshakespeare_alone_gets_the_shakespeare_card(text_file, tmp_path, mo
     assert huggingface_hub.ModelCard.load(tmp_path / "other" / "README.md").data.license == "apache-2.0"
 
 
+def test_the_card_names_the_hardware_the_run_trained_on(text_file, tmp_path, monkeypatch):
+    run(text_file, tmp_path / "run", "--max-steps", "2", "--block-size", "64")
+    checkpoint = torch.load(tmp_path / "run" / "ckpt.pt", weights_only=True)
+    assert checkpoint["hardware"] == train.hardware_description(torch.device("cpu"))
+    assert checkpoint["hardware"].endswith(", 1 threads")  # --threads 1, one process
+    # a run trained on a GPU and exported on a CPU: the card names the GPU and says nothing of a CPU
+    checkpoint["hardware"], checkpoint["wall_time"] = "NVIDIA H200", 290.0
+    torch.save(checkpoint, tmp_path / "run" / "ckpt.pt")
+    monkeypatch.setattr(export, "TINYSHAKESPEARE_MD5", hashlib.md5(text_file.read_bytes()).hexdigest())
+    export.export_run(tmp_path / "run", tmp_path / "export", text_file, weights_dtype="float32")
+    card = (tmp_path / "export" / "README.md").read_text()
+    assert "- wall time: 4.8 minutes on NVIDIA H200" in card
+    assert "trained for 5 minutes:" in card and "on a CPU" not in card
+
+
 def test_usage_examples_come_from_the_validation_text():
     text = "the cut line\nFirst Citizen:\nBefore we proceed any further, hear me speak.\nAll:\nSpeak, speak.\n"
     model = MDLM(CharTokenizer.from_text(text).vocab, n_layer=1, n_head=2, n_embd=16, block_size=64)

@@ -26,7 +26,6 @@ import copy
 import hashlib
 import json
 import os
-import platform
 import re
 import shutil
 import sys
@@ -45,7 +44,7 @@ from mdlm_hf.plots import training_curve_figure
 from training import RunError
 from training.corpus import read_texts
 from training.evaluate import evaluate_model, plot_accuracy
-from training.train import build_model, load_checkpoint
+from training.train import build_model, hardware_description, load_checkpoint
 
 WEIGHTS_DTYPES = ("auto", "float32", "bfloat16")
 ELBO_SAMPLES = 4  # mask draws per validation window in the exported metrics
@@ -127,21 +126,6 @@ def replace_directory(staging: Path, export_dir: Path) -> None:
         export_dir.rename(old)
     staging.rename(export_dir)
     shutil.rmtree(old, ignore_errors=True)
-
-
-def hardware_description() -> str:
-    """CPU model and core count, or the GPU name."""
-    if torch.cuda.is_available():
-        return torch.cuda.get_device_name(0)
-    model_name = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model_name = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{model_name}, {torch.get_num_threads()} threads"
 
 
 @dataclass(frozen=True)
@@ -294,18 +278,18 @@ def model_card_details(
         )
         if k in args
     )
+    minutes = run.get("wall_time", 0) / 60
+    duration = f"{minutes:.0f} minutes" if minutes >= 1 else "under a minute"
     if data.tinyshakespeare:
         subject = "Shakespeare"
         nanogpt = " nanoGPT's autoregressive character model reaches 1.47 nats/char on this split."
         limitations = (
-            "A character-level model of about a million characters of Shakespeare, trained for minutes on a CPU:\n"
+            f"A character-level model of about a million characters of Shakespeare, trained for {duration}:\n"
             "it writes Shakespeare-shaped text (speaker names, verse lines, mostly real words) without sense or\n"
             f"memory beyond its {model.block_size}-character window."
         )
     else:
         subject, nanogpt = data.name, ""
-        minutes = run.get("wall_time", 0) / 60
-        duration = f"{minutes:.0f} minutes" if minutes >= 1 else "under a minute"
         limitations = (
             f"A character-level model of {character_count(data.chars)} of {data.name}, trained for {duration}:\n"
             "it imitates the surface of that text (its characters, spelling, punctuation and layout) without\n"
@@ -350,7 +334,7 @@ Masked-token accuracy (argmax) by mask ratio:
 - data: {data_line}
 {license_line}- parameters: {model.num_parameters():,}, stored as {weights_note}
 - tokens seen: {run.get("tokens_seen", 0):,}, in {run.get("step", 0):,} steps
-- wall time: {run.get("wall_time", 0) / 60:.1f} minutes on {hardware_description()}
+- wall time: {run.get("wall_time", 0) / 60:.1f} minutes on {run.get("hardware") or hardware_description(torch.device("cpu"))}
 - recipe: {recipe}
 
 ![training curve](training_curve.png)

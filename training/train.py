@@ -23,6 +23,7 @@ import io
 import json
 import math
 import os
+import platform
 import signal
 import sys
 import time
@@ -305,6 +306,23 @@ def get_batch(
     """Random windows of the training ids (a memory-mapped array, read window by window), (B, block_size) int64."""
     starts = torch.randint(0, len(data) - block_size + 1, (batch_size,), generator=generator)
     return torch.stack([torch.from_numpy(np.array(data[s : s + block_size], dtype=np.int64)) for s in starts.tolist()])
+
+
+def hardware_description(device: torch.device, processes: int = 1) -> str:
+    """What a run trains on, for the model card: the GPU's name, or the CPU model and its threads."""
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name(device)
+        return name if processes == 1 else f"{processes} x {name}"
+    model_name = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model_name = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    threads = torch.get_num_threads() * processes
+    return f"{model_name}, {threads} threads" + (f" in {processes} processes" if processes > 1 else "")
 
 
 def save_checkpoint(path: Path, payload: dict) -> None:
@@ -708,6 +726,7 @@ class Trainer:
             **asdict(self.progress),
             "rng": all_rng,
             "args": vars(self.args),
+            "hardware": hardware_description(self.processes.device, self.processes.world_size),
         }
 
     def save(self) -> None:
