@@ -20,11 +20,13 @@ import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from unittest import mock
 
 import torch
 import torch.nn as nn
 
 from benchmarks.common import REPO_ROOT, SHARED_DATA, load_model
+from mdlm_hf import model as model_module
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 from mdlm_hf.diffusion import elbo
 
@@ -58,6 +60,17 @@ def fast_path(model: nn.Module) -> Candidate:
     return Candidate(fast, fast.denoise)
 
 
+def bf16_fused_attention(model: nn.Module) -> Candidate:
+    """bf16 weights with SDPA's fused attention kernel instead of plain matmuls (the fast path before it had them)."""
+    bf16 = copy.deepcopy(model).to(torch.bfloat16).eval()
+
+    def run(tokens: torch.Tensor, t: torch.Tensor | None) -> torch.Tensor:
+        with mock.patch.object(model_module, "uses_plain_attention", lambda q: False):
+            return bf16(tokens, t)
+
+    return Candidate(bf16, run)
+
+
 def torchao_int8(model: nn.Module, weight_only: bool) -> Candidate:
     from torchao.quantization import Int8DynamicActivationInt8WeightConfig, Int8WeightOnlyConfig, quantize_
 
@@ -84,6 +97,7 @@ def candidates(model: nn.Module, with_compile: bool) -> dict[str, Callable[[], C
         "fp32 eager (exact)": lambda: Candidate(model, model),
         "bf16 autocast": lambda: autocast_bf16(model),
         "fast=True (bf16 weights)": lambda: fast_path(model),
+        "bf16 weights, fused SDPA attention": lambda: bf16_fused_attention(model),
         "int8 dynamic (torchao)": lambda: torchao_int8(model, weight_only=False),
         "int8 weight-only (torchao)": lambda: torchao_int8(model, weight_only=True),
         "int8 dynamic (torch.ao, deprecated)": lambda: legacy_int8(model),

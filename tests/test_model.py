@@ -204,6 +204,32 @@ def test_fast_path_logits_agree_with_the_exact_model(tiny_model, bf16_chosen):
     assert torch.equal(fast.isinf(), exact.isinf())  # [MASK] is still never predicted
 
 
+def test_bf16_inference_on_a_cpu_runs_attention_as_plain_matmuls(tiny_model, bf16_chosen, monkeypatch):
+    from mdlm_hf import model as model_module
+
+    q, k, v = torch.randn(3, 2, 4, 40, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    expected = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    assert torch.allclose(model_module.plain_attention(q, k, v), expected, atol=1e-12)  # the same maths
+    assert model_module.uses_plain_attention(q.bfloat16()) and not model_module.uses_plain_attention(q.float())
+    long_canvas = torch.zeros(1, 1, model_module.PLAIN_ATTENTION_MAX_LENGTH + 1, 8, dtype=torch.bfloat16)
+    assert not model_module.uses_plain_attention(long_canvas)  # there the fused kernel's memory use matters
+    fused_calls = []
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    monkeypatch.setattr(
+        model_module.F, "scaled_dot_product_attention", lambda *a, **kw: fused_calls.append(1) or sdpa(*a, **kw)
+    )
+    tokens = torch.randint(0, tiny_model.mask_id + 1, (2, 40), generator=torch.Generator().manual_seed(0))
+    tiny_model.fast = True
+    with torch.no_grad():
+        tiny_model.denoise(tokens)  # the bf16 copy: plain matmuls
+        assert fused_calls == []
+        tiny_model(tokens)  # the exact fp32 model: the fused kernel, one call per layer
+        assert len(fused_calls) == tiny_model.n_layer
+    tiny_model.train()
+    tiny_model.bfloat16()(tokens)  # training keeps the fused kernel (and its dropout) in any dtype
+    assert len(fused_calls) == 2 * tiny_model.n_layer
+
+
 def test_fast_path_is_off_when_slower_off_by_switch_and_under_autograd(tiny_model, bf16_chosen, monkeypatch):
     import mdlm_hf.fast
 
