@@ -279,6 +279,7 @@ def model_card_details(
         if k in args
     )
     minutes = run.get("wall_time", 0) / 60
+    trained_on = run.get("hardware") or hardware_description(torch.device("cpu"))  # runs before the field: here
     duration = f"{minutes:.0f} minutes" if minutes >= 1 else "under a minute"
     if data.tinyshakespeare:
         subject = "Shakespeare"
@@ -334,7 +335,7 @@ Masked-token accuracy (argmax) by mask ratio:
 - data: {data_line}
 {license_line}- parameters: {model.num_parameters():,}, stored as {weights_note}
 - tokens seen: {run.get("tokens_seen", 0):,}, in {run.get("step", 0):,} steps
-- wall time: {run.get("wall_time", 0) / 60:.1f} minutes on {run.get("hardware") or hardware_description(torch.device("cpu"))}
+- wall time: {minutes:.1f} minutes on {trained_on}
 - recipe: {recipe}
 
 ![training curve](training_curve.png)
