@@ -122,8 +122,8 @@ def option(default: Any, accepts: Accepts, label: str, **front_ends: Any) -> Any
 @dataclass(frozen=True)
 class SamplerOptions:
     """The options of one sampling run, validated when built. The defaults are the sampling study's recommendation
-    (benchmarks/results/round3/sampling_quality.md and docs/benchmarks.md); `SamplerOptions.plain()` is the bare
-    core with every option off.
+    (chosen in benchmarks/results/round3, confirmed on the shipped model in round4; docs/benchmarks.md);
+    `SamplerOptions.plain()` is the bare core with every option off.
 
     Plain confidence decoding writes too few capitals, punctuation marks and line breaks (character entropy 0.86x
     real text's): the prior weight brings them back, remasking and spacing pay for it in words.
@@ -131,8 +131,8 @@ class SamplerOptions:
 
     # denoising steps; never more than the masks (more would only repeat forward passes or draw nothing)
     # 32: 256 characters in under a second on two CPU cores (benchmarks/app_latency.py), with the rule below as good
-    # as the previous 64-step default was on the previous model (valid words, judge perplexity, diversity); on the
-    # shipped model 64 steps write better text (docs/benchmarks.md, round 3)
+    # as the previous 64-step default was on the previous model (valid words, judge perplexity, diversity); 64
+    # steps write better text still (docs/benchmarks.md, rounds 3 and 4)
     num_steps: int = option(32, integer(1), "Denoising steps", slider=(1, None, 1))
     # which masked positions are revealed first: confidence (the candidate's probability), margin (top1 - top2),
     # entropy (lowest first), random, left_to_right; confidence wins at every step count in the study
