@@ -279,7 +279,8 @@ def model_card_details(
         if k in args
     )
     minutes = run.get("wall_time", 0) / 60
-    trained_on = run.get("hardware") or hardware_description(torch.device("cpu"))  # runs before the field: here
+    # checkpoints from before the field was recorded: this machine, the best guess there is
+    trained_on = run.get("hardware") or hardware_description(torch.device("cpu"))
     duration = f"{minutes:.0f} minutes" if minutes >= 1 else "under a minute"
     if data.tinyshakespeare:
         subject = "Shakespeare"

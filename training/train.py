@@ -313,6 +313,8 @@ def hardware_description(device: torch.device, processes: int = 1) -> str:
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)
         return name if processes == 1 else f"{processes} x {name}"
+    if device.type == "mps":
+        return "an Apple GPU (mps)"
     model_name = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
