@@ -59,13 +59,15 @@ def make_norm(kind: str, n_embd: int) -> nn.Module:
 
 
 # bf16 on a CPU at the sampler's sizes: SDPA's flash kernel takes 0.51 ms for (1, 4, 256, 64), two batched matmuls
-# and a softmax 0.24 ms (2 threads, AMD Zen 5); in fp32, and for long canvases, the fused kernel wins
-PLAIN_ATTENTION_MAX_LENGTH = 1024
+# and a softmax 0.24 ms (2 threads, AMD Zen 5); in fp32 the fused kernel wins, and for big batches or long canvases
+# its memory use does: the plain way holds all B x nh x T x T scores at once (2**24 of them: 32 MB in bf16)
+PLAIN_ATTENTION_MAX_SCORES = 2**24
 
 
 def uses_plain_attention(q: torch.Tensor) -> bool:
-    """Whether attention over `q` (B, nh, T, hd) runs as plain matmuls: bf16 inference on a CPU, short canvases."""
-    return q.dtype == torch.bfloat16 and q.device.type == "cpu" and q.size(-2) <= PLAIN_ATTENTION_MAX_LENGTH
+    """Whether attention over `q` (B, nh, T, hd) runs as plain matmuls: bf16 inference on a CPU, few scores."""
+    B, nh, T, _ = q.shape
+    return q.dtype == torch.bfloat16 and q.device.type == "cpu" and B * nh * T * T <= PLAIN_ATTENTION_MAX_SCORES
 
 
 def plain_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:

@@ -211,8 +211,9 @@ def test_bf16_inference_on_a_cpu_runs_attention_as_plain_matmuls(tiny_model, bf1
     expected = torch.nn.functional.scaled_dot_product_attention(q, k, v)
     assert torch.allclose(model_module.plain_attention(q, k, v), expected, atol=1e-12)  # the same maths
     assert model_module.uses_plain_attention(q.bfloat16()) and not model_module.uses_plain_attention(q.float())
-    long_canvas = torch.zeros(1, 1, model_module.PLAIN_ATTENTION_MAX_LENGTH + 1, 8, dtype=torch.bfloat16)
-    assert not model_module.uses_plain_attention(long_canvas)  # there the fused kernel's memory use matters
+    # the sampler's canvas and the study's batch take the plain way; where the scores would not fit, the fused kernel
+    assert model_module.uses_plain_attention(torch.zeros(1, 1, 1, 64, dtype=torch.bfloat16).expand(32, 4, 256, 64))
+    assert not model_module.uses_plain_attention(torch.zeros(1, 1, 1, 64, dtype=torch.bfloat16).expand(64, 4, 1024, 64))
     fused_calls = []
     sdpa = torch.nn.functional.scaled_dot_product_attention
     monkeypatch.setattr(

@@ -909,18 +909,36 @@ def test_tinyshakespeare_alone_gets_the_shakespeare_card(text_file, tmp_path, mo
 
 
 def test_the_card_names_the_hardware_the_run_trained_on(text_file, tmp_path, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H200")
+    assert train.hardware_description(torch.device("cuda", 1)) == "NVIDIA H200"
+    assert train.hardware_description(torch.device("cuda"), processes=8) == "8 x NVIDIA H200"
+    assert train.hardware_description(torch.device("mps")) == "an Apple GPU (mps)"
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    cpu = train.hardware_description(torch.device("cpu"))
+    assert cpu.endswith(", 1 thread") and train.hardware_description(torch.device("cpu"), 2).endswith(
+        ", 2 threads in 2 processes"
+    )
     run(text_file, tmp_path / "run", "--max-steps", "2", "--block-size", "64")
     checkpoint = torch.load(tmp_path / "run" / "ckpt.pt", weights_only=True)
-    assert checkpoint["hardware"] == train.hardware_description(torch.device("cpu"))
-    assert checkpoint["hardware"].endswith(", 1 threads")  # --threads 1, one process
-    # a run trained on a GPU and exported on a CPU: the card names the GPU and says nothing of a CPU
+    assert checkpoint["hardware"] == cpu  # --threads 1, one process
+    # trained on a GPU, resumed on this CPU, exported here: the card names both machines and nothing else
     checkpoint["hardware"], checkpoint["wall_time"] = "NVIDIA H200", 290.0
     torch.save(checkpoint, tmp_path / "run" / "ckpt.pt")
+    run(text_file, tmp_path / "run", "--max-steps", "3", "--block-size", "64", "--resume")
+    assert torch.load(tmp_path / "run" / "ckpt.pt", weights_only=True)["hardware"] == f"NVIDIA H200, then {cpu}"
     monkeypatch.setattr(export, "TINYSHAKESPEARE_MD5", hashlib.md5(text_file.read_bytes()).hexdigest())
     export.export_run(tmp_path / "run", tmp_path / "export", text_file, weights_dtype="float32")
     card = (tmp_path / "export" / "README.md").read_text()
-    assert "- wall time: 4.8 minutes on NVIDIA H200" in card
-    assert "trained for 5 minutes:" in card and "on a CPU" not in card
+    minutes = torch.load(tmp_path / "run" / "ckpt.pt", weights_only=True)["wall_time"] / 60
+    assert f"- wall time: {minutes:.1f} minutes on NVIDIA H200, then {cpu}" in card
+    assert f"trained for {minutes:.1f} minutes:" in card and "on a CPU" not in card
+    # a checkpoint from before the field: the card does not guess
+    checkpoint = torch.load(tmp_path / "run" / "ckpt.pt", weights_only=True)
+    del checkpoint["hardware"]
+    torch.save(checkpoint, tmp_path / "run" / "ckpt.pt")
+    export.export_run(tmp_path / "run", tmp_path / "old", text_file, weights_dtype="float32")
+    assert "minutes on an unrecorded machine" in (tmp_path / "old" / "README.md").read_text()
+    assert train.joined_hardware(None, cpu) == cpu and train.joined_hardware(f"A, then {cpu}", cpu) == f"A, then {cpu}"
 
 
 def test_usage_examples_come_from_the_validation_text():

@@ -44,7 +44,7 @@ from mdlm_hf.plots import training_curve_figure
 from training import RunError
 from training.corpus import read_texts
 from training.evaluate import evaluate_model, plot_accuracy
-from training.train import build_model, hardware_description, load_checkpoint
+from training.train import build_model, load_checkpoint
 
 WEIGHTS_DTYPES = ("auto", "float32", "bfloat16")
 ELBO_SAMPLES = 4  # mask draws per validation window in the exported metrics
@@ -279,9 +279,8 @@ def model_card_details(
         if k in args
     )
     minutes = run.get("wall_time", 0) / 60
-    # checkpoints from before the field was recorded: this machine, the best guess there is
-    trained_on = run.get("hardware") or hardware_description(torch.device("cpu"))
-    duration = f"{minutes:.0f} minutes" if minutes >= 1 else "under a minute"
+    trained_on = run.get("hardware") or "an unrecorded machine"  # checkpoints from before the field
+    duration = f"{minutes:.1f} minutes" if minutes >= 1 else "under a minute"
     if data.tinyshakespeare:
         subject = "Shakespeare"
         nanogpt = " nanoGPT's autoregressive character model reaches 1.47 nats/char on this split."

@@ -324,7 +324,15 @@ def hardware_description(device: torch.device, processes: int = 1) -> str:
     except OSError:
         pass
     threads = torch.get_num_threads() * processes
-    return f"{model_name}, {threads} threads" + (f" in {processes} processes" if processes > 1 else "")
+    plural = "s" if threads > 1 else ""
+    return f"{model_name}, {threads} thread{plural}" + (f" in {processes} processes" if processes > 1 else "")
+
+
+def joined_hardware(before: str | None, now: str) -> str:
+    """The hardware a resumed run has trained on: the checkpoint's, then this invocation's if it differs."""
+    if not before or before == now or before.endswith(f", then {now}"):
+        return before or now
+    return f"{before}, then {now}"
 
 
 def save_checkpoint(path: Path, payload: dict) -> None:
@@ -578,6 +586,8 @@ class Trainer:
         self.data_generator = torch.Generator().manual_seed(args.seed + rank)
         self.noise_generator = torch.Generator().manual_seed(args.seed + 1000 + rank)
         self.progress = Progress()
+        # what the run trained on so far, for the model card; a resume elsewhere adds the new machine
+        self.hardware = hardware_description(device, processes.world_size)
         self.saved_step: int | None = None  # the step this invocation last wrote to ckpt.pt
         self.tracker: Tracker = NoTracker()  # main opens the one --tracker asks for, on rank 0
         if checkpoint is not None:
@@ -600,6 +610,7 @@ class Trainer:
         self.progress = Progress(
             **{k: checkpoint[k] for k in ("step", "tokens_seen", "wall_time", "best_val", "history")}
         )
+        self.hardware = joined_hardware(checkpoint.get("hardware"), self.hardware)
         step = self.progress.step
         if rank < len(checkpoint["rng"]):
             rng = checkpoint["rng"][rank]
@@ -728,7 +739,7 @@ class Trainer:
             **asdict(self.progress),
             "rng": all_rng,
             "args": vars(self.args),
-            "hardware": hardware_description(self.processes.device, self.processes.world_size),
+            "hardware": self.hardware,
         }
 
     def save(self) -> None:
