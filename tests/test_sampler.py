@@ -385,7 +385,7 @@ def test_the_default_options_are_the_studys_recommendation_and_plain_turns_every
     recommended = dict(
         num_steps=32, order="confidence", temperature=1.0, order_temperature=0.25, prior_weight=0.45, remask_ratio=0.65
     )
-    assert SamplerOptions() == SamplerOptions(**recommended, spacing=1)
+    assert SamplerOptions() == SamplerOptions(**recommended, spacing=2)
     plain = SamplerOptions.plain()
     assert all(getattr(plain, name) == 0 for name in REVEAL_RULE_OPTIONS)
     assert plain.top_k is plain.top_p is plain.block_length is plain.threshold is None
