@@ -1,0 +1,161 @@
+"""Structure metrics of a play: what a reader sees at once and the study's word metrics cannot.
+
+A sample is a text and which of its characters the sampler wrote (the rest were given: a prompt, a template).
+Only lines holding a written character are scored; given lines are context (the speaker before, the line after).
+A sample's ragged ends are dropped: the first line when the text starts mid-document (its first character was
+written), the last when it stops mid-line.
+
+- A **heading** is a line `NAME:` whose name is one to five capitalised words (letters, apostrophes, hyphens,
+  `&`, commas; "of", "the", "and" may join them), after a blank line or at the start of the text; an
+  all-capitals one counts anywhere.
+- A **real** heading names a speaker of `known_speakers` (every heading of the training text and the
+  held-out plays).
+- An **empty speech** is a heading followed by a blank line or by another heading.
+- **Same speaker twice** is a heading naming the speaker of the heading before it.
+- A **repeated line** is a speech line (not blank, not a heading) that already occurred earlier in the text.
+- **Judge NLL** is the nats per written character under a character n-gram model fit on the training split.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from mdlm_hf.metrics import KneserNeyJudge, words
+
+NAME = re.compile(r"[A-Z][A-Za-z'\-&,]*(?: (?:[A-Z&][A-Za-z'\-&,]*|of|the|and|de|la)){0,4}")
+
+
+def heading_name(line: str, previous: str | None) -> str | None:
+    """The speaker a heading line names, else None; `previous` is the line above (None at the text's start)."""
+    if not line.endswith(":") or not NAME.fullmatch(name := line[:-1]):
+        return None
+    if previous is None or previous == "" or name.isupper():
+        return name
+    return None
+
+
+def speakers(text: str) -> set[str]:
+    """Every speaker named by a heading of a play's text."""
+    lines = text.split("\n")
+    return {name for i, line in enumerate(lines) if (name := heading_name(line, lines[i - 1] if i else None))}
+
+
+@dataclass
+class Sample:
+    """A text and, per character, whether the sampler wrote it (False: given by the caller)."""
+
+    text: str
+    written: Sequence[bool]
+
+    @classmethod
+    def all_written(cls, text: str) -> Sample:
+        return cls(text, [True] * len(text))
+
+
+@dataclass
+class Counts:
+    """What `count_structure` found in a set of samples; `metrics` turns it into rates."""
+
+    chars: int = 0  # written characters on scored lines
+    headings: int = 0
+    real_headings: int = 0
+    followed: int = 0  # headings whose next line is known
+    empty: int = 0
+    preceded: int = 0  # headings with a heading before them in the text
+    twice: int = 0
+    speech_lines: int = 0
+    repeated_lines: int = 0
+    words: int = 0
+    valid_words: int = 0
+    judge_nats: float = 0.0
+
+
+def scored_line_range(sample: Sample, lines: list[str]) -> range:
+    """Indices of the lines that are not ragged ends."""
+    first = 1 if sample.written and sample.written[0] else 0
+    last = len(lines) - (1 if sample.written and sample.written[-1] and not sample.text.endswith("\n") else 0)
+    return range(first, max(first, last))
+
+
+def count_sample(sample: Sample, counts: Counts, known_speakers: set[str], known_words: set[str], judge) -> None:
+    """Adds one sample's structure to `counts`."""
+    lines = sample.text.split("\n")
+    starts = [0]
+    for line in lines[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+    names = [heading_name(line, lines[i - 1] if i else None) for i, line in enumerate(lines)]
+    scored = scored_line_range(sample, lines)
+    for i in scored:
+        line, start = lines[i], starts[i]
+        end = start + len(line) + (1 if i + 1 < len(lines) else 0)  # the line and its newline
+        written = [j for j in range(start, end) if sample.written[j]]
+        if not written:
+            continue  # a given line: context only
+        counts.chars += len(written)
+        if judge is not None:
+            for j in written:
+                counts.judge_nats -= math.log(judge.probability(sample.text[j], sample.text[max(0, j - 8) : j]))
+        name = names[i]
+        if name is not None:
+            counts.headings += 1
+            counts.real_headings += name in known_speakers
+            # the next line is unknown when the text stops right after the heading's newline
+            has_next = i + 1 < len(lines) and not (i + 1 == len(lines) - 1 and lines[i + 1] == "")
+            if has_next:
+                counts.followed += 1
+                counts.empty += lines[i + 1] == "" or names[i + 1] is not None
+            before = [n for n in names[:i] if n is not None]
+            if before:
+                counts.preceded += 1
+                counts.twice += before[-1] == name
+        elif line.strip():
+            counts.speech_lines += 1
+            counts.repeated_lines += line in lines[:i]
+            found = words(line)
+            counts.words += len(found)
+            counts.valid_words += sum(w in known_words for w in found)
+
+
+def count_structure(
+    samples: Iterable[Sample], known_speakers: set[str], known_words: set[str], judge: KneserNeyJudge | None = None
+) -> Counts:
+    """The structure of a set of samples, pooled."""
+    counts = Counts()
+    for sample in samples:
+        if len(sample.written) != len(sample.text):
+            raise ValueError("a sample's written flags must match its text, one per character")
+        count_sample(sample, counts, known_speakers, known_words, judge)
+    return counts
+
+
+def ratio(numerator: float, denominator: float) -> float:
+    return numerator / denominator if denominator else math.nan
+
+
+def metrics(counts: Counts) -> dict[str, float]:
+    """The suite's rates from pooled counts (NaN where nothing was there to count)."""
+    return {
+        "headings_per_1k": ratio(1000 * counts.headings, counts.chars),
+        "real_names": ratio(counts.real_headings, counts.headings),
+        "empty_speeches": ratio(counts.empty, counts.followed),
+        "same_speaker_twice": ratio(counts.twice, counts.preceded),
+        "repeated_lines": ratio(counts.repeated_lines, counts.speech_lines),
+        "valid_words": ratio(counts.valid_words, counts.words),
+        "judge_nll": ratio(counts.judge_nats, counts.chars),
+        "headings": counts.headings,
+        "chars": counts.chars,
+    }
+
+
+def longest_repeat(text: str, at_least: int = 64) -> bool:
+    """Whether some span of `at_least` characters occurs twice in `text` (a loop)."""
+    seen = set()
+    for i in range(len(text) - at_least + 1):
+        span = text[i : i + at_least]
+        if span in seen:
+            return True
+        seen.add(span)
+    return False

