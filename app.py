@@ -53,11 +53,11 @@ INFILL_REMASK_RATIO = 0.0  # ... and 16 steps are too few for remasking
 # the seed it used as its last output, so a run can be repeated with fixed_seed on
 GENERATE_API = tuple(
     "prompt length num_steps temperature top_p order seed block_length "
-    "order_temperature prior_weight remask_ratio spacing fixed_seed entropy_bound".split()
+    "order_temperature prior_weight remask_ratio spacing fixed_seed entropy_bound min_p".split()
 )
 INFILL_API = tuple(
     "template num_steps temperature top_p order seed order_temperature prior_weight remask_ratio spacing "
-    "fixed_seed entropy_bound".split()
+    "fixed_seed entropy_bound min_p".split()
 )
 COMPARE_API = (
     "prompt",
@@ -1176,7 +1176,7 @@ def generate_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
             length = gr.Slider(0, block_size, value=room, step=1, precision=0, label="Characters to generate")
             steps = option_control("num_steps", block_size, min(SamplerOptions().num_steps, default_length))
             controls = dict(prompt=prompt, length=length, num_steps=steps)
-            controls |= sampling_options("generate", block_size, ("temperature", "top_p", "block_length"))
+            controls |= sampling_options("generate", block_size, ("temperature", "top_p", "min_p", "block_length"))
         outputs, replay = output_column("generate", 8, draft_canvas(texts.prompt, room), "Generate")
     follow_prompt(demo, block_size, prompt, length, steps)
     for trigger in (prompt.change, length.change):  # the canvas before a run shows what will be filled
@@ -1203,7 +1203,7 @@ def infill_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
                 gr.Examples(examples, inputs=[template])
             steps = option_control("num_steps", block_size, INFILL_STEPS)
             controls = dict(template=template, num_steps=steps)
-            controls |= sampling_options("infill", block_size, ("temperature", "top_p"), INFILL_REMASK_RATIO)
+            controls |= sampling_options("infill", block_size, ("temperature", "top_p", "min_p"), INFILL_REMASK_RATIO)
         outputs, replay = output_column("infill", 6, draft_template(first, blank), "Fill the blanks")
     fit = dict(
         fn=lambda text, wanted: fit_steps(min(block_size, (text or "").count(blank)), wanted),
@@ -1329,17 +1329,18 @@ def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab, texts: DemoText)
     mask_ratio.change(**draw, outputs=plot, api_name=False, trigger_mode="always_last", show_progress="hidden")
     gr.Markdown(
         "**Reverse process.** Generation starts from all masks. Each step predicts every masked "
-        "character, draws a candidate for each (temperature), and reveals a few of them: by default "
-        "those whose candidate is most probable (*confidence order*). A strict confidence order favours "
-        "frequent words; the *order temperature* instead draws which positions to reveal, with "
-        "probability proportional to confidence^(1/order temperature), which keeps most of the quality "
-        "and brings back variety. Confidence alone still favours common characters (spaces, e, t) and "
-        "writes too few capitals, punctuation marks and line breaks; the *prior weight* scores each "
-        "candidate by how far the context lifted it above its frequency with nothing known, which "
-        "brings speaker names and line breaks back. *Remasking* takes back the least confident earlier "
-        "characters (shown as red masks) so they are redrawn with more context, and *spacing* keeps a "
-        "step's reveals apart, since characters revealed together are drawn independently. The "
-        "defaults come from the sampling study in the README."
+        "character, draws a candidate for each (temperature, top-p), and reveals a few of them: by default "
+        "those the model is surest of, lowest entropy first (*entropy order*), kept apart (*spacing*), since "
+        "characters revealed together are drawn independently. The order matters for a play's shape: choosing "
+        "positions by how likely their drawn character came out (*confidence order*) keeps the lucky draws, so "
+        "line breaks and colons are fixed first and speaker names are squeezed in between; entropy order "
+        "chooses before drawing, so one character a step it would write just what the model writes left to "
+        "right. "
+        "*Top-p* 0.95 cuts the far tail where misspelt names come from. The other rules stay here to try: the "
+        "*order temperature* draws which positions to reveal instead of following the order strictly; the "
+        "*prior weight* lifts rare characters the context makes likely; *remasking* takes back the least "
+        "confident earlier characters (shown as red masks) so they are redrawn with more context. The "
+        "defaults come from the structure suite in docs/benchmarks.md."
     )
 
 

@@ -4,8 +4,8 @@ python -m benchmarks.app_latency [--model DIR] [--length 256] [--repeats 5]
 
 Three ways of serving Generate are timed side by side, one run of each per repeat, the order rotating: the app
 before the speed work (the exact fp32 model, 64 steps and that time's reveal rule: prior weight 0.35, remask ratio
-0.75), the exact model with today's recommended options (SamplerOptions(): 32 steps), and the app's default (the
-same options on the fast path, mdlm_hf.fast). The ratios say what the fewer passes and the faster pass each bring.
+0.75), the previous default (32 steps of confidence order with prior weight and remasking, on the fast path,
+mdlm_hf.fast) and the app's default (SamplerOptions(): 32 steps of entropy order, on the fast path).
 """
 
 from __future__ import annotations
@@ -20,13 +20,21 @@ from gradio_client import Client
 
 import app
 from benchmarks.common import load_model
+from benchmarks.structure_suite import RULES
 from mdlm_hf import SamplerOptions
+from mdlm_hf.sampler import OPTION_SPECS
 
-BEFORE = dict(num_steps=64, prior_weight=0.35, remask_ratio=0.75)  # the defaults until the speed work
-RECOMMENDED = {name: getattr(SamplerOptions(), name) for name in BEFORE}
+# Generate's reveal-rule controls, as the app's API takes them (top_p 1.0 is off)
+RULE = ("num_steps", "order", "top_p", "order_temperature", "prior_weight", "remask_ratio", "spacing")
+# the defaults until the speed work: 64 steps, confidence order, prior 0.35, remask 0.75, spacing off
+BEFORE = dict(
+    num_steps=64, order="confidence", top_p=1.0, order_temperature=0.25, prior_weight=0.35, remask_ratio=0.75, spacing=0
+)
+PREVIOUS = {**{name: getattr(SamplerOptions(), name) for name in RULE}, **RULES["previous"], "top_p": 1.0}
+RECOMMENDED = {name: OPTION_SPECS[name].shown(getattr(SamplerOptions(), name)) for name in RULE}
 WAYS = {  # name -> (the model's fast switch, Generate's controls)
     "before: exact fp32, 64 steps": (False, BEFORE),
-    "exact fp32, recommended options": (False, RECOMMENDED),
+    "previous default: fast, confidence": (True, PREVIOUS),
     "app default: fast path, recommended": (True, RECOMMENDED),
 }
 

@@ -9,7 +9,7 @@ written), the last when it stops mid-line.
   `&`, commas; "of", "the", "and" may join them), after a blank line or at the start of the text; an
   all-capitals one counts anywhere.
 - A **real** heading names a speaker of `known_speakers` (every heading of the training text and the
-  held-out plays).
+  held-out plays) or one that a given line of the same sample names.
 - An **empty speech** is a heading followed by a blank line or by another heading.
 - **Same speaker twice** is a heading naming the speaker of the heading before it.
 - A **repeated line** is a speech line (not blank, not a heading) that already occurred earlier in the text.
@@ -87,6 +87,11 @@ def count_sample(sample: Sample, counts: Counts, known_speakers: set[str], known
     for line in lines[:-1]:
         starts.append(starts[-1] + len(line) + 1)
     names = [heading_name(line, lines[i - 1] if i else None) for i, line in enumerate(lines)]
+    # a speaker the prompt names is a real one to this sample (the prompt may invent one)
+    given = {
+        name for i, name in enumerate(names) if name and not any(sample.written[starts[i] : starts[i] + len(lines[i])])
+    }
+    known_speakers = known_speakers | given
     scored = scored_line_range(sample, lines)
     for i in scored:
         line, start = lines[i], starts[i]

@@ -68,7 +68,7 @@ RULES: dict[str, dict] = {
         spacing=0,
         order_temperature=0.0,
     ),
-    "default": {},
+    "default": {},  # SamplerOptions(): entropy order, spacing 8, min-p 0.1, temperature 1.1
     # the default before the structure suite (spacing 2, 32 steps, confidence order tempered, prior, remasking)
     "previous": dict(order="confidence", order_temperature=0.25, prior_weight=0.45, remask_ratio=0.65, spacing=2),
     "entropy-s2": dict(order="entropy", order_temperature=0.0, prior_weight=0.0, remask_ratio=0.0, spacing=2),
@@ -105,6 +105,42 @@ RULES: dict[str, dict] = {
     "entropy-s10-p95": dict(
         order="entropy", order_temperature=0.0, prior_weight=0.0, remask_ratio=0.0, spacing=10, top_p=0.95
     ),
+    "entropy-s8-m10": dict(
+        order="entropy", order_temperature=0.0, prior_weight=0.0, remask_ratio=0.0, spacing=8, top_p=None, min_p=0.1
+    ),
+    "entropy-s8-m20": dict(
+        order="entropy", order_temperature=0.0, prior_weight=0.0, remask_ratio=0.0, spacing=8, top_p=None, min_p=0.2
+    ),
+    "entropy-s8-p95-front": dict(
+        order="entropy",
+        order_temperature=0.0,
+        prior_weight=0.0,
+        remask_ratio=0.0,
+        spacing=8,
+        top_p=0.95,
+        schedule="front_loaded",
+    ),
+    "entropy-s8-m10-t110": dict(
+        order="entropy",
+        order_temperature=0.0,
+        prior_weight=0.0,
+        remask_ratio=0.0,
+        spacing=8,
+        top_p=None,
+        min_p=0.1,
+        temperature=1.1,
+    ),
+    "entropy-s8-m10-t110-front": dict(
+        order="entropy",
+        order_temperature=0.0,
+        prior_weight=0.0,
+        remask_ratio=0.0,
+        spacing=8,
+        top_p=None,
+        min_p=0.1,
+        temperature=1.1,
+        schedule="front_loaded",
+    ),
     "random-s16-r65-p90": dict(order="random", prior_weight=0.0, remask_ratio=0.65, spacing=16, top_p=0.9),
     "random-s16": dict(order="random", prior_weight=0.0, remask_ratio=0.0, spacing=16),
     "random-s16-r65": dict(order="random", prior_weight=0.0, remask_ratio=0.65, spacing=16),
@@ -112,8 +148,8 @@ RULES: dict[str, dict] = {
 }
 
 TARGETS = (
-    "names >= 0.90, empty <= 0.03, headings within 25 % of held-out, judge within 10 % of the joint, "
-    "valid words >= joint - 0.01"
+    "names >= 0.90, empty <= 0.03, headings within 25 % of held-out text's (free) or of the joint's on the same "
+    "prompt, judge within 10 % of the joint, valid words >= joint - 0.01"
 )
 
 
@@ -172,14 +208,17 @@ def fmt(value: float, digits: int = 2) -> str:
     return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
 
 
-def meets(row: dict, heldout: dict, joint: dict | None) -> list[str]:
-    """The targets a row misses (empty: all met)."""
+def meets(row: dict, heldout: dict, joint: dict | None, free: bool = True) -> list[str]:
+    """The targets a row misses (empty: all met). Free text's heading rate is held against held-out text's; a
+    prompt's against the joint's on the same prompt, since the prompt sets it (a template's blanks between
+    speeches hold a heading every 64 characters)."""
     missed = []
     if not row["real_names"] >= 0.90:
         missed.append("names")
     if not row["empty_speeches"] <= 0.03:
         missed.append("empty")
-    if not abs(row["headings_per_1k"] / heldout["headings_per_1k"] - 1) <= 0.25:
+    headings = heldout if free or joint is None else joint
+    if not abs(row["headings_per_1k"] / headings["headings_per_1k"] - 1) <= 0.25:
         missed.append("headings")
     if joint is not None:
         if not abs(row["judge_nll"] / joint["judge_nll"] - 1) <= 0.10:
@@ -210,7 +249,7 @@ def report(store: dict, fingerprint: str, context: dict, rules: list[str]) -> st
             if not rows:
                 continue
             m = pooled(context, rows)
-            misses = "" if rule == "joint" else ", ".join(meets(m, heldout, joint)) or "none"
+            misses = "" if rule == "joint" else ", ".join(meets(m, heldout, joint, prompt == "free")) or "none"
             per_seed = [pooled(context, [r]) for r in rows]
             names = "/".join(fmt(s["real_names"]) for s in per_seed)
             lines.append(

@@ -3,6 +3,7 @@ import sys
 
 import pytest
 
+from mdlm_hf import MDLM
 from mdlm_hf.__main__ import main
 from mdlm_hf.sampler import OPTION_SPECS
 
@@ -53,11 +54,10 @@ def test_every_sampler_option_is_a_flag_with_its_default(capsys):
 
 def test_flags_take_the_off_values_the_app_shows(tiny_model, tmp_path, capsys):
     tiny_model.save_pretrained(tmp_path)
-    common = ["--model", str(tmp_path), "--length", "12", "--steps", "3", "--seed", "0"]
-    main(common)
-    plain = capsys.readouterr().out
+    common = ["--model", str(tmp_path), "--length", "12", "--steps", "3", "--seed", "0", "--exact"]
     main([*common, "--block-length", "0", "--top-p", "1"])  # 0 and 1 switch these options off
-    assert capsys.readouterr().out == plain and len(plain) == 13
+    off = MDLM.from_pretrained(tmp_path, fast=False).generate(12, num_steps=3, seed=0, block_length=None, top_p=None)
+    assert capsys.readouterr().out == off + "\n" and len(off) == 12
 
 
 def test_length_below_one_is_refused_before_loading(tmp_path, capsys):

@@ -160,11 +160,15 @@ def test_string_api(tiny_model):
 
 
 def test_string_api_uses_the_recommended_settings_unless_overridden(tiny_model):
-    assert SamplerOptions().remask_ratio > 0  # so remasking shows whether the defaults were applied
-    by_default = list(tiny_model.stream("_" * 40, num_steps=8, seed=0))
-    assert len(by_default) == 9 and any(state.remasked.any() for state in by_default)
-    overridden = list(tiny_model.stream("_" * 40, num_steps=8, seed=0, remask_ratio=0.0))
-    assert not any(state.remasked.any() for state in overridden)
+    assert SamplerOptions().spacing >= 4  # so a step's reveals show whether the defaults were applied
+    # 64 masks in 16 steps: 4 reveals a step, which always fit 8 apart
+    by_default = list(tiny_model.stream("_" * 64, num_steps=16, seed=0))
+    first = by_default[1].revealed[0].nonzero().flatten().tolist()
+    assert (
+        len(by_default) == 17 and len(first) == 4 and min(b - a for a, b in zip(first[:-1], first[1:], strict=True)) > 8
+    )
+    overridden = list(tiny_model.stream("_" * 64, num_steps=16, seed=0, order="left_to_right", spacing=0))
+    assert overridden[1].revealed[0].nonzero().flatten().tolist() == [0, 1, 2, 3]
     canvas = torch.full((40,), tiny_model.mask_id)
     assert tiny_model.generate(40, seed=3) == tiny_model.tokenizer.decode(
         final_state(sample(tiny_model, canvas, SamplerOptions(), seed=3)).tokens[0]
@@ -369,6 +373,16 @@ def test_bad_canvases_and_strings(tiny_model):
         sample(tiny_model, torch.zeros(5, dtype=torch.long), PLAIN)
     with pytest.raises(ValueError, match="ids must lie"):
         sample(tiny_model, torch.full((5,), mask_id + 1), PLAIN)
+    with pytest.raises(ValueError, match="canvas must be a torch.Tensor of token ids, got list"):
+        sample(tiny_model, [mask_id] * 5, PLAIN)
+    with pytest.raises(ValueError, match="canvas must be a non-empty"):
+        sample(tiny_model, torch.zeros(0, 8, dtype=torch.long), PLAIN)  # a batch of none
+
+
+def test_seed_and_generator_together_are_refused(tiny_model):
+    canvas = torch.full((8,), tiny_model.mask_id)
+    with pytest.raises(ValueError, match="give seed or generator, not both"):
+        sample(tiny_model, canvas, PLAIN, seed=1, generator=torch.Generator())
     with pytest.raises(ValueError, match="length must be"):
         tiny_model.complete("to be", 0)
     with pytest.raises(ValueError, match="outside the model's vocabulary: 'Z', 'é'"):
@@ -382,13 +396,12 @@ def test_bad_canvases_and_strings(tiny_model):
 
 
 def test_the_default_options_are_the_studys_recommendation_and_plain_turns_every_option_off():
-    recommended = dict(
-        num_steps=32, order="confidence", temperature=1.0, order_temperature=0.25, prior_weight=0.45, remask_ratio=0.65
-    )
-    assert SamplerOptions() == SamplerOptions(**recommended, spacing=2)
+    recommended = dict(num_steps=32, order="entropy", temperature=1.1, min_p=0.1, top_p=None, order_temperature=0.0)
+    assert SamplerOptions() == SamplerOptions(**recommended, prior_weight=0.0, remask_ratio=0.0, spacing=8)
     plain = SamplerOptions.plain()
     assert all(getattr(plain, name) == 0 for name in REVEAL_RULE_OPTIONS)
-    assert plain.top_k is plain.top_p is plain.block_length is plain.threshold is None
+    assert plain.top_k is plain.top_p is plain.min_p is plain.block_length is plain.threshold is None
+    assert plain.temperature == 1.0
     assert (plain.schedule, plain.reveal_counts) == ("linear", "exact")
     assert SamplerOptions.plain(num_steps=8) == dataclasses.replace(plain, num_steps=8)
 

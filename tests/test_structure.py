@@ -34,6 +34,14 @@ def test_a_continued_play_has_its_known_counts():
     assert m["judge_nll"] == pytest.approx(math.log(2))
 
 
+def test_a_speaker_the_prompt_names_is_real_to_its_sample():
+    given, written = "KING HENRY:\nWhat news?\n\n", "PAGE:\nNone.\n\nKING HENRY:\nGo.\n"
+    sample = Sample(given + written, [False] * len(given) + [True] * len(written))
+    assert metrics(count_structure([sample], {"PAGE"}, set(), None))["real_names"] == 1.0
+    other = Sample("PAGE:\nNone.\n\nKING HENRY:\nGo.\n", [False] * 13 + [True] * 16)
+    assert metrics(count_structure([other], {"PAGE"}, set(), None))["real_names"] == 0.0
+
+
 def test_ragged_ends_of_free_text_are_dropped():
     text = "ng.\n\nROMEO:\nHi.\nThe e"
     m = metrics(count_structure([Sample.all_written(text)], {"ROMEO"}, {"hi"}, HalfJudge()))
@@ -74,6 +82,9 @@ def test_a_row_misses_each_target_it_should():
     assert meets(bad, heldout, joint) == ["names", "empty", "headings", "judge", "words"]
     salad = dict(good, judge_nll=2.0)  # less predictable than the joint fails too
     assert meets(salad, heldout, joint) == ["judge"]
+    prompted = dict(good, headings_per_1k=20.0)  # a prompt's heading rate is held against the joint's
+    assert meets(prompted, heldout, {**joint, "headings_per_1k": 18.0}, free=False) == []
+    assert meets(prompted, heldout, {**joint, "headings_per_1k": 18.0}, free=True) == ["headings"]
 
 
 def test_the_prompts_fill_one_canvas():

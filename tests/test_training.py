@@ -1083,3 +1083,24 @@ def test_samples_are_printed_at_each_evaluation_without_moving_the_training(text
         assert torch.equal(weight, without["model"].state_dict()[name]), name
     run(text_file, tmp_path / "c", "--max-steps", "2", "--eval-interval", "2")  # the default, clipped to a block
     assert len(re.findall(FIRST_SAMPLE, capsys.readouterr().out, re.DOTALL)[0]) == 32
+
+
+def test_redraw_samples_rewrites_only_the_samples_of_an_export(text_file, tmp_path, capsys):
+    from training import redraw_samples
+
+    export_dir = tmp_path / "export"
+    run(text_file, tmp_path / "run", "--max-steps", "4", "--export-dir", str(export_dir))
+    card_path, metrics_path = export_dir / "README.md", export_dir / "metrics.json"
+    metrics = json.loads(metrics_path.read_text())
+    old = {**metrics, "samples": ["an old sample"] * 3, "sampling": {"length": 32, "order": "confidence"}}
+    metrics_path.write_text(json.dumps(old, indent=2))
+    card_path.write_text(redraw_samples.SECTION.sub(export.samples_section(old) + "\n", card_path.read_text()))
+    before, after_section = card_path.read_text().split("## Samples")[0], card_path.read_text().split("## Limit")[1]
+    redraw_samples.main([str(export_dir)])
+    card, redrawn = card_path.read_text(), json.loads(metrics_path.read_text())
+    assert redrawn == {**metrics, **redraw_samples.draw_samples(MDLM.from_pretrained(export_dir), 3)}
+    assert "an old sample" not in card and all(f"```\n{t}\n```" in card for t in redrawn["samples"])
+    assert card.startswith(before) and card.endswith(after_section)  # nothing else of the card changed
+    assert "order entropy" in card and "min_p 0.1" in card
+    with pytest.raises(SystemExit, match="is not an export"):
+        redraw_samples.main([str(tmp_path)])

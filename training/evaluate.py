@@ -59,7 +59,7 @@ def evaluate_model(
     accuracy = accuracy_by_mask_ratio(model, tokens, seed=seed)
     length = min(256, model.block_size)
     phase(f"sampling {num_texts} texts of {length} characters")
-    texts = [model.generate(length, seed=seed + i, **DEFAULT_SAMPLING) for i in range(num_texts)]
+    samples = draw_samples(model, num_texts, seed)
     return {
         "val_nelbo_nats_per_char": result.nats_per_char,
         "val_nelbo_bits_per_char": result.bits_per_char,
@@ -68,9 +68,15 @@ def evaluate_model(
         "exact_nll_nats_per_char": nll,
         "exact_nll_chars": nll_tokens.numel() if nll_chars else 0,
         "accuracy_by_mask_ratio": accuracy,
-        "samples": texts,
-        "sampling": {"length": length, **DEFAULT_SAMPLING},
+        **samples,
     }
+
+
+def draw_samples(model: MDLM, num_texts: int = 3, seed: int = 0) -> dict:
+    """The card's samples with the default sampler: {"samples": texts, "sampling": their length and options}."""
+    length = min(256, model.block_size)
+    texts = [model.generate(length, seed=seed + i, **DEFAULT_SAMPLING) for i in range(num_texts)]
+    return {"samples": texts, "sampling": {"length": length, **DEFAULT_SAMPLING}}
 
 
 def main(argv: list[str] | None = None) -> dict:

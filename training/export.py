@@ -220,6 +220,13 @@ def character_count(chars: int) -> str:
     return f"about {chars / 1e6:.1f} million characters" if chars >= 10**6 else f"{chars:,} characters"
 
 
+def samples_section(report: dict) -> str:
+    """The card's Samples section: its heading (length and sampling options) and each sample in a code block."""
+    options = ", ".join(f"{name} {value}" for name, value in report["sampling"].items() if name != "length")
+    samples = "\n\n".join(f"```\n{t}\n```" for t in report["samples"])
+    return f"## Samples ({report['sampling']['length']} characters; sampling options: {options})\n\n{samples}\n"
+
+
 def model_card_details(
     model: MDLM,
     report: dict,
@@ -234,7 +241,6 @@ def model_card_details(
     limitations. `data`: the training text's facts; `repo_id`: where it is pushed (None: not yet);
     `model_name`: the model-index entry's name."""
     accuracy_rows = "\n".join(f"| {r:.1f} | {a:.3f} |" for r, a in report["accuracy_by_mask_ratio"])
-    samples = "\n\n".join(f"```\n{t}\n```" for t in report["samples"])
     weights_note = report.get("weights_dtype", "float32")
     if "nelbo_bfloat16_weights" in report:
         weights_note += (
@@ -246,7 +252,6 @@ def model_card_details(
         f"| **{nats:.4f} nats/char** |\n"
         for order, nats in report.get("exact_nll_nats_per_char", {}).items()
     )
-    sampling_options = ", ".join(f"{name} {value}" for name, value in report["sampling"].items() if name != "length")
     args = run.get("args", {})
     recipe = ", ".join(
         f"{k}={args[k]}"
@@ -342,10 +347,7 @@ Masked-token accuracy (argmax) by mask ratio:
 
 {recipe_notes}
 
-## Samples ({report["sampling"]["length"]} characters; sampling options: {sampling_options})
-
-{samples}
-
+{samples_section(report)}
 ## Limitations
 
 {limitations} It knows only the characters of its training
