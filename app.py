@@ -395,9 +395,16 @@ def sample_passage(texts: DemoText, block_size: int) -> str:
     return passage
 
 
+# a line shorter than these shows little of the forward process: the first line of 20 characters, else of 5, else
+# the longest one
+SAMPLE_LINE_CHARS = (20, 5)
+
+
 def sample_line(texts: DemoText, block_size: int) -> str:
-    """The first non-empty line of the sample text, cut to what the model reads at a time."""
-    return next((line for line in texts.sample.splitlines() if line.strip()), texts.sample)[:block_size]
+    """A line of the sample text long enough to mask (SAMPLE_LINE_CHARS), cut to what the model reads at a time."""
+    lines = [line for line in texts.sample.splitlines() if line.strip()] or [texts.sample]
+    long_enough = (line for chars in SAMPLE_LINE_CHARS for line in lines if len(line) >= chars)
+    return next(long_enough, max(lines, key=len))[:block_size]
 
 
 def render_canvas(model: MDLM, state: SamplerState, row: int = 0, rows: int = CANVAS_ROWS, font_px: int = 15) -> str:
@@ -1329,14 +1336,15 @@ def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab, texts: DemoText)
     mask_ratio.change(**draw, outputs=plot, api_name=False, trigger_mode="always_last", show_progress="hidden")
     gr.Markdown(
         "**Reverse process.** Generation starts from all masks. Each step predicts every masked "
-        "character, draws a candidate for each (temperature, top-p), and reveals a few of them: by default "
+        "character, draws a candidate for each (temperature, min-p), and reveals a few of them: by default "
         "those the model is surest of, lowest entropy first (*entropy order*), kept apart (*spacing*), since "
         "characters revealed together are drawn independently. The order matters for a play's shape: choosing "
         "positions by how likely their drawn character came out (*confidence order*) keeps the lucky draws, so "
         "line breaks and colons are fixed first and speaker names are squeezed in between; entropy order "
         "chooses before drawing, so one character a step it would write just what the model writes left to "
         "right. "
-        "*Top-p* 0.95 cuts the far tail where misspelt names come from. The other rules stay here to try: the "
+        "*Min-p* 0.1 cuts the far tail where misspelt names come from, and temperature 1.1 gives back the "
+        "surprise the cut takes. The other rules stay here to try: the "
         "*order temperature* draws which positions to reveal instead of following the order strictly; the "
         "*prior weight* lifts rare characters the context makes likely; *remasking* takes back the least "
         "confident earlier characters (shown as red masks) so they are redrawn with more context. The "

@@ -20,18 +20,35 @@ from gradio_client import Client
 
 import app
 from benchmarks.common import load_model
-from benchmarks.structure_suite import RULES
+from benchmarks.structure_suite import rule_options
 from mdlm_hf import SamplerOptions
 from mdlm_hf.sampler import OPTION_SPECS
 
-# Generate's reveal-rule controls, as the app's API takes them (top_p 1.0 is off)
-RULE = ("num_steps", "order", "top_p", "order_temperature", "prior_weight", "remask_ratio", "spacing")
-# the defaults until the speed work: 64 steps, confidence order, prior 0.35, remask 0.75, spacing off
-BEFORE = dict(
-    num_steps=64, order="confidence", top_p=1.0, order_temperature=0.25, prior_weight=0.35, remask_ratio=0.75, spacing=0
+# Generate's sampling controls, as the app's API takes them (top_p 1.0 and min_p 0 are off)
+RULE = (
+    "num_steps",
+    "order",
+    "temperature",
+    "top_p",
+    "min_p",
+    "order_temperature",
+    "prior_weight",
+    "remask_ratio",
+    "spacing",
 )
-PREVIOUS = {**{name: getattr(SamplerOptions(), name) for name in RULE}, **RULES["previous"], "top_p": 1.0}
-RECOMMENDED = {name: OPTION_SPECS[name].shown(getattr(SamplerOptions(), name)) for name in RULE}
+
+
+def controls(options: SamplerOptions) -> dict:
+    """Generate's controls set to `options`."""
+    return {name: OPTION_SPECS[name].shown(getattr(options, name)) for name in RULE}
+
+
+# the defaults until the speed work: 64 steps, confidence order, prior 0.35, remask 0.75, spacing off
+BEFORE = controls(
+    SamplerOptions.plain(order="confidence", num_steps=64, order_temperature=0.25, prior_weight=0.35, remask_ratio=0.75)
+)
+PREVIOUS = controls(rule_options("previous"))
+RECOMMENDED = controls(SamplerOptions())
 WAYS = {  # name -> (the model's fast switch, Generate's controls)
     "before: exact fp32, 64 steps": (False, BEFORE),
     "previous default: fast, confidence": (True, PREVIOUS),

@@ -57,95 +57,40 @@ def template(prompt: str) -> str:
     return prompt if BLANK in prompt else prompt + BLANK * (LENGTH - len(prompt))
 
 
-# name -> SamplerOptions changes from the defaults ("joint": left to right, one character per pass, temperature 1)
-RULES: dict[str, dict] = {
-    "joint": dict(
-        order="left_to_right",
-        num_steps=LENGTH,
-        temperature=1.0,
-        prior_weight=0.0,
-        remask_ratio=0.0,
-        spacing=0,
-        order_temperature=0.0,
-    ),
-    "default": {},  # SamplerOptions(): entropy order, spacing 8, min-p 0.1, temperature 1.1
-    # the default before the structure suite (spacing 2, 32 steps, confidence order tempered, prior, remasking)
+# name -> changes to the bare core, `SamplerOptions.plain()` (strict order, no prior, no remasking, no spacing,
+# temperature 1, no filter), so a rule means the same whatever the defaults; "default" is `SamplerOptions()`
+ENTROPY = dict(order="entropy", spacing=8)
+RULES: dict[str, dict | None] = {
+    "joint": dict(order="left_to_right", num_steps=LENGTH),  # one character per pass (num_steps: the masks)
+    "default": None,  # SamplerOptions(): entropy order, spacing 8, min-p 0.1, temperature 1.1
+    # the default before the structure suite
     "previous": dict(order="confidence", order_temperature=0.25, prior_weight=0.45, remask_ratio=0.65, spacing=2),
-    "entropy-s2": dict(order="entropy", order_temperature=0.0, prior_weight=0.0, remask_ratio=0.0, spacing=2),
-    "entropy-s8": dict(order="entropy", order_temperature=0.0, prior_weight=0.0, remask_ratio=0.0, spacing=8),
-    "entropy-t25-s4": dict(order="entropy", order_temperature=0.25, prior_weight=0.0, remask_ratio=0.0, spacing=4),
-    "margin-s4": dict(order="margin", order_temperature=0.0, prior_weight=0.0, remask_ratio=0.0, spacing=4),
-    "entropy-s8-p95": dict(
-        order="entropy", order_temperature=0.0, prior_weight=0.0, remask_ratio=0.0, spacing=8, top_p=0.95
-    ),
-    "entropy-s8-p90": dict(
-        order="entropy", order_temperature=0.0, prior_weight=0.0, remask_ratio=0.0, spacing=8, top_p=0.9
-    ),
-    "entropy-s8-p97": dict(
-        order="entropy", order_temperature=0.0, prior_weight=0.0, remask_ratio=0.0, spacing=8, top_p=0.97
-    ),
-    "entropy-s12-p95": dict(
-        order="entropy", order_temperature=0.0, prior_weight=0.0, remask_ratio=0.0, spacing=12, top_p=0.95
-    ),
-    "entropy-s8-p95-r30": dict(
-        order="entropy", order_temperature=0.0, prior_weight=0.0, remask_ratio=0.3, spacing=8, top_p=0.95
-    ),
-    "entropy-t10-s8-p95": dict(
-        order="entropy", order_temperature=0.1, prior_weight=0.0, remask_ratio=0.0, spacing=8, top_p=0.95
-    ),
-    "entropy-s8-p95-cos": dict(
-        order="entropy",
-        order_temperature=0.0,
-        prior_weight=0.0,
-        remask_ratio=0.0,
-        spacing=8,
-        top_p=0.95,
-        schedule="cosine",
-    ),
-    "entropy-s10-p95": dict(
-        order="entropy", order_temperature=0.0, prior_weight=0.0, remask_ratio=0.0, spacing=10, top_p=0.95
-    ),
-    "entropy-s8-m10": dict(
-        order="entropy", order_temperature=0.0, prior_weight=0.0, remask_ratio=0.0, spacing=8, top_p=None, min_p=0.1
-    ),
-    "entropy-s8-m20": dict(
-        order="entropy", order_temperature=0.0, prior_weight=0.0, remask_ratio=0.0, spacing=8, top_p=None, min_p=0.2
-    ),
-    "entropy-s8-p95-front": dict(
-        order="entropy",
-        order_temperature=0.0,
-        prior_weight=0.0,
-        remask_ratio=0.0,
-        spacing=8,
-        top_p=0.95,
-        schedule="front_loaded",
-    ),
-    "entropy-s8-m10-t110": dict(
-        order="entropy",
-        order_temperature=0.0,
-        prior_weight=0.0,
-        remask_ratio=0.0,
-        spacing=8,
-        top_p=None,
-        min_p=0.1,
-        temperature=1.1,
-    ),
-    "entropy-s8-m10-t110-front": dict(
-        order="entropy",
-        order_temperature=0.0,
-        prior_weight=0.0,
-        remask_ratio=0.0,
-        spacing=8,
-        top_p=None,
-        min_p=0.1,
-        temperature=1.1,
-        schedule="front_loaded",
-    ),
-    "random-s16-r65-p90": dict(order="random", prior_weight=0.0, remask_ratio=0.65, spacing=16, top_p=0.9),
-    "random-s16": dict(order="random", prior_weight=0.0, remask_ratio=0.0, spacing=16),
-    "random-s16-r65": dict(order="random", prior_weight=0.0, remask_ratio=0.65, spacing=16),
-    "random-s8-r65": dict(order="random", prior_weight=0.0, remask_ratio=0.65, spacing=8),
+    "entropy-s2": dict(ENTROPY, spacing=2),
+    "entropy-s8": dict(ENTROPY),
+    "entropy-s8-p90": dict(ENTROPY, top_p=0.9),
+    "entropy-s8-p95": dict(ENTROPY, top_p=0.95),
+    "entropy-s8-p97": dict(ENTROPY, top_p=0.97),
+    "entropy-s10-p95": dict(ENTROPY, spacing=10, top_p=0.95),
+    "entropy-s12-p95": dict(ENTROPY, spacing=12, top_p=0.95),
+    "entropy-s8-p95-r30": dict(ENTROPY, top_p=0.95, remask_ratio=0.3),
+    "entropy-t10-s8-p95": dict(ENTROPY, top_p=0.95, order_temperature=0.1),
+    "entropy-s8-p95-cos": dict(ENTROPY, top_p=0.95, schedule="cosine"),
+    "entropy-s8-p95-front": dict(ENTROPY, top_p=0.95, schedule="front_loaded"),
+    "entropy-s8-m10": dict(ENTROPY, min_p=0.1),
+    "entropy-s8-m20": dict(ENTROPY, min_p=0.2),
+    "entropy-s8-m10-t110": dict(ENTROPY, min_p=0.1, temperature=1.1),  # = default
+    "entropy-s8-m10-t110-front": dict(ENTROPY, min_p=0.1, temperature=1.1, schedule="front_loaded"),
+    "random-s16": dict(order="random", spacing=16),
+    "random-s16-r65": dict(order="random", spacing=16, remask_ratio=0.65),
+    "random-s8-r65": dict(order="random", spacing=8, remask_ratio=0.65),
+    "random-s16-r65-p90": dict(order="random", spacing=16, remask_ratio=0.65, top_p=0.9),
 }
+
+
+def rule_options(rule: str) -> SamplerOptions:
+    """The options a rule names (the joint's num_steps is set per canvas, from its masks)."""
+    return SamplerOptions() if RULES[rule] is None else SamplerOptions.plain(**RULES[rule])
+
 
 TARGETS = (
     "names >= 0.90, empty <= 0.03, headings within 25 % of held-out text's (free) or of the joint's on the same "
@@ -154,10 +99,10 @@ TARGETS = (
 
 
 def options_for(rule: str, canvas: torch.Tensor, mask_id: int) -> SamplerOptions:
-    changes = dict(RULES[rule])
+    options = rule_options(rule)
     if rule == "joint":
-        changes["num_steps"] = int((canvas == mask_id).sum(dim=1).max())
-    return SamplerOptions().replace(**changes)
+        options = options.replace(num_steps=int((canvas == mask_id).sum(dim=1).max()))
+    return options
 
 
 def sample_texts(model, rule: str, prompt: str, seed: int, count: int) -> tuple[list[str], list[bool], int, float]:

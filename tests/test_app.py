@@ -1064,7 +1064,7 @@ def test_a_model_of_other_text_starts_and_shows_text_it_writes(arithmetic_dir):
     assert page.value(next(b for b in demo.blocks.values() if isinstance(b, gr.Plot))) is not None
     # the endpoint fills the blank and keeps the model's "_" as a character
     infill = next(fn for fn in demo.fns.values() if fn.api_name == "infill")
-    values = ("x# = 2#3", 2, 1.0, 1.0, "confidence", 0, 0.25, 0.35, 0.0, 1, True, 0)
+    values = ("x# = 2#3", 2, 1.0, 1.0, "confidence", 0, 0.25, 0.35, 0.0, 1, True, 0, 0.0)  # ..., entropy bound, min-p
     *_, (_, text, *_) = infill.fn(*values)
     assert text.startswith("x") and text[2:6] == " = 2" and text[7] == "3" and "#" not in text
     *_, (_, text, *_) = infill.fn("x_1 = #", *values[1:])
@@ -1257,3 +1257,11 @@ def test_warm_up_makes_the_fast_paths_choice_before_the_first_run(model_dir):
     assert model.fast and model._fast_path.key is None
     app.warm_up(model)  # app.main queues it on the model thread while the server starts
     assert model._fast_path.key is not None
+
+
+def test_the_forward_process_shows_a_line_long_enough_to_mask():
+    texts = app.DemoText("sums", sample="+\n1\n06++60=_3262-\n47+90+4-24 -9x1208 5 _04-7+5x\n3")
+    assert app.sample_line(texts, 64) == "47+90+4-24 -9x1208 5 _04-7+5x"  # the first of 20 characters or more
+    short = app.DemoText("sums", sample="+\n\n1+2=3\n4\n10+20=30")
+    assert app.sample_line(short, 64) == "1+2=3" and app.sample_line(short, 3) == "1+2"  # else the first of 5
+    assert app.sample_line(app.DemoText("sums", sample="+\n12\n4"), 64) == "12"  # else the longest
