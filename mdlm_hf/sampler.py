@@ -136,9 +136,8 @@ class SamplerOptions:
     """
 
     # denoising steps; never more than the masks (more would only repeat forward passes or draw nothing)
-    # 32: 256 characters in under a second on two CPU cores (benchmarks/app_latency.py), with the rule below as good
-    # as the previous 64-step default was on the previous model (valid words, judge perplexity, diversity); 64
-    # steps write better text still (docs/benchmarks.md, rounds 3 and 4)
+    # 32: 256 characters in under a second on two CPU cores (benchmarks/app_latency.py); the structure suite's
+    # targets are set at 32 passes (docs/benchmarks.md)
     num_steps: int = option(32, integer(1), "Denoising steps", slider=(1, None, 1))
     # which masked positions are revealed first: confidence (the candidate's probability), margin (top1 - top2),
     # entropy (lowest first), random, left_to_right; entropy keeps a play's shape (structure suite: speaker names,
@@ -156,7 +155,8 @@ class SamplerOptions:
     # draw each character among those at least this fraction as probable as the most probable one (min-p sampling,
     # Nguyen et al. 2024); None = all. It cuts the tail where the model is sure, so a name's letters lose their
     # typos (the model's own left-to-right joint, uncut, writes 0.81-0.88 real names) while an open choice keeps
-    # its options; 0.1 beat top-p 0.95 on names and empty speeches at the same judge NLL (structure suite)
+    # its options; 0.1 (with temperature 1.1) beat top-p 0.95 on names and empty speeches, its judge NLL still
+    # within 10 % of the joint's (top-p 0.95's stayed closer; structure suite)
     min_p: float | None = option(0.1, optional(positive_fraction()), "Min-p", slider=(0, 0.5, 0.01), off=0.0)
     # 0 = follow the order strictly (so does anything below GREEDY_BELOW, 1e-3); above = draw the positions to
     # reveal with probability proportional to exp(score / order_temperature) (confidence^(1 / order_temperature) for
