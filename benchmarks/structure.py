@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from mdlm_hf.metrics import KneserNeyJudge, words
 
+JUDGE_HISTORY = 16  # characters of history handed to the judge (it reads its last order - 1 of them)
 NAME = re.compile(r"[A-Z][A-Za-z'\-&,]*(?: (?:[A-Z&][A-Za-z'\-&,]*|of|the|and|de|la)){0,4}")
 
 
@@ -92,6 +93,10 @@ def count_sample(sample: Sample, counts: Counts, known_speakers: set[str], known
         name for i, name in enumerate(names) if name and not any(sample.written[starts[i] : starts[i] + len(lines[i])])
     }
     known_speakers = known_speakers | given
+    previous_names, last = [], None  # the speaker of the nearest heading above each line (None: none yet)
+    for name in names:
+        previous_names.append(last)
+        last = name or last
     scored = scored_line_range(sample, lines)
     for i in scored:
         line, start = lines[i], starts[i]
@@ -102,7 +107,9 @@ def count_sample(sample: Sample, counts: Counts, known_speakers: set[str], known
         counts.chars += len(written)
         if judge is not None:
             for j in written:
-                counts.judge_nats -= math.log(judge.probability(sample.text[j], sample.text[max(0, j - 8) : j]))
+                counts.judge_nats -= math.log(
+                    judge.probability(sample.text[j], sample.text[max(0, j - JUDGE_HISTORY) : j])
+                )
         name = names[i]
         if name is not None:
             counts.headings += 1
@@ -112,10 +119,9 @@ def count_sample(sample: Sample, counts: Counts, known_speakers: set[str], known
             if has_next:
                 counts.followed += 1
                 counts.empty += lines[i + 1] == "" or names[i + 1] is not None
-            before = [n for n in names[:i] if n is not None]
-            if before:
+            if previous_names[i] is not None:
                 counts.preceded += 1
-                counts.twice += before[-1] == name
+                counts.twice += previous_names[i] == name
         elif line.strip():
             counts.speech_lines += 1
             counts.repeated_lines += line in lines[:i]
@@ -153,14 +159,3 @@ def metrics(counts: Counts) -> dict[str, float]:
         "headings": counts.headings,
         "chars": counts.chars,
     }
-
-
-def longest_repeat(text: str, at_least: int = 64) -> bool:
-    """Whether some span of `at_least` characters occurs twice in `text` (a loop)."""
-    seen = set()
-    for i in range(len(text) - at_least + 1):
-        span = text[i : i + at_least]
-        if span in seen:
-            return True
-        seen.add(span)
-    return False

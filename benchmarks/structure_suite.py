@@ -30,6 +30,7 @@ from benchmarks.structure import Sample, count_structure, metrics, speakers
 from mdlm_hf import SamplerOptions, sample
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 from mdlm_hf.metrics import KneserNeyJudge, word_list
+from mdlm_hf.pipeline import text_to_canvas
 from mdlm_hf.sampler import final_state
 
 RESULTS = REPO_ROOT / "benchmarks" / "results" / "structure"
@@ -107,9 +108,7 @@ def options_for(rule: str, canvas: torch.Tensor, mask_id: int) -> SamplerOptions
 
 def sample_texts(model, rule: str, prompt: str, seed: int, count: int) -> tuple[list[str], list[bool], int, float]:
     """`count` samples of one rule on one prompt: texts, the written flags (shared), forward passes, seconds."""
-    canvas = torch.tensor(
-        [model.mask_id if c == BLANK else model.tokenizer.char_to_id[c] for c in template(prompt)], dtype=torch.long
-    )
+    canvas = text_to_canvas(model, template(prompt), BLANK)
     batch = canvas.expand(count, -1).clone()
     options = options_for(rule, batch, model.mask_id)
     start = time.perf_counter()

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from benchmarks.structure import Sample, count_structure, heading_name, longest_repeat, metrics, speakers
+from benchmarks.structure import Sample, count_structure, heading_name, metrics, speakers
 from benchmarks.structure_suite import PROMPTS, meets, template
 
 
@@ -65,12 +65,6 @@ def test_what_counts_as_a_heading():
     assert heading_name("I pray you, sir:", "") is None  # lower-case words after the first
     assert heading_name("And thus: he spoke:", "") is None
     assert speakers("ROMEO:\nHi.\n\nNurse:\nAnon!\nCome:\n") == {"ROMEO", "Nurse"}
-
-
-def test_a_loop_is_a_repeated_64_character_span():
-    line = "To be or not to be, that is the question, whether tis nobler in the mind\n"
-    assert longest_repeat(line * 2)
-    assert not longest_repeat(line + line[::-1])
 
 
 def test_a_row_misses_each_target_it_should():
