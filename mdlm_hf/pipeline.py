@@ -7,13 +7,19 @@ name, plus `seed` or `generator`: `complete(model, "ROMEO:\\n", 200, num_steps=3
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import torch
 import torch.nn as nn
 
-from mdlm_hf.sampler import SamplerOptions, SamplerState, check_length, final_state, sample
+from mdlm_hf.sampler import SamplerOptions, SamplerState, final_state, sample
+from mdlm_hf.windows import MAX_CANVAS, check_canvas_length
+
+# where a text may end: "length" (exactly the characters asked for), or within that budget at the end of the last
+# "line" or "speech" (a line followed by a blank line) written; never mid-word
+END_AT = ("length", "line", "speech")
 
 
 def check_text(value: object, name: str) -> None:
@@ -29,7 +35,7 @@ def text_to_canvas(model: nn.Module, text: str, blank: str = "_") -> torch.Tenso
         raise ValueError(f"blank must be a single character, got {blank!r}")
     if not text:
         raise ValueError("template is empty")
-    check_length(len(text), model.block_size, "template")
+    check_canvas_length(len(text), "template")
     if blank not in text:
         raise ValueError(f"template has no blank: mark each character to fill with {blank!r}")
     tokenizer = model.tokenizer
@@ -41,9 +47,11 @@ def text_to_canvas(model: nn.Module, text: str, blank: str = "_") -> torch.Tenso
 def prompt_canvas(model: nn.Module, prompt: str, length: int) -> torch.Tensor:
     """The prompt's ids followed by `length` masks; (T,) ids."""
     check_text(prompt, "prompt")
-    if not isinstance(length, int) or isinstance(length, bool) or length < 1:
-        raise ValueError(f"length must be an integer >= 1, got {length!r}")
-    check_length(len(prompt) + length, model.block_size, "prompt + length")
+    check_canvas_length(len(prompt), "prompt")
+    room = MAX_CANVAS - len(prompt)
+    if not isinstance(length, int) or isinstance(length, bool) or not 1 <= length <= room:
+        after = f" after a prompt of {len(prompt)}" if prompt else ""
+        raise ValueError(f"length must be an integer from 1 to {room:,}{after}, got {length!r}")
     return torch.tensor(model.tokenizer.encode(prompt) + [model.tokenizer.mask_id] * length, dtype=torch.long)
 
 
@@ -61,16 +69,67 @@ def infill(
     return model.tokenizer.decode(final_state(stream(model, template, blank, options, **overrides)).tokens[0])
 
 
+def check_end_at(end_at: object) -> None:
+    """A ValueError naming the choices when `end_at` is not one of END_AT."""
+    if end_at not in END_AT:
+        raise ValueError(f"end_at must be one of {END_AT}, got {end_at!r}")
+
+
+def ended(text: str, start: int, end_at: str) -> str:
+    """`text` cut where `end_at` says within what was written after its first `start` characters (always kept):
+    at the last speech end, else line end, else word end; written text without a space or break stays whole."""
+    check_end_at(end_at)
+    if end_at == "length":
+        return text
+    written = text[start:]
+    breaks = ("\n\n", "\n") if end_at == "speech" else ("\n",)
+    for mark in (*breaks, " "):
+        kept = written[: max(written.rfind(mark), 0)].rstrip()
+        if kept:
+            return text[:start] + kept
+    return text[:start] if written[:1].isspace() else text  # one word fragment after a break: the prompt alone
+
+
+def unseen_prompt_note(first: SamplerState, prompt_length: int) -> str | None:
+    """The words that say, from a run's first state, how much of a prompt no window reads; None if it all fits."""
+    unseen = min(first.window[0], prompt_length)
+    if unseen == 0:
+        return None
+    window = first.window[1] - first.window[0]
+    return (
+        f"the prompt has {prompt_length:,} characters and the model reads {window} at a time: its last "
+        f"{prompt_length - unseen:,} are the context of what is written; the whole prompt is kept in the text"
+    )
+
+
 def complete(
-    model: nn.Module, prompt: str, length: int, options: SamplerOptions | None = None, **overrides: Any
+    model: nn.Module,
+    prompt: str,
+    length: int,
+    options: SamplerOptions | None = None,
+    *,
+    end_at: str = "length",
+    **overrides: Any,
 ) -> str:
-    """The prompt followed by `length` generated characters."""
+    """The prompt followed by `length` generated characters (with `end_at`, at most `length`, ending at a line or
+    speech end); a prompt longer than the context is kept whole, a warning says how much of it was read."""
+    check_end_at(end_at)
     states = sample(model, prompt_canvas(model, prompt, length), options, **overrides)
-    return model.tokenizer.decode(final_state(states).tokens[0])
+    first = next(states)
+    note = unseen_prompt_note(first, len(prompt))
+    if note is not None:
+        warnings.warn(note, UserWarning, stacklevel=2)
+    return ended(model.tokenizer.decode(final_state(states, first).tokens[0]), len(prompt), end_at)
 
 
 def generate(
-    model: nn.Module, length: int | None = None, options: SamplerOptions | None = None, **overrides: Any
+    model: nn.Module,
+    length: int | None = None,
+    options: SamplerOptions | None = None,
+    *,
+    end_at: str = "length",
+    **overrides: Any,
 ) -> str:
-    """`length` characters (default: the model's block_size) from an all-mask canvas."""
-    return complete(model, "", model.block_size if length is None else length, options, **overrides)
+    """`length` characters (default: the model's block_size) from an all-mask canvas (`end_at`: as `complete`)."""
+    length = model.block_size if length is None else length
+    return complete(model, "", length, options, end_at=end_at, **overrides)

@@ -18,6 +18,8 @@ from typing import Any
 import torch
 import torch.nn as nn
 
+from mdlm_hf.windows import Window, check_canvas_length, plan_windows
+
 ORDERS = ("confidence", "margin", "entropy", "random", "left_to_right")
 SCORED_ORDERS = ("confidence", "margin", "entropy")  # orders that rank positions by the model's beliefs
 # the options that, beside the order itself, decide which positions are revealed (and taken back)
@@ -42,6 +44,9 @@ class SamplerState:
     num_steps: int
     num_forward_passes: int  # passes over the canvas by the denoising steps so far
     mask_id: int
+    # (start, end) of the positions the model reads at this step: the whole canvas when it fits the model's
+    # context, else the window being written (mdlm_hf/windows.py); at step 0 the first window
+    window: tuple[int, int] | None = None
 
     @property
     def is_masked(self) -> torch.Tensor:
@@ -233,6 +238,14 @@ class SamplerOptions:
     # "exact": the schedule's count each step; "binomial": each masked position is revealed with the schedule's
     # probability (MDLM's ancestral sampler), so some steps reveal nothing and then reuse the previous logits
     reveal_counts: str = option("exact", one_of(REVEAL_COUNTS), "Reveal counts (exact or binomial)")
+    # a canvas longer than the model's block_size is written window by window (mdlm_hf/windows.py), each window
+    # keeping this many characters before its first mask as given context (below block_size); None = a quarter of
+    # block_size (64 of 256). In a long canvas num_steps counts per block_size characters written (WINDOWS_NOTE)
+    window_context: int | None = option(
+        None,
+        optional(integer(0)),
+        "Window context (text longer than the context: characters each window keeps as given context)",
+    )
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -266,15 +279,6 @@ def check_seed(seed: object) -> None:
     """The one check of a sampling seed: an integer in [0, 2**63) (torch's generators take no other)."""
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**63:
         raise ValueError(f"seed must be an integer in [0, 2**63), got {seed!r}")
-
-
-def check_length(length: int, block_size: int, what: str = "canvas") -> None:
-    """The one check of a canvas's length against the model's block_size."""
-    if length > block_size:
-        raise ValueError(
-            f"{what} has {length} characters, but the model reads at most {block_size} characters at a time: "
-            f"shorten it by {length - block_size}"
-        )
 
 
 def revealed_fraction(schedule: str, x: float) -> float:
@@ -451,9 +455,7 @@ def lowest_confidence(confidence: torch.Tensor, candidates: torch.Tensor, count:
     return (rank < count[:, None]) & candidates
 
 
-def _block_plan(
-    is_masked: torch.Tensor, num_steps: int, block_length: int | None, reveal_counts: str
-) -> list[tuple[slice, int]]:
+def _block_plan(is_masked: torch.Tensor, num_steps: int, block_length: int | None) -> list[tuple[slice, int]]:
     """Splits the canvas into blocks decoded one after another, with the steps each block gets."""
     T = is_masked.size(1)
     length = block_length or T
@@ -497,7 +499,13 @@ def sample(
         canvas = canvas[None, :]
     if canvas.dim() != 2 or canvas.numel() == 0 or canvas.dtype != torch.long:
         raise ValueError("canvas must be a non-empty (T,) or (B, T) tensor of token ids (torch.long)")
-    check_length(canvas.size(1), model.block_size)
+    check_canvas_length(canvas.size(1))
+    window_context = model.block_size // 4 if options.window_context is None else options.window_context
+    if canvas.size(1) > model.block_size and window_context >= model.block_size:
+        raise ValueError(
+            f"window_context must be below the model's block_size ({model.block_size}) to write a canvas longer "
+            f"than it, got {window_context}"
+        )
     if int(canvas.min()) < 0 or int(canvas.max()) > model.mask_id:
         raise ValueError(f"canvas ids must lie in [0, {model.mask_id}] (mask_id = {model.mask_id})")
     is_masked = canvas == model.mask_id
@@ -512,8 +520,63 @@ def sample(
     if generator is None:
         generator = torch.Generator()
         generator.manual_seed(seed) if seed is not None else generator.seed()
-    plan = _block_plan(is_masked, options.num_steps, options.block_length, options.reveal_counts)
-    return _run(model, canvas.clone(), plan, options, generator)
+    windows = plan_windows(
+        is_masked, model.block_size, window_context, options.num_steps, options.spacing
+    )
+    plans, pending = [], is_masked.clone()
+    for w in windows:  # each window's blocks, over the masks still pending when it starts (known up front)
+        steps = w.num_steps
+        if len(windows) > 1 and options.block_length:  # a window's share of the steps still gives each block one
+            steps = max(steps, math.ceil((w.fill_end - w.start) / options.block_length))
+        plans.append(_block_plan(pending[:, w.start : w.fill_end], steps, options.block_length))
+        pending[:, w.start : w.fill_end] = False
+    return _slide(model, canvas.clone(), list(zip(windows, plans, strict=True)), options, generator)
+
+
+@torch.no_grad()
+def _slide(
+    model: nn.Module,
+    tokens: torch.Tensor,
+    plan: list[tuple[Window, list[tuple[slice, int]]]],
+    options: SamplerOptions,
+    generator: torch.Generator,
+) -> Iterator[SamplerState]:
+    """Runs the core over each window of `plan` in turn; yields the whole canvas's states (one window: as is)."""
+    device = next(model.parameters()).device
+    tokens = tokens.to(device)
+    B, N = tokens.shape
+    is_given = tokens != model.mask_id
+    confidence = torch.full((B, N), float("nan"), device=device)
+    nothing = torch.zeros_like(is_given)
+    total_steps = sum(steps for _, blocks in plan for _, steps in blocks)
+    step, num_forward_passes = 0, 0
+    first = (plan[0][0].start, plan[0][0].end)
+    yield SamplerState(
+        tokens.clone(), nothing, nothing, confidence.clone(), is_given, 0, total_steps, 0, model.mask_id, first
+    )
+    for w, blocks in plan:
+        first_mask = int((tokens[:, w.start : w.fill_end] == model.mask_id).any(dim=0).int().argmax())
+        fills = slice(w.start + first_mask, w.fill_end)  # only this window writes here
+        inner = _run(model, tokens[:, w.start : w.end].clone(), blocks, options, generator)
+        next(inner)  # the window's step 0: the canvas as the previous window left it
+        for state in inner:
+            tokens[:, w.start : w.end] = state.tokens
+            revealed, remasked = nothing.clone(), nothing.clone()
+            revealed[:, w.start : w.end], remasked[:, w.start : w.end] = state.revealed, state.remasked
+            confidence[:, fills] = state.confidence[:, fills.start - w.start : fills.stop - w.start]
+            yield SamplerState(
+                tokens.clone(),
+                revealed,
+                remasked,
+                confidence.clone(),
+                is_given,
+                step + state.step,
+                total_steps,
+                num_forward_passes + state.num_forward_passes,
+                model.mask_id,
+                (w.start, w.end),
+            )
+        step, num_forward_passes = step + state.step, num_forward_passes + state.num_forward_passes
 
 
 @torch.no_grad()  # not inference_mode: states stay ordinary tensors that users can feed back to the model
@@ -622,9 +685,8 @@ def _num_to_reveal(
     return (target - already).clamp(min=0).minimum(remaining)  # 0 where an adaptive rule ran ahead
 
 
-def final_state(states: Iterator[SamplerState]) -> SamplerState:
-    """Runs a sampler generator to the end and returns its last state."""
-    state = None
+def final_state(states: Iterator[SamplerState], state: SamplerState | None = None) -> SamplerState:
+    """Runs a sampler generator to the end and returns its last state (`state`: one already taken from it)."""
     for state in states:  # noqa: B007 (the loop's last value is the point)
         pass
     return state

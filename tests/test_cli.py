@@ -39,8 +39,10 @@ def test_cli_errors_are_one_line(tiny_model, tmp_path):
     assert result.returncode == 1 and "order_temperature must be a finite number >= 0" in result.stderr
     result = run_cli("--model", str(tmp_path), "--length", "5", "--remask-ratio", "1")
     assert result.returncode == 1 and "remask_ratio must be a number in [0, 1)" in result.stderr
-    result = run_cli("--model", str(tmp_path), "--length", "500")
-    assert result.returncode == 1 and "reads at most 64 characters at a time: shorten it by 436" in result.stderr
+    result = run_cli("--model", str(tmp_path), "--length", "20000")
+    assert result.returncode == 1 and "length must be an integer from 1 to 16,384, got 20000" in result.stderr
+    result = run_cli("--model", str(tmp_path), "--prompt", "to be", "--length", "16384")
+    assert result.returncode == 1 and "from 1 to 16,379 after a prompt of 5, got 16384" in result.stderr
 
 
 def test_every_sampler_option_is_a_flag_with_its_default(capsys):

@@ -359,16 +359,17 @@ def test_bad_options_raise_clear_errors(tiny_model, options, message):
 def test_bad_canvases_and_strings(tiny_model):
     mask_id = tiny_model.mask_id
     # plain words, no config field names: the app shows these messages as they are
-    at_most = f"reads at most {tiny_model.block_size} characters at a time"
-    with pytest.raises(ValueError, match=f"canvas has 65 characters, but the model {at_most}: shorten it by 1"):
-        sample(tiny_model, torch.full((tiny_model.block_size + 1,), mask_id), PLAIN)
-    with pytest.raises(ValueError, match=at_most):
-        tiny_model.generate(tiny_model.block_size + 1)
-    with pytest.raises(ValueError, match=f"prompt \\+ length has 69 characters, but the model {at_most}"):
-        tiny_model.complete("to be", tiny_model.block_size)
-    with pytest.raises(ValueError, match=at_most) as error:
-        tiny_model.infill("_" * (tiny_model.block_size + 3))
-    assert "block_size" not in str(error.value)
+    at_most = "at most 16,384 are written in one run"
+    with pytest.raises(ValueError, match=f"canvas has 16,385 characters; {at_most}: shorten it by 1"):
+        sample(tiny_model, torch.full((16_385,), mask_id), PLAIN)
+    with pytest.raises(ValueError, match="length must be an integer from 1 to 16,384, got 16385"):
+        tiny_model.generate(16_385)
+    with pytest.raises(ValueError, match="length must be an integer from 1 to 16,379 after a prompt of 5, got 0"):
+        tiny_model.complete("to be", 0)
+    with pytest.raises(ValueError, match=f"template has 16,387 characters; {at_most}"):
+        tiny_model.infill("_" * 16_387)
+    with pytest.raises(ValueError, match="window_context must be below the model's block_size \\(64\\)"):
+        tiny_model.generate(100, window_context=64)
     with pytest.raises(ValueError, match="no masked position"):
         sample(tiny_model, torch.zeros(5, dtype=torch.long), PLAIN)
     with pytest.raises(ValueError, match="ids must lie"):
