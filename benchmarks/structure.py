@@ -14,6 +14,8 @@ written), the last when it stops mid-line.
 - **Same speaker twice** is a heading naming the speaker of the heading before it.
 - A **repeated line** is a speech line (not blank, not a heading) that already occurred earlier in the text.
 - **Judge NLL** is the nats per written character under a character n-gram model fit on the training split.
+- A **loop** is a span of LOOP_SPAN characters that occurs twice in one text (long generation's failure: a window
+  copying its own context).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from mdlm_hf.metrics import KneserNeyJudge, words
 
 JUDGE_HISTORY = 16  # characters of history handed to the judge (it reads its last order - 1 of them)
+LOOP_SPAN = 64  # characters a verbatim repeat must span to count as a loop
 NAME = re.compile(r"[A-Z][A-Za-z'\-&,]*(?: (?:[A-Z&][A-Za-z'\-&,]*|of|the|and|de|la)){0,4}")
 
 
@@ -159,3 +162,14 @@ def metrics(counts: Counts) -> dict[str, float]:
         "headings": counts.headings,
         "chars": counts.chars,
     }
+
+
+def repeated_span(text: str, span: int = LOOP_SPAN) -> str | None:
+    """The first span of `span` characters that occurs twice in `text` (overlapping allowed), else None."""
+    seen = set()
+    for i in range(len(text) - span + 1):
+        piece = text[i : i + span]
+        if piece in seen:
+            return piece
+        seen.add(piece)
+    return None

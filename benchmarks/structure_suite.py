@@ -118,10 +118,11 @@ def sample_texts(model, rule: str, prompt: str, seed: int, count: int) -> tuple[
     return texts, (canvas == model.mask_id).tolist(), state.num_forward_passes, seconds
 
 
-def heldout_samples(text: str, count: int, seed: int) -> list[Sample]:
-    """`count` windows of LENGTH characters at random offsets, all counted as written (both ends ragged)."""
+def heldout_samples(text: str, count: int, seed: int, length: int = LENGTH) -> list[Sample]:
+    """`count` windows of `length` characters at random offsets, all counted as written (both ends ragged)."""
     rng = random.Random(seed)
-    return [Sample.all_written(text[o : o + LENGTH]) for o in (rng.randrange(len(text) - LENGTH) for _ in range(count))]
+    offsets = [rng.randrange(len(text) - length) for _ in range(count)]
+    return [Sample.all_written(text[o : o + length]) for o in offsets]
 
 
 def load_judge(train: str) -> KneserNeyJudge:
@@ -212,6 +213,23 @@ def pooled(context: dict, rows: list[dict]) -> dict:
     return {**metrics(counts), "passes": sum(r["passes"] for r in rows) / len(rows)}
 
 
+def report_context() -> dict:
+    """What the metrics need: the speakers and words of the training text and the held-out text, the judge, and the
+    held-out text itself (`reference`) with its name (the validation split where the held-out plays are absent)."""
+    train, validation = split_text(read_text(SHARED_DATA))
+    heldout_text = read_text(HELDOUT_TEXT) if HELDOUT_TEXT.is_file() else None
+    reference = heldout_text or validation
+    return dict(
+        speakers=speakers(train) | speakers(reference),
+        words=set(word_list(train)),
+        judge=load_judge(train),
+        reference=reference,
+        heldout_name="Othello, Macbeth and Twelfth Night (benchmarks/heldout.py)"
+        if heldout_text
+        else "the validation split (run benchmarks.heldout for plays outside the corpus)",
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="a model directory (default: the shipped model)")
@@ -244,19 +262,11 @@ def main() -> None:
                 save_store(store_path, store)
                 print(f"{rule} / {prompt} / seed {seed}: {passes} passes, {seconds:.1f} s", flush=True)
     if args.report:
-        train, _ = split_text(read_text(SHARED_DATA))
-        heldout_text = read_text(HELDOUT_TEXT) if HELDOUT_TEXT.is_file() else None
-        reference = heldout_text or split_text(read_text(SHARED_DATA))[1]
-        context = dict(
-            speakers=speakers(train) | speakers(reference),
-            words=set(word_list(train)),
-            judge=load_judge(train),
-            heldout_name="Othello, Macbeth and Twelfth Night (benchmarks/heldout.py)"
-            if heldout_text
-            else "the validation split (run benchmarks.heldout for plays outside the corpus)",
-        )
+        context = report_context()
         context["heldout"] = metrics(
-            count_structure(heldout_samples(reference, 96, 0), context["speakers"], context["words"], context["judge"])
+            count_structure(
+                heldout_samples(context["reference"], 96, 0), context["speakers"], context["words"], context["judge"]
+            )
         )
         store = {k: v for path in [*args.also, store_path] for k, v in load_store(Path(path)).items()}
         rules = list(dict.fromkeys([*RULES, *(k.split("|")[1] for k in store)]))

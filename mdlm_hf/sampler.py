@@ -520,9 +520,7 @@ def sample(
     if generator is None:
         generator = torch.Generator()
         generator.manual_seed(seed) if seed is not None else generator.seed()
-    windows = plan_windows(
-        is_masked, model.block_size, window_context, options.num_steps, options.spacing
-    )
+    windows = plan_windows(is_masked, model.block_size, window_context, options.num_steps, options.spacing)
     plans, pending = [], is_masked.clone()
     for w in windows:  # each window's blocks, over the masks still pending when it starts (known up front)
         steps = w.num_steps

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from benchmarks.structure import Sample, count_structure, heading_name, metrics, speakers
+from benchmarks.structure import Sample, count_structure, heading_name, metrics, repeated_span, speakers
 from benchmarks.structure_suite import PROMPTS, meets, template
 
 
@@ -87,3 +87,11 @@ def test_the_prompts_fill_one_canvas():
         assert len(canvas) == 256, name
         assert "_" in canvas
     assert template(PROMPTS["infill"]).count("_") == 128
+
+
+def test_a_loop_is_a_long_span_repeated_verbatim():
+    line = "My lord, the king is coming to the gate, and all his train with him.\n"  # 69 characters
+    assert repeated_span("ROMEO:\n" + line + "JULIET " + line) == line[:64]
+    assert repeated_span("ROMEO:\n" + line + "JULIET " + line[:63]) is None  # 63 repeated: no loop
+    assert repeated_span("ab" * 40) == ("ab" * 32)  # a text that repeats itself overlaps its own copy
+    assert repeated_span("short") is None
