@@ -19,6 +19,7 @@ import functools
 import html
 import importlib.util
 import inspect
+import itertools
 import json
 import math
 import os
@@ -38,9 +39,10 @@ import torch
 from mdlm_hf import MASK_GLYPH, MDLM, SamplerOptions, SamplerState, mask_tokens, sample
 from mdlm_hf.diffusion import MASK_RATIOS, accuracy_by_mask_ratio, reveal_nll_steps
 from mdlm_hf.metrics import load_word_list, valid_word_rate
-from mdlm_hf.pipeline import check_text, prompt_canvas, text_to_canvas
+from mdlm_hf.pipeline import END_AT, check_end_at, check_text, ended, prompt_canvas, text_to_canvas, unseen_prompt_note
 from mdlm_hf.plots import accuracy_figure
 from mdlm_hf.sampler import OPTION_SPECS, REVEAL_RULE_OPTIONS, SCORED_ORDERS
+from mdlm_hf.windows import MAX_CANVAS
 
 DEFAULT_MODEL = Path(__file__).resolve().parent / "pretrained" / "mdlm-shakespeare-char"
 MODEL_ENV_VAR = "MDLM_MODEL"
@@ -53,8 +55,15 @@ INFILL_REMASK_RATIO = 0.0  # ... and 16 steps are too few for remasking
 # the seed it used as its last output, so a run can be repeated with fixed_seed on
 GENERATE_API = tuple(
     "prompt length num_steps temperature top_p order seed block_length "
-    "order_temperature prior_weight remask_ratio spacing fixed_seed entropy_bound min_p".split()
+    "order_temperature prior_weight remask_ratio spacing fixed_seed entropy_bound min_p end_at".split()
 )
+# where a generated text ends (mdlm_hf.pipeline.END_AT): the app ends at a line, so text never stops mid-word
+END_AT_DEFAULT = "line"
+END_AT_WORDS = {
+    "line": "the end of a line",
+    "speech": "the end of a speech",
+    "length": "exactly the length (may stop mid-word)",
+}
 INFILL_API = tuple(
     "template num_steps temperature top_p order seed order_temperature prior_weight remask_ratio spacing "
     "fixed_seed entropy_bound min_p".split()
@@ -127,6 +136,9 @@ MASK_CELL = (
     f"color: transparent; border-radius: 2px; box-shadow: inset 1px 0 {CANVAS_BACKGROUND}, "
     f"inset -1px 0 {CANVAS_BACKGROUND};"
 )
+DRAFT_CELLS = 512  # a canvas before a run shows this many cells at most (a long one says how many more)
+# a long text's live window: the positions the model reads at this step
+WINDOW_FRAME = "box-shadow: 0 0 0 2px #5b8fd1; border-radius: 3px; box-decoration-break: clone;"
 NEWLINE_GLYPH = "↵"  # a line break is a position too: drawn, then broken
 SPACE_GLYPH = "␣"  # a predicted or true space, where an empty cell would hide it
 
@@ -163,6 +175,7 @@ LEGEND = (
     f"{colour_scale(confidence_colour(0), confidence_colour(1))} confidence when revealed (low … high) &nbsp; "
     "<b>x</b> given &nbsp; "
     f"{NEWLINE_GLYPH} line break &nbsp; "
+    f"<span style='{WINDOW_FRAME}'>x</span> the window the model reads (a text longer than its context) &nbsp; "
     f"<span style='{CANVAS_FONT} background:{TAKEN_BACK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span> taken back this step "
     "(remasking)</div>"
 )
@@ -184,9 +197,15 @@ def cell(char: str | None, kind: str = "given", confidence: float = float("nan")
     return f"<span class='mdlm-{kind}' style='background:{background}'{title}>{shown}</span>{tail}"
 
 
-def canvas_box(cells: list[str], rows: int = CANVAS_ROWS, font_px: int = 15) -> str:
-    """The cells in the fixed-height canvas box."""
-    return f"<div class='mdlm-canvas' style='{canvas_style(rows, font_px)}'>{''.join(cells)}</div>"
+def canvas_box(cells: list[str], rows: int = CANVAS_ROWS, font_px: int = 15, follow: bool = False) -> str:
+    """The cells in the fixed-height canvas box; `follow`: it stays scrolled to its end as the text grows (a
+    column-reverse box anchors its scroll at the bottom, no script needed), where a long text's live window is."""
+    if not follow:
+        return f"<div class='mdlm-canvas' style='{canvas_style(rows, font_px)}'>{''.join(cells)}</div>"
+    return (
+        f"<div class='mdlm-canvas mdlm-follow' style='{canvas_style(rows, font_px)} display: flex; "
+        f"flex-direction: column-reverse;'><div>{''.join(cells)}</div></div>"
+    )
 
 
 def placeholder(message: str, rows: int = CANVAS_ROWS) -> str:
@@ -407,21 +426,50 @@ def sample_line(texts: DemoText, block_size: int) -> str:
     return next(long_enough, max(lines, key=len))[:block_size]
 
 
-def render_canvas(model: MDLM, state: SamplerState, row: int = 0, rows: int = CANVAS_ROWS, font_px: int = 15) -> str:
-    """The canvas as HTML: one cell per position, this step's reveals highlighted (none in the final frame: the
-    run is over), earlier ones tinted by confidence."""
+def canvas_cells(model: MDLM, state: SamplerState, row: int, span: slice) -> list[str]:
+    """The cells of positions `span` of a row: this step's reveals highlighted (none in the final frame: the run
+    is over), earlier ones tinted by confidence."""
     tokens, revealed, remasked, confidence, given = (
-        x[row].tolist() for x in (state.tokens, state.revealed, state.remasked, state.confidence, state.is_given)
+        x[row, span].tolist() for x in (state.tokens, state.revealed, state.remasked, state.confidence, state.is_given)
     )
-    final = state.done
     cells = []
     for token, is_new, is_taken_back, conf, is_given in zip(tokens, revealed, remasked, confidence, given, strict=True):
         if token == model.mask_id:
             cells.append(cell(None, "taken_back" if is_taken_back else "mask"))
         else:
-            kind = "given" if is_given else "new" if is_new and not final else "earlier"
+            kind = "given" if is_given else "new" if is_new and not state.done else "earlier"
             cells.append(cell(model.tokenizer.vocab[token], kind, conf))
-    return canvas_box(cells, rows, font_px)
+    return cells
+
+
+def finished_text(model: MDLM, state: SamplerState, row: int, span: slice) -> str:
+    """Positions `span` of a row, finished, as plain text: given runs bold, written ones plain (a long text's part
+    before its live window, light enough to stream at every step)."""
+    tokens, given = state.tokens[row, span].tolist(), state.is_given[row, span].tolist()
+    parts = []
+    for is_given, run in itertools.groupby(zip(tokens, given, strict=True), key=lambda pair: pair[1]):
+        text = html.escape(model.tokenizer.decode([token for token, _ in run]))
+        parts.append(f"<b class='mdlm-given'>{text}</b>" if is_given else f"<span class='mdlm-done'>{text}</span>")
+    return "".join(parts)
+
+
+def render_canvas(model: MDLM, state: SamplerState, row: int = 0, rows: int = CANVAS_ROWS, font_px: int = 15) -> str:
+    """The canvas as HTML: one cell per position. A text longer than the model's context shows its finished part
+    as text, the live window's cells framed, and a count of what is still to come; the box follows the window."""
+    length = state.tokens.size(1)
+    start, end = state.window or (0, length)
+    if end - start == length:
+        return canvas_box(canvas_cells(model, state, row, slice(0, length)), rows, font_px)
+    still_masked = int((state.tokens[row, end:] == model.mask_id).sum())
+    after = f"\n… {still_masked:,} more characters to write" if still_masked else ""
+    after += f" ({length - end - still_masked:,} of the template given)" if still_masked < length - end else ""
+    window = "".join(canvas_cells(model, state, row, slice(start, end)))
+    body = (
+        finished_text(model, state, row, slice(0, start))
+        + f"<span class='mdlm-window' style='{WINDOW_FRAME}'>{window}</span>"
+        + f"<span class='mdlm-to-come' style='color:#5c6675'>{after}</span>"
+    )
+    return canvas_box([body], rows, font_px, follow=True)
 
 
 def draft_canvas(
@@ -432,14 +480,19 @@ def draft_canvas(
         length = max(0, int(length or 0))
     except (TypeError, ValueError):  # a half-typed number: keep a canvas on screen anyway
         length = 0
-    return canvas_box([cell(char) for char in prompt or ""] + [cell(None)] * length, rows, font_px) + legend
+    shown = min(length, max(0, DRAFT_CELLS - len(prompt or "")))
+    more = [f"<span style='color:#5c6675'> … and {length - shown:,} more</span>"] if shown < length else []
+    return canvas_box([cell(char) for char in prompt or ""] + [cell(None)] * shown + more, rows, font_px) + legend
 
 
 def draft_template(template: str | None, blank: str = "_") -> str:
     """The Infill tab's canvas before a run: the template with a mask for each blank."""
     if not template:
         return placeholder(f"Type a template: each {blank} becomes a masked character to fill.") + LEGEND
-    return canvas_box([cell(None if char == blank else char) for char in template]) + LEGEND
+    cells = [cell(None if char == blank else char) for char in template[:DRAFT_CELLS]]
+    if len(template) > DRAFT_CELLS:
+        cells.append(f"<span style='color:#5c6675'> … and {len(template) - DRAFT_CELLS:,} more</span>")
+    return canvas_box(cells) + LEGEND
 
 
 def as_int(value: object, name: str, low: int, high: int) -> int:
@@ -504,12 +557,16 @@ def check_chars(model: MDLM, text: str, what: str) -> None:
 
 
 def readout(state: SamplerState, seconds: float, num_generated: int, seed: int, note: str = "") -> str:
-    """Seed, steps, forward passes, seconds and characters per second of a (possibly unfinished) run, and a note."""
+    """Seed, steps, forward passes, seconds and characters per second of a (possibly unfinished) run, where a long
+    text's live window is, and a note."""
     speed = f"{num_generated / seconds:,.0f} chars/s" if state.done and seconds > 0 else "…"
     line = (
         f"seed {seed} · step {state.step}/{state.num_steps} · {state.num_forward_passes} forward passes · "
         f"{seconds:.2f} s · {speed}"
     )
+    length = state.tokens.size(1)
+    if state.window is not None and state.window[1] - state.window[0] < length:
+        line += f" · window {state.window[0]:,}–{state.window[1]:,} of {length:,}"
     return f"{line}\n\n{note}" if note else line
 
 
@@ -542,33 +599,43 @@ def fit_steps(num_masks: int, wanted: float | None) -> dict:
     return capped_slider(num_masks, wanted, info)
 
 
-def fit_length(block_size: int, prompt: str | None, wanted: float | None) -> dict:
-    """Length slider update: the prompt and the characters to generate share the model's context."""
+def fit_steps_to_length(block_size: int, length: float | None, wanted: float | None) -> dict:
+    """Steps slider update for a length: one step per character at most; past the model's context, per window."""
+    length = int(length or 0)
+    if length <= block_size:
+        return fit_steps(length, wanted)
+    info = f"per {block_size} characters: the text is written window by window, {block_size} characters each"
+    return capped_slider(block_size, wanted, info)
+
+
+def fit_length(limit: int, prompt: str | None, wanted: float | None) -> dict:
+    """Length slider update: the prompt and the characters to generate share `limit` characters (the model's
+    context in Compare, MAX_CANVAS in Generate)."""
     used = len(prompt or "")
-    room = block_size - used
+    room = limit - used
     if room < 1:
-        info = f"the prompt fills all {block_size} characters the model reads at a time: shorten it"
+        info = f"the prompt fills all {limit:,} characters a run holds: shorten it"
     else:
-        info = f"at most {room}: the model reads {block_size} characters at a time and the prompt takes {used}"
+        info = f"at most {room:,}: a run holds {limit:,} characters and the prompt takes {used:,}"
     return capped_slider(room, wanted, info)
 
 
-def fitted_length(model: MDLM, prompt: str, length: float) -> tuple[int, str]:
-    """`length`, lowered to the room the prompt leaves in the model's context, and a note saying so (or "")."""
-    length = as_int(length, "length", 0, model.block_size)
+def fitted_length(prompt: str, length: float, limit: int) -> tuple[int, str]:
+    """`length`, lowered to the room the prompt leaves of `limit` characters, and a note saying so (or "")."""
+    length = as_int(length, "length", 0, limit)
     if length == 0:  # the sliders start at 0 so that a 0 typed into their box reaches this line, not gradio's bound
         raise gr.Error("nothing to generate: set at least 1 character to generate")
-    room = model.block_size - len(prompt)
+    room = limit - len(prompt)
     if room < 1:
         raise gr.Error(
-            f"the prompt has {len(prompt)} characters, but the model reads at most {model.block_size} characters "
-            "at a time, prompt included: shorten the prompt to leave room for characters to generate"
+            f"the prompt has {len(prompt):,} characters, but a run holds at most {limit:,} characters, prompt "
+            "included: shorten the prompt to leave room for characters to generate"
         )
     if length <= room:
         return length, ""
     return room, (
-        f"Length lowered from {length} to {room}: the model reads {model.block_size} characters at a time, "
-        f"and the prompt takes {len(prompt)}."
+        f"Length lowered from {length:,} to {room:,}: a run holds {limit:,} characters, and the prompt takes "
+        f"{len(prompt):,}."
     )
 
 
@@ -689,28 +756,56 @@ def start(
 
 
 def frames(
-    model: MDLM, states: Iterator[SamplerState], num_fixed: int, seed: int, note: str = ""
+    model: MDLM,
+    states: Iterator[SamplerState],
+    num_fixed: int,
+    seed: int,
+    note: str = "",
+    prompt_length: int | None = None,
+    end_at: str = "length",
 ) -> Iterator[tuple[str, str, str, int]]:
-    """(canvas HTML, final text, readout, seed) for every state, as the sampler computes it."""
+    """(canvas HTML, final text, readout, seed) for every state, as the sampler computes it. With a prompt
+    (`prompt_length`), the readout says how much of a long one the model read, and the final text ends `end_at`."""
     start_time = time.perf_counter()
     for state in states:
+        if state.step == 0 and prompt_length is not None:
+            note = " ".join(filter(None, (note, (unseen_prompt_note(state, prompt_length) or "").capitalize())))
         seconds = time.perf_counter() - start_time
-        text = model.tokenizer.decode(state.tokens[0]) if state.done else ""
+        text, shown = "", note
+        if state.done:
+            whole = model.tokenizer.decode(state.tokens[0])
+            text = ended(whole, prompt_length or 0, end_at)
+            if len(text) < len(whole):
+                kept, written = len(text) - (prompt_length or 0), len(whole) - (prompt_length or 0)
+                cut = f"Ended at {END_AT_WORDS[end_at]}: {kept:,} of {written:,} written characters kept."
+                shown = " ".join(filter(None, (note, cut)))
         num_generated = state.tokens.size(1) - num_fixed
-        yield render_canvas(model, state) + LEGEND, text, readout(state, seconds, num_generated, seed, note), seed
+        yield render_canvas(model, state) + LEGEND, text, readout(state, seconds, num_generated, seed, shown), seed
 
 
 def generate(
-    model: MDLM, prompt: str | None, length: float, seed: float, fixed_seed: bool, **controls: Any
+    model: MDLM,
+    prompt: str | None,
+    length: float,
+    seed: float,
+    fixed_seed: bool,
+    end_at: str = END_AT_DEFAULT,
+    **controls: Any,
 ) -> Iterator[tuple]:
-    """Generate tab: the prompt followed by `length` generated characters (fewer when the prompt leaves less room
-    in the model's context, which the readout says), streamed step by step."""
+    """Generate tab: the prompt followed by up to `length` generated characters, ending `end_at` (fewer when the
+    prompt leaves less room of MAX_CANVAS, which the readout says), streamed step by step, window by window when
+    longer than the model's context."""
     check_text(prompt, "prompt")
     check_chars(model, prompt, "prompt")  # before any length: an unknown character is the problem to fix first
-    length, note = fitted_length(model, prompt, length)
+    try:
+        check_end_at(end_at)
+    except ValueError as error:
+        raise gr.Error(str(error)) from None
+    length, note = fitted_length(prompt, length, MAX_CANVAS)
     seed = run_seed(seed, fixed_seed)
     canvas = prompt_canvas(model, prompt, length)
-    yield from frames(model, start(model, canvas, seed, controls), len(prompt), seed, note)
+    states = start(model, canvas, seed, controls)
+    yield from frames(model, states, len(prompt), seed, note, prompt_length=len(prompt), end_at=end_at)
 
 
 def infill(
@@ -719,7 +814,7 @@ def infill(
     """Infill tab: every `blank` of the template filled in, streamed step by step."""
     check_text(template, "template")
     check_chars(model, template.replace(blank, ""), "template")
-    check_fits(model, template, "template")  # before the sampler's own check, in plain words
+    check_fits(template, "template", MAX_CANVAS, f"a run writes at most {MAX_CANVAS:,} characters")
     canvas = text_to_canvas(model, template, blank)
     seed = run_seed(seed, fixed_seed)
     yield from frames(model, start(model, canvas, seed, controls), int((canvas != model.mask_id).sum()), seed)
@@ -742,7 +837,7 @@ def compare(
     check_text(prompt, "prompt")
     check_chars(model, prompt, "prompt")
     check_flag(autoregressive, "autoregressive")
-    length, note = fitted_length(model, prompt, length)
+    length, note = fitted_length(prompt, length, model.block_size)
     seed = run_seed(seed, fixed_seed)
     canvas = prompt_canvas(model, prompt, length)
     rule = {name: OPTION_SPECS[name].parse(value) for name, value in rule.items()}
@@ -836,13 +931,10 @@ def takeaway(
     return line
 
 
-def check_fits(model: MDLM, text: str, what: str) -> None:
-    """A gr.Error, in plain words, when `text` is longer than the model reads at a time."""
-    if len(text) > model.block_size:
-        raise gr.Error(
-            f"the {what} has {len(text)} characters, but the model's context is {model.block_size} characters: "
-            "shorten it"
-        )
+def check_fits(text: str, what: str, limit: int, why: str) -> None:
+    """A gr.Error, in plain words, when `text` is longer than `limit` characters (`why`: what sets the limit)."""
+    if len(text) > limit:
+        raise gr.Error(f"the {what} has {len(text):,} characters, but {why}: shorten it")
 
 
 def forward_process(model: MDLM, line: str | None, t: float, seed: float) -> tuple[str, str]:
@@ -852,7 +944,7 @@ def forward_process(model: MDLM, line: str | None, t: float, seed: float) -> tup
     if not line:
         raise ValueError("enter a line of at least one character")
     check_chars(model, line, "line")
-    check_fits(model, line, "line")
+    check_fits(line, "line", model.block_size, f"the model's context is {model.block_size} characters")
     tokens = torch.tensor([model.tokenizer.encode(line)], device=next(model.parameters()).device)
     generator = torch.Generator().manual_seed(as_int(seed, "seed", 0, MAX_SEED))
     t = as_float(t, "mask ratio", 0.0, 1.0)
@@ -962,7 +1054,7 @@ def score(model: MDLM, text: str | None) -> tuple[str, str]:
     if not text:
         raise gr.Error("paste some text to score")
     check_chars(model, text, "text")
-    check_fits(model, text, "text")
+    check_fits(text, "text", model.block_size, f"the model's context is {model.block_size} characters")
     tokens = torch.tensor(model.tokenizer.encode(text))[None]
     # one pass at a time on the model thread, so that other visitors' sampling steps go in between
     for nats in iterate_on_model_thread(reveal_nll_steps(model, tokens, "left_to_right")):  # noqa: B007
@@ -1042,13 +1134,16 @@ def remembered(slider: gr.Slider) -> gr.State:
     return wanted
 
 
-def follow_prompt(demo: gr.Blocks, block_size: int, prompt: gr.Textbox, length: gr.Slider, steps: gr.Slider) -> None:
-    """The length slider follows the prompt (they share the model's context) and the steps slider the length."""
+def follow_prompt(
+    demo: gr.Blocks, limit: int, block_size: int, prompt: gr.Textbox, length: gr.Slider, steps: gr.Slider
+) -> None:
+    """The length slider follows the prompt (they share `limit` characters) and the steps slider the length (a
+    text longer than the model's context counts its steps per `block_size` characters)."""
     wanted_length, wanted_steps = remembered(length), remembered(steps)
-    fit = dict(fn=functools.partial(fit_length, block_size), inputs=[prompt, wanted_length], outputs=length)
+    fit = dict(fn=functools.partial(fit_length, limit), inputs=[prompt, wanted_length], outputs=length)
     prompt.change(**fit, queue=False, api_name=False, show_progress="hidden")
     demo.load(**fit, queue=False, api_name=False, show_progress="hidden")
-    fit = dict(fn=fit_steps, inputs=[length, wanted_steps], outputs=steps)
+    fit = dict(fn=functools.partial(fit_steps_to_length, block_size), inputs=[length, wanted_steps], outputs=steps)
     length.change(**fit, queue=False, api_name=False, show_progress="hidden")
     demo.load(**fit, queue=False, api_name=False, show_progress="hidden")  # when the first length fits already
 
@@ -1155,7 +1250,9 @@ def output_column(
         )
         # a line before the first run too, so that the run's readout does not push the final text down
         waiting = f"Press {run_label}: the step, the forward passes and the speed show here."
-        readout = gr.Markdown(waiting, elem_id=f"{tab}-readout")
+        # high enough for the line and a note (a lowered length, a long prompt, where the text ended): a note
+        # does not push the final text down at the end of a run
+        readout = gr.Markdown(waiting, elem_id=f"{tab}-readout", min_height=96)
         final_text = gr.Textbox(label="Final text", lines=lines, buttons=["copy"], elem_id=f"{tab}-final-text")
     return [canvas, final_text, readout], (slider, gr.State([]))
 
@@ -1173,19 +1270,33 @@ def sampling_options(tab: str, block_size: int, names: tuple[str, ...], remask_r
 def generate_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
     """Prompt and run button first, then length, steps and the closed sampling options; the canvas beside them."""
     block_size, default_length = model.block_size, min(256, model.block_size)
-    # the maximum follows the prompt once the page loads; the API accepts up to block_size and the handler lowers
+    # the maximum follows the prompt once the page loads; the API accepts up to MAX_CANVAS and the handler lowers
     # the length to the room the prompt leaves, saying so
     room = max(1, default_length - len(texts.prompt))
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
             prompt = gr.Textbox(label="Prompt (kept fixed at the start)", value=texts.prompt, lines=2)
             button, stop = run_buttons("Generate")
-            length = gr.Slider(0, block_size, value=room, step=1, precision=0, label="Characters to generate")
+            length = gr.Slider(
+                0,
+                MAX_CANVAS,
+                value=room,
+                step=1,
+                precision=0,
+                label="Characters to generate (at most)",
+                info=f"past {block_size}, the model's context, the text is written window by window",
+            )
+            end_at = gr.Radio(
+                list(END_AT),
+                value=END_AT_DEFAULT,
+                label="End at",
+                info="; ".join(f"{choice}: {words}" for choice, words in END_AT_WORDS.items()),
+            )
             steps = option_control("num_steps", block_size, min(SamplerOptions().num_steps, default_length))
-            controls = dict(prompt=prompt, length=length, num_steps=steps)
+            controls = dict(prompt=prompt, length=length, num_steps=steps, end_at=end_at)
             controls |= sampling_options("generate", block_size, ("temperature", "top_p", "min_p", "block_length"))
         outputs, replay = output_column("generate", 8, draft_canvas(texts.prompt, room), "Generate")
-    follow_prompt(demo, block_size, prompt, length, steps)
+    follow_prompt(demo, MAX_CANVAS, block_size, prompt, length, steps)
     for trigger in (prompt.change, length.change):  # the canvas before a run shows what will be filled
         redraw(trigger, draft_canvas, [prompt, length], outputs[0])
     inputs = {name: controls[name] for name in GENERATE_API}
@@ -1274,7 +1385,7 @@ def compare_tab(model: MDLM, known_words: set[str] | None, demo: gr.Blocks, text
         "with no key/value cache, so its seconds would overstate the gap to a real autoregressive model: compare "
         "forward passes, not seconds."
     )
-    follow_prompt(demo, block_size, prompt, length, steps)
+    follow_prompt(demo, block_size, block_size, prompt, length, steps)
     for trigger in (prompt.change, length.change):
         redraw(trigger, compare_draft, [prompt, length], [left_canvas, right_canvas])
     inputs = {name: controls[name] for name in COMPARE_API}

@@ -116,7 +116,7 @@ def client(server):
 
 
 def test_generate_streams_and_keeps_the_prompt(client):
-    job = client.submit("ROMEO:\n", 60, 12, 0.8, 1.0, "confidence", 3, 0, api_name="/generate")
+    job = client.submit("ROMEO:\n", 60, 12, 0.8, 1.0, "confidence", 3, 0, end_at="length", api_name="/generate")
     frames = list(job)
     assert len(frames) == 13  # the all-mask canvas, then one frame per step
     assert MASK_GLYPH in frames[0][0] and frames[0][1] == ""
@@ -127,19 +127,21 @@ def test_generate_streams_and_keeps_the_prompt(client):
 
 
 def test_generate_semi_autoregressive_blocks(client):
-    *_, (canvas_html, text, readout, seed) = client.submit("", 64, 8, 1.0, 0.9, "margin", 1, 16, api_name="/generate")
+    *_, (canvas_html, text, readout, seed) = client.submit(
+        "", 64, 8, 1.0, 0.9, "margin", 1, 16, end_at="length", api_name="/generate"
+    )
     assert len(text) == 64 and MASK_GLYPH not in text and "8 forward passes" in readout
 
 
 def test_generate_with_a_soft_order(client):
-    job = client.submit("", 48, 6, 1.0, 1.0, "confidence", 2, 0, 0.5, api_name="/generate")
+    job = client.submit("", 48, 6, 1.0, 1.0, "confidence", 2, 0, 0.5, end_at="length", api_name="/generate")
     *_, (canvas_html, text, readout, seed) = job
     assert len(text) == 48 and MASK_GLYPH not in text and "step 6/6" in readout
 
 
 def test_generate_shows_characters_taken_back_by_remasking(client):
     rule = (0.25, 0.35, 0.75, 1)  # order temperature, prior weight, remask ratio, spacing
-    frames = list(client.submit("", 64, 12, 1.0, 1.0, "confidence", 0, 0, *rule, api_name="/generate"))
+    frames = list(client.submit("", 64, 12, 1.0, 1.0, "confidence", 0, 0, *rule, end_at="length", api_name="/generate"))
     assert len(frames) == 13 and len(frames[-1][1]) == 64 and MASK_GLYPH not in frames[-1][1]
     taken_back = [html.replace(app.LEGEND, "").count("#d9534f") for html, *_ in frames]
     assert sum(taken_back) > 0 and taken_back[-1] == 0
@@ -218,7 +220,7 @@ def test_compare_has_a_legend_and_a_one_line_takeaway(client, model_dir):
 
 def test_endpoints_take_their_parameters_by_name(client):
     *_, (canvas_html, text, readout, seed) = client.submit(
-        prompt="", length=30, num_steps=3, seed=1, api_name="/generate"
+        prompt="", length=30, num_steps=3, seed=1, end_at="length", api_name="/generate"
     )
     assert len(text) == 30 and "step 3/3" in readout
     *_, (canvas_html, text, readout, seed) = client.submit(template="to __ or", num_steps=2, api_name="/infill")
@@ -245,29 +247,58 @@ def test_option_controls_take_label_bounds_and_defaults_from_the_one_table(model
 
 def test_length_follows_the_prompt_in_plain_words(client, model_dir):
     # the API: a length that the prompt leaves no room for is lowered, and the readout says so
-    *_, (canvas_html, text, readout, seed) = client.submit(
-        JULIET, 121, 8, 1.0, 1.0, "confidence", 0, 0, api_name="/generate"
-    )
-    assert text.startswith(JULIET) and len(text) == 128
-    assert "Length lowered from 121 to 79: the model reads 128 characters at a time, and the prompt takes 49" in readout
-    assert "block_size" not in readout
+    *_, last = client.submit(JULIET, 121, 8, 1.0, 0, False, api_name="/compare")
+    assert "Length lowered from 121 to 79: a run holds 128 characters, and the prompt takes 49" in last[4]
     # the page: the length slider's maximum follows the prompt, and its value comes back with a shorter prompt
     model, _ = app.load_model(model_dir)
     page = Page(app.build_demo(model))
-    for names, endpoint in ((app.GENERATE_API, "generate"), (app.COMPARE_API, "compare")):
+    for names, endpoint, limit in ((app.GENERATE_API, "generate", 16384), (app.COMPARE_API, "compare", 128)):
         controls = tab_controls(page.demo, endpoint, names)
         prompt, length = controls["prompt"], controls["length"]
         default = page.value(length)
-        assert page.props[length._id]["maximum"] == 121  # fitted to the default prompt "ROMEO:\n" on load
+        assert page.props[length._id]["maximum"] == limit - 7  # fitted to the default prompt "ROMEO:\n" on load
         page.type(prompt, JULIET)
-        assert page.value(length) == min(default, 79) and page.props[length._id]["maximum"] == 79
+        assert page.value(length) == min(default, limit - 49) and page.props[length._id]["maximum"] == limit - 49
         info = page.props[length._id]["info"]
-        assert info == "at most 79: the model reads 128 characters at a time and the prompt takes 49"
-        page.type(prompt, "x" * 128)
+        assert info == f"at most {limit - 49:,}: a run holds {limit:,} characters and the prompt takes 49"
+        page.type(prompt, "x" * limit)
         assert page.value(length) == 1 and page.props[length._id]["interactive"] is False
-        assert "the prompt fills all 128 characters" in page.props[length._id]["info"]
+        assert f"the prompt fills all {limit:,} characters" in page.props[length._id]["info"]
         page.type(prompt, "ROMEO:\n")
         assert page.value(length) == default and page.props[length._id]["interactive"] is True
+
+
+def test_generate_writes_past_the_context_window_by_window(client):
+    frames = list(
+        client.submit(prompt="ROMEO:\n", length=300, num_steps=8, seed=1, end_at="length", api_name="/generate")
+    )
+    canvas_html, text, readout, seed = frames[-1]
+    assert len(text) == 307 and text.startswith("ROMEO:\n") and MASK_GLYPH not in text
+    assert "window 179–307 of 307" in readout  # the last window: the model's 128 characters
+    middle = frames[len(frames) // 2][0]
+    assert "mdlm-window" in middle and "more characters to write" in middle and "mdlm-follow" in middle
+    assert middle.count("mdlm-mask") < 300  # masks past the window are a count, not cells
+    steps = [int(re.search(r"step (\d+)/", frame[2]).group(1)) for frame in frames]
+    assert steps == list(range(len(frames))) and f"step {steps[-1]}/{steps[-1]}" in readout
+
+
+def test_generate_ends_at_a_line_by_default_and_says_what_it_kept(client):
+    _, whole, _, _ = client.predict("", 100, 8, seed=5, fixed_seed=True, end_at="length", api_name="/generate")
+    _, text, readout, _ = client.predict("", 100, 8, seed=5, fixed_seed=True, api_name="/generate")
+    assert whole.startswith(text) and (text == whole or whole[len(text)].isspace())
+    if text != whole:
+        assert f"Ended at the end of a line: {len(text)} of 100 written characters kept." in readout
+    _, text, readout, _ = client.predict("", 100, 8, seed=5, fixed_seed=True, end_at="speech", api_name="/generate")
+    assert whole.startswith(text)
+    with pytest.raises(Exception, match="'word' .* is not in the list of choices: \\['length', 'line', 'speech'\\]"):
+        client.predict("", 100, 8, end_at="word", api_name="/generate")
+
+
+def test_a_prompt_longer_than_the_context_is_kept_and_the_readout_says_how_much_was_read(client):
+    prompt = "ROMEO:\nBut soft, what light through yonder window breaks?\n" * 4  # 232 characters
+    _, text, readout, _ = client.predict(prompt, 40, 8, end_at="length", seed=0, api_name="/generate")
+    assert text.startswith(prompt) and len(text) == len(prompt) + 40
+    assert "The prompt has 232 characters and the model reads 128 at a time: its last 88 are the context" in readout
 
 
 def test_steps_follow_the_characters_to_fill_both_ways(model_dir):
@@ -539,8 +570,10 @@ def test_the_canvas_shows_the_masks_to_fill_before_the_first_run(model_dir):
         if getattr(page.demo.blocks[id_], "elem_id", None) == f"{name}-canvas"
     }
     assert cell_classes(page.value(canvases["generate"])).count("mask") == 121  # the first length, fitted
-    page.type(generate["prompt"], JULIET)  # the length follows the prompt, and the canvas both
-    assert cell_classes(page.value(canvases["generate"])) == ["given"] * 49 + ["mask"] * 79
+    page.type(generate["prompt"], JULIET)  # the canvas follows the prompt
+    assert cell_classes(page.value(canvases["generate"])) == ["given"] * 49 + ["mask"] * 121
+    long = app.draft_canvas("ROMEO:\n", 5000)  # a long text's draft: the cells a page can hold, and a count
+    assert cell_classes(long) == ["given"] * 7 + ["mask"] * (app.DRAFT_CELLS - 7) and "… and 4,495 more" in long
     assert cell_classes(page.value(canvases["infill"])).count("mask") == app.INFILL_EXAMPLES[0].count("_")
     page.type(infill["template"], "to __ or")
     assert cell_classes(page.value(canvases["infill"])).count("mask") == 2
@@ -580,12 +613,13 @@ def test_how_it_works_follows_the_mask_ratio_box_and_marks_it_on_the_plot(model_
 BAD_INPUTS = [
     ("/generate", ("ROMEO é:\n", 20, 4, 0.8, 1.0, "confidence", 0, 0), "outside the model's vocabulary: 'é'"),
     # the sliders' and dropdown's own bounds (from the model) answer first
-    ("/generate", ("", 500, 4, 0.8, 1.0, "confidence", 0, 0), "Value 500 is greater than maximum value 128"),
+    ("/generate", ("", 20000, 4, 0.8, 1.0, "confidence", 0, 0), "Value 20000 is greater than maximum value 16384"),
     ("/generate", ("", 20, 0, 0.8, 1.0, "confidence", 0, 0), "Value 0 is less than minimum value 1"),
     ("/generate", ("", 20, 4, -1, 1.0, "confidence", 0, 0), "Value -1 is less than minimum value 0"),
     ("/generate", ("", 20, 4, 0.8, 1.0, "sideways", 0, 0), "sideways is not in the list of choices"),
     ("/generate", ("", 20, 4, 0.8, 1.0, "confidence", -3, 0, 0.25, 0.35, 0.75, 1, True), "seed must be a whole"),
-    ("/generate", ("x" * 128, 20, 4, 0.8, 1.0, "confidence", 0, 0), "the prompt has 128 characters, but the model"),
+    ("/generate", ("x" * 16384, 20, 4, 0.8, 1.0, "confidence", 0, 0), "the prompt has 16,384 characters, but a run"),
+    ("/compare", ("x" * 128, 20, 4, 0.8, 0, False), "the prompt has 128 characters, but a run holds at most 128"),
     ("/generate", ("", 20, 4, 0.8, 1.0, "confidence", 0, 0, -1), "Value -1 is less than minimum value 0"),
     ("/generate", ("", 20, 4, 0.8, 1.0, "confidence", 0, 0, 0.25, 0.35, 0.99, 1), "Value 0.99 is greater than"),
     ("/generate", ("", 20, 4, 0.8, 1.0, "confidence", 0, 0, 0.25, -1, 0.5, 1), "Value -1 is less than minimum"),
@@ -593,8 +627,8 @@ BAD_INPUTS = [
     ("/infill", ("To be or not to be", 4, 0.8, 1.0, "confidence", 0), "template has no blank"),
     (
         "/infill",
-        ("_" * 200, 4, 0.8, 1.0, "confidence", 0),
-        "the template has 200 characters, but the model's context is 128 characters",
+        ("_" * 16385, 4, 0.8, 1.0, "confidence", 0),
+        "the template has 16,385 characters, but a run writes at most 16,384 characters",
     ),
     ("/forward_process", ("x" * 200, 0.5, 0), "the line has 200 characters, but the model's context is 128"),
     ("/compare", ("ROMEO:\n", 40, 8, -0.5, 0, False), "Value -0.5 is less than minimum value 0"),
@@ -607,7 +641,7 @@ def test_bad_input_is_a_visible_error_and_the_app_keeps_serving(client, endpoint
     with pytest.raises(Exception) as error:  # gradio_client's AppError carries the gr.Error message
         client.predict(*args, api_name=endpoint)
     assert message in str(error.value) and "block_size" not in str(error.value)
-    assert len(client.predict("", 10, 2, 0.8, 1.0, "confidence", 0, 0, api_name="/generate")[1]) == 10
+    assert len(client.predict("", 10, 2, 0.8, 1.0, "confidence", 0, 0, end_at="length", api_name="/generate")[1]) == 10
 
 
 @pytest.mark.parametrize("value", [float("nan"), "abc", None, 2.5, -1])
@@ -620,7 +654,9 @@ def test_number_checks_name_the_problem(value):
 
 def test_eight_concurrent_users_are_all_served(server):
     def one_user(seed: int) -> str:
-        return Client(server, verbose=False).predict("", 50, 10, 1.0, 1.0, "random", seed, 0, api_name="/generate")[1]
+        return Client(server, verbose=False).predict(
+            "", 50, 10, 1.0, 1.0, "random", seed, 0, end_at="length", api_name="/generate"
+        )[1]
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
         texts = list(pool.map(one_user, range(8)))
@@ -888,13 +924,13 @@ def test_browser_generate_infill_and_compare(server, tmp_path):
     with chromium() as browser:
         page = browser.new_page()
         page.goto(server)
-        # the length follows the prompt, and comes back
+        # the length's maximum follows the prompt: a run holds MAX_CANVAS characters
         prompt, length = (
             page.get_by_label("Prompt (kept fixed at the start)"),
-            page.get_by_label("number input for Characters to generate"),
+            page.get_by_label("number input for Characters to generate (at most)"),
         )
         prompt.fill(JULIET)
-        expect(length).to_have_value("79")
+        expect(length).to_have_attribute("max", str(app.MAX_CANVAS - 49))
         prompt.fill("ROMEO:\n")
         expect(length).to_have_value("121")
         page.get_by_role("button", name="Generate", exact=True).click()
@@ -937,6 +973,44 @@ def test_browser_generate_infill_and_compare(server, tmp_path):
         page.get_by_role("button", name="Compare", exact=True).click()
         expect(page.locator("#compare-takeaway")).to_contain_text("Takeaway:", timeout=60_000)
     assert (tmp_path / "generate.png").stat().st_size > 10_000
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_browser_a_long_text_grows_with_its_live_window_in_view(server, tmp_path, viewport):
+    from playwright.sync_api import expect
+
+    shots = screenshots(tmp_path)
+    where = "desktop" if viewport == DESKTOP else "phone"
+    with chromium() as browser:
+        page = browser.new_page(viewport=dict(zip(("width", "height"), viewport, strict=True)))
+        page.goto(server)
+        length = page.get_by_label("number input for Characters to generate (at most)")
+        expect(page.get_by_text("at most 16,377")).to_be_visible()  # loaded: the load's fit will not undo the fill
+        length.fill("3000")  # about 15 s on two cores: long enough to watch it run
+        length.press("Enter")
+        expect(length).to_have_value("3000")
+        page.get_by_label("length").check()  # End at: exactly the length, so the final text's size is known
+        page.get_by_role("button", name="Generate", exact=True).click()
+        # a window past the first (finished text before it, masks still to come after it), measured in the frame
+        # that shows it: the box follows the window, so the window's last line (where it writes) is in the box's view
+        seen = page.wait_for_function(
+            """() => { const c = document.querySelector('#generate-canvas .mdlm-canvas');
+                if (!(c && c.querySelector('.mdlm-done') && c.querySelector('.mdlm-window .mdlm-mask')
+                      && c.textContent.includes('more characters to write')
+                      && c.scrollHeight > c.clientHeight + 40)) return null;  // the text outgrew the box
+                const lines = c.querySelector('.mdlm-window').getClientRects(), box = c.getBoundingClientRect();
+                const last = lines[lines.length - 1];
+                return {in_view: last.bottom > box.top && last.top < box.bottom}; }""",
+            timeout=90_000,
+        ).json_value()
+        assert seen == {"in_view": True}
+        page.screenshot(path=str(shots / f"{where}-generate-long-running.png"))
+        final_text = page.locator("#generate-final-text textarea")
+        expect(final_text).not_to_have_value("", timeout=120_000)
+        assert len(final_text.input_value()) == 3007
+        expect(page.locator("#generate-readout")).to_contain_text("of 3,007")
+        page.screenshot(path=str(shots / f"{where}-generate-long-done.png"), full_page=True)
 
 
 def test_a_port_in_use_is_one_line(model_dir):
