@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from mdlm_hf.model import MDLM
-from mdlm_hf.pipeline import prompt_canvas, text_to_canvas
+from mdlm_hf.pipeline import END_AT, ended, prompt_canvas, text_to_canvas, unseen_prompt_note
 from mdlm_hf.sampler import OPTION_SPECS, SamplerOptions, check_seed, sample
 
 FLAG_ALIASES = {"num_steps": ("--steps",)}  # the shorter flags the CLI has always had
@@ -41,7 +41,15 @@ def main(argv: list[str] | None = None) -> None:
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--prompt", default="", help="text kept fixed at the start")
     what.add_argument("--template", default=None, help="text whose '_' characters are filled in")
-    parser.add_argument("--length", type=int, default=200, help="characters to generate after the prompt")
+    parser.add_argument(
+        "--length", type=int, default=200, help="characters to generate after the prompt (past 256: window by window)"
+    )
+    parser.add_argument(
+        "--end-at",
+        choices=END_AT,
+        default="length",
+        help="where the text ends: exactly --length characters, or within them at the last line or speech end",
+    )
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--show-steps", action="store_true", help="print every intermediate canvas")
     parser.add_argument(
@@ -69,10 +77,16 @@ def main(argv: list[str] | None = None) -> None:
         else:
             canvas = prompt_canvas(model, args.prompt, args.length)
         for state in sample(model, canvas, seed=args.seed, **overrides):
+            note = unseen_prompt_note(state, len(args.prompt)) if state.step == 0 and args.template is None else None
+            if note:
+                print(f"note: {note}", file=sys.stderr)
             if args.show_steps:
                 print(f"--- step {state.step}/{state.num_steps} ---")
-            if args.show_steps or state.done:
+            if args.show_steps and not state.done:
                 print(model.tokenizer.decode(state.tokens[0]))
+            elif state.done:
+                text = model.tokenizer.decode(state.tokens[0])
+                print(text if args.template is not None else ended(text, len(args.prompt), args.end_at))
     except (ValueError, OSError) as error:  # bad input or an unreachable model: one clear line
         sys.exit(f"error: {error}")
 

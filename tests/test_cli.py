@@ -91,3 +91,16 @@ def test_the_cli_samples_fast_unless_exact(tiny_model, tmp_path, monkeypatch, ca
     main(common)
     main([*common, "--exact"])
     assert [model.fast for model in loaded] == [True, False]
+
+
+def test_the_cli_writes_past_the_context_and_ends_where_asked(tiny_model, tmp_path):
+    tiny_model.save_pretrained(tmp_path)
+    prompt = "to be or not to be that is the question\n" * 2  # 80 characters: more than a window's context
+    result = run_cli("--model", str(tmp_path), "--prompt", prompt, "--length", "150", "--seed", "0", "--exact")
+    text = result.stdout[:-1]  # print's newline
+    assert result.returncode == 0 and text.startswith(prompt) and len(text) == 230
+    assert "note: the prompt has 80 characters and the model reads 64 at a time: its last 16" in result.stderr
+    result = run_cli(
+        "--model", str(tmp_path), "--prompt", prompt, "--length", "150", "--seed", "0", "--exact", "--end-at", "line"
+    )
+    assert result.returncode == 0 and text.startswith(result.stdout[:-1]) and len(result.stdout[:-1]) <= 230
