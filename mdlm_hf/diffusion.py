@@ -20,6 +20,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from mdlm_hf.inference import check_batch_size, check_token_ids, evaluating
+
 LOSS_WEIGHTINGS = ("elbo", "elbo_count", "uniform")
 MASK_RATIOS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
@@ -111,13 +113,19 @@ def elbo(
     variance of a random mask count; m is stratified over the `num_samples` draws of each window.
     Deterministic for a given generator state.
     """
-    if tokens.dim() != 1 or tokens.numel() == 0:
-        raise ValueError("elbo expects a non-empty 1-D tensor of token ids")
-    if num_samples < 1:
-        raise ValueError(f"num_samples must be >= 1, got {num_samples}")
+    check_token_ids(tokens, model)
+    check_batch_size(batch_size)
+    if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples < 1:
+        raise ValueError(f"num_samples must be an integer >= 1, got {num_samples!r}")
     generator = generator if generator is not None else torch.Generator().manual_seed(0)
-    was_training = model.training
-    model.eval()
+    with evaluating(model):
+        return ElboResult(_elbo_nats(model, tokens.long(), num_samples, generator, batch_size), tokens.numel())
+
+
+def _elbo_nats(
+    model: nn.Module, tokens: torch.Tensor, num_samples: int, generator: torch.Generator, batch_size: int
+) -> float:
+    """`elbo`'s nats per character, the model in eval mode."""
     device = next(model.parameters()).device
     L = model.block_size
     windows = [tokens[i : i + L] for i in range(0, tokens.numel(), L)]
@@ -142,8 +150,7 @@ def elbo(
             ce = (ce.view_as(x0) * is_masked).sum(dim=1).double().cpu()  # (b,)
             # window NELBO = n * mean over masked; averaged over the num_samples draws
             total_nats += (ce / num_masked * n).sum().item() / num_samples
-    model.train(was_training)
-    return ElboResult(nats_per_char=total_nats / tokens.numel(), num_chars=tokens.numel())
+    return total_nats / tokens.numel()
 
 
 NLL_ORDERS = ("left_to_right", "confidence")
@@ -168,10 +175,14 @@ def exact_nll(
     """
     if order not in NLL_ORDERS:
         raise ValueError(f"order must be one of {NLL_ORDERS}, got {order!r}")
-    if tokens.dim() != 1 or tokens.numel() == 0:
-        raise ValueError("exact_nll expects a non-empty 1-D tensor of token ids")
-    was_training = model.training
-    model.eval()
+    check_token_ids(tokens, model)
+    check_batch_size(batch_size)
+    with evaluating(model):
+        return _exact_nll(model, tokens.long(), order, batch_size, progress)
+
+
+def _exact_nll(model: nn.Module, tokens: torch.Tensor, order: str, batch_size: int, progress: bool) -> float:
+    """`exact_nll`, the model in eval mode."""
     device = next(model.parameters()).device
     L = model.block_size
     windows = [tokens[i : i + L] for i in range(0, tokens.numel(), L)]
@@ -189,7 +200,6 @@ def exact_nll(
         total_nats += reveal_nll(model, x0, order, bar).double().sum().item()
     if bar is not None:
         bar.close()
-    model.train(was_training)
     return total_nats / tokens.numel()
 
 
@@ -230,14 +240,12 @@ def char_nll(model: nn.Module, tokens: torch.Tensor, order: str = "left_to_right
     (its mean is `exact_nll`): how surprised the model is by each character given those revealed before it."""
     if order not in NLL_ORDERS:
         raise ValueError(f"order must be one of {NLL_ORDERS}, got {order!r}")
-    if tokens.dim() != 1 or not 0 < tokens.numel() <= model.block_size:
+    if isinstance(tokens, torch.Tensor) and tokens.dim() == 1 and tokens.numel() > model.block_size:
         raise ValueError(f"char_nll expects a 1-D tensor of 1 to block_size ({model.block_size}) token ids")
-    was_training = model.training
-    model.eval()
+    check_token_ids(tokens, model)
     device = next(model.parameters()).device
-    nats = reveal_nll(model, tokens[None].to(device), order)[0].cpu()
-    model.train(was_training)
-    return nats
+    with evaluating(model):
+        return reveal_nll(model, tokens.long()[None].to(device), order)[0].cpu()
 
 
 @torch.no_grad()
@@ -249,9 +257,15 @@ def accuracy_by_mask_ratio(
     seed: int = 0,
 ) -> list[tuple[float, float]]:
     """Share of masked characters the model's argmax gets right, for each mask ratio, on validation windows."""
-    generator = torch.Generator().manual_seed(seed)
-    if tokens.dim() != 1 or tokens.numel() == 0:
-        raise ValueError("accuracy_by_mask_ratio expects a non-empty 1-D tensor of token ids")
+    check_token_ids(tokens, model)
+    with evaluating(model):
+        return _accuracies(model, tokens.long(), ratios, num_windows, torch.Generator().manual_seed(seed))
+
+
+def _accuracies(
+    model: nn.Module, tokens: torch.Tensor, ratios: tuple[float, ...], num_windows: int, generator: torch.Generator
+) -> list[tuple[float, float]]:
+    """`accuracy_by_mask_ratio`, the model in eval mode."""
     L = min(model.block_size, tokens.numel())
     starts = torch.randint(0, tokens.numel() - L + 1, (num_windows,), generator=generator)
     windows = torch.stack([tokens[s : s + L] for s in starts.tolist()])  # (N, L)

@@ -24,6 +24,7 @@ from huggingface_hub import ModelCard, ModelCardData, PyTorchModelHubMixin, hf_h
 from mdlm_hf import pipeline
 from mdlm_hf.card import MODEL_CARD_TEMPLATE, REPO_URL
 from mdlm_hf.fast import FastPath
+from mdlm_hf.inference import check_token_ids
 from mdlm_hf.sampler import SamplerOptions, SamplerState
 from mdlm_hf.tokenizer import CharTokenizer
 
@@ -339,6 +340,8 @@ class MDLM(
 
     def forward(self, tokens: torch.Tensor, t: torch.Tensor | None = None) -> torch.Tensor:
         """Logits (B, T, V) of x_0 given the noisy canvas `tokens` (B, T); [MASK] gets -inf."""
+        # type, rank and device, not the ids: reading them back would stall a GPU at every training step
+        check_token_ids(tokens, self, "tokens", dims=(2,), masks=True, values=False, same_device=True)
         B, T = tokens.shape
         if T > self.block_size:
             raise ValueError(f"canvas length {T} exceeds the model's block_size {self.block_size}")

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 import torch.nn as nn
 
+from mdlm_hf.inference import evaluating
 from mdlm_hf.windows import Window, check_canvas_length, plan_windows
 
 ORDERS = ("confidence", "margin", "entropy", "random", "left_to_right")
@@ -74,6 +75,11 @@ def is_int(x: object) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
+def is_number(x: object) -> bool:
+    """An int or float, not a bool (True is an int to Python, but no one means 1.0 by it)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
 def integer(low: int) -> Accepts:
     """Integers from `low` on."""
     return Accepts(lambda x: is_int(x) and x >= low, f"an integer >= {low}", int)
@@ -82,12 +88,12 @@ def integer(low: int) -> Accepts:
 def non_negative(below: float = math.inf) -> Accepts:
     """Finite numbers in [0, below)."""
     words = "a finite number >= 0" if below == math.inf else f"a number in [0, {below:g})"
-    return Accepts(lambda x: isinstance(x, (int, float)) and math.isfinite(x) and 0 <= x < below, words, float)
+    return Accepts(lambda x: is_number(x) and math.isfinite(x) and 0 <= x < below, words, float)
 
 
 def positive_fraction() -> Accepts:
     """Numbers in (0, 1]."""
-    return Accepts(lambda x: isinstance(x, (int, float)) and 0 < x <= 1, "in (0, 1]", float)
+    return Accepts(lambda x: is_number(x) and 0 < x <= 1, "in (0, 1]", float)
 
 
 def one_of(choices: tuple[str, ...]) -> Accepts:
@@ -594,10 +600,8 @@ def _run(
     total_steps = sum(steps for _, steps in plan)
     nothing = torch.zeros_like(is_given)
     yield SamplerState(tokens.clone(), nothing, nothing, confidence.clone(), is_given, 0, total_steps, 0, mask_id)
-    was_training = model.training
-    model.eval()
     step, num_forward_passes, logits, logits_canvas = 0, 0, None, None
-    try:
+    with evaluating(model):  # back in the caller's mode when the run ends, fails or is closed
         needs_prior = options.prior_weight > 0 and options.order in SCORED_ORDERS
         # an adaptive rule with exact counts reveals at least one per pass; binomial counts may still draw none
         adaptive = options.reveal_counts == "exact" and (
@@ -656,8 +660,6 @@ def _run(
                     num_forward_passes,
                     mask_id,
                 )
-    finally:
-        model.train(was_training)
 
 
 def _num_to_reveal(

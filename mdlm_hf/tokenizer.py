@@ -13,6 +13,8 @@ class CharTokenizer:
     def __init__(self, vocab: str) -> None:
         if not isinstance(vocab, str) or not vocab:
             raise ValueError("vocab must be a non-empty string of distinct characters")
+        if MASK_GLYPH in vocab:
+            raise ValueError(f"vocab must not hold {MASK_GLYPH!r}: it draws a masked position when decoding")
         if len(set(vocab)) != len(vocab):
             duplicates = sorted({c for c in vocab if vocab.count(c) > 1})
             raise ValueError(f"vocab has repeated characters: {', '.join(map(repr, duplicates))}")

@@ -45,7 +45,6 @@ def evaluate_model(
         if progress:
             print(f"evaluate: {line}...", flush=True)
 
-    model.eval()
     tokens = torch.tensor(model.tokenizer.encode(val_text), dtype=torch.long)
     if nelbo is None:
         phase(f"validation ELBO over {tokens.numel():,} characters, {num_samples} mask draws per window")

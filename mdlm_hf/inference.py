@@ -1,0 +1,61 @@
+"""What every inference path shares: the model in eval mode for the call only, and one check of token tensors."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import torch
+import torch.nn as nn
+
+
+@contextlib.contextmanager
+def evaluating(model: nn.Module) -> Iterator[nn.Module]:
+    """The model in eval mode inside the block, and back in the mode it had after it, an error raised or not."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
+
+
+INTEGER_DTYPES = (torch.long, torch.int32, torch.int16, torch.uint8, torch.int8)
+
+
+def check_token_ids(
+    tokens: object,
+    model: nn.Module,
+    name: str = "tokens",
+    dims: tuple[int, ...] = (1,),
+    masks: bool = False,
+    values: bool = True,
+    same_device: bool = False,
+) -> None:
+    """A ValueError naming what is wrong with a tensor of token ids: its type, dtype, rank, emptiness, device (meta
+    always; another than the model's where `same_device`: a caller that moves them itself accepts any), or, with
+    `values`, ids outside the model's vocabulary (the mask id too unless `masks`: scored text holds characters)."""
+    if not isinstance(tokens, torch.Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor of token ids, got {type(tokens).__name__}")
+    if tokens.dtype not in INTEGER_DTYPES:
+        raise ValueError(f"{name} must hold integer token ids (torch.long), got dtype {tokens.dtype}")
+    if tokens.dim() not in dims or tokens.numel() == 0:
+        shapes = " or ".join(("(T,)", "(B, T)")[d - 1] for d in dims)
+        raise ValueError(f"{name} must be a non-empty {shapes} tensor of token ids, got shape {tuple(tokens.shape)}")
+    device = next(model.parameters()).device
+    if tokens.device.type == "meta" or (same_device and tokens.device != device):
+        raise ValueError(f"{name} are on {tokens.device} but the model is on {device}: move them with .to('{device}')")
+    if not values:
+        return
+    highest = model.mask_id if masks else model.mask_id - 1
+    low, high = int(tokens.min()), int(tokens.max())
+    if low >= 0 and high == model.mask_id and not masks:
+        raise ValueError(f"{name} hold the mask id ({model.mask_id}), which is no character: pass text without masks")
+    if low < 0 or high > highest:
+        raise ValueError(f"the ids of {name} must lie in [0, {highest}], got ids from {low} to {high}")
+
+
+def check_batch_size(batch_size: object) -> None:
+    """A ValueError unless `batch_size` is an integer >= 1."""
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
