@@ -1516,7 +1516,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         model, known_words = on_model_thread(load_model, args.model, device)
     except Exception as error:  # one clear line instead of a traceback, whatever went wrong
-        sys.exit(f"error: could not load the model from {args.model}: {error}")
+        source = args.model if args.model.strip() else repr(args.model)  # "from : ..." would read as a typo
+        sys.exit(f"error: could not load the model from {source}: {error}")
     demo = on_model_thread(build_demo, model, known_words, load_demo_metadata(args.model))
     MODEL_THREAD.submit(warm_up, model)  # while the server starts and the page loads; runs queue behind it
     try:

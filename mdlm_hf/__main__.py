@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> None:
             "pass --model DIR_OR_REPO_ID"
         )
     try:
-        model = MDLM.from_pretrained(args.model or DEFAULT_MODEL, fast=not args.exact)
+        model = MDLM.from_pretrained(DEFAULT_MODEL if args.model is None else args.model, fast=not args.exact)
         if args.template is not None:
             canvas = text_to_canvas(model, args.template)
         else:

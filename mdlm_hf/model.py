@@ -7,6 +7,7 @@ Its text methods (generate, complete, infill, stream) are thin wrappers over mdl
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import os
@@ -422,6 +423,12 @@ class MDLM(
         """
         if not isinstance(fast, bool):
             raise ValueError(f"fast must be True or False, got {fast!r}")
+        if kwargs.get("strict", True) is not True:
+            raise ValueError(
+                "strict must be True: weights that do not match config.json are refused, never half loaded"
+            )
+        if not str(pretrained_model_name_or_path).strip():
+            raise ValueError("the model name is empty: pass a local directory or a Hub repo id")
         path = Path(pretrained_model_name_or_path).expanduser()
         if path.is_dir():
             _check_local_checkpoint(path)
@@ -453,6 +460,8 @@ class MDLM(
         if not os.path.isdir(model_id):
             download = dict(revision=revision, cache_dir=cache_dir, force_download=force_download, token=token)
             model_file = hf_hub_download(model_id, "model.safetensors", local_files_only=local_files_only, **download)
+            config_file = hf_hub_download(model_id, "config.json", local_files_only=local_files_only, **download)
+            check_config_keys(json.loads(Path(config_file).read_text(encoding="utf-8")), f"{model_id}'s config.json")
         return load_weights(cls(**model_kwargs), model_file, map_location)
 
 
@@ -489,3 +498,15 @@ def _check_local_checkpoint(path: Path) -> None:
         raise ValueError(f"{config_path} is not valid JSON ({error})") from error
     if not isinstance(config, dict) or not isinstance(config.get("vocab"), str):
         raise ValueError(f"{config_path} has no 'vocab' string; was it written by mdlm_hf?")
+    check_config_keys(config, config_path)
+
+
+def check_config_keys(config: dict, source: str | Path) -> None:
+    """A ValueError naming every key of a checkpoint's config that MDLM does not take (a typo would else be
+    dropped, and the model built with that option's default)."""
+    known = set(inspect.signature(MDLM.__init__).parameters) - {"self"}
+    unknown = sorted(set(config) - known)
+    if unknown:
+        raise ValueError(
+            f"{source} has unknown keys {', '.join(map(repr, unknown))}; MDLM takes {', '.join(sorted(known))}"
+        )

@@ -710,6 +710,11 @@ def test_missing_or_corrupt_model_stops_start_up_with_one_clear_line(tmp_path, m
     )
     assert result.returncode == 1 and "not a readable safetensors file" in result.stderr.strip().splitlines()[-1]
     assert "Traceback" not in result.stderr
+    # issue 25, defect 16: an empty name is said to be empty (it was read as the current folder)
+    result = subprocess.run([sys.executable, str(REPO_ROOT / "app.py"), "--model", ""], capture_output=True, text=True)
+    assert result.returncode == 1 and result.stderr.strip().splitlines() == [
+        "error: could not load the model from '': the model name is empty: pass a local directory or a Hub repo id"
+    ]
 
 
 def test_readme_front_matter_is_a_valid_space_config():

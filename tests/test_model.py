@@ -299,3 +299,32 @@ def test_the_sampler_runs_on_the_fast_path(tiny_model, bf16_chosen, monkeypatch)
     assert len(calls) == 2  # two denoising passes
     tiny_model.infill("to be __ not", num_steps=2, seed=0, prior_weight=0.5)
     assert len(calls) == 5  # two more, and the character prior's
+
+
+def test_unknown_config_keys_are_refused_by_name_locally_and_from_the_hub(tiny_model, tmp_path, monkeypatch):
+    # defect 13: a misspelt key ("n_layers") was dropped and the model built with the default
+    tiny_model.save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, "n_layers": 3}))
+    with pytest.raises(ValueError, match="config.json has unknown keys 'n_layers'; MDLM takes"):
+        MDLM.from_pretrained(tmp_path)
+
+    def hub_download(repo_id, filename, **kwargs):  # the Hub, intercepted: this folder is the repo
+        return str(tmp_path / filename)
+
+    monkeypatch.setattr("mdlm_hf.model.hf_hub_download", hub_download)
+    monkeypatch.setattr("huggingface_hub.hub_mixin.hf_hub_download", hub_download)
+    with pytest.raises(ValueError, match="someone/mdlm's config.json has unknown keys 'n_layers'"):
+        MDLM.from_pretrained("someone/mdlm")
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert MDLM.from_pretrained("someone/mdlm").tokenizer == tiny_model.tokenizer  # and the Hub path loads
+
+
+def test_strict_false_and_an_empty_name_are_refused(tiny_model, tmp_path):
+    # defect 15: strict=False was silently accepted; defect 16: "" was read as the current folder
+    tiny_model.save_pretrained(tmp_path)
+    with pytest.raises(ValueError, match="strict must be True"):
+        MDLM.from_pretrained(tmp_path, strict=False)
+    for empty in ("", "  "):
+        with pytest.raises(ValueError, match="the model name is empty: pass a local directory or a Hub repo id"):
+            MDLM.from_pretrained(empty)
