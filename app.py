@@ -747,11 +747,20 @@ def event(handler: Callable, inputs: dict[str, gr.components.Component], on_mode
     return dict(fn=fn, inputs=list(inputs.values()), preprocess=False)
 
 
+def option_value(name: str, value: Any) -> Any:
+    """A control's value as the sampler option `name` takes it: a whole number that a slider sends as a float is
+    an int (a fraction stays, for the option's own check to refuse: no control rounds silently), `off` is None."""
+    spec = OPTION_SPECS[name]
+    if spec.accepts.kind is int and isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return spec.parse(value)
+
+
 def start(
     model: MDLM, canvas: torch.Tensor, seed: int, controls: dict[str, Any], options: SamplerOptions | None = None
 ) -> Iterator[SamplerState]:
     """The sampler on `canvas`: `options` (default: the recommended ones) changed by the controls' values, by name."""
-    overrides = {name: OPTION_SPECS[name].parse(value) for name, value in controls.items()}
+    overrides = {name: option_value(name, value) for name, value in controls.items()}
     return sample(model, canvas, options, seed=seed, **overrides)
 
 
@@ -840,8 +849,10 @@ def compare(
     length, note = fitted_length(prompt, length, model.block_size)
     seed = run_seed(seed, fixed_seed)
     canvas = prompt_canvas(model, prompt, length)
-    rule = {name: OPTION_SPECS[name].parse(value) for name, value in rule.items()}
-    shared = SamplerOptions(num_steps=num_steps, temperature=temperature, **rule)
+    rule = {name: option_value(name, value) for name, value in rule.items()}
+    shared = SamplerOptions(
+        num_steps=option_value("num_steps", num_steps), temperature=option_value("temperature", temperature), **rule
+    )
     options = {
         # autoregressive-like: exactly one character per forward pass, strictly left to right, no reveal rule
         "left_to_right": SamplerOptions.plain(order="left_to_right", num_steps=length, temperature=temperature)
@@ -1089,7 +1100,6 @@ def option_control(name: str, block_size: int, value: Any = None, label: str | N
         maximum=block_size if high is None else high,
         value=value,
         step=step,
-        precision=0 if spec.accepts.kind is int else None,
         label=label or spec.label,
         info=spec.note or None,
     )
@@ -1111,7 +1121,7 @@ def reveal_controls(block_size: int, remask_ratio: float | None = None) -> dict[
 def seed_controls(tab: str) -> dict[str, gr.components.Component]:
     """The seed box and its "fixed seed" checkbox: off, each run draws a new seed and writes it into the box."""
     with gr.Row():
-        seed = gr.Number(value=0, precision=0, label="Seed", info="the last run's seed", elem_id=f"{tab}-seed")
+        seed = gr.Number(value=0, label="Seed", info="the last run's seed", elem_id=f"{tab}-seed")
         fixed = gr.Checkbox(value=False, label="Fixed seed", info="off: a new random seed each run")
     # typing a seed means running with it
     seed.input(lambda: True, None, fixed, queue=False, api_name=False, show_progress="hidden")
@@ -1282,7 +1292,6 @@ def generate_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
                 MAX_CANVAS,
                 value=room,
                 step=1,
-                precision=0,
                 label="Characters to generate (at most)",
                 info=f"past {block_size}, the model's context, the text is written window by window",
             )
@@ -1367,7 +1376,7 @@ def compare_tab(model: MDLM, known_words: set[str] | None, demo: gr.Blocks, text
     summary = gr.Markdown(elem_id="compare-takeaway")
     gr.HTML(LEGEND)
     with gr.Row():
-        length = gr.Slider(0, block_size, value=length_value, step=1, precision=0, label="Characters")
+        length = gr.Slider(0, block_size, value=length_value, step=1, label="Characters")
         steps = option_control("num_steps", block_size, min(32, block_size), label="Forward passes")
         temperature = option_control("temperature", block_size, label="Temperature")
         controls = dict(prompt=prompt, length=length, num_steps=steps, temperature=temperature)
@@ -1429,7 +1438,7 @@ def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab, texts: DemoText)
             min_width=240,
         )
         mask_ratio = gr.Slider(0, 1, value=0.3, step=0.01, label="Mask ratio t", scale=2, min_width=200)
-        seed = gr.Number(value=0, precision=0, label="Seed", scale=1, min_width=90)
+        seed = gr.Number(value=0, label="Seed", scale=1, min_width=90)
     view, summary = gr.HTML(elem_id="forward-view"), gr.Markdown(elem_id="forward-summary")
     forward = event(forward_process, dict(line=line, t=mask_ratio, seed=seed), model=model)
     outputs = [view, summary]

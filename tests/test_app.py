@@ -644,6 +644,26 @@ def test_bad_input_is_a_visible_error_and_the_app_keeps_serving(client, endpoint
     assert len(client.predict("", 10, 2, 0.8, 1.0, "confidence", 0, 0, end_at="length", api_name="/generate")[1]) == 10
 
 
+@pytest.mark.parametrize(
+    ("endpoint", "kwargs", "message"),
+    [
+        ("/generate", dict(length=20.5), "length must be a whole number between 0 and 16384, got 20.5"),
+        ("/generate", dict(length=20, seed=1.5, fixed_seed=True), "seed must be a whole number"),
+        ("/generate", dict(length=20, num_steps=4.5), "num_steps must be an integer >= 1, got 4.5"),
+        ("/generate", dict(length=20, spacing=2.5), "spacing must be an integer >= 0, got 2.5"),
+        ("/compare", dict(prompt="", length=20, num_steps=3.5), "num_steps must be an integer >= 1, got 3.5"),
+    ],
+)
+def test_a_fraction_where_a_whole_number_belongs_is_refused_not_rounded(client, endpoint, kwargs, message):
+    # issue 25, defect 9: the sliders and the seed box rounded 1.5 to 2 before the handler saw it
+    with pytest.raises(Exception, match=message):
+        client.predict(**kwargs, api_name=endpoint)
+    _, text, readout, seed = client.predict(
+        prompt="", length=20.0, num_steps=4.0, seed=3.0, fixed_seed=True, end_at="length", api_name="/generate"
+    )
+    assert len(text) == 20 and seed == 3 and "step 4/4" in readout  # whole numbers sent as floats are fine
+
+
 @pytest.mark.parametrize("value", [float("nan"), "abc", None, 2.5, -1])
 def test_number_checks_name_the_problem(value):
     with pytest.raises(app.gr.Error, match="seed must be"):
