@@ -19,7 +19,8 @@ import torch
 
 from mdlm_hf import MDLM, CharTokenizer
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
-from training import RunError, export, train
+from training import export, train
+from training.checkpoints import RunError
 from training.ema import EMA
 from training.optimizers import build_optimizers, parameter_groups
 

@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from training import RunError
+from training.checkpoints import RunError
 from training.export import push_to_hub
 
 

@@ -11,7 +11,7 @@ import importlib
 from pathlib import Path
 from typing import Protocol
 
-from training import RunError
+from training.checkpoints import RunError
 
 TRACKERS = ("none", "tensorboard", "trackio")
 # the module each tracker imports (torch's writer checks the tensorboard version) and the package that provides it

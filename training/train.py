@@ -19,7 +19,6 @@ Each evaluation prints a few samples; --tracker also logs the metrics to TensorB
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import math
 import os
@@ -38,13 +37,22 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from mdlm_hf import MDLM, diffusion_loss, elbo
-from mdlm_hf.data import atomic_write_bytes, download_tinyshakespeare
+from mdlm_hf.data import download_tinyshakespeare
 from mdlm_hf.diffusion import LOSS_WEIGHTINGS
 from mdlm_hf.model import MLP_KINDS, NORM_KINDS, check_config
 from mdlm_hf.sampler import final_state, sample
-from training import RunError
+from training.checkpoints import (
+    RESUME_KEYS,
+    RunError,
+    load_checkpoint,
+    load_state,
+    model_from_config,
+    save_checkpoint,
+    write_or_explain,
+)
 from training.corpus import Corpus, load_tokens, scan_text, tokenize
 from training.ema import EMA
+from training.export import add_card_arguments, check_export_dir
 from training.optimizers import OPTIMIZERS, build_optimizers, set_learning_rates
 from training.tracking import TRACKERS, NoTracker, Tracker, missing_package, open_tracker
 
@@ -176,7 +184,6 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, set[s
     )
     p.add_argument("--export-dir", type=str, default=None, help="write the Hub-ready model here at the end")
     p.add_argument("--push-to-hub", type=str, default=None, metavar="REPO_ID", help="upload the export to this repo")
-    from training.export import add_card_arguments  # export imports this module: imported when parsing
 
     add_card_arguments(p)
     # argparse fills in a default only where the namespace has no value yet: sentinels reveal what was typed
@@ -333,77 +340,6 @@ def joined_hardware(before: str | None, now: str) -> str:
     if not before or before == now or before.endswith(f", then {now}"):
         return before or now
     return f"{before}, then {now}"
-
-
-def save_checkpoint(path: Path, payload: dict) -> None:
-    """torch.save into memory, then an atomic rename: a kill mid-write leaves the old file intact."""
-    buffer = io.BytesIO()
-    torch.save(payload, buffer)
-    write_or_explain(path, buffer.getvalue())
-
-
-def write_or_explain(path: Path, payload: bytes) -> None:
-    """An atomic write whose failure (a full disk, a read-only directory) is a RunError saying the old file is kept."""
-    try:
-        atomic_write_bytes(path, payload)
-    except OSError as error:
-        raise RunError(
-            f"could not write {path} ({error.strerror or error}); the previous {Path(path).name}, if any, is kept: "
-            "free some space and resume with --resume"
-        ) from error
-
-
-# what best.pt and ckpt.pt both hold, and what a resume needs besides
-MODEL_KEYS = ("model_config", "model")
-RESUME_KEYS = (*MODEL_KEYS, "optimizers", "step", "tokens_seen", "wall_time", "best_val", "history", "rng")
-
-
-def load_checkpoint(path: Path, required: tuple[str, ...] = MODEL_KEYS) -> dict:
-    """Loads tensors and plain values only (weights_only: a crafted file cannot run code), or says why not.
-
-    `required`: the keys the caller reads; a dict without them (another program's checkpoint) is a ValueError.
-    """
-    try:
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:  # pickle, zip and EOF errors of empty, truncated or foreign files
-        raise ValueError(f"{path} is not a readable mdlm_hf checkpoint ({type(error).__name__}: {error})") from error
-    if not isinstance(checkpoint, dict):
-        raise ValueError(f"{path} is not an mdlm_hf checkpoint: it holds a {type(checkpoint).__name__}, not a dict")
-    if "optimizers" in required and "optimizer" in checkpoint and "optimizers" not in checkpoint:
-        raise ValueError(
-            f"{path} was written by an older mdlm_hf (a single AdamW state, before Muon and EMA) and cannot be "
-            "resumed; its weights still export with python -m training.export"
-        )
-    missing = [key for key in required if key not in checkpoint]
-    if missing:
-        raise ValueError(f"{path} is not an mdlm_hf checkpoint: it has no {', '.join(missing)}")
-    if not isinstance(checkpoint["model_config"], dict) or not isinstance(checkpoint["model"], dict):
-        raise ValueError(f"{path} is not an mdlm_hf checkpoint: its model_config and model are not dicts")
-    return checkpoint
-
-
-def build_model(checkpoint: dict, path: Path) -> MDLM:
-    """The model a checkpoint describes, with its weights; a config or weights that do not fit are a ValueError."""
-    model = model_from_config(checkpoint["model_config"], path)
-    load_state(model, checkpoint["model"], path)
-    return model
-
-
-def model_from_config(config: dict, path: Path) -> MDLM:
-    """MDLM(**config), with a checkpoint's foreign or malformed config as a ValueError naming the file."""
-    try:
-        return MDLM(**config)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{path}: its model_config does not describe an mdlm_hf model ({error})") from error
-
-
-def load_state(module: torch.nn.Module | torch.optim.Optimizer | EMA, state: dict, path: Path) -> None:
-    """load_state_dict, with weights or optimizer state that do not fit as a one-line ValueError naming the file."""
-    try:
-        module.load_state_dict(state)
-    except (RuntimeError, ValueError, KeyError, TypeError) as error:
-        details = " ".join(str(error).split())
-        raise ValueError(f"{path}: its {type(module).__name__} state does not fit the model ({details})") from error
 
 
 def bf16_is_faster(model: MDLM, batch: torch.Tensor, repeats: int = 2) -> bool:
@@ -856,8 +792,6 @@ def main(argv: list[str] | None = None) -> dict:
         if problem:
             raise ValueError(f"--resume: {problem}")
     if args.export_dir:  # refused now rather than after the training
-        from training.export import check_export_dir
-
         check_export_dir(Path(args.export_dir), Path(args.out_dir))
     processes = setup_processes(args)
     out_dir = Path(args.out_dir)

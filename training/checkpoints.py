@@ -1,0 +1,94 @@
+"""Checkpoints of a training run: written atomically, read back safely (tensors and plain values only), and turned
+into a model; and `RunError`, the failure a user can act on, which every command line prints as one line.
+
+Both `training.train` (which writes and resumes checkpoints) and `training.export` (which reads the best one)
+import this module, so neither imports the other for it.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from mdlm_hf import MDLM
+from mdlm_hf.data import atomic_write_bytes
+
+
+class RunError(RuntimeError):
+    """A failure the user can act on (no network, no credentials, a full disk): the command lines print it as one
+    line. It lives here, not in train.py, because `python -m training.train` runs that file as `__main__`, a second
+    copy of the module whose classes differ from those other modules import."""
+
+
+def save_checkpoint(path: Path, payload: dict) -> None:
+    """torch.save into memory, then an atomic rename: a kill mid-write leaves the old file intact."""
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    write_or_explain(path, buffer.getvalue())
+
+
+def write_or_explain(path: Path, payload: bytes) -> None:
+    """An atomic write whose failure (a full disk, a read-only directory) is a RunError saying the old file is kept."""
+    try:
+        atomic_write_bytes(path, payload)
+    except OSError as error:
+        raise RunError(
+            f"could not write {path} ({error.strerror or error}); the previous {Path(path).name}, if any, is kept: "
+            "free some space and resume with --resume"
+        ) from error
+
+
+# what best.pt and ckpt.pt both hold, and what a resume needs besides
+MODEL_KEYS = ("model_config", "model")
+RESUME_KEYS = (*MODEL_KEYS, "optimizers", "step", "tokens_seen", "wall_time", "best_val", "history", "rng")
+
+
+def load_checkpoint(path: Path, required: tuple[str, ...] = MODEL_KEYS) -> dict:
+    """Loads tensors and plain values only (weights_only: a crafted file cannot run code), or says why not.
+
+    `required`: the keys the caller reads; a dict without them (another program's checkpoint) is a ValueError.
+    """
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # pickle, zip and EOF errors of empty, truncated or foreign files
+        raise ValueError(f"{path} is not a readable mdlm_hf checkpoint ({type(error).__name__}: {error})") from error
+    if not isinstance(checkpoint, dict):
+        raise ValueError(f"{path} is not an mdlm_hf checkpoint: it holds a {type(checkpoint).__name__}, not a dict")
+    if "optimizers" in required and "optimizer" in checkpoint and "optimizers" not in checkpoint:
+        raise ValueError(
+            f"{path} was written by an older mdlm_hf (a single AdamW state, before Muon and EMA) and cannot be "
+            "resumed; its weights still export with python -m training.export"
+        )
+    missing = [key for key in required if key not in checkpoint]
+    if missing:
+        raise ValueError(f"{path} is not an mdlm_hf checkpoint: it has no {', '.join(missing)}")
+    if not isinstance(checkpoint["model_config"], dict) or not isinstance(checkpoint["model"], dict):
+        raise ValueError(f"{path} is not an mdlm_hf checkpoint: its model_config and model are not dicts")
+    return checkpoint
+
+
+def build_model(checkpoint: dict, path: Path) -> MDLM:
+    """The model a checkpoint describes, with its weights; a config or weights that do not fit are a ValueError."""
+    model = model_from_config(checkpoint["model_config"], path)
+    load_state(model, checkpoint["model"], path)
+    return model
+
+
+def model_from_config(config: dict, path: Path) -> MDLM:
+    """MDLM(**config), with a checkpoint's foreign or malformed config as a ValueError naming the file."""
+    try:
+        return MDLM(**config)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{path}: its model_config does not describe an mdlm_hf model ({error})") from error
+
+
+def load_state(module: torch.nn.Module | torch.optim.Optimizer | Any, state: dict, path: Path) -> None:
+    """load_state_dict, with weights or optimizer state that do not fit as a one-line ValueError naming the file."""
+    try:
+        module.load_state_dict(state)
+    except (RuntimeError, ValueError, KeyError, TypeError) as error:
+        details = " ".join(str(error).split())
+        raise ValueError(f"{path}: its {type(module).__name__} state does not fit the model ({details})") from error
