@@ -1105,3 +1105,29 @@ def test_redraw_samples_rewrites_only_the_samples_of_an_export(text_file, tmp_pa
     assert "order entropy" in card and "min_p 0.1" in card
     with pytest.raises(SystemExit, match="is not an export"):
         redraw_samples.main([str(tmp_path)])
+
+
+def test_an_unwritable_out_or_export_dir_is_one_line_before_any_work(text_file, tmp_path, monkeypatch):
+    # issue 25, defect 4: a directory that cannot be made or written gave a traceback (mkdir's)
+    in_the_way = tmp_path / "a-file"
+    in_the_way.write_text("not a directory")
+    with pytest.raises(ValueError, match=f"--out-dir {in_the_way / 'run'} is not a directory this program can write"):
+        run(text_file, in_the_way / "run", "--max-steps", "2")
+    with pytest.raises(ValueError, match=f"--export-dir's parent {in_the_way} is not a directory this program can"):
+        run(text_file, tmp_path / "run", "--max-steps", "2", "--export-dir", str(in_the_way / "export"))
+    assert not (tmp_path / "run").exists()  # refused before training: nothing written
+
+    def read_only(*args, **kwargs):  # a read-only file system (root ignores chmod, so it is simulated)
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr("tempfile.TemporaryFile", read_only)
+    with pytest.raises(ValueError, match="--out-dir .* is not a directory this program can write to \\(Read-only"):
+        run(text_file, tmp_path / "ro", "--max-steps", "2")
+    result = subprocess.run(
+        [sys.executable, "-m", "training.train", "--data", str(text_file), "--out-dir", str(in_the_way / "run")],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+    )
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip().startswith(f"error: --out-dir {in_the_way / 'run'} is not a directory")

@@ -8,6 +8,7 @@ import this module, so neither imports the other for it.
 from __future__ import annotations
 
 import io
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -92,3 +93,17 @@ def load_state(module: torch.nn.Module | torch.optim.Optimizer | Any, state: dic
     except (RuntimeError, ValueError, KeyError, TypeError) as error:
         details = " ".join(str(error).split())
         raise ValueError(f"{path}: its {type(module).__name__} state does not fit the model ({details})") from error
+
+
+def prepare_dir(path: Path, flag: str) -> None:
+    """Creates `path` (and its parents) and writes a file in it, so an unwritable directory is one ValueError
+    naming the flag before any work is done, not a traceback after it."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise ValueError(
+            f"{flag} {path} is not a directory this program can write to ({reason}): give another"
+        ) from None

@@ -41,7 +41,7 @@ from mdlm_hf import MDLM, ElboResult, elbo
 from mdlm_hf.data import TINYSHAKESPEARE_MD5, atomic_write_bytes, split_text
 from mdlm_hf.metrics import save_word_list
 from mdlm_hf.plots import training_curve_figure
-from training.checkpoints import RunError, build_model, load_checkpoint
+from training.checkpoints import RunError, build_model, load_checkpoint, prepare_dir
 from training.corpus import read_texts
 from training.evaluate import evaluate_model, plot_accuracy
 
@@ -465,7 +465,7 @@ def export_model(
     """
     export_dir = Path(os.path.abspath(export_dir))
     check_export_dir(export_dir)
-    export_dir.parent.mkdir(parents=True, exist_ok=True)
+    prepare_dir(export_dir.parent, "--export-dir's parent")
     if weights_dtype == "auto":
         print("export: measuring the validation ELBO of fp32 and bf16 weights...", flush=True)
     data = data if data is not None else describe_training_data(model, train_text, val_text)

@@ -47,6 +47,7 @@ from training.checkpoints import (
     load_checkpoint,
     load_state,
     model_from_config,
+    prepare_dir,
     save_checkpoint,
     write_or_explain,
 )
@@ -793,6 +794,8 @@ def main(argv: list[str] | None = None) -> dict:
             raise ValueError(f"--resume: {problem}")
     if args.export_dir:  # refused now rather than after the training
         check_export_dir(Path(args.export_dir), Path(args.out_dir))
+        prepare_dir(Path(os.path.abspath(args.export_dir)).parent, "--export-dir's parent")
+    prepare_dir(Path(args.out_dir), "--out-dir")
     processes = setup_processes(args)
     out_dir = Path(args.out_dir)
     if processes.is_main:
