@@ -1131,3 +1131,15 @@ def test_an_unwritable_out_or_export_dir_is_one_line_before_any_work(text_file, 
     )
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert result.stderr.strip().startswith(f"error: --out-dir {in_the_way / 'run'} is not a directory")
+
+
+def test_resuming_on_another_text_is_refused_unless_asked_for(text_file, tmp_path, tiny_text):
+    # issue 25, defect 3: a resume with other --data (same characters) went on with the new text's splits
+    run(text_file, tmp_path / "run", "--max-steps", "2")
+    other = tmp_path / "other.txt"
+    other.write_text((tiny_text * 3)[::-1])  # the same characters, another text
+    with pytest.raises(ValueError, match=f"--resume: the run trained on {text_file}, but --data gives {other}"):
+        run(other, tmp_path / "run", "--resume", "--max-steps", "4")
+    run(text_file, tmp_path / "run", "--resume", "--max-steps", "3")  # the same text: goes on
+    summary = run(other, tmp_path / "run", "--resume", "--max-steps", "4", "--new-data")  # asked for: goes on
+    assert summary["step"] == 4

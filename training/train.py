@@ -51,7 +51,7 @@ from training.checkpoints import (
     save_checkpoint,
     write_or_explain,
 )
-from training.corpus import Corpus, load_tokens, scan_text, tokenize
+from training.corpus import TOKENS_META, Corpus, TextFacts, load_tokens, scan_text, tokenize
 from training.ema import EMA
 from training.export import add_card_arguments, check_export_dir
 from training.optimizers import OPTIMIZERS, build_optimizers, set_learning_rates
@@ -63,6 +63,7 @@ DEFAULT_DATA_CACHE = Path.home() / ".cache" / "mdlm_hf" / "tinyshakespeare.txt"
 # flags a resumed run may change; every other flag is the run's own and comes from its checkpoint
 RESUMABLE_CHANGES = (
     "data",
+    "new_data",
     "out_dir",
     "resume",
     "max_steps",
@@ -103,6 +104,11 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, set[s
     )
     p.add_argument("--out-dir", type=str, default="runs/default", help="checkpoints, history and export go here")
     p.add_argument("--resume", action="store_true", help="continue from OUT_DIR/ckpt.pt")
+    p.add_argument(
+        "--new-data",
+        action="store_true",
+        help="with --resume: go on with a text other than the run's (its validation split, and so its curve, change)",
+    )
     # model
     p.add_argument("--n-layer", type=int, default=6)
     p.add_argument("--n-head", type=int, default=4)
@@ -416,6 +422,8 @@ def prepare_corpus(args: argparse.Namespace, processes: Processes, files: list[P
     corpus = None
     if processes.is_main:
         facts = scan_text(files)
+        if args.resume and not args.new_data:
+            check_same_text(out_dir, facts, files)
         if facts.train_chars <= args.block_size or facts.val_chars < 1:
             raise ValueError(
                 f"text of {facts.chars} characters is too short for --block-size {args.block_size}: "
@@ -425,6 +433,21 @@ def prepare_corpus(args: argparse.Namespace, processes: Processes, files: list[P
     if processes.distributed:
         dist.barrier()  # a failure on rank 0 ends the run: torchrun stops the other ranks
     return corpus if corpus is not None else load_tokens(out_dir)
+
+
+def check_same_text(out_dir: Path, facts: TextFacts, files: list[Path]) -> None:
+    """A ValueError naming both texts when a resumed run is given another text than it trained on: its validation
+    split would change under the run, and its curve would no longer be one curve (--new-data asks for it)."""
+    try:
+        trained = json.loads((out_dir / TOKENS_META).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # no record of the run's text (an older run): nothing to compare with
+    if isinstance(trained, dict) and trained.get("sha256") not in (None, facts.sha256):
+        before = ", ".join(trained.get("files") or ["(unnamed)"])
+        raise ValueError(
+            f"--resume: the run trained on {before}, but --data gives {', '.join(map(str, files))}, another text; "
+            "its validation split, and so its curve, would change: pass --new-data to go on with it anyway"
+        )
 
 
 def model_config_from_args(args: argparse.Namespace, vocab: str) -> dict:
