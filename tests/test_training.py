@@ -1143,3 +1143,18 @@ def test_resuming_on_another_text_is_refused_unless_asked_for(text_file, tmp_pat
     run(text_file, tmp_path / "run", "--resume", "--max-steps", "3")  # the same text: goes on
     summary = run(other, tmp_path / "run", "--resume", "--max-steps", "4", "--new-data")  # asked for: goes on
     assert summary["step"] == 4
+
+
+def test_a_license_that_is_no_hub_identifier_is_refused_with_the_nearest(capsys, text_file, tmp_path):
+    # issue 25, defect 17: --license was written into the card's front matter unchecked
+    with pytest.raises(SystemExit):
+        train.parse_args(["--data", str(text_file), "--license", "MIT"])
+    assert "'MIT' is not a Hub license identifier; did you mean mit?" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        export.main(["--run-dir", str(tmp_path), "--export-dir", str(tmp_path / "e"), "--license", "cc-by-4"])
+    assert "'cc-by-4' is not a Hub license identifier; did you mean cc-by-4.0" in capsys.readouterr().err
+    for good in ("mit", "cc-by-sa-4.0", "other"):
+        args, _ = train.parse_args(["--data", str(text_file), "--license", good])
+        assert args.license == good
+    with pytest.raises(ValueError, match="'GPL' is not a Hub license identifier"):
+        export.check_license("GPL")
