@@ -1158,3 +1158,13 @@ def test_a_license_that_is_no_hub_identifier_is_refused_with_the_nearest(capsys,
         assert args.license == good
     with pytest.raises(ValueError, match="'GPL' is not a Hub license identifier"):
         export.check_license("GPL")
+
+
+def test_the_card_is_a_template_with_no_figure_written_by_hand():
+    # issue 25, item 2: the card was a 143-line f-string; its figures come from metrics.json, the run or the config
+    from mdlm_hf.card import MODEL_CARD_TEMPLATE
+
+    text = re.sub(r"\{\{.*?\}\}|\{%.*?%\}", "", MODEL_CARD_TEMPLATE, flags=re.S)  # the template's own words
+    text = text.replace("seed=0", "")  # the usage example's seed is code, not a figure
+    assert re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", text) == []
+    assert "evaluation.nelbo" in MODEL_CARD_TEMPLATE and "num_steps=64" not in MODEL_CARD_TEMPLATE

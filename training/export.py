@@ -39,7 +39,7 @@ import torch
 from huggingface_hub import EvalResult
 
 from mdlm_hf import MDLM, ElboResult, elbo
-from mdlm_hf.data import TINYSHAKESPEARE_MD5, atomic_write_bytes, split_text
+from mdlm_hf.data import TINYSHAKESPEARE_MD5, TRAIN_FRACTION, atomic_write_bytes, split_text
 from mdlm_hf.metrics import save_word_list
 from mdlm_hf.plots import training_curve_figure
 from training.checkpoints import RunError, build_model, load_checkpoint, prepare_dir
@@ -262,6 +262,17 @@ def samples_section(report: dict) -> str:
     return f"## Samples ({report['sampling']['length']} characters; sampling options: {options})\n\n{samples}\n"
 
 
+# the autoregressive reference the card names beside a TinyShakespeare model's exact NLL: nanoGPT's character
+# model (github.com/karpathy/nanoGPT, shakespeare_char), its validation loss on the same split
+NANOGPT_REFERENCE = {"name": "nanoGPT's autoregressive character model", "nats": 1.47}
+# the run's settings the card's recipe line names, in this order
+RECIPE_KEYS = (
+    "n_layer n_head n_embd block_size dropout position_encoding norm mlp qk_norm zero_init_residual batch_size "
+    "max_steps optimizer lr min_lr muon_lr muon_weight_decay warmup_steps weight_decay beta2 grad_clip ema "
+    "loss_weighting t_min"
+).split()
+
+
 def model_card_details(
     model: MDLM,
     report: dict,
@@ -272,73 +283,42 @@ def model_card_details(
     repo_id: str | None = None,
     model_name: str = "mdlm_hf",
 ) -> dict:
-    """Values for the model card template: front matter, usage example, metrics, training facts, samples,
-    limitations. `data`: the training text's facts; `repo_id`: where it is pushed (None: not yet);
-    `model_name`: the model-index entry's name."""
-    accuracy_rows = "\n".join(f"| {r:.1f} | {a:.3f} |" for r, a in report["accuracy_by_mask_ratio"])
-    weights_note = report.get("weights_dtype", "float32")
-    if "nelbo_bfloat16_weights" in report:
-        weights_note += (
-            f" (validation NELBO {report['nelbo_bfloat16_weights']:.4f} with bf16 weights vs "
-            f"{report['nelbo_float32_weights']:.4f} in fp32; bf16 ships when it costs <= {BF16_TOLERANCE})"
-        )
-    nll_rows = "".join(
-        f"| exact NLL, {order.replace('_', '-')} order (first {report['exact_nll_chars']:,} characters) "
-        f"| **{nats:.4f} nats/char** |\n"
-        for order, nats in report.get("exact_nll_nats_per_char", {}).items()
-    )
-    args = run.get("args", {})
-    recipe = ", ".join(
-        f"{k}={args[k]}"
-        for k in (
-            "n_layer",
-            "n_head",
-            "n_embd",
-            "block_size",
-            "dropout",
-            "position_encoding",
-            "norm",
-            "mlp",
-            "qk_norm",
-            "zero_init_residual",
-            "batch_size",
-            "max_steps",
-            "optimizer",
-            "lr",
-            "min_lr",
-            "muon_lr",
-            "muon_weight_decay",
-            "warmup_steps",
-            "weight_decay",
-            "beta2",
-            "grad_clip",
-            "ema",
-            "loss_weighting",
-            "t_min",
-        )
-        if k in args
-    )
-    minutes = run.get("wall_time", 0) / 60
-    trained_on = run.get("hardware") or "an unrecorded machine"  # checkpoints from before the field
-    duration = f"{minutes:.1f} minutes" if minutes >= 1 else "under a minute"
-    if data.tinyshakespeare:
-        subject = "Shakespeare"
-        nanogpt = " nanoGPT's autoregressive character model reaches 1.47 nats/char on this split."
-        limitations = (
-            f"A character-level model of about a million characters of Shakespeare, trained for {duration}:\n"
-            "it writes Shakespeare-shaped text (speaker names, verse lines, mostly real words) without sense or\n"
-            f"memory beyond its {model.block_size}-character window."
-        )
-    else:
-        subject, nanogpt = data.name, ""
-        limitations = (
-            f"A character-level model of {character_count(data.chars)} of {data.name}, trained for {duration}:\n"
-            "it imitates the surface of that text (its characters, spelling, punctuation and layout) without\n"
-            f"sense or memory beyond its {model.block_size}-character window."
-        )
-    hub_link = f" ([{data.hub_id}](https://huggingface.co/datasets/{data.hub_id}))" if data.hub_id else ""
-    data_line = f"{data.name}{hub_link}, {data.chars:,} characters (the first 90 % trains, the last 10 % validates)"
-    license_line = f"- license: {data.license}\n" if data.license else ""
+    """Values for the model card template (mdlm_hf/model_card.md): front matter, usage example, and the measured
+    figures of `report` (metrics.json) and `run` (the checkpoint) that its sections show. `data`: the training
+    text's facts; `repo_id`: where it is pushed (None: not yet); `model_name`: the model-index entry's name."""
+    block = model.block_size
+    prompt = data.prompt[: block - 1]
+    return {
+        "title": f"mdlm_hf: a masked diffusion language model of "
+        f"{'Shakespeare' if data.tinyshakespeare else data.name}, character by character",
+        "card_data": card_front_matter(report, data, model_name),
+        "repo_id": repo_id,
+        "prompt": python_string(prompt) if prompt else "",
+        "infill": python_string(data.infill) if data.infill and len(data.infill) <= block else "",
+        "generate_length": min(256, block),
+        "complete_length": min(200, block - len(prompt)),
+        "block_size": block,
+        "validation_percent": round(100 * (1 - TRAIN_FRACTION)),
+        "evaluation": {
+            "val_chars": report["val_chars"],
+            "nelbo": report["val_nelbo_nats_per_char"],
+            "nelbo_bits": report["val_nelbo_bits_per_char"],
+            "mask_draws": report["elbo_mask_samples_per_window"],
+            "exact_nll": [
+                {"order": order.replace("_", "-"), "chars": report["exact_nll_chars"], "nats": nats}
+                for order, nats in report.get("exact_nll_nats_per_char", {}).items()
+            ],
+            "accuracy": report["accuracy_by_mask_ratio"],
+        },
+        "training": training_facts(model, report, run, data),
+        "reference": NANOGPT_REFERENCE if data.tinyshakespeare else None,
+        "recipe_notes": recipe_notes,
+        "samples": samples_section(report),
+    }
+
+
+def card_front_matter(report: dict, data: TrainingData, model_name: str) -> dict:
+    """The card's front matter: the text's terms and the model-index entry of the validation NELBO."""
     nelbo = EvalResult(
         task_type="text-generation",
         task_name="Character-level language modelling",
@@ -348,57 +328,37 @@ def model_card_details(
         metric_name="validation NELBO, last 10 % of the text (nats/char)",
         metric_value=round(report["val_nelbo_nats_per_char"], 4),
     )
-    card_data = {"license": data.license, "language": data.language, "datasets": [data.hub_id] if data.hub_id else None}
-    card_data.update(model_name=model_name, eval_results=[nelbo])
-    details = f"""## Evaluation (validation split: last 10 % of the text, {report["val_chars"]:,} characters)
-
-| metric | value |
-|---|---|
-| negative ELBO (upper bound on NLL) | **{report["val_nelbo_nats_per_char"]:.4f} nats/char** |
-| same, in bits | {report["val_nelbo_bits_per_char"]:.4f} bits/char |
-{nll_rows}
-The ELBO uses {report["elbo_mask_samples_per_window"]} stratified mask draws per {model.block_size}-character window.
-The exact NLL reveals the true text one character per forward pass, in the order named, and sums
--log p of each character as it is revealed: a likelihood, not a bound, comparable to an autoregressive
-model's.{nanogpt}
-
-Masked-token accuracy (argmax) by mask ratio:
-
-| mask ratio | accuracy |
-|---|---|
-{accuracy_rows}
-
-![accuracy vs mask ratio](accuracy_vs_mask_ratio.png)
-
-## Training
-
-- data: {data_line}
-{license_line}- parameters: {model.num_parameters():,}, stored as {weights_note}
-- tokens seen: {run.get("tokens_seen", 0):,}, in {run.get("step", 0):,} steps
-- wall time: {minutes:.1f} minutes on {trained_on}
-- recipe: {recipe}
-
-![training curve](training_curve.png)
-
-{recipe_notes}
-
-{samples_section(report)}
-## Limitations
-
-{limitations} It knows only the characters of its training
-text and refuses others. Not for any use beyond study and play.
-"""
-    block = model.block_size
-    prompt = data.prompt[: block - 1]
+    datasets = [data.hub_id] if data.hub_id else None
     return {
-        "title": f"mdlm_hf: a masked diffusion language model of {subject}, character by character",
-        "details": details,
-        "card_data": card_data,
-        "repo_id": repo_id,
-        "prompt": python_string(prompt) if prompt else "",
-        "infill": python_string(data.infill) if data.infill and len(data.infill) <= block else "",
-        "generate_length": min(256, block),
-        "complete_length": min(200, block - len(prompt)),
+        "license": data.license,
+        "language": data.language,
+        "datasets": datasets,
+        "model_name": model_name,
+        "eval_results": [nelbo],
+    }
+
+
+def training_facts(model: MDLM, report: dict, run: dict, data: TrainingData) -> dict:
+    """The card's Training section and Limitations: the text, the weights, and the run's steps, time and recipe."""
+    args, minutes = run.get("args", {}), run.get("wall_time", 0) / 60
+    return {
+        "data_name": data.name,
+        "hub_id": data.hub_id,
+        "chars": data.chars,
+        "size_words": character_count(data.chars),
+        "license": data.license,
+        "tinyshakespeare": data.tinyshakespeare,
+        "parameters": model.num_parameters(),
+        "weights_dtype": report.get("weights_dtype", "float32"),
+        "nelbo_bf16": report.get("nelbo_bfloat16_weights"),
+        "nelbo_fp32": report.get("nelbo_float32_weights"),
+        "bf16_tolerance": BF16_TOLERANCE,
+        "tokens_seen": run.get("tokens_seen", 0),
+        "steps": run.get("step", 0),
+        "minutes": minutes,
+        "duration": f"{minutes:.1f} minutes" if minutes >= 1 else "under a minute",
+        "hardware": run.get("hardware") or "an unrecorded machine",  # checkpoints from before the field
+        "recipe": ", ".join(f"{k}={args[k]}" for k in RECIPE_KEYS if k in args),
     }
 
 
