@@ -246,7 +246,8 @@ class SamplerOptions:
     reveal_counts: str = option("exact", one_of(REVEAL_COUNTS), "Reveal counts (exact or binomial)")
     # a canvas longer than the model's block_size is written window by window (mdlm_hf/windows.py), each window
     # keeping this many characters before its first mask as given context (below block_size); None = a quarter of
-    # block_size (64 of 256). In a long canvas num_steps counts per block_size characters written (WINDOWS_NOTE)
+    # block_size (64 of 256: 128 left too little to write per window, valid words 0.86 against 0.90; 32 and 64 were
+    # alike; docs/benchmarks.md). In a long canvas num_steps counts per block_size characters written
     window_context: int | None = option(
         None,
         optional(integer(0)),
