@@ -1001,8 +1001,28 @@ def test_browser_generate_infill_and_compare(server, tmp_path):
 
 
 @pytest.mark.browser
+def test_browser_on_a_phone_a_run_brings_its_canvas_into_view(server, tmp_path):
+    # issue 24, defect 1: on a phone the Generate and Infill canvases stayed below the fold during a run
+    with chromium() as browser:
+        page = browser.new_page(viewport=dict(zip(("width", "height"), PHONE, strict=True)))
+        page.goto(server)
+        for tab, label in (("Generate", "Generate"), ("Infill", "Fill the blanks")):
+            page.get_by_role("tab", name=tab).click()
+            canvas = page.locator(f"#{tab.lower()}-canvas")
+            button = page.get_by_role("button", name=label, exact=True)
+            button.click()
+            page.wait_for_timeout(600)
+            box, height = canvas.bounding_box(), PHONE[1]
+            assert box["y"] >= 0 and box["y"] + box["height"] <= height + 1, (tab, box)  # 1 px: subpixel layout
+            assert button.bounding_box()["y"] + button.bounding_box()["height"] > 0  # only as far as needed
+            page.screenshot(path=str(screenshots(tmp_path) / f"phone-{tab.lower()}-run-in-view.png"))
+            page.evaluate("window.scrollTo(0, 0)")
+
+
+@pytest.mark.browser
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
 def test_browser_a_long_text_grows_with_its_live_window_in_view(server, tmp_path, viewport):
+    # issue 23 (the window followed on desktop and phone) and issue 24, defect 1 (the canvas off-screen on a phone)
     from playwright.sync_api import expect
 
     shots = screenshots(tmp_path)
@@ -1030,6 +1050,9 @@ def test_browser_a_long_text_grows_with_its_live_window_in_view(server, tmp_path
             timeout=90_000,
         ).json_value()
         assert seen == {"in_view": True}
+        # the page brought the canvas into view as the run started (on a phone it sits below the controls)
+        box, height = page.locator("#generate-canvas").bounding_box(), page.viewport_size["height"]
+        assert box["y"] >= 0 and box["y"] + box["height"] <= height + 1, (box, height)  # 1 px: subpixel layout
         page.screenshot(path=str(shots / f"{where}-generate-long-running.png"))
         final_text = page.locator("#generate-final-text textarea")
         expect(final_text).not_to_have_value("", timeout=120_000)
