@@ -1168,3 +1168,49 @@ def test_the_card_is_a_template_with_no_figure_written_by_hand():
     text = text.replace("seed=0", "")  # the usage example's seed is code, not a figure
     assert re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", text) == []
     assert "evaluation.nelbo" in MODEL_CARD_TEMPLATE and "num_steps=64" not in MODEL_CARD_TEMPLATE
+
+
+@pytest.mark.parametrize("fails_at", ["create_repo", "upload_folder"])
+def test_a_failed_push_leaves_the_export_byte_identical(tiny_model, tmp_path, monkeypatch, fails_at):
+    # issue 25, defect 8: a failed push left the card naming the new repo, and its mode 0600
+    import huggingface_hub
+
+    class FailingApi:
+        def __init__(self, token=None):
+            pass
+
+        def create_repo(self, *args, **kwargs):
+            if fails_at == "create_repo":
+                raise ConnectionError("offline")
+
+        def repo_info(self, *args, **kwargs):
+            raise AssertionError("not asked for a public push")
+
+        def upload_folder(self, **kwargs):
+            assert 'MDLM.from_pretrained("me/new-model")' in (tmp_path / "README.md").read_text()  # what it uploads
+            raise TimeoutError("the upload timed out")
+
+    tiny_model.save_pretrained(tmp_path)
+    (tmp_path / "README.md").chmod(0o644)
+    before = {p.name: (p.read_bytes(), p.stat().st_mode) for p in tmp_path.iterdir()}
+    monkeypatch.setattr(huggingface_hub, "HfApi", FailingApi)
+    with pytest.raises(RunError, match="could not push to me/new-model"):
+        export.push_to_hub(tmp_path, "me/new-model")
+    assert {p.name: (p.read_bytes(), p.stat().st_mode) for p in tmp_path.iterdir()} == before
+
+
+def test_atomic_writes_keep_a_files_mode_and_give_a_new_one_the_umasks(tmp_path):
+    from mdlm_hf.data import atomic_write_bytes
+
+    path = tmp_path / "card.md"
+    atomic_write_bytes(path, b"new")
+    assert path.stat().st_mode & 0o777 == 0o666 & ~_umask()
+    path.chmod(0o640)
+    atomic_write_bytes(path, b"again")
+    assert path.read_bytes() == b"again" and path.stat().st_mode & 0o777 == 0o640
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current

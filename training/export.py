@@ -504,7 +504,9 @@ def push_to_hub(export_dir: Path, repo_id: str, token: str | None = None, privat
     missing = [f for f in ("config.json", "model.safetensors", "README.md") if not (export_dir / f).is_file()]
     if missing:
         raise ValueError(f"{export_dir} is not an export directory: missing {', '.join(missing)}")
-    name_repo_in_card(export_dir / "README.md", repo_id)
+    card_path = export_dir / "README.md"
+    card_before = card_path.read_bytes()
+    name_repo_in_card(card_path, repo_id)
     print(f"pushing {export_dir} to the {'private' if private else 'public'} repo {repo_id}...", flush=True)
     try:
         api = HfApi(token=token)
@@ -514,9 +516,11 @@ def push_to_hub(export_dir: Path, repo_id: str, token: str | None = None, privat
         commit = api.upload_folder(
             folder_path=str(export_dir), repo_id=repo_id, repo_type="model", commit_message="Upload mdlm_hf model"
         )
-    except RunError:
-        raise
-    except Exception as error:  # the client's HTTP, connection and missing-token errors have no common base
+    except BaseException as error:
+        if card_path.read_bytes() != card_before:  # a failed push leaves the export as it was, byte for byte
+            atomic_write_bytes(card_path, card_before)
+        if isinstance(error, RunError) or not isinstance(error, Exception):  # Ctrl-C, exit: as they are
+            raise
         first_line = (str(error).strip().splitlines() or [""])[0]
         raise RunError(
             f"could not push to {repo_id} ({type(error).__name__}: {first_line}); check the network and log in "
