@@ -35,10 +35,11 @@ from pathlib import Path
 import torch
 
 from benchmarks.common import REPO_ROOT, SHARED_DATA, load_model, reveal_rules
+from benchmarks.judge import KneserNeyJudge, char_entropy, distinct_n
+from benchmarks.plots import label_colours, quality_vs_speed_figure, quality_vs_steps_figure, words_vs_diversity_figure
 from mdlm_hf import ORDERS, SamplerOptions, sample
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
-from mdlm_hf.metrics import KneserNeyJudge, char_entropy, distinct_n, valid_word_rate, word_list
-from mdlm_hf.plots import label_colours, quality_vs_speed_figure, quality_vs_steps_figure, words_vs_diversity_figure
+from mdlm_hf.metrics import valid_word_rate, word_list
 from mdlm_hf.sampler import REVEAL_RULE_OPTIONS
 
 RESULTS = REPO_ROOT / "benchmarks" / "results"

@@ -25,7 +25,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from mdlm_hf.metrics import KneserNeyJudge, words
+from benchmarks.judge import KneserNeyJudge
+from mdlm_hf.metrics import words
 
 JUDGE_HISTORY = 16  # characters of history handed to the judge (it reads its last order - 1 of them)
 LOOP_SPAN = 64  # characters a verbatim repeat must span to count as a loop

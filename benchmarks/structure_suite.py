@@ -25,11 +25,12 @@ import torch
 
 from benchmarks.common import REPO_ROOT, SHARED_DATA, load_model
 from benchmarks.heldout import HELDOUT_TEXT, text_digest
+from benchmarks.judge import KneserNeyJudge
 from benchmarks.sampling_quality import model_fingerprint
 from benchmarks.structure import Sample, count_structure, metrics, speakers
 from mdlm_hf import SamplerOptions, sample
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
-from mdlm_hf.metrics import KneserNeyJudge, word_list
+from mdlm_hf.metrics import word_list
 from mdlm_hf.pipeline import text_to_canvas
 from mdlm_hf.sampler import final_state
 
@@ -129,7 +130,10 @@ def load_judge(train: str) -> KneserNeyJudge:
     """The 7-gram judge fit on the training split, cached in runs/ (fitting takes a minute)."""
     cache = REPO_ROOT / "runs" / f"judge{JUDGE_ORDER}_{text_digest(train)}.pkl"
     if cache.is_file():
-        return pickle.loads(cache.read_bytes())
+        try:
+            return pickle.loads(cache.read_bytes())
+        except (AttributeError, ImportError, pickle.UnpicklingError):  # pickled from where the judge used to live
+            pass
     judge = KneserNeyJudge(train, order=JUDGE_ORDER)
     cache.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(cache, pickle.dumps(judge))

@@ -1,36 +1,14 @@
-"""Training text: download TinyShakespeare (checksum verified) or read a user's UTF-8 file, then split."""
+"""Text on disk: read a UTF-8 file, split it 90/10, write atomically. (The TinyShakespeare download, which only
+training needs, is in training/corpus.py; its md5 stays here, since an export recognises the text by it.)"""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import tempfile
-import urllib.request
 from pathlib import Path
 
-TINYSHAKESPEARE_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 TINYSHAKESPEARE_MD5 = "6fb458f1232090904fb40fe944165e91"
 TRAIN_FRACTION = 0.9  # nanoGPT's split: first 90 % train, last 10 % validation
-
-
-def download_tinyshakespeare(destination: Path) -> Path:
-    """Downloads TinyShakespeare to `destination` (atomically) and verifies its md5."""
-    if destination.is_file() and _md5(destination.read_bytes()) == TINYSHAKESPEARE_MD5:
-        return destination
-    try:
-        with urllib.request.urlopen(TINYSHAKESPEARE_URL, timeout=30) as response:
-            payload = response.read()
-    except OSError as error:
-        raise RuntimeError(
-            f"could not download TinyShakespeare from {TINYSHAKESPEARE_URL} ({error}); "
-            "pass --data PATH to train on a local file"
-        ) from error
-    digest = _md5(payload)
-    if digest != TINYSHAKESPEARE_MD5:
-        raise RuntimeError(f"downloaded TinyShakespeare has md5 {digest}, expected {TINYSHAKESPEARE_MD5}; not using it")
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(destination, payload)
-    return destination
 
 
 def read_text(path: str | Path) -> str:
@@ -74,7 +52,3 @@ def atomic_write_bytes(path: Path, payload: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def _md5(payload: bytes) -> str:
-    return hashlib.md5(payload).hexdigest()

@@ -3,16 +3,8 @@ import random
 
 import pytest
 
-from mdlm_hf.metrics import (
-    KneserNeyJudge,
-    char_entropy,
-    distinct_n,
-    load_word_list,
-    save_word_list,
-    valid_word_rate,
-    word_list,
-    words,
-)
+from benchmarks.judge import KneserNeyJudge, char_entropy, distinct_n
+from mdlm_hf.metrics import load_word_list, save_word_list, valid_word_rate, word_list, words
 
 TRAIN = (
     "the king is dead and the queen is sad. the king was good and the queen was kind. "

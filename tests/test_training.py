@@ -763,8 +763,10 @@ def test_data_may_name_several_files_for_train_and_export(tmp_path, tiny_text):
     vocab = torch.load(out / "ckpt.pt", weights_only=True)["model_config"]["vocab"]
     train_ids = np.fromfile(out / "train.bin", dtype=np.uint16).tolist()
     assert train_ids == CharTokenizer(vocab).encode(split_text(joined)[0])
-    # resumed with the files in another order: another text, with the run's vocabulary
-    resumed = train.main(["--data", *map(str, parts[::-1]), "--out-dir", str(out), "--resume", "--max-steps", "3"])
+    # resumed with the files in another order: another text (asked for: --new-data), with the run's vocabulary
+    resumed = train.main(
+        ["--data", *map(str, parts[::-1]), "--out-dir", str(out), "--resume", "--max-steps", "3", "--new-data"]
+    )
     assert resumed["step"] == 3
     reordered = "\n".join(p.read_text() for p in parts[::-1])
     assert np.fromfile(out / "val.bin", dtype=np.uint16).tolist() == CharTokenizer(vocab).encode(

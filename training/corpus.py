@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import tempfile
+import urllib.request
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from mdlm_hf.data import TINYSHAKESPEARE_MD5, TRAIN_FRACTION, atomic_write_bytes, read_text
+
+TINYSHAKESPEARE_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 
 SEPARATOR = "\n"  # between two files of --data
 CHUNK_CHARS = 1 << 22  # characters read at a time
@@ -188,3 +191,27 @@ def _write_tokens(paths: list[Path], directory: Path, facts: TextFacts, vocab: s
         for _, temporary in temporaries:
             Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def download_tinyshakespeare(destination: Path) -> Path:
+    """Downloads TinyShakespeare to `destination` (atomically) and verifies its md5."""
+    if destination.is_file() and md5_of(destination.read_bytes()) == TINYSHAKESPEARE_MD5:
+        return destination
+    try:
+        with urllib.request.urlopen(TINYSHAKESPEARE_URL, timeout=30) as response:
+            payload = response.read()
+    except OSError as error:
+        raise RuntimeError(
+            f"could not download TinyShakespeare from {TINYSHAKESPEARE_URL} ({error}); "
+            "pass --data PATH to train on a local file"
+        ) from error
+    digest = md5_of(payload)
+    if digest != TINYSHAKESPEARE_MD5:
+        raise RuntimeError(f"downloaded TinyShakespeare has md5 {digest}, expected {TINYSHAKESPEARE_MD5}; not using it")
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(destination, payload)
+    return destination
+
+
+def md5_of(payload: bytes) -> str:
+    return hashlib.md5(payload).hexdigest()

@@ -41,10 +41,10 @@ from huggingface_hub import EvalResult
 from mdlm_hf import MDLM, ElboResult, elbo
 from mdlm_hf.data import TINYSHAKESPEARE_MD5, TRAIN_FRACTION, atomic_write_bytes, split_text
 from mdlm_hf.metrics import save_word_list
-from mdlm_hf.plots import training_curve_figure
 from training.checkpoints import RunError, build_model, load_checkpoint, prepare_dir
 from training.corpus import read_texts
 from training.evaluate import evaluate_model, plot_accuracy
+from training.plots import training_curve_figure
 
 WEIGHTS_DTYPES = ("auto", "float32", "bfloat16")
 ELBO_SAMPLES = 4  # mask draws per validation window in the exported metrics

@@ -37,7 +37,6 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from mdlm_hf import MDLM, diffusion_loss, elbo
-from mdlm_hf.data import download_tinyshakespeare
 from mdlm_hf.diffusion import LOSS_WEIGHTINGS
 from mdlm_hf.model import MLP_KINDS, NORM_KINDS, check_config
 from mdlm_hf.sampler import final_state, sample
@@ -51,7 +50,7 @@ from training.checkpoints import (
     save_checkpoint,
     write_or_explain,
 )
-from training.corpus import TOKENS_META, Corpus, TextFacts, load_tokens, scan_text, tokenize
+from training.corpus import TOKENS_META, Corpus, TextFacts, download_tinyshakespeare, load_tokens, scan_text, tokenize
 from training.ema import EMA
 from training.export import add_card_arguments, check_export_dir
 from training.optimizers import OPTIMIZERS, build_optimizers, set_learning_rates
