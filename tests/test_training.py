@@ -19,7 +19,7 @@ import torch
 
 from mdlm_hf import MDLM, CharTokenizer
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
-from training import export, train
+from training import export, run_options, train
 from training.checkpoints import RunError
 from training.ema import EMA
 from training.optimizers import build_optimizers, parameter_groups
@@ -635,7 +635,7 @@ def test_checkpoints_are_saved_every_save_minutes(text_file, tmp_path, monkeypat
     resume = ["--resume", "--max-steps", "6", "--eval-interval", "1000", "--save-minutes", "0"]  # a resumable change
     run(text_file, tmp_path / "run", *resume)
     assert saved_at == [6, 6]
-    assert "save_minutes" in train.RESUMABLE_CHANGES
+    assert "save_minutes" in run_options.RESUMABLE_CHANGES
 
 
 def test_every_phase_says_what_it_is_doing(text_file, tmp_path, capsys):
@@ -890,7 +890,7 @@ def test_the_card_describes_the_runs_own_text_and_its_example_runs(text_file, tm
     export.push_to_hub(tmp_path / "plain", "me/later")
     assert 'MDLM.from_pretrained("me/later")' in (tmp_path / "plain" / "README.md").read_text()
     assert 'MDLM.from_pretrained("me/later")' in RecordingApi.uploads[-1][1]
-    assert {"dataset_name", "license", "language"} <= set(train.RESUMABLE_CHANGES)
+    assert {"dataset_name", "license", "language"} <= set(run_options.RESUMABLE_CHANGES)
 
 
 def test_tinyshakespeare_alone_gets_the_shakespeare_card(text_file, tmp_path, monkeypatch):

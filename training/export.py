@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import difflib
 import hashlib
 import json
 import os
@@ -45,6 +44,7 @@ from training.checkpoints import RunError, build_model, load_checkpoint, prepare
 from training.corpus import read_texts
 from training.evaluate import evaluate_model, plot_accuracy
 from training.plots import training_curve_figure
+from training.run_options import add_card_arguments, check_license
 
 WEIGHTS_DTYPES = ("auto", "float32", "bfloat16")
 ELBO_SAMPLES = 4  # mask draws per validation window in the exported metrics
@@ -67,39 +67,6 @@ SPEAKER_LINE = re.compile(r"[^\W\d_][^:]{0,30}:")  # "ROMEO:", "First Citizen:":
 PROMPT_CHARS = 40  # the longest prompt the usage example takes from the text
 INFILL_CHARS = 80  # the longest line it blanks a word of
 DEMO_SAMPLE_CHARS = 1000  # the app's sample text: its first line is the forward process's, all of it the plot's
-
-
-# the Hub's license identifiers (huggingface/hub-docs, docs/hub/repositories-licenses.md), and those added since
-HUB_LICENSES = frozenset(
-    """apache-2.0 mit openrail bigscience-openrail-m creativeml-openrail-m bigscience-bloom-rail-1.0 bigcode-openrail-m
-    afl-3.0 artistic-2.0 bsl-1.0 bsd bsd-2-clause bsd-3-clause bsd-3-clause-clear c-uda cc cc0-1.0 cc-by-2.0
-    cc-by-2.5 cc-by-3.0 cc-by-4.0 cc-by-sa-3.0 cc-by-sa-4.0 cc-by-nc-2.0 cc-by-nc-3.0 cc-by-nc-4.0 cc-by-nd-4.0
-    cc-by-nc-nd-3.0 cc-by-nc-nd-4.0 cc-by-nc-sa-2.0 cc-by-nc-sa-3.0 cc-by-nc-sa-4.0 cdla-sharing-1.0
-    cdla-permissive-1.0 cdla-permissive-2.0 wtfpl ecl-2.0 epl-1.0 epl-2.0 etalab-2.0 eupl-1.1 eupl-1.2 agpl-3.0 gfdl
-    gpl gpl-2.0 gpl-3.0 lgpl lgpl-2.1 lgpl-3.0 isc lppl-1.3c ms-pl mpl-2.0 odc-by odbl openrail++ osl-3.0 postgresql
-    ofl-1.1 ncsa unlicense zlib pddl lgpl-lr deepfloyd-if-license llama2 llama3 llama3.1 llama3.2 llama3.3 llama4
-    gemma unknown other""".split()
-)
-
-
-def check_license(license: str) -> None:
-    """A ValueError unless `license` is a Hub license identifier, with the nearest ones as a hint."""
-    if license not in HUB_LICENSES:
-        near = difflib.get_close_matches(str(license).lower(), sorted(HUB_LICENSES), n=3)
-        hint = f"did you mean {' or '.join(near)}? " if near else ""
-        raise ValueError(
-            f"--license {license!r} is not a Hub license identifier; {hint}see "
-            "https://huggingface.co/docs/hub/repositories-licenses (other: a license of your own, in a LICENSE file)"
-        )
-
-
-def license_flag(value: str) -> str:
-    """argparse's type for --license: the identifier, or its one-line error."""
-    try:
-        check_license(value)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error).removeprefix("--license ")) from None
-    return value
 
 
 def check_export_dir(export_dir: Path, run_dir: Path | None = None) -> None:
@@ -589,30 +556,6 @@ def export_run(
     if push_to_hub_repo:
         print(f"pushed: {push_to_hub(Path(export_dir), push_to_hub_repo, private=private)}")
     return report
-
-
-def add_card_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of what the export says and where it goes, shared by train.py (--export-dir) and this script."""
-    parser.add_argument(
-        "--private",
-        action="store_true",
-        help="--push-to-hub creates a private repo (the export's words.txt lists every word of the training text)",
-    )
-    parser.add_argument(
-        "--dataset-name", default=None, help="what the card calls the text (default: the data files' names)"
-    )
-    parser.add_argument(
-        "--license",
-        default=None,
-        type=license_flag,
-        help="the model's license in the card, a Hub license id such as mit or cc-by-4.0 (default: none stated; "
-        "mit for TinyShakespeare)",
-    )
-    parser.add_argument(
-        "--language",
-        default=None,
-        help="the text's language code in the card, e.g. en (default: none; en for TinyShakespeare)",
-    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -37,8 +37,6 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from mdlm_hf import MDLM, diffusion_loss, elbo
-from mdlm_hf.diffusion import LOSS_WEIGHTINGS
-from mdlm_hf.model import MLP_KINDS, NORM_KINDS, check_config
 from mdlm_hf.sampler import final_state, sample
 from training.checkpoints import (
     RESUME_KEYS,
@@ -52,250 +50,29 @@ from training.checkpoints import (
 )
 from training.corpus import TOKENS_META, Corpus, TextFacts, download_tinyshakespeare, load_tokens, scan_text, tokenize
 from training.ema import EMA
-from training.export import add_card_arguments, check_export_dir
-from training.optimizers import OPTIMIZERS, build_optimizers, set_learning_rates
-from training.tracking import TRACKERS, NoTracker, Tracker, missing_package, open_tracker
+from training.export import check_export_dir
+from training.optimizers import build_optimizers, set_learning_rates
+from training.run_options import (
+    EVAL_TEXT_SEED,
+    EVAL_TEXT_STEPS,
+    EVAL_TEXTS,
+    flag_problem,
+    model_config_from_args,
+    resumed_args,
+    settings_problem,
+)
+from training.run_options import parse_args as parse_run_options
+from training.tracking import NoTracker, Tracker, open_tracker
 
 DEFAULT_DATA_CACHE = Path.home() / ".cache" / "mdlm_hf" / "tinyshakespeare.txt"
 
 
-# flags a resumed run may change; every other flag is the run's own and comes from its checkpoint
-RESUMABLE_CHANGES = (
-    "data",
-    "new_data",
-    "out_dir",
-    "resume",
-    "max_steps",
-    "stop_at_step",
-    "max_minutes",
-    "save_minutes",
-    "eval_interval",
-    "log_interval",
-    "eval_sample_chars",
-    "tracker",
-    "export_dir",
-    "push_to_hub",
-    "private",
-    "dataset_name",  # what the export's card says of the data: not the run's own, so a resume may name it
-    "license",
-    "language",
-    "threads",
-    "device",
-    "dtype",
-)
-_NOT_GIVEN = object()
-
 ETA_TIMED_STEPS = 2  # after a warm-up step, the steps timed for the estimate printed as the loop starts
-# the texts sampled at each evaluation: few steps so they cost seconds, a fixed seed so runs compare
-EVAL_TEXTS, EVAL_TEXT_STEPS, EVAL_TEXT_SEED = 2, 32, 0
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, set[str]]:
-    """Command-line flags (every knob of the run is one of them) and the names of those given explicitly."""
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument(
-        "--data",
-        type=str,
-        nargs="+",
-        default=None,
-        metavar="FILE",
-        help="UTF-8 text file(s), joined by a newline in the order given (default: download TinyShakespeare)",
-    )
-    p.add_argument("--out-dir", type=str, default="runs/default", help="checkpoints, history and export go here")
-    p.add_argument("--resume", action="store_true", help="continue from OUT_DIR/ckpt.pt")
-    p.add_argument(
-        "--new-data",
-        action="store_true",
-        help="with --resume: go on with a text other than the run's (its validation split, and so its curve, change)",
-    )
-    # model
-    p.add_argument("--n-layer", type=int, default=6)
-    p.add_argument("--n-head", type=int, default=4)
-    p.add_argument("--n-embd", type=int, default=256)
-    p.add_argument("--block-size", type=int, default=256, help="context length in characters")
-    p.add_argument("--dropout", type=float, default=0.0)
-    p.add_argument("--position-encoding", choices=["rope", "learned"], default="rope")
-    p.add_argument("--time-conditioning", action="store_true")
-    p.add_argument("--norm", choices=NORM_KINDS, default="rmsnorm")
-    p.add_argument("--mlp", choices=MLP_KINDS, default="relu2")
-    p.add_argument(
-        "--qk-norm", action=argparse.BooleanOptionalAction, default=True, help="RMS-normalise queries and keys per head"
-    )
-    p.add_argument(
-        "--zero-init-residual",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="residual projections start at zero",
-    )
-    # optimisation
-    p.add_argument("--batch-size", type=int, default=32, help="sequences per step per process")
-    p.add_argument("--max-steps", type=int, default=1500)
-    p.add_argument("--optimizer", choices=OPTIMIZERS, default="muon", help="muon: Muon for the blocks' matrices")
-    p.add_argument("--lr", type=float, default=2e-3, help="peak AdamW learning rate")
-    p.add_argument("--min-lr", type=float, default=None, help="final AdamW learning rate (default lr / 10)")
-    p.add_argument("--muon-lr", type=float, default=0.02, help="peak Muon learning rate (same schedule shape)")
-    p.add_argument("--muon-momentum", type=float, default=0.95)
-    p.add_argument("--muon-weight-decay", type=float, default=0.01, help="decoupled, scaled by the Muon lr")
-    p.add_argument("--ema", type=float, default=0.999, help="EMA decay of the weights for eval and export; 0: off")
-    p.add_argument("--warmup-steps", type=int, default=200)
-    p.add_argument("--weight-decay", type=float, default=0.1)
-    p.add_argument("--beta1", type=float, default=0.9)
-    p.add_argument("--beta2", type=float, default=0.99)
-    p.add_argument("--grad-clip", type=float, default=1.0, help="max gradient norm (0: off)")
-    p.add_argument("--loss-weighting", choices=list(LOSS_WEIGHTINGS), default="uniform")
-    p.add_argument("--t-min", type=float, default=1e-3, help="training mask ratios t are drawn from [t_min, 1)")
-    p.add_argument(
-        "--dtype",
-        choices=["auto", "float32", "bfloat16"],
-        default="auto",
-        help="autocast dtype; auto = bfloat16 on GPU, and on CPU whichever a timed trial step finds faster",
-    )
-    p.add_argument("--device", type=str, default="auto", help="auto, cpu, cuda, cuda:1, ...")
-    p.add_argument("--threads", type=int, default=0, help="CPU threads per process (0: torch's default)")
-    p.add_argument("--seed", type=int, default=1337)
-    # logging, evaluation, export
-    p.add_argument("--log-interval", type=int, default=10)
-    p.add_argument("--eval-interval", type=int, default=250)
-    p.add_argument("--eval-chars", type=int, default=16384, help="validation characters per periodic evaluation")
-    p.add_argument("--eval-samples", type=int, default=2, help="mask draws per validation window")
-    p.add_argument(
-        "--eval-sample-chars",
-        type=int,
-        default=128,
-        help=f"print {EVAL_TEXTS} texts of this many characters (at most --block-size) at each evaluation; 0: off",
-    )
-    p.add_argument(
-        "--tracker",
-        choices=TRACKERS,
-        default="none",
-        help="also log metrics and samples to TensorBoard (OUT_DIR/tensorboard) or trackio; needs that package",
-    )
-    p.add_argument(
-        "--max-minutes",
-        type=float,
-        default=0,
-        help="stop (saving) after this many minutes of this invocation (a resume gets its own); 0: no limit",
-    )
-    p.add_argument(
-        "--save-minutes",
-        type=float,
-        default=10,
-        help="also save a checkpoint after this many minutes without one; 0: only at evaluations and the end",
-    )
-    p.add_argument(
-        "--stop-at-step",
-        type=int,
-        default=0,
-        help="stop (saving) after this step without changing the schedule, to split a run; 0: never",
-    )
-    p.add_argument("--export-dir", type=str, default=None, help="write the Hub-ready model here at the end")
-    p.add_argument("--push-to-hub", type=str, default=None, metavar="REPO_ID", help="upload the export to this repo")
-
-    add_card_arguments(p)
-    # argparse fills in a default only where the namespace has no value yet: sentinels reveal what was typed
-    given = p.parse_args(argv, namespace=argparse.Namespace(**{k: _NOT_GIVEN for k in vars(p.parse_args([]))}))
-    explicit = {k for k, v in vars(given).items() if v is not _NOT_GIVEN}
-    args = p.parse_args(argv)
-    if args.min_lr is None:
-        args.min_lr = args.lr / 10
-    problem = flag_problem(args) or (None if args.resume else settings_problem(args))
-    if problem:  # before any work, as one line; a resume checks the merged settings in main
-        p.error(problem)
-    return args, explicit
-
-
-def flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
-def flag_problem(args: argparse.Namespace) -> str | None:
-    """What is wrong with a single flag's value, or None."""
-    rules = [
-        (
-            ("n_layer", "n_head", "n_embd", "block_size", "batch_size", "max_steps")
-            + ("eval_interval", "log_interval", "eval_chars", "eval_samples"),
-            lambda x: x >= 1,
-            "must be >= 1",
-        ),
-        (("warmup_steps", "stop_at_step", "threads", "eval_sample_chars"), lambda x: x >= 0, "must be >= 0"),
-        (("seed",), lambda x: 0 <= x < 2**63, "must be in [0, 2**63)"),
-        (("lr", "muon_lr"), lambda x: math.isfinite(x) and x > 0, "must be a number > 0"),
-        (
-            ("min_lr", "weight_decay", "muon_weight_decay", "grad_clip", "max_minutes", "save_minutes"),
-            lambda x: math.isfinite(x) and x >= 0,
-            "must be a number >= 0",
-        ),
-        (("muon_momentum", "beta1", "beta2", "dropout"), lambda x: 0 <= x < 1, "must be in [0, 1)"),
-        (("ema",), lambda x: 0 <= x < 1, "must be in [0, 1) (0 turns it off)"),
-        (("t_min",), lambda x: 0 < x < 1, "must be in (0, 1)"),
-    ]
-    for names, test, words in rules:
-        for name in names:
-            if not test(getattr(args, name)):
-                return f"{flag(name)} {words}, got {getattr(args, name)}"
-    return device_problem(args.device) or missing_package(args.tracker)
-
-
-def settings_problem(args: argparse.Namespace) -> str | None:
-    """What is wrong with the flags taken together (on a resume: the run's own merged with the typed ones), or None."""
-    if args.min_lr > args.lr:
-        return f"--min-lr {args.min_lr} is above --lr {args.lr}: the schedule decays from lr to min_lr"
-    if args.max_steps < args.warmup_steps:
-        return f"--max-steps {args.max_steps} is below --warmup-steps {args.warmup_steps}"
-    if args.push_to_hub and not args.export_dir:
-        return "--push-to-hub needs --export-dir"
-    if args.private and not args.push_to_hub:
-        return "--private needs --push-to-hub"
-    try:  # the model's own checks (heads that divide the width, sane sizes), before any data is read
-        check_config(**model_config_from_args(args, "ab"))
-    except ValueError as error:
-        return str(error)
-    return None
-
-
-def device_problem(name: str) -> str | None:
-    """Why `--device name` cannot train here, or None."""
-    if name == "auto":
-        return None
-    try:
-        device = torch.device(name)
-    except (RuntimeError, ValueError):
-        return f"--device {name!r} is not a device: use auto, cpu, cuda, cuda:N or mps"
-    if device.type not in ("cpu", "cuda", "mps"):
-        return f"--device {name!r}: training runs on auto, cpu, cuda, cuda:N or mps"
-    if device.type == "cuda" and not torch.cuda.is_available():
-        return f"--device {name}: CUDA is not available here"
-    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
-        return f"--device {name}: there are {torch.cuda.device_count()} CUDA device(s)"
-    if device.type == "mps" and not torch.backends.mps.is_available():
-        return f"--device {name}: MPS is not available here"
-    return None
-
-
-def resumed_args(args: argparse.Namespace, explicit: set[str], saved: dict) -> argparse.Namespace:
-    """The checkpoint's own settings, with the flags a resume may change taken from the command line.
-
-    A flag that would change the run itself (model shape, optimizer, loss, batch...) and differs from
-    the checkpoint's is an error rather than being silently ignored or silently applied.
-    """
-    conflicts = [
-        f"--{k.replace('_', '-')} {getattr(args, k)} (the run has {saved[k]})"
-        for k in sorted(explicit - set(RESUMABLE_CHANGES))
-        if k in saved and getattr(args, k) != saved[k]
-    ]
-    if conflicts:
-        raise ValueError(f"--resume keeps the run's own settings; these flags differ: {'; '.join(conflicts)}")
-    # flags newer than the checkpoint keep today's defaults; flags typed now win over the saved ones
-    explicit_values = {k: getattr(args, k) for k in explicit}
-    merged = {**vars(args), **saved, **explicit_values, "resume": True, "out_dir": args.out_dir}
-    changed = [
-        f"{k}={getattr(args, k)} (was {saved.get(k, 'not set')})"
-        for k in explicit - {"resume", "out_dir"}
-        if getattr(args, k) != saved.get(k)
-    ]
-    if changed:
-        print(f"resuming with changed settings: {', '.join(sorted(changed))}")
-    return argparse.Namespace(**merged)
+    """The run's flags (training.run_options) and the names of those given explicitly, with this script's help."""
+    return parse_run_options(argv, __doc__)
 
 
 def learning_rate(step: int, args: argparse.Namespace) -> float:
@@ -447,23 +224,6 @@ def check_same_text(out_dir: Path, facts: TextFacts, files: list[Path]) -> None:
             f"--resume: the run trained on {before}, but --data gives {', '.join(map(str, files))}, another text; "
             "its validation split, and so its curve, would change: pass --new-data to go on with it anyway"
         )
-
-
-def model_config_from_args(args: argparse.Namespace, vocab: str) -> dict:
-    """The MDLM constructor's arguments for a new run: the text's characters and the model flags."""
-    return dict(
-        vocab=vocab,
-        n_layer=args.n_layer,
-        n_head=args.n_head,
-        n_embd=args.n_embd,
-        block_size=args.block_size,
-        dropout=args.dropout,
-        position_encoding=args.position_encoding,
-        time_conditioning=args.time_conditioning,
-        norm=args.norm,
-        mlp=args.mlp,
-        qk_norm=args.qk_norm,
-    )
 
 
 class StopRequest:
