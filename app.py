@@ -1164,18 +1164,22 @@ def run_buttons(label: str) -> tuple[gr.Button, gr.Button]:
         return gr.Button(label, variant="primary", scale=3), gr.Button("Stop", variant="stop", scale=1, min_width=80)
 
 
-# scrolls the page only as far as it takes to show the whole canvas ("nearest"): nothing where it is in view already
-BRING_INTO_VIEW = "() => { document.getElementById('CANVAS_ID')?.scrollIntoView({block: 'nearest'}); }"
+# runs in the page before the run's request, passing its inputs on: scrolls only as far as it takes to show the
+# whole canvas ("nearest"), so nothing moves where it is in view already (a separate js-only event on the same click
+# ran only once the run had ended)
+BRING_INTO_VIEW = (
+    "(...inputs) => { document.getElementById('CANVAS_ID')?.scrollIntoView({block: 'nearest'}); return inputs; }"
+)
 
 
 def stoppable(run: gr.Button, stop: gr.Button, *args: Any, **kwargs: Any) -> Any:
     """`run.click(*args, **kwargs)`, which `stop` cancels: the handler's sampler loop ends after the step it is
     computing (as it does when the page is closed). Returns the run's event, to chain on."""
-    dependency = run.click(*args, **kwargs)
-    stop.click(None, cancels=[dependency], api_name=False)
     canvas_id = getattr((kwargs.get("outputs") or [None])[0], "elem_id", None)
     if canvas_id:  # on a phone the canvas sits below the controls: bring it into view as the run starts
-        run.click(None, js=BRING_INTO_VIEW.replace("CANVAS_ID", canvas_id), queue=False, api_name=False)
+        kwargs["js"] = BRING_INTO_VIEW.replace("CANVAS_ID", canvas_id)
+    dependency = run.click(*args, **kwargs)
+    stop.click(None, cancels=[dependency], api_name=False)
     return dependency
 
 

@@ -1002,20 +1002,29 @@ def test_browser_generate_infill_and_compare(server, tmp_path):
 
 @pytest.mark.browser
 def test_browser_on_a_phone_a_run_brings_its_canvas_into_view(server, tmp_path):
+    from playwright.sync_api import expect
+
     # issue 24, defect 1: on a phone the Generate and Infill canvases stayed below the fold during a run
     with chromium() as browser:
         page = browser.new_page(viewport=dict(zip(("width", "height"), PHONE, strict=True)))
         page.goto(server)
+        expect(page.get_by_text("at most 16,377")).to_be_visible()  # loaded: the load's fit will not undo the fill
+        length = page.get_by_label("number input for Characters to generate (at most)")
+        length.fill("4000")  # long runs (seconds): the canvas must come into view while they stream, not after
+        length.press("Enter")
         for tab, label in (("Generate", "Generate"), ("Infill", "Fill the blanks")):
             page.get_by_role("tab", name=tab).click()
+            if tab == "Infill":
+                page.get_by_label("Template: every _ is a character to fill").fill("ROMEO:\n" + "_" * 4000)
             canvas = page.locator(f"#{tab.lower()}-canvas")
             button = page.get_by_role("button", name=label, exact=True)
             button.click()
-            page.wait_for_timeout(600)
+            expect(page.locator(f"#{tab.lower()}-readout")).to_contain_text(re.compile(r"step [1-9]\d*/"))  # streaming
             box, height = canvas.bounding_box(), PHONE[1]
             assert box["y"] >= 0 and box["y"] + box["height"] <= height + 1, (tab, box)  # 1 px: subpixel layout
             assert button.bounding_box()["y"] + button.bounding_box()["height"] > 0  # only as far as needed
             page.screenshot(path=str(screenshots(tmp_path) / f"phone-{tab.lower()}-run-in-view.png"))
+            expect(page.locator(f"#{tab.lower()}-readout")).to_contain_text("chars/s", timeout=60_000)  # done
             page.evaluate("window.scrollTo(0, 0)")
 
 
