@@ -1344,7 +1344,7 @@ def infill_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
             controls |= sampling_options("infill", block_size, ("temperature", "top_p", "min_p"), INFILL_REMASK_RATIO)
         outputs, replay = output_column("infill", 6, draft_template(first, blank), "Fill the blanks")
     fit = dict(
-        fn=lambda text, wanted: fit_steps(min(block_size, (text or "").count(blank)), wanted),
+        fn=lambda text, wanted: fit_steps_to_length(block_size, (text or "").count(blank), wanted),
         inputs=[template, remembered(steps)],
         outputs=steps,
     )
