@@ -526,23 +526,40 @@ def check_flag(value: object, name: str) -> None:
 NAMED_CHARS = {"\n": "line break", " ": "space", "\t": "tab"}
 
 
+def listed(items: list[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    return " and ".join([", ".join(items[:-1]), items[-1]] if len(items) > 1 else items)
+
+
+def character_runs(chars: list[str]) -> list[str]:
+    """Consecutive characters as ranges ("a-z"), runs of one or two as single characters."""
+    runs: list[list[str]] = []
+    for char in chars:
+        if runs and ord(char) == ord(runs[-1][-1]) + 1:
+            runs[-1].append(char)
+        else:
+            runs.append([char])
+    return [item for run in runs for item in ([f"{run[0]}-{run[-1]}"] if len(run) > 2 else run)]
+
+
 def vocabulary_words(vocab: str) -> str:
-    """The characters of `vocab` compactly: runs of letters and digits as ranges ("a-z"), other characters as they
-    are, then the invisible ones by name ("3 A-Z a-z !?.,: plus line break and space")."""
+    """The characters of `vocab` in words a reader cannot take for a count ("letters A-Z and a-z, the digit 3, the
+    marks ! $ & ' , - . : ; ?, line break and space")."""
     chars = sorted(set(vocab))
-    groups: list[str] = []
-    run: list[str] = []
-    for char in [c for c in chars if c.isalnum()] + [""]:  # "" ends the last run
-        if run and (not char or ord(char) != ord(run[-1]) + 1):
-            groups.append(f"{run[0]}-{run[-1]}" if len(run) > 2 else "".join(run))
-            run = []
-        run.append(char)
-    others = "".join(c for c in chars if not c.isalnum() and c not in NAMED_CHARS and c.isprintable())
-    named = [NAMED_CHARS[c] for c in NAMED_CHARS if c in chars]
-    words = " ".join(groups + [others] if others else groups)
-    if named:
-        words += " plus " + " and ".join([", ".join(named[:-1]), named[-1]] if len(named) > 1 else named)
-    return words.strip()
+    letters, digits = (
+        character_runs([c for c in chars if c.isalpha()]),
+        character_runs([c for c in chars if c.isdigit()]),
+    )
+    marks = [c for c in chars if not c.isalnum() and c not in NAMED_CHARS and c.isprintable()]
+    parts = []
+    if letters:
+        parts.append(f"{'letter' if letters == [letters[0]] and len(letters[0]) == 1 else 'letters'} {listed(letters)}")
+    if digits:
+        parts.append(f"the {'digit' if len(digits) == 1 and len(digits[0]) == 1 else 'digits'} {listed(digits)}")
+    if marks:
+        parts.append(f"the {'mark' if len(marks) == 1 else 'marks'} {' '.join(marks)}")
+    parts += [NAMED_CHARS[c] for c in NAMED_CHARS if c in chars]
+    return listed(parts)
 
 
 def check_chars(model: MDLM, text: str, what: str) -> None:
@@ -556,12 +573,17 @@ def check_chars(model: MDLM, text: str, what: str) -> None:
         )
 
 
+def passes(count: int) -> str:
+    """ "1 forward pass", "2 forward passes"."""
+    return f"{count:,} forward pass{'' if count == 1 else 'es'}"
+
+
 def readout(state: SamplerState, seconds: float, num_generated: int, seed: int, note: str = "") -> str:
     """Seed, steps, forward passes, seconds and characters per second of a (possibly unfinished) run, where a long
     text's live window is, and a note."""
     speed = f"{num_generated / seconds:,.0f} chars/s" if state.done and seconds > 0 else "…"
     line = (
-        f"seed {seed} · step {state.step}/{state.num_steps} · {state.num_forward_passes} forward passes · "
+        f"seed {seed} · step {state.step}/{state.num_steps} · {passes(state.num_forward_passes)} · "
         f"{seconds:.2f} s · {speed}"
     )
     length = state.tokens.size(1)
@@ -900,10 +922,7 @@ def compare_view(
     """One side of the Compare tab: its canvas, and its forward passes, the characters each pass revealed so far,
     its reveal rule and (when done) its share of real words."""
     num_revealed = int((~state.is_masked & ~state.is_given)[0].sum())
-    stats = (
-        f"{state.num_forward_passes} forward passes · "
-        f"{num_revealed / max(1, state.num_forward_passes):.1f} chars per pass"
-    )
+    stats = f"{passes(state.num_forward_passes)} · {num_revealed / max(1, state.num_forward_passes):.1f} chars per pass"
     if state.done:
         stats += f" · real words: {word_share(model.tokenizer.decode(state.tokens[0, num_fixed:]), known_words)}"
     return render_canvas(model, state, rows=COMPARE_ROWS, font_px=COMPARE_FONT_PX), f"{stats}\n\n<small>{rule}</small>"
@@ -930,7 +949,7 @@ def takeaway(
             "much cheaper than these re-reads of the whole canvas."
         )
     line = (
-        f"**Takeaway:** same {right.num_forward_passes} forward passes and reveal rule, only the order differs: "
+        f"**Takeaway:** same {passes(right.num_forward_passes)} and reveal rule, only the order differs: "
         f"real words {words['left_to_right']} left to right, {words['confidence']} confidence order."
     )
     try:
@@ -1074,7 +1093,7 @@ def score(model: MDLM, text: str | None) -> tuple[str, str]:
     worst = max(range(len(text)), key=bits.__getitem__)
     summary = (
         f"**{sum(bits) / len(bits):.3f} bits per character** over {len(text)} characters (exact negative "
-        f"log-likelihood, revealed left to right: {len(text)} forward passes). Most surprising: "
+        f"log-likelihood, revealed left to right: {passes(len(text))}). Most surprising: "
         f"{shown_char(text[worst])} at position {worst + 1}, {bits[worst]:.1f} bits."
     )
     return score_view(text, bits, math.log2(len(model.tokenizer.vocab))), summary

@@ -159,7 +159,7 @@ def test_infill_keeps_fixed_characters(client):
 
 
 def passes_and_rate(stats: str) -> tuple[int, float]:
-    found = re.search(r"(\d+) forward passes · ([\d.]+) chars per pass", stats)
+    found = re.search(r"(\d+) forward pass(?:es)? · ([\d.]+) chars per pass", stats)
     return int(found[1]), float(found[2])
 
 
@@ -1087,8 +1087,11 @@ SHIPPED_VOCAB = "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvw
 
 
 def test_the_vocabulary_is_described_compactly():
-    assert app.vocabulary_words(SHIPPED_VOCAB) == "3 A-Z a-z !$&',-.:;? plus line break and space"
-    assert app.vocabulary_words("abdef_ \t") == "ab d-f _ plus space and tab"
+    # issue 24, defect 4: "writes only 3 A-Z a-z ..." read as a count of characters
+    words = "letters A-Z and a-z, the digit 3, the marks ! $ & ' , - . : ; ?, line break and space"
+    assert app.vocabulary_words(SHIPPED_VOCAB) == words
+    assert app.vocabulary_words("abdef_ \t") == "letters a, b and d-f, the mark _, space and tab"
+    assert app.vocabulary_words("0123456789x") == "letter x and the digits 0-9"
 
 
 @pytest.mark.parametrize(
@@ -1416,3 +1419,20 @@ def test_the_forward_process_shows_a_line_long_enough_to_mask():
     short = app.DemoText("sums", sample="+\n\n1+2=3\n4\n10+20=30")
     assert app.sample_line(short, 64) == "1+2=3" and app.sample_line(short, 3) == "1+2"  # else the first of 5
     assert app.sample_line(app.DemoText("sums", sample="+\n12\n4"), 64) == "12"  # else the longest
+
+
+def test_counts_agree_with_their_nouns():
+    # issue 24, defect 10: "1 forward passes"
+    assert (app.passes(1), app.passes(2), app.passes(2000)) == (
+        "1 forward pass",
+        "2 forward passes",
+        "2,000 forward passes",
+    )
+    import torch
+
+    from mdlm_hf import MDLM, sample
+
+    model = MDLM("ab", n_layer=1, n_head=2, n_embd=16, block_size=8)
+    state, last = list(sample(model, torch.full((1, 1), model.mask_id), seed=0))
+    assert "· 1 forward pass ·" in app.readout(last, 0.1, 1, 0) and "passes" not in app.readout(last, 0.1, 1, 0)
+    assert "· 0 forward passes ·" in app.readout(state, 0.0, 1, 0)
