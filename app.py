@@ -41,7 +41,7 @@ from mdlm_hf.diffusion import MASK_RATIOS, accuracy_by_mask_ratio, reveal_nll_st
 from mdlm_hf.metrics import load_word_list, valid_word_rate
 from mdlm_hf.pipeline import END_AT, check_end_at, check_text, ended, prompt_canvas, text_to_canvas, unseen_prompt_note
 from mdlm_hf.plots import accuracy_figure
-from mdlm_hf.sampler import OPTION_SPECS, REVEAL_RULE_OPTIONS, SCORED_ORDERS
+from mdlm_hf.sampler import GREEDY_BELOW, OPTION_SPECS, REVEAL_RULE_OPTIONS, SCORED_ORDERS
 from mdlm_hf.windows import MAX_CANVAS
 
 DEFAULT_MODEL = Path(__file__).resolve().parent / "pretrained" / "mdlm-shakespeare-char"
@@ -778,6 +778,28 @@ def option_value(name: str, value: Any) -> Any:
     return spec.parse(value)
 
 
+def greedy_note(controls: dict[str, Any]) -> str:
+    """With temperature 0, the controls that still draw at random, in a sentence ("" if none, or above 0): greedy
+    characters alone do not make a run repeat itself."""
+    options = SamplerOptions().replace(**{name: option_value(name, value) for name, value in controls.items()})
+    if options.temperature >= GREEDY_BELOW:
+        return ""
+    drawing = []
+    if options.order == "random":
+        drawing.append("the random order")
+    elif options.order_temperature >= GREEDY_BELOW:
+        drawing.append(f"order temperature {options.order_temperature:g} (0: strict order)")
+    if options.reveal_counts == "binomial":
+        drawing.append("binomial reveal counts")
+    if not drawing:
+        return ""
+    return (
+        f"Temperature 0 picks each character greedily, but {' and '.join(drawing)} still "
+        f"{'draws' if len(drawing) == 1 else 'draw'} at random: "
+        "a new seed gives another text."
+    )
+
+
 def start(
     model: MDLM, canvas: torch.Tensor, seed: int, controls: dict[str, Any], options: SamplerOptions | None = None
 ) -> Iterator[SamplerState]:
@@ -836,6 +858,7 @@ def generate(
     seed = run_seed(seed, fixed_seed)
     canvas = prompt_canvas(model, prompt, length)
     states = start(model, canvas, seed, controls)
+    note = " ".join(filter(None, (note, greedy_note(controls))))
     yield from frames(model, states, len(prompt), seed, note, prompt_length=len(prompt), end_at=end_at)
 
 
@@ -848,7 +871,8 @@ def infill(
     check_fits(template, "template", MAX_CANVAS, f"a run writes at most {MAX_CANVAS:,} characters")
     canvas = text_to_canvas(model, template, blank)
     seed = run_seed(seed, fixed_seed)
-    yield from frames(model, start(model, canvas, seed, controls), int((canvas != model.mask_id).sum()), seed)
+    states = start(model, canvas, seed, controls)
+    yield from frames(model, states, int((canvas != model.mask_id).sum()), seed, greedy_note(controls))
 
 
 def compare(

@@ -1436,3 +1436,27 @@ def test_counts_agree_with_their_nouns():
     state, last = list(sample(model, torch.full((1, 1), model.mask_id), seed=0))
     assert "· 1 forward pass ·" in app.readout(last, 0.1, 1, 0) and "passes" not in app.readout(last, 0.1, 1, 0)
     assert "· 0 forward passes ·" in app.readout(state, 0.0, 1, 0)
+
+
+def test_temperature_zero_repeats_itself_or_says_what_still_draws(client):
+    # issue 24, defect 3: temperature 0 with order temperature 0.25 gave another text per seed, unsaid
+    def run(seed, **options):
+        _, text, readout, _ = client.predict(
+            prompt="",
+            length=40,
+            num_steps=8,
+            temperature=0,
+            seed=seed,
+            fixed_seed=True,
+            end_at="length",
+            api_name="/generate",
+            **options,
+        )
+        return text, readout
+
+    (first, readout), (second, _) = run(1), run(2)
+    assert first == second and "still draw" not in readout  # greedy, strict entropy order: one text
+    _, readout = run(1, order_temperature=0.25)  # (an untrained model's greedy text is one character repeated)
+    assert "Temperature 0 picks each character greedily, but order temperature 0.25" in readout
+    _, readout = run(1, order="random")
+    assert "but the random order still draws at random: a new seed gives another text" in readout
