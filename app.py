@@ -489,6 +489,16 @@ def draft_template(template: str | None, blank: str = "_") -> str:
     """The Infill tab's canvas before a run: the template with a mask for each blank."""
     if not template:
         return placeholder(f"Type a template: each {blank} becomes a masked character to fill.") + LEGEND
+    if len(template) > MAX_CANVAS:  # said before the run, in the words the run would use
+        return (
+            placeholder(
+                f"The template has {len(template):,} characters, but a run writes at most {MAX_CANVAS:,}: "
+                f"shorten it by {len(template) - MAX_CANVAS:,}."
+            )
+            + LEGEND
+        )
+    if blank not in template:
+        return placeholder(f"The template has no blank: mark each character to fill with {blank}.") + LEGEND
     cells = [cell(None if char == blank else char) for char in template[:DRAFT_CELLS]]
     if len(template) > DRAFT_CELLS:
         cells.append(f"<span style='color:#5c6675'> … and {len(template) - DRAFT_CELLS:,} more</span>")

@@ -1460,3 +1460,12 @@ def test_temperature_zero_repeats_itself_or_says_what_still_draws(client):
     assert "Temperature 0 picks each character greedily, but order temperature 0.25" in readout
     _, readout = run(1, order="random")
     assert "but the random order still draws at random: a new seed gives another text" in readout
+
+
+def test_the_infill_preview_warns_before_the_run():
+    # issue 24, defect 12: an over-long template (or one with no blank) showed as a canvas, the error only on run
+    too_long = app.draft_template("_" * (app.MAX_CANVAS + 5))
+    assert "The template has 16,389 characters, but a run writes at most 16,384: shorten it by 5." in too_long
+    assert "mdlm-mask" not in too_long
+    assert "The template has no blank: mark each character to fill with _." in app.draft_template("to be or not")
+    assert "mdlm-mask" in app.draft_template("to __ or")
