@@ -38,7 +38,7 @@ import torch
 
 from mdlm_hf import MASK_GLYPH, MDLM, SamplerOptions, SamplerState, mask_tokens, sample
 from mdlm_hf.diffusion import MASK_RATIOS, accuracy_by_mask_ratio, reveal_nll_steps
-from mdlm_hf.metrics import load_word_list, valid_word_rate
+from mdlm_hf.metrics import load_word_list, valid_word_rate, words
 from mdlm_hf.pipeline import END_AT, check_end_at, check_text, ended, prompt_canvas, text_to_canvas, unseen_prompt_note
 from mdlm_hf.plots import accuracy_figure
 from mdlm_hf.sampler import GREEDY_BELOW, OPTION_SPECS, REVEAL_RULE_OPTIONS, SCORED_ORDERS
@@ -969,7 +969,7 @@ def takeaway(
     if not all(state.done for state in states.values()):
         return ""
     left, right = states["left_to_right"], states["confidence"]
-    words = {
+    shares = {
         name: word_share(model.tokenizer.decode(state.tokens[0, num_fixed:]), known_words)
         for name, state in states.items()
     }
@@ -978,21 +978,33 @@ def takeaway(
         return (
             f"**Takeaway:** one character per forward pass took left to right {left.num_forward_passes} passes; "
             f"confidence order wrote the same length in {right.num_forward_passes}, {ratio:.1f}x fewer "
-            f"(real words: {words['left_to_right']} left to right, {words['confidence']} confidence order). "
-            "Count passes, not seconds: a real autoregressive model caches keys and values, so its passes are "
-            "much cheaper than these re-reads of the whole canvas."
+            f"(real words: {shares['left_to_right']} left to right, {shares['confidence']} confidence order). "
+            "Compare the passes, not the time: a real autoregressive model caches keys and values, so each of its "
+            "passes costs far less than these re-reads of the whole canvas."
         )
     line = (
         f"**Takeaway:** same {passes(right.num_forward_passes)} and reveal rule, only the order differs: "
-        f"real words {words['left_to_right']} left to right, {words['confidence']} confidence order."
+        f"real words {shares['left_to_right']} left to right, {shares['confidence']} confidence order."
     )
-    try:
-        better = float(words["confidence"].rstrip("%")) > float(words["left_to_right"].rstrip("%"))
-    except ValueError:  # n/a
-        better = False
-    if better:
+    texts = {name: model.tokenizer.decode(state.tokens[0, num_fixed:]) for name, state in states.items()}
+    if known_words is not None and clearly_more_words(texts["confidence"], texts["left_to_right"], known_words):
         line += " Revealing the surest characters first gives the hard ones context on both sides."
     return line
+
+
+def clearly_more_words(text: str, other: str, known_words: set[str]) -> bool:
+    """Whether `text` has a higher valid-word rate than `other` by more than two standard errors of the difference
+    (so one lucky word on a short canvas does not make a takeaway)."""
+    counts = []
+    for piece in (text, other):
+        found = words(piece)
+        counts.append((sum(w in known_words for w in found), len(found)))
+    (valid, n), (other_valid, other_n) = counts
+    if not n or not other_n:
+        return False
+    pooled = (valid + other_valid) / (n + other_n)
+    error = math.sqrt(pooled * (1 - pooled) * (1 / n + 1 / other_n))
+    return valid / n - other_valid / other_n > 2 * error
 
 
 def check_fits(text: str, what: str, limit: int, why: str) -> None:

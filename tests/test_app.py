@@ -214,7 +214,7 @@ def test_compare_has_a_legend_and_a_one_line_takeaway(client, model_dir):
         "ROMEO:\n", 40, 8, 0.8, 0, True, api_name="/compare"
     )
     assert "took left to right 40 passes" in summary and "in 8, 5.0x fewer" in summary
-    assert "key" in summary and "not seconds" in summary  # no key/value cache here: passes, not seconds
+    assert "key" in summary and "Compare the passes, not the time" in summary  # no key/value cache here
     assert " s ·" not in left_stats and " s ·" not in right_stats
 
 
@@ -1469,3 +1469,11 @@ def test_the_infill_preview_warns_before_the_run():
     assert "mdlm-mask" not in too_long
     assert "The template has no blank: mark each character to fill with _." in app.draft_template("to be or not")
     assert "mdlm-mask" in app.draft_template("to __ or")
+
+
+def test_the_compare_takeaway_claims_a_margin_only_where_it_is_real():
+    # issue 24, defect 11: "surest characters first" was said for any margin, one word on a short canvas too
+    known = {"the", "king", "is", "dead", "long", "live"}
+    assert app.clearly_more_words("the king is dead " * 10, "xq zv wk " * 10, known)
+    assert not app.clearly_more_words("the king is dead xq", "the king xq dead xq", known)  # 4/5 against 3/5
+    assert not app.clearly_more_words("", "the king", known)
