@@ -1226,7 +1226,10 @@ def follow_prompt(
 def run_buttons(label: str) -> tuple[gr.Button, gr.Button]:
     """A tab's run button and its Stop button, side by side."""
     with gr.Row():
-        return gr.Button(label, variant="primary", scale=3), gr.Button("Stop", variant="stop", scale=1, min_width=80)
+        # a plain Stop: a red one beside an idle run button read as an alarm (it only matters while a run streams)
+        return gr.Button(label, variant="primary", scale=3), gr.Button(
+            "Stop", variant="secondary", scale=1, min_width=80
+        )
 
 
 # runs in the page before the run's request, passing its inputs on: scrolls only as far as it takes to show the

@@ -373,6 +373,13 @@ def test_start_up_draws_no_plot_and_the_tab_draws_it_once(model_dir, monkeypatch
     assert len(calls) == measured_once and page.value(plot) != first
 
 
+def test_stop_buttons_are_not_red_while_idle(model_dir):
+    # issue 24, defect 13 (its first half)
+    model, _ = app.load_model(model_dir)
+    stops = [b for b in app.build_demo(model).blocks.values() if isinstance(b, gr.Button) and b.value == "Stop"]
+    assert len(stops) >= 2 and all(button.variant == "secondary" for button in stops)
+
+
 def test_each_run_has_a_stop_button(model_dir):
     model, _ = app.load_model(model_dir)
     demo = app.build_demo(model)
