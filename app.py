@@ -123,6 +123,17 @@ SHAKESPEARE = DemoText(
     "Shakespeare", DEFAULT_PROMPT, tuple(INFILL_EXAMPLES), SONNET_18, "Sonnet 18 (unseen in training)", "🎭"
 )
 
+# text that steps back (help, legends, line-break glyphs) still reads at WCAG AA's 4.5:1 on white and the canvas
+SUBDUED_TEXT = "#5c6675"
+# gradio's default theme, with its subdued text (help under each control, slider bounds: 1.91:1 on white) and its
+# orange accents (the primary button, the selected tab: 2.8:1) darkened to 4.5:1 or more; launch() takes it
+THEME = gr.themes.Default().set(
+    body_text_color_subdued="*neutral_600",
+    color_accent="*primary_700",
+    button_primary_background_fill="*primary_700",
+    button_primary_background_fill_hover="*primary_800",
+    button_primary_border_color="*primary_700",
+)
 CANVAS_FONT = "font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;"
 # breaks lines at spaces, and inside a word only when the word is wider than the whole line
 WRAP_WORDS = "white-space: pre-wrap; word-break: normal; overflow-wrap: anywhere;"
@@ -190,7 +201,7 @@ def cell(char: str | None, kind: str = "given", confidence: float = float("nan")
     # a line break shows as a glyph (a position to see and count), then breaks the line
     shown, tail = (NEWLINE_GLYPH, "\n") if char == "\n" else (html.escape(char), "")
     if kind == "given":
-        style = "font-weight: bold;" + (" color: #8a8f98;" if tail else "")
+        style = "font-weight: bold;" + (f" color: {SUBDUED_TEXT};" if tail else "")
         return f"<span class='mdlm-given' style='{style}'>{shown}</span>{tail}"
     background = NEW_COLOUR if kind == "new" else confidence_colour(confidence)
     title = f" title='p={confidence:.2f}'" if confidence == confidence else ""
@@ -211,7 +222,7 @@ def canvas_box(cells: list[str], rows: int = CANVAS_ROWS, font_px: int = 15, fol
 def placeholder(message: str, rows: int = CANVAS_ROWS) -> str:
     """The canvas box holding a message instead of cells, at the canvas's height."""
     return (
-        f"<div class='mdlm-canvas mdlm-placeholder' style='{canvas_style(rows)} color: #8a8f98; "
+        f"<div class='mdlm-canvas mdlm-placeholder' style='{canvas_style(rows)} color: {SUBDUED_TEXT}; "
         f"font-family: inherit;'>{html.escape(message)}</div>"
     )
 
@@ -1054,7 +1065,7 @@ def forward_column(char: str, masked: bool, guess: str) -> str:
     stack = "display: inline-flex; flex-direction: column; align-items: center; min-width: 1.15ch;"
     if not masked:
         plain = "&nbsp;" if char == " " else shown_char(char)
-        x_t, model_row, truth = plain, f"<span style='color:#a3a8b0'>{plain}</span>", "&nbsp;"
+        x_t, model_row, truth = plain, f"<span style='color:{SUBDUED_TEXT}'>{plain}</span>", "&nbsp;"
     else:
         right = guess == char
         x_t = f"<span class='mdlm-mask' style='background:{MASK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span>"
@@ -1610,7 +1621,7 @@ def main(argv: list[str] | None = None) -> None:
     MODEL_THREAD.submit(warm_up, model)  # while the server starts and the page loads; runs queue behind it
     try:
         demo.queue(default_concurrency_limit=8, max_size=64).launch(
-            server_name=args.host, server_port=args.port, mcp_server=mcp_available()
+            server_name=args.host, server_port=args.port, mcp_server=mcp_available(), theme=THEME
         )
     except OSError as error:  # above all, a port that another program holds
         where = f"port {args.port}" if args.port else "gradio's default ports"

@@ -105,7 +105,9 @@ def server(model_dir):
     model, known_words = app.load_model(model_dir)
     demo = app.build_demo(model, known_words)
     port = free_port()
-    demo.queue(default_concurrency_limit=8).launch(server_port=port, prevent_thread_lock=True, quiet=True)
+    demo.queue(default_concurrency_limit=8).launch(
+        server_port=port, prevent_thread_lock=True, quiet=True, theme=app.THEME
+    )
     yield f"http://127.0.0.1:{port}/"
     demo.close()
 
@@ -1484,3 +1486,26 @@ def test_the_compare_takeaway_claims_a_margin_only_where_it_is_real():
     assert app.clearly_more_words("the king is dead " * 10, "xq zv wk " * 10, known)
     assert not app.clearly_more_words("the king is dead xq", "the king xq dead xq", known)  # 4/5 against 3/5
     assert not app.clearly_more_words("", "the king", known)
+
+
+# WCAG AA contrast of every visible text, computed in the page (tests/data/low_contrast.js)
+LOW_CONTRAST = (REPO_ROOT / "tests" / "data" / "low_contrast.js").read_text(encoding="utf-8")
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_browser_every_text_meets_wcag_aa_contrast(server, viewport):
+    # issue 24, defect 5: the help under each control was 1.91:1 (gradio's subdued text), the orange accents 2.8:1
+    from playwright.sync_api import expect
+
+    with chromium() as browser:
+        page = browser.new_page(viewport=dict(zip(("width", "height"), viewport, strict=True)))
+        page.goto(server)
+        page.get_by_role("button", name="Generate", exact=True).click()
+        expect(page.locator("#generate-readout")).to_contain_text("chars/s", timeout=60_000)
+        failures = []
+        for tab in TABS:
+            page.get_by_role("tab", name=tab).click()
+            page.wait_for_timeout(500)
+            failures += [(tab, found) for found in page.evaluate(LOW_CONTRAST)]
+        assert failures == []
