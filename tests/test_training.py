@@ -1216,3 +1216,17 @@ def _umask() -> int:
     current = os.umask(0)
     os.umask(current)
     return current
+
+
+def test_under_torchrun_the_error_is_the_first_line_not_a_peers_traceback(tmp_path):
+    # issue 25, defect 7: rank 1's gloo traceback ("Connection closed by peer") buried rank 0's one-line error
+    short = tmp_path / "short.txt"
+    short.write_text("just a few words here\n")
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29519"]
+    command += ["-m", "training.train", "--data", str(short), "--out-dir", str(tmp_path / "run"), *TINY_ARGS]
+    environment = {**os.environ, "OMP_NUM_THREADS": "1"}  # torchrun prints a warning before the run without it
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=REPO_ROOT, env=environment)
+    ours = [line for line in result.stderr.splitlines() if line.startswith(("error:", "rank ", "[rank"))]
+    assert result.returncode != 0 and ours[0].startswith("error: text of 22 characters is too short for --block-size")
+    assert ours[1:] == ["rank 1: stopped because another process of the run failed (above)"]
+    assert "Connection closed by peer" not in result.stderr

@@ -633,12 +633,25 @@ def main(argv: list[str] | None = None) -> dict:
     }
 
 
+def peer_failed(error: BaseException) -> bool:
+    """Whether `error` is a collective operation failing because another process of a distributed run went away."""
+    if int(os.environ.get("WORLD_SIZE", "1")) < 2:
+        return False
+    return isinstance(error, dist.DistError) or "closed by peer" in str(error) or "Connection reset" in str(error)
+
+
 def cli(argv: list[str] | None = None) -> None:
     """`python -m training.train`: main, with the failures a user can act on as one line instead of a traceback."""
     try:
         main(argv)
     except (ValueError, FloatingPointError, RunError) as error:  # bad input, a diverged run, no network, full disk
         sys.exit(f"error: {error}")
+    except Exception as error:
+        if not peer_failed(error):
+            raise
+        # under torchrun, another process's failure reaches this one as a broken connection: its error, printed
+        # by that process, is the one to read, not this process's traceback
+        sys.exit(f"rank {os.environ.get('RANK', '?')}: stopped because another process of the run failed (above)")
     except KeyboardInterrupt:  # a second Ctrl-C, or one before the training loop
         sys.exit("interrupted: quit without saving; the last checkpoint in --out-dir, if any, is kept")
 
