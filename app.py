@@ -729,13 +729,14 @@ def accuracy_plot_once(model: MDLM, texts: DemoText = SHAKESPEARE) -> Callable[[
 @contextlib.contextmanager
 def errors_shown() -> Iterator[None]:
     """The one translation of bad input (a ValueError from the sampler, a canvas builder or the tokenizer) into
-    a gr.Error, which the page shows and which leaves the app serving."""
+    a gr.Error, which the page shows and which leaves the app serving, and which the log does not print."""
     try:
         yield
-    except gr.Error:  # already one (a gr.Error is a ValueError)
+    except gr.Error as error:  # already one (a gr.Error is a ValueError): a slider's bounds, a handler's check
+        error.print_exception = False  # a user's mistake is one line on the page, not a traceback in the log
         raise
     except ValueError as error:
-        raise gr.Error(str(error)) from None
+        raise gr.Error(str(error), print_exception=False) from None
 
 
 def payload_words(component: gr.components.Component) -> str:

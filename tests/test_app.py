@@ -1509,3 +1509,16 @@ def test_browser_every_text_meets_wcag_aa_contrast(server, viewport):
             page.wait_for_timeout(500)
             failures += [(tab, found) for found in page.evaluate(LOW_CONTRAST)]
         assert failures == []
+
+
+def test_a_users_mistake_logs_no_traceback(client, capfd):
+    # issue 24, defect 7: steps 999 and 26 other ordinary mistakes each printed a traceback in the server's log
+    capfd.readouterr()
+    from gradio_client.exceptions import AppError
+
+    for kwargs in (dict(num_steps=999), dict(length=0), dict(prompt="é"), dict(order="sideways")):
+        with pytest.raises(AppError):
+            client.predict(**{"prompt": "", "length": 20, **kwargs}, api_name="/generate")
+    with pytest.raises(AppError, match="template has no blank"):
+        client.predict(template="to be", api_name="/infill")
+    assert "Traceback" not in capfd.readouterr().err
