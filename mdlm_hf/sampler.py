@@ -562,9 +562,7 @@ def _slide(
     for w, blocks in plan:
         first_mask = int((tokens[:, w.start : w.fill_end] == model.mask_id).any(dim=0).int().argmax())
         fills = slice(w.start + first_mask, w.fill_end)  # only this window writes here
-        inner = _run(model, tokens[:, w.start : w.end].clone(), blocks, options, generator)
-        next(inner)  # the window's step 0: the canvas as the previous window left it
-        for state in inner:
+        for state in _run(model, tokens[:, w.start : w.end].clone(), blocks, options, generator):
             tokens[:, w.start : w.end] = state.tokens
             revealed, remasked = nothing.clone(), nothing.clone()
             revealed[:, w.start : w.end], remasked[:, w.start : w.end] = state.revealed, state.remasked
@@ -592,15 +590,15 @@ def _run(
     options: SamplerOptions,
     generator: torch.Generator,
 ) -> Iterator[SamplerState]:
-    device = next(model.parameters()).device
-    tokens = tokens.to(device)
+    """The steps of one window: `tokens` (B, T), on the model's device, filled block by block as `plan` says; yields
+    the window's state after each step (`_slide` yields the canvas before the first)."""
+    device = tokens.device
     B, T = tokens.shape
     mask_id = model.mask_id
     is_given = tokens != mask_id
     confidence = torch.full((B, T), float("nan"), device=device)
     total_steps = sum(steps for _, steps in plan)
     nothing = torch.zeros_like(is_given)
-    yield SamplerState(tokens.clone(), nothing, nothing, confidence.clone(), is_given, 0, total_steps, 0, mask_id)
     step, num_forward_passes, logits, logits_canvas = 0, 0, None, None
     with evaluating(model):  # back in the caller's mode when the run ends, fails or is closed
         needs_prior = options.prior_weight > 0 and options.order in SCORED_ORDERS
