@@ -800,10 +800,9 @@ def option_value(name: str, value: Any) -> Any:
     return spec.parse(value)
 
 
-def greedy_note(controls: dict[str, Any]) -> str:
-    """With temperature 0, the controls that still draw at random, in a sentence ("" if none, or above 0): greedy
+def greedy_note(options: SamplerOptions) -> str:
+    """With temperature 0, the options that still draw at random, in a sentence ("" if none, or above 0): greedy
     characters alone do not make a run repeat itself."""
-    options = SamplerOptions().replace(**{name: option_value(name, value) for name, value in controls.items()})
     if options.temperature >= GREEDY_BELOW:
         return ""
     drawing = []
@@ -822,12 +821,9 @@ def greedy_note(controls: dict[str, Any]) -> str:
     )
 
 
-def start(
-    model: MDLM, canvas: torch.Tensor, seed: int, controls: dict[str, Any], options: SamplerOptions | None = None
-) -> Iterator[SamplerState]:
-    """The sampler on `canvas`: `options` (default: the recommended ones) changed by the controls' values, by name."""
-    overrides = {name: option_value(name, value) for name, value in controls.items()}
-    return sample(model, canvas, options, seed=seed, **overrides)
+def control_overrides(controls: dict[str, Any]) -> dict[str, Any]:
+    """The controls' values as sampler options, by name: what changes the recommended ones."""
+    return {name: option_value(name, value) for name, value in controls.items()}
 
 
 def frames(
@@ -879,8 +875,9 @@ def generate(
     length, note = fitted_length(prompt, length, MAX_CANVAS)
     seed = run_seed(seed, fixed_seed)
     canvas = prompt_canvas(model, prompt, length)
-    states = start(model, canvas, seed, controls)
-    note = " ".join(filter(None, (note, greedy_note(controls))))
+    overrides = control_overrides(controls)
+    states = sample(model, canvas, seed=seed, **overrides)  # validates them
+    note = " ".join(filter(None, (note, greedy_note(SamplerOptions(**overrides)))))
     yield from frames(model, states, len(prompt), seed, note, prompt_length=len(prompt), end_at=end_at)
 
 
@@ -893,8 +890,11 @@ def infill(
     check_fits(template, "template", MAX_CANVAS, f"a run writes at most {MAX_CANVAS:,} characters")
     canvas = text_to_canvas(model, template, blank)
     seed = run_seed(seed, fixed_seed)
-    states = start(model, canvas, seed, controls)
-    yield from frames(model, states, int((canvas != model.mask_id).sum()), seed, greedy_note(controls))
+    overrides = control_overrides(controls)
+    states = sample(model, canvas, seed=seed, **overrides)  # validates them
+    yield from frames(
+        model, states, int((canvas != model.mask_id).sum()), seed, greedy_note(SamplerOptions(**overrides))
+    )
 
 
 def compare(
