@@ -125,6 +125,7 @@ SHAKESPEARE = DemoText(
 
 # text that steps back (help, legends, line-break glyphs) still reads at WCAG AA's 4.5:1 on white and the canvas
 SUBDUED_TEXT = "#5c6675"
+LEGEND_TEXT = f"font-size: 12px; color: {SUBDUED_TEXT}; margin-top: 4px;"  # the line under a canvas or a view
 # gradio's default theme, with its subdued text (help under each control, slider bounds: 1.91:1 on white) and its
 # orange accents (the primary button, the selected tab: 2.8:1) darkened to 4.5:1 or more; launch() takes it
 THEME = gr.themes.Default().set(
@@ -180,7 +181,7 @@ def colour_scale(low: str, high: str) -> str:
 
 
 LEGEND = (
-    "<div style='font-size: 12px; color: #5c6675; margin-top: 4px; line-height: 1.8;'>"
+    f"<div style='{LEGEND_TEXT} line-height: 1.8;'>"
     f"<span style='{CANVAS_FONT} background:{MASK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span> masked &nbsp; "
     f"<span style='background:{NEW_COLOUR}'>x</span> revealed this step &nbsp; "
     f"{colour_scale(confidence_colour(0), confidence_colour(1))} confidence when revealed (low … high) &nbsp; "
@@ -478,9 +479,14 @@ def render_canvas(model: MDLM, state: SamplerState, row: int = 0, rows: int = CA
     body = (
         finished_text(model, state, row, slice(0, start))
         + f"<span class='mdlm-window' style='{WINDOW_FRAME}'>{window}</span>"
-        + f"<span class='mdlm-to-come' style='color:#5c6675'>{after}</span>"
+        + f"<span class='mdlm-to-come' style='color:{SUBDUED_TEXT}'>{after}</span>"
     )
     return canvas_box([body], rows, font_px, follow=True)
+
+
+def more_cells(count: int) -> str:
+    """What a draft canvas says of the `count` cells it leaves out (DRAFT_CELLS)."""
+    return f"<span style='color:{SUBDUED_TEXT}'> … and {count:,} more</span>"
 
 
 def draft_canvas(
@@ -492,7 +498,7 @@ def draft_canvas(
     except (TypeError, ValueError):  # a half-typed number: keep a canvas on screen anyway
         length = 0
     shown = min(length, max(0, DRAFT_CELLS - len(prompt or "")))
-    more = [f"<span style='color:#5c6675'> … and {length - shown:,} more</span>"] if shown < length else []
+    more = [more_cells(length - shown)] if shown < length else []
     return canvas_box([cell(char) for char in prompt or ""] + [cell(None)] * shown + more, rows, font_px) + legend
 
 
@@ -512,7 +518,7 @@ def draft_template(template: str | None, blank: str = "_") -> str:
         return placeholder(f"The template has no blank: mark each character to fill with {blank}.") + LEGEND
     cells = [cell(None if char == blank else char) for char in template[:DRAFT_CELLS]]
     if len(template) > DRAFT_CELLS:
-        cells.append(f"<span style='color:#5c6675'> … and {len(template) - DRAFT_CELLS:,} more</span>")
+        cells.append(more_cells(len(template) - DRAFT_CELLS))
     return canvas_box(cells) + LEGEND
 
 
@@ -1083,7 +1089,7 @@ def forward_column(char: str, masked: bool, guess: str) -> str:
 def forward_view(line: str, is_masked: list[bool], guesses: list[str]) -> str:
     """The forward view: a label column (x_t, model, true), then the line's columns, grouped into words so that
     lines break between words."""
-    label_style = "display: inline-flex; flex-direction: column; padding-right: 8px; color: #5c6675;"
+    label_style = f"display: inline-flex; flex-direction: column; padding-right: 8px; color: {SUBDUED_TEXT};"
     label_style += " font-family: inherit; font-size: 12px; line-height: 1.6rem; text-align: right;"
     labels = "".join(f"<span class='mdlm-row-label'>{name}</span>" for name in FORWARD_ROWS)
     items, word = [f"<span class='mdlm-row-labels' style='{label_style}'>{labels}</span>"], []
@@ -1104,7 +1110,7 @@ def forward_view(line: str, is_masked: list[bool], guesses: list[str]) -> str:
         f"line-height: 1.6rem; padding: 10px; border-radius: 8px; background: {CANVAS_BACKGROUND}; color: #1f2733;"
     )
     legend = (
-        "<div style='font-size: 12px; color: #5c6675; margin-top: 4px;'>x_t: the line with each character masked "
+        f"<div style='{LEGEND_TEXT}'>x_t: the line with each character masked "
         f"with probability t &nbsp; model: its guess for each mask, <span style='background:{RIGHT_COLOUR}'>right"
         f"</span> or <span style='background:{WRONG_COLOUR}'>wrong</span> &nbsp; true: the character a wrong guess "
         f"missed &nbsp; {NEWLINE_GLYPH} line break, {SPACE_GLYPH} space</div>"
@@ -1127,7 +1133,7 @@ def score_view(text: str, bits: list[float], most: float) -> str:
         style = f"background:{surprise_colour(surprise, most)}"
         cells.append(f"<span class='mdlm-scored' style='{style}' title='{surprise:.2f} bits'>{shown}</span>{tail}")
     legend = (
-        "<div style='font-size: 12px; color: #5c6675; margin-top: 4px;'>surprise, -log2 p of each character given "
+        f"<div style='{LEGEND_TEXT}'>surprise, -log2 p of each character given "
         f"those before it: {colour_scale(surprise_colour(0, 1), surprise_colour(1, 1))} 0 … {most:.1f} bits or more "
         "(a uniform guess over the vocabulary) &nbsp; "
         f"{NEWLINE_GLYPH} line break</div>"
