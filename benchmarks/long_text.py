@@ -35,13 +35,11 @@ PROMPTS = {"free": "", "heading": "KING HENRY:\nWhat news"}
 TARGETS = "names >= 0.90, empty <= 0.03, repeated lines <= held-out + 0.02, no loop"
 
 
-def rotate(x: torch.Tensor, position: int) -> torch.Tensor:
-    """Rotary embedding of x (1, nh, 1, hd) at an absolute `position` (any, not only below block_size)."""
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotary embedding of x (1, nh, 1, hd) by one position's angles (hd,), as mdlm_hf.model.RotaryEmbedding does."""
     half = x.size(-1) // 2
-    inv_freq = 1.0 / (10000.0 ** (torch.arange(0, x.size(-1), 2, dtype=torch.float32) / x.size(-1)))
-    angles = (position * inv_freq).repeat(2)  # (hd,)
     rotated_half = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-    return x * angles.cos() + rotated_half * angles.sin()
+    return x * cos + rotated_half * sin
 
 
 @torch.no_grad()
@@ -52,14 +50,18 @@ def cached_left_to_right(model, length: int, seed: int) -> list[int]:
     generator = torch.Generator().manual_seed(seed)
     caches = [(None, None) for _ in model.blocks]
     token, written = torch.zeros(1, 1, dtype=torch.long), []
+    head_dim = model.blocks[0].attn.qkv.in_features // model.blocks[0].attn.n_head
+    inv_freq = 1.0 / (10000.0 ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))  # the model's
     for position in range(length):
+        angles = (position * inv_freq).repeat(2)  # (hd,) any position, not only below block_size
+        cos, sin = angles.cos(), angles.sin()
         h = model.token_embedding(token)  # (1, 1, C)
         for i, block in enumerate(model.blocks):
             attn, C = block.attn, h.size(-1)
             q, k, v = (z.view(1, 1, attn.n_head, -1).transpose(1, 2) for z in attn.qkv(block.ln_1(h)).split(C, dim=2))
             if attn.q_norm is not None:
                 q, k = attn.q_norm(q), attn.k_norm(k)
-            q, k = rotate(q, position), rotate(k, position)
+            q, k = rotate(q, cos, sin), rotate(k, cos, sin)
             keys, values = caches[i]
             keys = k if keys is None else torch.cat((keys, k), dim=2)[:, :, -model.block_size :]
             values = v if values is None else torch.cat((values, v), dim=2)[:, :, -model.block_size :]
