@@ -23,6 +23,7 @@ from benchmarks.common import load_model
 from benchmarks.structure_suite import rule_options
 from mdlm_hf import SamplerOptions
 from mdlm_hf.sampler import OPTION_SPECS
+from mdlm_space import worker
 
 # Generate's sampling controls, as the app's API takes them (top_p 1.0 and min_p 0 are off)
 RULE = (
@@ -59,7 +60,7 @@ WAYS = {  # name -> (the model's fast switch, Generate's controls)
 def serve(model) -> tuple[object, str, float]:
     """Builds and launches the app on a free port; returns it, its URL and the seconds until the page is served."""
     start = time.perf_counter()
-    demo = app.on_model_thread(app.build_demo, model)  # as app.main does: every torch call on the app's model thread
+    demo = worker.on_model_thread(app.build_demo, model)  # as app.main does: every torch call on the app's model thread
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--length", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)
-    model, source = app.on_model_thread(load_model, args.model)
+    model, source = worker.on_model_thread(load_model, args.model)
     demo, url, start_up = serve(model)
     client = Client(url, verbose=False)
     ways = list(WAYS)

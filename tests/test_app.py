@@ -19,14 +19,32 @@ from pathlib import Path
 import gradio as gr
 import httpx
 import pytest
+import torch
 import yaml
 from gradio.state_holder import SessionState
 from gradio_client import Client
 
 import app
 from mdlm_hf import MASK_GLYPH, SamplerOptions
+from mdlm_hf.diffusion import MASK_RATIOS
 from mdlm_hf.metrics import save_word_list
 from mdlm_hf.sampler import OPTION_SPECS
+from mdlm_hf.windows import MAX_CANVAS
+from mdlm_space import checks, handlers, loading, render, worker
+from mdlm_space.controls import replay_frame, replay_slider
+from mdlm_space.endpoints import COMPARE_API, GENERATE_API, INFILL_API, INFILL_REMASK_RATIO, INFILL_STEPS, event
+from mdlm_space.tabs import how_it_works
+from mdlm_space.texts import (
+    INFILL_EXAMPLES,
+    SHAKESPEARE,
+    SONNET_18,
+    DemoText,
+    choose_blank,
+    demo_texts,
+    passes,
+    sample_line,
+    sample_passage,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHAKESPEARE_LIKE = (
@@ -102,11 +120,11 @@ def model_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(model_dir):
-    model, known_words = app.load_model(model_dir)
+    model, known_words = loading.load_model(model_dir)
     demo = app.build_demo(model, known_words)
     port = free_port()
     demo.queue(default_concurrency_limit=8).launch(
-        server_port=port, prevent_thread_lock=True, quiet=True, theme=app.THEME
+        server_port=port, prevent_thread_lock=True, quiet=True, theme=render.THEME
     )
     yield f"http://127.0.0.1:{port}/"
     demo.close()
@@ -123,7 +141,7 @@ def test_generate_streams_and_keeps_the_prompt(client):
     assert len(frames) == 13  # the all-mask canvas, then one frame per step
     assert MASK_GLYPH in frames[0][0] and frames[0][1] == ""
     canvas_html, text, readout, seed = frames[-1]
-    canvas_only = canvas_html.replace(app.LEGEND, "")
+    canvas_only = canvas_html.replace(render.LEGEND, "")
     assert len(text) == 67 and text.startswith("ROMEO:\n") and MASK_GLYPH not in text and MASK_GLYPH not in canvas_only
     assert "step 12/12" in readout and "12 forward passes" in readout and "chars/s" in readout
 
@@ -145,10 +163,10 @@ def test_generate_shows_characters_taken_back_by_remasking(client):
     rule = (0.25, 0.35, 0.75, 1)  # order temperature, prior weight, remask ratio, spacing
     frames = list(client.submit("", 64, 12, 1.0, 1.0, "confidence", 0, 0, *rule, end_at="length", api_name="/generate"))
     assert len(frames) == 13 and len(frames[-1][1]) == 64 and MASK_GLYPH not in frames[-1][1]
-    taken_back = [html.replace(app.LEGEND, "").count("#d9534f") for html, *_ in frames]
+    taken_back = [html.replace(render.LEGEND, "").count("#d9534f") for html, *_ in frames]
     assert sum(taken_back) > 0 and taken_back[-1] == 0
     plain = list(client.submit("", 64, 12, 1.0, 1.0, "confidence", 0, 0, 0.25, 0.35, 0.0, 1, api_name="/generate"))
-    assert all("#d9534f" not in html.replace(app.LEGEND, "") for html, *_ in plain)
+    assert all("#d9534f" not in html.replace(render.LEGEND, "") for html, *_ in plain)
 
 
 def test_infill_keeps_fixed_characters(client):
@@ -206,9 +224,9 @@ def test_compare_uses_one_reveal_rule_on_both_sides_and_says_which(client):
 
 
 def test_compare_has_a_legend_and_a_one_line_takeaway(client, model_dir):
-    model, _ = app.load_model(model_dir)
+    model, _ = loading.load_model(model_dir)
     demo = app.build_demo(model)
-    assert app.LEGEND in [block.value for block in demo.blocks.values() if isinstance(block, gr.HTML)]
+    assert render.LEGEND in [block.value for block in demo.blocks.values() if isinstance(block, gr.HTML)]
     frames = list(client.submit("ROMEO:\n", 40, 8, 0.8, 0, False, api_name="/compare"))
     assert frames[1][4] == "" and frames[-1][4].startswith("**Takeaway:** same 8 forward passes")
     assert "real words" in frames[-1][4]
@@ -230,11 +248,11 @@ def test_endpoints_take_their_parameters_by_name(client):
 
 
 def test_option_controls_take_label_bounds_and_defaults_from_the_one_table(model_dir):
-    model, _ = app.load_model(model_dir)
+    model, _ = loading.load_model(model_dir)
     demo = app.build_demo(model)
     endpoints = {fn.api_name: fn for fn in demo.fns.values()}
-    generate = dict(zip(app.GENERATE_API, endpoints["generate"].inputs, strict=True))
-    infill = dict(zip(app.INFILL_API, endpoints["infill"].inputs, strict=True))
+    generate = dict(zip(GENERATE_API, endpoints["generate"].inputs, strict=True))
+    infill = dict(zip(INFILL_API, endpoints["infill"].inputs, strict=True))
     for name in OPTION_SPECS.keys() & generate.keys():
         spec, control = OPTION_SPECS[name], generate[name]
         assert control.label == spec.label and control.value == spec.shown(getattr(SamplerOptions(), name)), name
@@ -244,7 +262,7 @@ def test_option_controls_take_label_bounds_and_defaults_from_the_one_table(model
             low, high, step = spec.slider
             assert (control.minimum, control.maximum, control.step) == (low, high or model.block_size, step), name
     # the Infill tab starts with fewer steps and remasking off
-    assert (infill["num_steps"].value, infill["remask_ratio"].value) == (app.INFILL_STEPS, app.INFILL_REMASK_RATIO)
+    assert (infill["num_steps"].value, infill["remask_ratio"].value) == (INFILL_STEPS, INFILL_REMASK_RATIO)
 
 
 def test_length_follows_the_prompt_in_plain_words(client, model_dir):
@@ -252,9 +270,9 @@ def test_length_follows_the_prompt_in_plain_words(client, model_dir):
     *_, last = client.submit(JULIET, 121, 8, 1.0, 0, False, api_name="/compare")
     assert "Length lowered from 121 to 79: a run holds 128 characters, and the prompt takes 49" in last[4]
     # the page: the length slider's maximum follows the prompt, and its value comes back with a shorter prompt
-    model, _ = app.load_model(model_dir)
+    model, _ = loading.load_model(model_dir)
     page = Page(app.build_demo(model))
-    for names, endpoint, limit in ((app.GENERATE_API, "generate", 16384), (app.COMPARE_API, "compare", 128)):
+    for names, endpoint, limit in ((GENERATE_API, "generate", 16384), (COMPARE_API, "compare", 128)):
         controls = tab_controls(page.demo, endpoint, names)
         prompt, length = controls["prompt"], controls["length"]
         default = page.value(length)
@@ -304,12 +322,12 @@ def test_a_prompt_longer_than_the_context_is_kept_and_the_readout_says_how_much_
 
 
 def test_steps_follow_the_characters_to_fill_both_ways(model_dir):
-    model, _ = app.load_model(model_dir)
+    model, _ = loading.load_model(model_dir)
     page = Page(app.build_demo(model))
-    infill = tab_controls(page.demo, "infill", app.INFILL_API)
+    infill = tab_controls(page.demo, "infill", INFILL_API)
     template, steps = infill["template"], infill["num_steps"]
-    example = app.INFILL_EXAMPLES[1]
-    assert example.count("_") == 12 and app.INFILL_STEPS > 12
+    example = INFILL_EXAMPLES[1]
+    assert example.count("_") == 12 and INFILL_STEPS > 12
     for i in range(len(example) + 1):  # typed key by key, through templates of 0 and 1 blank
         page.type(template, example[:i])
     assert page.value(steps) == 12
@@ -324,7 +342,7 @@ def test_steps_follow_the_characters_to_fill_both_ways(model_dir):
     assert page.value(steps) == 1 and page.props[steps._id]["info"] == "one character to fill: one step"
     page.type(template, example)  # ... and comes back
     assert page.value(steps) == 8
-    generate = tab_controls(page.demo, "generate", app.GENERATE_API)
+    generate = tab_controls(page.demo, "generate", GENERATE_API)
     assert page.props[generate["num_steps"]._id]["maximum"] == page.value(generate["length"]) == 121  # on load
     page.type(generate["length"], 1)
     assert page.value(generate["num_steps"]) == 1
@@ -343,9 +361,9 @@ def test_each_run_draws_a_new_seed_unless_fixed(client, model_dir):
     *_, seed = client.predict("ROMEO:\n", 20, 4, 0.8, 5, False, api_name="/compare")
     assert isinstance(seed, int)
     # the page: each run writes its seed into the seed box; typing a seed fixes it
-    model, _ = app.load_model(model_dir)
+    model, _ = loading.load_model(model_dir)
     page = Page(app.build_demo(model))
-    controls = tab_controls(page.demo, "generate", app.GENERATE_API)
+    controls = tab_controls(page.demo, "generate", GENERATE_API)
     assert page.value(controls["fixed_seed"]) is False
     page.type(controls["seed"], 42)
     assert page.value(controls["fixed_seed"]) is True
@@ -353,11 +371,11 @@ def test_each_run_draws_a_new_seed_unless_fixed(client, model_dir):
 
 def test_start_up_draws_no_plot_and_the_tab_draws_it_once(model_dir, monkeypatch):
     calls = []
-    accuracy = app.accuracy_by_mask_ratio
+    accuracy = how_it_works.accuracy_by_mask_ratio
     monkeypatch.setattr(
-        app, "accuracy_by_mask_ratio", lambda *args, **kwargs: calls.append(1) or accuracy(*args, **kwargs)
+        how_it_works, "accuracy_by_mask_ratio", lambda *args, **kwargs: calls.append(1) or accuracy(*args, **kwargs)
     )
-    model, _ = app.load_model(model_dir)
+    model, _ = loading.load_model(model_dir)
     demo = app.build_demo(model)
     assert calls == []  # nothing drawn before the page is served
     page = Page(demo)
@@ -366,7 +384,7 @@ def test_start_up_draws_no_plot_and_the_tab_draws_it_once(model_dir, monkeypatch
     plot = next(block for block in demo.blocks.values() if isinstance(block, gr.Plot))
     page.fire(tab, "select")
     page.fire(tab, "select")
-    measured_once = len(app.MASK_RATIOS)  # one mask ratio per job on the model thread, so other runs go between
+    measured_once = len(MASK_RATIOS)  # one mask ratio per job on the model thread, so other runs go between
     assert len(calls) == measured_once and page.value(plot) is not None
     # a new mask ratio moves the plot's marker: the figure is redrawn, the accuracies are not measured again
     first = page.value(plot)
@@ -377,13 +395,13 @@ def test_start_up_draws_no_plot_and_the_tab_draws_it_once(model_dir, monkeypatch
 
 def test_stop_buttons_are_not_red_while_idle(model_dir):
     # issue 24, defect 13 (its first half)
-    model, _ = app.load_model(model_dir)
+    model, _ = loading.load_model(model_dir)
     stops = [b for b in app.build_demo(model).blocks.values() if isinstance(b, gr.Button) and b.value == "Stop"]
     assert len(stops) >= 2 and all(button.variant == "secondary" for button in stops)
 
 
 def test_each_run_has_a_stop_button(model_dir):
-    model, _ = app.load_model(model_dir)
+    model, _ = loading.load_model(model_dir)
     demo = app.build_demo(model)
     for endpoint in ("generate", "infill", "compare"):
         run = next(fn for fn in demo.fns.values() if fn.api_name == endpoint)
@@ -396,7 +414,7 @@ def test_each_run_has_a_stop_button(model_dir):
 def counted_steps(monkeypatch):
     """Every sampler step the app takes, slowed to 50 ms so a run lasts seconds."""
     steps = []
-    sample = app.sample
+    sample = handlers.sample
 
     def slow_sample(*args, **kwargs):
         for state in sample(*args, **kwargs):
@@ -404,7 +422,7 @@ def counted_steps(monkeypatch):
             time.sleep(0.05)
             yield state
 
-    monkeypatch.setattr(app, "sample", slow_sample)
+    monkeypatch.setattr(handlers, "sample", slow_sample)
     return steps
 
 
@@ -440,18 +458,18 @@ def test_a_cancelled_run_stops_computing(client, server, counted_steps):
 
 def test_every_model_call_runs_on_the_apps_one_model_thread(client, monkeypatch):
     # a second thread running torch gives libgomp a second team of threads, which slows every pass 2-2.5x on two
-    # cores, so the events' model work (streamed and single) all goes to app.MODEL_THREAD
+    # cores, so the events' model work (streamed and single) all goes to worker.MODEL_THREAD
     threads = []
-    sample = app.sample
+    sample = handlers.sample
 
     def recording(*args, **kwargs):
         for state in sample(*args, **kwargs):
             threads.append(threading.current_thread().name)
             yield state
 
-    monkeypatch.setattr(app, "sample", recording)
+    monkeypatch.setattr(handlers, "sample", recording)
     client.predict(prompt="", length=24, num_steps=6, seed=0, fixed_seed=True, api_name="/generate")
-    single = app.event(lambda: threading.current_thread().name, {})["fn"]
+    single = event(lambda: threading.current_thread().name, {})["fn"]
     assert len(threads) == 7 and all(name.startswith("mdlm-model") for name in threads + [single()])
 
 
@@ -466,7 +484,7 @@ def test_frames_are_computed_one_ahead_and_stop_with_the_caller():
         finally:
             closed.append(threading.current_thread().name)
 
-    stream = app.iterate_on_model_thread(items())
+    stream = worker.iterate_on_model_thread(items())
     assert next(stream) == 0
     time.sleep(0.3)  # a slow caller: item 1 waits for it, item 2 is computed and held, no more
     assert computed == [0, 1, 2]
@@ -479,11 +497,11 @@ def test_frames_are_computed_one_ahead_and_stop_with_the_caller():
 
 def test_the_model_thread_serves_a_forked_child():
     # spaces.GPU runs each call in a forked child on a ZeroGPU Space: the parent's executor thread is not there
-    app.on_model_thread(int)  # the parent's model thread exists
+    worker.on_model_thread(int)  # the parent's model thread exists
     pid = os.fork()
     if pid == 0:  # the child: ends itself (SIGALRM) rather than hang
         signal.alarm(10)
-        name = app.on_model_thread(lambda: threading.current_thread().name)
+        name = worker.on_model_thread(lambda: threading.current_thread().name)
         os._exit(0 if name.startswith("mdlm-model") else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
@@ -492,10 +510,10 @@ def test_the_model_thread_serves_a_forked_child():
 def test_a_score_sends_its_passes_to_the_model_thread_one_by_one(model_dir, monkeypatch):
     # a long measurement must not hold the model thread: other visitors' sampling steps go between its passes
     jobs = []
-    submit = app.MODEL_THREAD.submit
-    monkeypatch.setattr(app.MODEL_THREAD, "submit", lambda fn, *a, **k: jobs.append(fn) or submit(fn, *a, **k))
-    model, _ = app.load_model(model_dir)
-    single = app.event(app.score, {"text": gr.Textbox()}, model=model, on_model=False)["fn"]
+    submit = worker.MODEL_THREAD.submit
+    monkeypatch.setattr(worker.MODEL_THREAD, "submit", lambda fn, *a, **k: jobs.append(fn) or submit(fn, *a, **k))
+    model, _ = loading.load_model(model_dir)
+    single = event(handlers.score, {"text": gr.Textbox()}, model=model, on_model=False)["fn"]
     _, summary = single("to be or not")
     assert "bits per character" in summary and len(jobs) >= len("to be or not")
 
@@ -505,7 +523,7 @@ def test_an_error_while_computing_frames_reaches_the_caller():
         yield 1
         raise ValueError("length must be at least 1")
 
-    stream = app.iterate_on_model_thread(failing())
+    stream = worker.iterate_on_model_thread(failing())
     assert next(stream) == 1
     with pytest.raises(ValueError, match="length must be at least 1"):
         next(stream)
@@ -535,43 +553,43 @@ def cell_classes(canvas_html: str) -> list[str]:
 
 
 def test_canvas_draws_each_position_as_its_own_countable_cell(model_dir):
-    model, _ = app.load_model(model_dir)
-    canvas = app.render_canvas(model, canvas_state(model, "to###be#\n", "ggmtmnemg"))
+    model, _ = loading.load_model(model_dir)
+    canvas = render.render_canvas(model, canvas_state(model, "to###be#\n", "ggmtmnemg"))
     # three adjacent masks are three cells, not one bar; the line break is a visible cell too
     assert cell_classes(canvas) == ["given", "given", "mask", "mask", "mask", "new", "earlier", "mask", "given"]
-    assert canvas.count(MASK_GLYPH) == 4 and app.NEWLINE_GLYPH + "</span>\n" in canvas
-    assert canvas.count(app.TAKEN_BACK_COLOUR) == 1  # the one taken back this step
+    assert canvas.count(MASK_GLYPH) == 4 and render.NEWLINE_GLYPH + "</span>\n" in canvas
+    assert canvas.count(render.TAKEN_BACK_COLOUR) == 1  # the one taken back this step
     # a fixed height, whatever the text: new line breaks scroll inside instead of pushing the page down
     assert re.search(r"height: calc\([\d.]+em \+ 20px\); overflow-y: auto", canvas)
     assert "word-break: normal; overflow-wrap: anywhere" in canvas and "break-all" not in canvas
 
 
 def test_the_final_frame_highlights_nothing_as_revealed_this_step(model_dir):
-    model, _ = app.load_model(model_dir)
-    running = app.render_canvas(model, canvas_state(model, "tob#", "gnnm"))
-    final = app.render_canvas(model, canvas_state(model, "tobe", "gnnn", done=True))
-    assert cell_classes(running).count("new") == 2 and app.NEW_COLOUR in running
-    assert cell_classes(final) == ["given", "earlier", "earlier", "earlier"] and app.NEW_COLOUR not in final
+    model, _ = loading.load_model(model_dir)
+    running = render.render_canvas(model, canvas_state(model, "tob#", "gnnm"))
+    final = render.render_canvas(model, canvas_state(model, "tobe", "gnnn", done=True))
+    assert cell_classes(running).count("new") == 2 and render.NEW_COLOUR in running
+    assert cell_classes(final) == ["given", "earlier", "earlier", "earlier"] and render.NEW_COLOUR not in final
 
 
 def test_confidence_scale_is_one_hue_from_light_to_dark():
     # lightness alone carries confidence, so it reads the same for every kind of colour vision (red to green did not)
-    colours = [app.confidence_colour(p / 10) for p in range(11)]
+    colours = [render.confidence_colour(p / 10) for p in range(11)]
     parsed = [tuple(float(x) for x in re.findall(r"[\d.]+", colour)) for colour in colours]
     assert len({(hue, saturation) for hue, saturation, _ in parsed}) == 1
     lightness = [light for *_, light in parsed]
     assert lightness == sorted(lightness, reverse=True) and lightness[0] - lightness[-1] >= 20
-    assert app.confidence_colour(0) in app.LEGEND and app.confidence_colour(1) in app.LEGEND
+    assert render.confidence_colour(0) in render.LEGEND and render.confidence_colour(1) in render.LEGEND
 
 
 def test_the_canvas_shows_the_masks_to_fill_before_the_first_run(model_dir):
-    assert cell_classes(app.draft_canvas("ROMEO:\n", 5)) == ["given"] * 7 + ["mask"] * 5
-    assert cell_classes(app.draft_template("to __ or")) == ["given"] * 3 + ["mask"] * 2 + ["given"] * 3
-    assert "Type a template" in app.draft_template("")
-    model, _ = app.load_model(model_dir)
+    assert cell_classes(render.draft_canvas("ROMEO:\n", 5)) == ["given"] * 7 + ["mask"] * 5
+    assert cell_classes(render.draft_template("to __ or")) == ["given"] * 3 + ["mask"] * 2 + ["given"] * 3
+    assert "Type a template" in render.draft_template("")
+    model, _ = loading.load_model(model_dir)
     page = Page(app.build_demo(model))
-    generate = tab_controls(page.demo, "generate", app.GENERATE_API)
-    infill = tab_controls(page.demo, "infill", app.INFILL_API)
+    generate = tab_controls(page.demo, "generate", GENERATE_API)
+    infill = tab_controls(page.demo, "infill", INFILL_API)
     canvases = {
         name: page.demo.blocks[id_]
         for name in ("generate", "infill")
@@ -581,39 +599,42 @@ def test_the_canvas_shows_the_masks_to_fill_before_the_first_run(model_dir):
     assert cell_classes(page.value(canvases["generate"])).count("mask") == 121  # the first length, fitted
     page.type(generate["prompt"], JULIET)  # the canvas follows the prompt
     assert cell_classes(page.value(canvases["generate"])) == ["given"] * 49 + ["mask"] * 121
-    long = app.draft_canvas("ROMEO:\n", 5000)  # a long text's draft: the cells a page can hold, and a count
-    assert cell_classes(long) == ["given"] * 7 + ["mask"] * (app.DRAFT_CELLS - 7) and "… and 4,495 more" in long
-    assert cell_classes(page.value(canvases["infill"])).count("mask") == app.INFILL_EXAMPLES[0].count("_")
+    long = render.draft_canvas("ROMEO:\n", 5000)  # a long text's draft: the cells a page can hold, and a count
+    assert cell_classes(long) == ["given"] * 7 + ["mask"] * (render.DRAFT_CELLS - 7) and "… and 4,495 more" in long
+    assert cell_classes(page.value(canvases["infill"])).count("mask") == INFILL_EXAMPLES[0].count("_")
     page.type(infill["template"], "to __ or")
     assert cell_classes(page.value(canvases["infill"])).count("mask") == 2
 
 
 def test_forward_view_labels_its_rows_and_shows_true_characters_and_line_breaks():
-    view = app.forward_view("ab c\nd", [False, True, True, False, True, True], ["a", "b", "\n", " ", "x", "d"])
+    view = render.forward_view("ab c\nd", [False, True, True, False, True, True], ["a", "b", "\n", " ", "x", "d"])
     assert re.findall(r"class='mdlm-row-label'>([^<]*)<", view) == ["x_t", "model", "true"]
     assert view.count("class='mdlm-mask'") == 4
     # the predicted newline is a glyph in its cell, not a line break; the true characters are shown, not hovered
-    assert "\n" not in view and f"class='mdlm-wrong' style='background:{app.WRONG_COLOUR}'>{app.NEWLINE_GLYPH}<" in view
-    assert re.findall(r"class='mdlm-true'[^>]*>([^<]*)<", view) == [app.SPACE_GLYPH, app.NEWLINE_GLYPH]
+    assert (
+        "\n" not in view
+        and f"class='mdlm-wrong' style='background:{render.WRONG_COLOUR}'>{render.NEWLINE_GLYPH}<" in view
+    )
+    assert re.findall(r"class='mdlm-true'[^>]*>([^<]*)<", view) == [render.SPACE_GLYPH, render.NEWLINE_GLYPH]
     assert view.count("class='mdlm-right'") == 2 and "title=" not in view
     assert "hsl(120" not in view and "hsl(0," not in view  # right and wrong: blue and orange, not green and red
 
 
 def test_how_it_works_follows_the_mask_ratio_box_and_marks_it_on_the_plot(model_dir):
-    model, _ = app.load_model(model_dir)
+    model, _ = loading.load_model(model_dir)
     demo = app.build_demo(model)
     page = Page(demo)
     mask_ratio = next(b for b in demo.blocks.values() if isinstance(b, gr.Slider) and b.label == "Mask ratio t")
     summary = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "forward-summary")
-    line = app.SONNET_18.splitlines()[0]
-    assert page.value(summary) == app.forward_process(model, line, 0.3, 0)[1]
+    line = SONNET_18.splitlines()[0]
+    assert page.value(summary) == handlers.forward_process(model, line, 0.3, 0)[1]
     page.type(mask_ratio, 0.5)  # a value typed into the number box: the change event, not only a drag's release
     assert (
         page.value(summary)
-        == app.forward_process(model, line, 0.5, 0)[1]
-        != app.forward_process(model, line, 0.3, 0)[1]
+        == handlers.forward_process(model, line, 0.5, 0)[1]
+        != handlers.forward_process(model, line, 0.3, 0)[1]
     )
-    figure = app.marked_accuracy_figure([(0.1, 0.9), (0.5, 0.6), (1.0, 0.1)], 0.5)
+    figure = how_it_works.marked_accuracy_figure([(0.1, 0.9), (0.5, 0.6), (1.0, 0.1)], 0.5)
     assert [list(line.get_xdata()) for line in figure.axes[0].lines if line.get_linestyle() == "--"] == [[0.5, 0.5]]
     plot = next(b for b in demo.blocks.values() if isinstance(b, gr.Plot))
     assert plot.show_label is False  # its floating label covered the figure's title on a phone
@@ -675,10 +696,10 @@ def test_a_fraction_where_a_whole_number_belongs_is_refused_not_rounded(client, 
 
 @pytest.mark.parametrize("value", [float("nan"), "abc", None, 2.5, -1])
 def test_number_checks_name_the_problem(value):
-    with pytest.raises(app.gr.Error, match="seed must be"):
-        app.as_int(value, "seed", 0, 10)
-    with pytest.raises(app.gr.Error, match="top-p must be"):
-        app.as_float(value if value != 2.5 else 1.5, "top-p", 0.0, 1.0)
+    with pytest.raises(gr.Error, match="seed must be"):
+        checks.as_int(value, "seed", 0, 10)
+    with pytest.raises(gr.Error, match="top-p must be"):
+        checks.as_float(value if value != 2.5 else 1.5, "top-p", 0.0, 1.0)
 
 
 def test_eight_concurrent_users_are_all_served(server):
@@ -758,7 +779,7 @@ def test_readme_front_matter_is_a_valid_space_config():
 
 
 def test_shipped_checkpoint_serves_offline():
-    model, known_words = app.load_model(app.DEFAULT_MODEL)
+    model, known_words = loading.load_model(loading.DEFAULT_MODEL)
     assert known_words and "romeo" in known_words
     text = model.complete("ROMEO:\n", 40, num_steps=8, seed=0)
     assert text.startswith("ROMEO:\n") and len(text) == 47
@@ -894,8 +915,8 @@ WHOLE_FORWARD_WORDS = """view => Array.from(view.querySelectorAll('.mdlm-word'))
 def test_browser_every_tab_at_desktop_and_phone_width(server, tmp_path, model_dir):
     from playwright.sync_api import expect
 
-    model, _ = app.load_model(model_dir)
-    line = app.SONNET_18.splitlines()[0]
+    model, _ = loading.load_model(model_dir)
+    line = SONNET_18.splitlines()[0]
     shots = screenshots(tmp_path)
     with chromium() as browser:
         for where, (width, height) in (("desktop", DESKTOP), ("phone", PHONE)):
@@ -911,11 +932,11 @@ def test_browser_every_tab_at_desktop_and_phone_width(server, tmp_path, model_di
                 page.screenshot(path=str(shots / f"{where}-{tab.lower()}.png"), full_page=True)
             page.get_by_role("button", name="Score", exact=True).click()  # the Score tab, scored
             expect(page.locator("#score-summary")).to_contain_text("bits per character", timeout=60_000)
-            assert page.locator("#score-view .mdlm-scored").count() == len(app.sample_passage(app.SHAKESPEARE, 128))
+            assert page.locator("#score-view .mdlm-scored").count() == len(sample_passage(SHAKESPEARE, 128))
             page.screenshot(path=str(shots / f"{where}-score-done.png"), full_page=True)
             # lines break between words, not inside them
             page.get_by_role("tab", name="Infill").click()
-            page.get_by_label("Template: every _ is a character to fill").fill(app.INFILL_EXAMPLES[1])
+            page.get_by_label("Template: every _ is a character to fill").fill(INFILL_EXAMPLES[1])
             infill_canvas = page.locator("#infill-canvas .mdlm-canvas")
             expect(infill_canvas).to_contain_text("window breaks")
             assert infill_canvas.evaluate(WHOLE_WORDS) == 0, where
@@ -935,9 +956,9 @@ def test_browser_every_tab_at_desktop_and_phone_width(server, tmp_path, model_di
             view, summary = page.locator("#forward-view"), page.locator("#forward-summary")
             for label in ("x_t", "model", "true"):
                 expect(view.locator(".mdlm-row-label", has_text=label)).to_be_visible()
-            expect(summary).to_have_text(app.forward_process(model, line, 0.3, 0)[1])
+            expect(summary).to_have_text(handlers.forward_process(model, line, 0.3, 0)[1])
             page.get_by_label("number input for Mask ratio t").fill("0.5")
-            expect(summary).to_have_text(app.forward_process(model, line, 0.5, 0)[1])
+            expect(summary).to_have_text(handlers.forward_process(model, line, 0.5, 0)[1])
             wrong = view.locator(".mdlm-wrong")
             assert (
                 view.locator(".mdlm-true").count() == wrong.count() > 0
@@ -964,7 +985,7 @@ def test_browser_generate_infill_and_compare(server, tmp_path):
             page.get_by_label("number input for Characters to generate (at most)"),
         )
         prompt.fill(JULIET)
-        expect(length).to_have_attribute("max", str(app.MAX_CANVAS - 49))
+        expect(length).to_have_attribute("max", str(MAX_CANVAS - 49))
         prompt.fill("ROMEO:\n")
         expect(length).to_have_value("121")
         page.get_by_role("button", name="Generate", exact=True).click()
@@ -990,7 +1011,7 @@ def test_browser_generate_infill_and_compare(server, tmp_path):
         template = page.get_by_label("Template: every _ is a character to fill")
         steps = page.get_by_label("number input for Denoising steps").nth(1)
         template.fill("")
-        template.press_sequentially(app.INFILL_EXAMPLES[1])  # key by key, through 0 and 1 blank
+        template.press_sequentially(INFILL_EXAMPLES[1])  # key by key, through 0 and 1 blank
         expect(steps).to_have_value("12", timeout=30_000)
         template.fill("")
         expect(steps).to_have_value("1")
@@ -1098,9 +1119,9 @@ SHIPPED_VOCAB = "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvw
 def test_the_vocabulary_is_described_compactly():
     # issue 24, defect 4: "writes only 3 A-Z a-z ..." read as a count of characters
     words = "letters A-Z and a-z, the digit 3, the marks ! $ & ' , - . : ; ?, line break and space"
-    assert app.vocabulary_words(SHIPPED_VOCAB) == words
-    assert app.vocabulary_words("abdef_ \t") == "letters a, b and d-f, the mark _, space and tab"
-    assert app.vocabulary_words("0123456789x") == "letter x and the digits 0-9"
+    assert checks.vocabulary_words(SHIPPED_VOCAB) == words
+    assert checks.vocabulary_words("abdef_ \t") == "letters a, b and d-f, the mark _, space and tab"
+    assert checks.vocabulary_words("0123456789x") == "letter x and the digits 0-9"
 
 
 @pytest.mark.parametrize(
@@ -1119,9 +1140,9 @@ def test_an_unknown_character_is_named_before_any_length_and_the_vocabulary_list
     with pytest.raises(Exception) as error:
         client.predict(**kwargs, api_name=endpoint)
     message = str(error.value)
-    model, _ = app.load_model(model_dir)
+    model, _ = loading.load_model(model_dir)
     assert f"the {what} has 1 character outside the model's vocabulary: '😀'" in message
-    assert f"it writes only {app.vocabulary_words(model.tokenizer.vocab)}" in message
+    assert f"it writes only {checks.vocabulary_words(model.tokenizer.vocab)}" in message
     assert "characters at a time" not in message and "context" not in message and "\n" not in message
 
 
@@ -1130,14 +1151,14 @@ def test_length_zero_is_one_clear_message_and_generates_nothing(client, model_di
         with pytest.raises(Exception) as error:
             client.predict(prompt="ROMEO:\n", length=0, num_steps=4, api_name=endpoint)
         assert str(error.value) == "nothing to generate: set at least 1 character to generate", endpoint
-    model, _ = app.load_model(model_dir)
-    monkeypatch.setattr(app, "sample", lambda *args, **kwargs: pytest.fail("sampled with length 0"))
-    run = app.generate(model, prompt="ROMEO:\n", length=0, seed=0, fixed_seed=False, num_steps=4)
+    model, _ = loading.load_model(model_dir)
+    monkeypatch.setattr(handlers, "sample", lambda *args, **kwargs: pytest.fail("sampled with length 0"))
+    run = handlers.generate(model, prompt="ROMEO:\n", length=0, seed=0, fixed_seed=False, num_steps=4)
     with pytest.raises(gr.Error, match="nothing to generate"):
         next(run)
     # the page: a length of 0 is no slider error; the steps slider locks, the canvas shows the prompt alone
     page = Page(app.build_demo(model))
-    controls = tab_controls(page.demo, "generate", app.GENERATE_API)
+    controls = tab_controls(page.demo, "generate", GENERATE_API)
     page.type(controls["length"], 0)
     assert page.value(controls["length"]) == 0 and page.props[controls["num_steps"]._id]["interactive"] is False
     canvas = next(b for b in page.demo.blocks.values() if getattr(b, "elem_id", None) == "generate-canvas")
@@ -1168,17 +1189,17 @@ def test_a_payload_of_the_wrong_type_is_one_line_naming_the_field(client, endpoi
 
 
 def test_handlers_name_a_field_of_the_wrong_type(model_dir):
-    model, _ = app.load_model(model_dir)
+    model, _ = loading.load_model(model_dir)
     with pytest.raises(ValueError, match="^prompt must be a string, got NoneType None$"):
-        next(app.generate(model, prompt=None, length=10, seed=0, fixed_seed=False))
+        next(handlers.generate(model, prompt=None, length=10, seed=0, fixed_seed=False))
     with pytest.raises(ValueError, match="^template must be a string, got NoneType None$"):
-        next(app.infill(model, template=None, seed=0, fixed_seed=False))
+        next(handlers.infill(model, template=None, seed=0, fixed_seed=False))
     with pytest.raises(ValueError, match="^prompt must be a string"):
-        next(app.compare(model, None, None, 10, 4, 1.0, 0, False, False))
+        next(handlers.compare(model, None, None, 10, 4, 1.0, 0, False, False))
     with pytest.raises(ValueError, match="^line must be a string"):
-        app.forward_process(model, None, 0.5, 0)
+        handlers.forward_process(model, None, 0.5, 0)
     with pytest.raises(ValueError, match="fixed_seed must be true or false"):
-        next(app.generate(model, prompt="", length=10, seed=0, fixed_seed="yes"))
+        next(handlers.generate(model, prompt="", length=10, seed=0, fixed_seed="yes"))
 
 
 # --- defect 12: a model trained on other text ---
@@ -1205,17 +1226,17 @@ def labelled(demo: gr.Blocks, kind: type, start: str):
 
 
 def test_a_model_of_other_text_starts_and_shows_text_it_writes(arithmetic_dir):
-    model, known_words = app.load_model(arithmetic_dir)
+    model, known_words = loading.load_model(arithmetic_dir)
     assert "_" in model.tokenizer.vocab and "S" not in model.tokenizer.vocab
-    assert app.load_demo_metadata(arithmetic_dir) is None
+    assert loading.load_demo_metadata(arithmetic_dir) is None
     demo = app.build_demo(model, known_words)
     page = Page(demo)  # the page loads: the forward process runs on a line the model writes
     assert "Shakespeare" not in demo.title and "Shakespeare" not in str(next(iter(demo.blocks.values())).value)
-    generate = tab_controls(demo, "generate", app.GENERATE_API)
+    generate = tab_controls(demo, "generate", GENERATE_API)
     assert page.value(generate["prompt"]) == ""  # Shakespeare's "ROMEO:\n" is not the model's to write
     # "_" is a character of the model's, so the blank is another, and the tab says which
     template = labelled(demo, gr.Textbox, "Template")
-    assert app.choose_blank(model.tokenizer.vocab) == "#"
+    assert choose_blank(model.tokenizer.vocab) == "#"
     assert template.label == "Template: every # is a character to fill"
     assert "_" in template.info and "#" in template.info
     line = labelled(demo, gr.Textbox, "A line")
@@ -1237,29 +1258,27 @@ def test_a_model_of_other_text_starts_and_shows_text_it_writes(arithmetic_dir):
 def test_a_models_demo_json_gives_title_prompt_examples_and_sample(arithmetic_dir, tmp_path):
     shutil.copytree(arithmetic_dir, tmp_path / "model")
     metadata = dict(subject="sums", prompt="12+", examples=["3+4=_", "1_+2_=3_", "Shall _"], sample="3+4=7\n9+9=18\n")
-    (tmp_path / "model" / app.DEMO_FILE).write_text(json.dumps(metadata), encoding="utf-8")
-    model, known_words = app.load_model(tmp_path / "model")
-    assert app.load_demo_metadata(tmp_path / "model") == metadata
-    demo = app.build_demo(model, known_words, app.load_demo_metadata(tmp_path / "model"))
+    (tmp_path / "model" / loading.DEMO_FILE).write_text(json.dumps(metadata), encoding="utf-8")
+    model, known_words = loading.load_model(tmp_path / "model")
+    assert loading.load_demo_metadata(tmp_path / "model") == metadata
+    demo = app.build_demo(model, known_words, loading.load_demo_metadata(tmp_path / "model"))
     page = Page(demo)
     assert demo.title == "mdlm_hf: Sums from masks"
-    assert page.value(tab_controls(demo, "generate", app.GENERATE_API)["prompt"]) == "12+"
-    assert page.value(tab_controls(demo, "compare", app.COMPARE_API)["prompt"]) == "12+"
+    assert page.value(tab_controls(demo, "generate", GENERATE_API)["prompt"]) == "12+"
+    assert page.value(tab_controls(demo, "compare", COMPARE_API)["prompt"]) == "12+"
     examples = next(b for b in demo.blocks.values() if isinstance(b, gr.Dataset))
     assert [sample[0] for sample in examples.samples] == ["3+4=#", "1#+2#=3#"]  # the blank converted; "Shall" dropped
     assert labelled(demo, gr.Textbox, "Template").value == "3+4=#"
     assert labelled(demo, gr.Textbox, "A line").value == "3+4=7" and labelled(demo, gr.Textbox, "A line").label == (
         "A line of sums"
     )
-    figure = app.accuracy_plot_once(model, app.demo_texts(model, metadata))(0.5)
+    figure = how_it_works.accuracy_plot_once(model, demo_texts(model, metadata))(0.5)
     assert figure.axes[0].get_title() == "Denoising accuracy on a passage of sums"
 
 
 def test_the_shipped_model_keeps_shakespeare(model_dir):
-    model, _ = app.load_model(model_dir)
-    assert app.demo_texts(model) == app.SHAKESPEARE and app.demo_texts(model, {"prompt": "JULIET:\n"}).prompt == (
-        "JULIET:\n"
-    )
+    model, _ = loading.load_model(model_dir)
+    assert demo_texts(model) == SHAKESPEARE and demo_texts(model, {"prompt": "JULIET:\n"}).prompt == ("JULIET:\n")
     demo = app.build_demo(model)
     assert demo.title == "mdlm_hf: Shakespeare from masks"
     assert labelled(demo, gr.Textbox, "Template").label == "Template: every _ is a character to fill"
@@ -1268,20 +1287,20 @@ def test_the_shipped_model_keeps_shakespeare(model_dir):
 
 def test_the_entropy_bound_is_a_reveal_rule_control_passed_by_name(client, model_dir, monkeypatch):
     seen = []
-    sample = app.sample
+    sample = handlers.sample
 
     def spy(*args, **kwargs):
         seen.append(kwargs.get("entropy_bound", "not passed"))
         return sample(*args, **kwargs)
 
-    monkeypatch.setattr(app, "sample", spy)
+    monkeypatch.setattr(handlers, "sample", spy)
     client.predict(prompt="", length=40, num_steps=20, entropy_bound=2.0, api_name="/generate")
     client.predict(template="to __ or", num_steps=2, entropy_bound=1.5, api_name="/infill")
     client.predict(prompt="", length=20, num_steps=4, api_name="/generate")  # the default: off
     assert seen == [2.0, 1.5, None]
-    model, _ = app.load_model(model_dir)
+    model, _ = loading.load_model(model_dir)
     demo = app.build_demo(model)
-    for endpoint, names in (("generate", app.GENERATE_API), ("infill", app.INFILL_API)):
+    for endpoint, names in (("generate", GENERATE_API), ("infill", INFILL_API)):
         control = tab_controls(demo, endpoint, names)["entropy_bound"]
         spec = OPTION_SPECS["entropy_bound"]
         assert (control.label, control.value, control.maximum, control.info) == (spec.label, 0, 32, spec.note)
@@ -1290,11 +1309,11 @@ def test_the_entropy_bound_is_a_reveal_rule_control_passed_by_name(client, model
 def test_after_a_run_the_replay_slider_shows_each_of_its_frames_without_sampling_again(client, model_dir, monkeypatch):
     # the API's outputs stay the canvas, the text, the readout and the seed: the frames live in the page's session
     assert len(client.predict(prompt="", length=20, num_steps=4, api_name="/generate")) == 4
-    model, _ = app.load_model(model_dir)
+    model, _ = loading.load_model(model_dir)
     demo = app.build_demo(model)
     for endpoint, names, values in (
-        ("generate", app.GENERATE_API, dict(prompt="ROMEO:\n", length=30, num_steps=6)),
-        ("infill", app.INFILL_API, dict(template="to __ or not __", num_steps=4)),
+        ("generate", GENERATE_API, dict(prompt="ROMEO:\n", length=30, num_steps=6)),
+        ("infill", INFILL_API, dict(template="to __ or not __", num_steps=4)),
     ):
         controls = tab_controls(demo, endpoint, names)
         run = next(fn for fn in demo.fns.values() if fn.api_name == endpoint)
@@ -1314,14 +1333,14 @@ def test_after_a_run_the_replay_slider_shows_each_of_its_frames_without_sampling
             True,
         )
         # moving it shows that step's canvas as it was streamed, without sampling again
-        monkeypatch.setattr(app, "sample", lambda *args, **kwargs: pytest.fail("sampled again"))
+        monkeypatch.setattr(handlers, "sample", lambda *args, **kwargs: pytest.fail("sampled again"))
         scrub = next(fn for fn in demo.fns.values() if (slider._id, "change") in [tuple(t) for t in fn.targets])
         assert scrub.outputs[0].elem_id == f"{endpoint}-canvas"
         for step in (0, 2, values["num_steps"]):
             assert scrub.fn(canvases, step) == canvases[step]
         assert cell_classes(scrub.fn(canvases, 0)).count("mask") == (30 if endpoint == "generate" else 4)
         monkeypatch.undo()
-    assert app.replay_slider([])["interactive"] is False and isinstance(app.replay_frame([], 3), type(gr.skip()))
+    assert replay_slider([])["interactive"] is False and isinstance(replay_frame([], 3), type(gr.skip()))
 
 
 def test_score_gives_bits_per_character_and_tints_each_character(client, model_dir):
@@ -1333,14 +1352,14 @@ def test_score_gives_bits_per_character_and_tints_each_character(client, model_d
 
     text = "ROMEO:\nBut soft, what light"
     view, summary = client.predict(text, api_name="/score")
-    model, _ = app.load_model(model_dir)
+    model, _ = loading.load_model(model_dir)
     bits = (char_nll(model, torch.tensor(model.tokenizer.encode(text))) / math.log(2)).tolist()
     assert f"**{sum(bits) / len(bits):.3f} bits per character** over {len(text)} characters" in summary
     cells = re.findall(r"<span class='mdlm-scored' style='background:([^']*)' title='([\d.]+) bits'>", view)
     assert len(cells) == len(text) and [float(b) for _, b in cells] == pytest.approx(bits, abs=0.006)
     most = max(range(len(bits)), key=bits.__getitem__)  # the most surprising character is the darkest
     lightness = [float(re.findall(r"[\d.]+", colour)[-1]) for colour, _ in cells]
-    assert lightness[most] == min(lightness) and app.NEWLINE_GLYPH in view
+    assert lightness[most] == min(lightness) and render.NEWLINE_GLYPH in view
     # the tab starts with text the model writes, within its context
     demo = app.build_demo(model)
     box = next(b for b in demo.blocks.values() if isinstance(b, gr.Textbox) and b.label == "Text to score")
@@ -1365,17 +1384,17 @@ def test_score_refuses_what_it_cannot_score_in_one_line(client, text, message):
 
 
 def test_device_flag_picks_cuda_when_available_and_says_when_it_is_not(model_dir, monkeypatch):
-    monkeypatch.setattr(app.torch.cuda, "is_available", lambda: False)
-    assert app.resolve_device("auto") == "cpu" and app.resolve_device("cpu") == "cpu"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert loading.resolve_device("auto") == "cpu" and loading.resolve_device("cpu") == "cpu"
     with pytest.raises(ValueError, match="no CUDA GPU is available here"):
-        app.resolve_device("cuda")
+        loading.resolve_device("cuda")
     with pytest.raises(ValueError, match="--device must be auto, cpu, cuda or cuda:N, got 'gpu'"):
-        app.resolve_device("gpu")
+        loading.resolve_device("gpu")
     with pytest.raises(SystemExit) as stopped:
         app.main(["--model", str(model_dir), "--device", "cuda"])
     assert str(stopped.value) == "error: --device cuda: no CUDA GPU is available here; use --device cpu (or auto)"
-    monkeypatch.setattr(app.torch.cuda, "is_available", lambda: True)
-    assert app.resolve_device("auto") == "cuda"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert loading.resolve_device("auto") == "cuda"
 
 
 @pytest.mark.parametrize("mcp", [True, False])
@@ -1383,7 +1402,7 @@ def test_main_serves_on_the_device_with_mcp_only_when_its_extra_is_installed(mod
     launched, mcp_available = {}, app.mcp_available
     monkeypatch.setattr(app, "mcp_available", lambda: mcp)
     monkeypatch.setattr(gr.Blocks, "launch", lambda self, **kwargs: launched.update(kwargs, blocks=self))
-    load = app.load_model
+    load = loading.load_model
     monkeypatch.setattr(
         app, "load_model", lambda source, device: launched.update(device=device) or load(source, device)
     )
@@ -1397,10 +1416,10 @@ def test_main_serves_on_the_device_with_mcp_only_when_its_extra_is_installed(mod
 def test_gpu_work_is_decorated_with_spaces_gpu_only_when_spaces_is_importable(model_dir, monkeypatch):
     import types
 
-    model, _ = app.load_model(model_dir)
+    model, _ = loading.load_model(model_dir)
     monkeypatch.setitem(sys.modules, "spaces", None)  # not importable: the functions as they are
     plain = lambda: None  # noqa: E731
-    assert app.gpu_work(plain) is plain
+    assert worker.gpu_work(plain) is plain
     decorated = []
 
     def fake_gpu(fn):
@@ -1416,23 +1435,23 @@ def test_gpu_work_is_decorated_with_spaces_gpu_only_when_spaces_is_importable(mo
 
 
 def test_warm_up_makes_the_fast_paths_choice_before_the_first_run(model_dir):
-    model, _ = app.load_model(model_dir)
+    model, _ = loading.load_model(model_dir)
     assert model.fast and model._fast_path.key is None
-    app.warm_up(model)  # app.main queues it on the model thread while the server starts
+    loading.warm_up(model)  # app.main queues it on the model thread while the server starts
     assert model._fast_path.key is not None
 
 
 def test_the_forward_process_shows_a_line_long_enough_to_mask():
-    texts = app.DemoText("sums", sample="+\n1\n06++60=_3262-\n47+90+4-24 -9x1208 5 _04-7+5x\n3")
-    assert app.sample_line(texts, 64) == "47+90+4-24 -9x1208 5 _04-7+5x"  # the first of 20 characters or more
-    short = app.DemoText("sums", sample="+\n\n1+2=3\n4\n10+20=30")
-    assert app.sample_line(short, 64) == "1+2=3" and app.sample_line(short, 3) == "1+2"  # else the first of 5
-    assert app.sample_line(app.DemoText("sums", sample="+\n12\n4"), 64) == "12"  # else the longest
+    texts = DemoText("sums", sample="+\n1\n06++60=_3262-\n47+90+4-24 -9x1208 5 _04-7+5x\n3")
+    assert sample_line(texts, 64) == "47+90+4-24 -9x1208 5 _04-7+5x"  # the first of 20 characters or more
+    short = DemoText("sums", sample="+\n\n1+2=3\n4\n10+20=30")
+    assert sample_line(short, 64) == "1+2=3" and sample_line(short, 3) == "1+2"  # else the first of 5
+    assert sample_line(DemoText("sums", sample="+\n12\n4"), 64) == "12"  # else the longest
 
 
 def test_counts_agree_with_their_nouns():
     # issue 24, defect 10: "1 forward passes"
-    assert (app.passes(1), app.passes(2), app.passes(2000)) == (
+    assert (passes(1), passes(2), passes(2000)) == (
         "1 forward pass",
         "2 forward passes",
         "2,000 forward passes",
@@ -1443,8 +1462,10 @@ def test_counts_agree_with_their_nouns():
 
     model = MDLM("ab", n_layer=1, n_head=2, n_embd=16, block_size=8)
     state, last = list(sample(model, torch.full((1, 1), model.mask_id), seed=0))
-    assert "· 1 forward pass ·" in app.readout(last, 0.1, 1, 0) and "passes" not in app.readout(last, 0.1, 1, 0)
-    assert "· 0 forward passes ·" in app.readout(state, 0.0, 1, 0)
+    assert "· 1 forward pass ·" in handlers.readout(last, 0.1, 1, 0) and "passes" not in handlers.readout(
+        last, 0.1, 1, 0
+    )
+    assert "· 0 forward passes ·" in handlers.readout(state, 0.0, 1, 0)
 
 
 def test_temperature_zero_repeats_itself_or_says_what_still_draws(client):
@@ -1473,19 +1494,19 @@ def test_temperature_zero_repeats_itself_or_says_what_still_draws(client):
 
 def test_the_infill_preview_warns_before_the_run():
     # issue 24, defect 12: an over-long template (or one with no blank) showed as a canvas, the error only on run
-    too_long = app.draft_template("_" * (app.MAX_CANVAS + 5))
+    too_long = render.draft_template("_" * (MAX_CANVAS + 5))
     assert "The template has 16,389 characters, but a run writes at most 16,384: shorten it by 5." in too_long
     assert "mdlm-mask" not in too_long
-    assert "The template has no blank: mark each character to fill with _." in app.draft_template("to be or not")
-    assert "mdlm-mask" in app.draft_template("to __ or")
+    assert "The template has no blank: mark each character to fill with _." in render.draft_template("to be or not")
+    assert "mdlm-mask" in render.draft_template("to __ or")
 
 
 def test_the_compare_takeaway_claims_a_margin_only_where_it_is_real():
     # issue 24, defect 11: "surest characters first" was said for any margin, one word on a short canvas too
     known = {"the", "king", "is", "dead", "long", "live"}
-    assert app.clearly_more_words("the king is dead " * 10, "xq zv wk " * 10, known)
-    assert not app.clearly_more_words("the king is dead xq", "the king xq dead xq", known)  # 4/5 against 3/5
-    assert not app.clearly_more_words("", "the king", known)
+    assert handlers.clearly_more_words("the king is dead " * 10, "xq zv wk " * 10, known)
+    assert not handlers.clearly_more_words("the king is dead xq", "the king xq dead xq", known)  # 4/5 against 3/5
+    assert not handlers.clearly_more_words("", "the king", known)
 
 
 # WCAG AA contrast of every visible text, computed in the page (tests/data/low_contrast.js)

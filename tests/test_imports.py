@@ -1,10 +1,13 @@
-"""The package's and training's import graph has no cycle (issue 25: train and export imported each other)."""
+"""The package's, training's and the app's import graph has no cycle (issue 25: train and export imported each other),
+and the app stays a package a newcomer can read (issue 24: app.py was one 1,400-line file)."""
 
 import ast
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("mdlm_hf", "training")
+PACKAGES = ("mdlm_hf", "training", "mdlm_space", "mdlm_space/tabs")
+APP_FILES = ("app.py", "mdlm_space/*.py", "mdlm_space/tabs/*.py")
+MAX_APP_FILE_LINES, MAX_APP_FUNCTION_LINES = 400, 60
 
 
 def module_name(path: Path) -> str:
@@ -59,6 +62,7 @@ def test_the_import_graph_has_no_cycle():
     graph = import_graph()
     assert {"mdlm_hf.model", "training.train", "training.export", "training.checkpoints"} <= graph.keys()
     assert "training.checkpoints" in graph["training.export"]  # export reads checkpoints without train
+    assert {"mdlm_space.layout", "mdlm_space.tabs.generate"} <= graph.keys()
     found = cycle(graph)
     assert found is None, " -> ".join(found)
 
@@ -66,3 +70,27 @@ def test_the_import_graph_has_no_cycle():
 def test_the_cycle_check_finds_a_cycle():
     assert cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert cycle({"a": {"b"}, "b": set()}) is None
+
+
+def long_parts(path: Path) -> list[str]:
+    """What in a file is over the app's limits: the file itself, or a function, as "name: N lines"."""
+    text = path.read_text(encoding="utf-8")
+    found = [f"{path.name}: {text.count(chr(10))} lines"] if text.count("\n") > MAX_APP_FILE_LINES else []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            length = node.end_lineno - node.lineno + 1
+            if length > MAX_APP_FUNCTION_LINES:
+                found.append(f"{path.name}:{node.name}: {length} lines")
+    return found
+
+
+def test_the_app_is_a_package_of_short_files_and_functions():
+    app_files = [path for pattern in APP_FILES for path in sorted(REPO_ROOT.glob(pattern))]
+    assert len(app_files) >= 10 and (REPO_ROOT / "app.py").read_text().count("\n") < 100  # the entry point is small
+    assert [part for path in app_files for part in long_parts(path)] == []
+
+
+def test_the_length_check_finds_a_long_function(tmp_path):
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_APP_FUNCTION_LINES))
+    (tmp_path / "long.py").write_text(f"def long():\n{body}\n")
+    assert long_parts(tmp_path / "long.py") == [f"long.py:long: {MAX_APP_FUNCTION_LINES + 1} lines"]

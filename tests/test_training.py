@@ -957,7 +957,7 @@ def test_usage_examples_come_from_the_validation_text():
 
 
 def test_demo_metadata_gives_the_app_text_the_model_writes(tmp_path):
-    import app
+    from mdlm_space.texts import demo_texts
 
     text = "the cut line\nFirst Citizen:\nBefore we proceed any further, hear me speak.\nAll:\nSpeak, speak.\n"
     model = MDLM(CharTokenizer.from_text(text).vocab, n_layer=1, n_head=2, n_embd=16, block_size=64)
@@ -970,7 +970,7 @@ def test_demo_metadata_gives_the_app_text_the_model_writes(tmp_path):
         "sample": "First Citizen:\nBefore we proceed any further, hear me speak.\nAll:\nSpeak, speak.",
         "sample_name": "the validation text of Plays (unseen in training)",
     }
-    texts = app.demo_texts(model, metadata)
+    texts = demo_texts(model, metadata)
     assert (texts.subject, texts.prompt, texts.examples) == ("Plays", "First Citizen:\n", tuple(metadata["examples"]))
     assert texts.sample == metadata["sample"] and texts.sample_name == metadata["sample_name"]
     shakespeare = dataclasses.replace(data, tinyshakespeare=True)

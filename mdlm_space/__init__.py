@@ -1,0 +1,18 @@
+"""The Space's app as a package: `build_demo(model)` builds the UI, app.py (the Space's entry point) loads a model
+and launches it.
+
+    texts.py      what the app shows for a model (prompt, examples, sample text) and shared wording
+    render.py     colours, the canvas and the other views, as HTML
+    worker.py     the one model thread every torch call runs on
+    checks.py     input checks: one gr.Error line per bad value
+    endpoints.py  each endpoint's parameters by name, and `event`, which binds a handler to its components
+    handlers.py   what the buttons run
+    controls.py   controls shared by the tabs (options, seeds, run/Stop, replay)
+    tabs/         one module per tab
+    layout.py     build_demo
+    loading.py    the model, its word list and demo.json, the device
+"""
+
+from mdlm_space.layout import build_demo
+
+__all__ = ["build_demo"]

@@ -1,0 +1,267 @@
+"""Controls shared by the tabs: sampler options' sliders (bounded by OPTION_SPECS), seeds, run and Stop
+buttons, sliders that follow the prompt, and the replay of a run's frames."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import gradio as gr
+
+from mdlm_hf import SamplerOptions
+from mdlm_hf.sampler import OPTION_SPECS, SCORED_ORDERS
+
+
+def capped_slider(cap: int, wanted: float | None, info: str) -> dict:
+    """Update of a slider whose maximum follows another control: maximum `cap`, value min(wanted, cap), `wanted`
+    being the value the user last chose, so that a cap that rises again brings it back. A cap below 2 locks the
+    slider at 1 (a gradio slider needs minimum < maximum)."""
+    if cap < 2:
+        return gr.update(maximum=2, value=1, interactive=False, info=info)
+    wanted = cap if wanted is None else wanted
+    return gr.update(maximum=cap, value=max(1, min(int(wanted), cap)), interactive=True, info=info)
+
+
+def fit_steps(num_masks: int, wanted: float | None) -> dict:
+    """Steps slider update: at most one denoising step per character to fill."""
+    if num_masks < 1:
+        info = "nothing to fill yet"
+    elif num_masks == 1:
+        info = "one character to fill: one step"
+    else:
+        info = f"at most {num_masks}: one per character to fill"
+    return capped_slider(num_masks, wanted, info)
+
+
+def fit_steps_to_length(block_size: int, length: float | None, wanted: float | None) -> dict:
+    """Steps slider update for a length: one step per character at most; past the model's context, per window."""
+    length = int(length or 0)
+    if length <= block_size:
+        return fit_steps(length, wanted)
+    info = f"per {block_size} characters: the text is written window by window, {block_size} characters each"
+    return capped_slider(block_size, wanted, info)
+
+
+def fit_length(limit: int, prompt: str | None, wanted: float | None) -> dict:
+    """Length slider update: the prompt and the characters to generate share `limit` characters (the model's
+    context in Compare, MAX_CANVAS in Generate)."""
+    used = len(prompt or "")
+    room = limit - used
+    if room < 1:
+        info = f"the prompt fills all {limit:,} characters a run holds: shorten it"
+    else:
+        info = f"at most {room:,}: a run holds {limit:,} characters and the prompt takes {used:,}"
+    return capped_slider(room, wanted, info)
+
+
+def prior_weight_update(order: str) -> dict:
+    """Random and left-to-right orders do not score positions, so the prior has nothing to weigh."""
+    return gr.update(interactive=order in SCORED_ORDERS)
+
+
+# --- layout ---
+
+
+def option_control(name: str, block_size: int, value: Any = None, label: str | None = None) -> gr.components.Component:
+    """The control of one sampler option, labelled and bounded by its OPTION_SPECS entry (value: its default)."""
+    spec = OPTION_SPECS[name]
+    value = spec.shown(getattr(SamplerOptions(), name) if value is None else value)
+    if spec.accepts.choices:
+        return gr.Dropdown(list(spec.accepts.choices), value=value, label=label or spec.label)
+    low, high, step = spec.slider
+    return gr.Slider(
+        minimum=low,
+        maximum=block_size if high is None else high,
+        value=value,
+        step=step,
+        label=label or spec.label,
+        info=spec.note or None,
+    )
+
+
+def reveal_controls(block_size: int, remask_ratio: float | None = None) -> dict[str, gr.components.Component]:
+    """Reveal order, order temperature and the rest of the reveal rule (with the adaptive entropy bound), as Generate
+    and Infill show them."""
+    controls = {name: option_control(name, block_size) for name in ("order", "order_temperature")}
+    with gr.Accordion("More of the reveal rule: rare characters, remasking, spacing, entropy bound", open=False):
+        controls["prior_weight"] = option_control("prior_weight", block_size)
+        controls["remask_ratio"] = option_control("remask_ratio", block_size, remask_ratio)
+        controls["spacing"] = option_control("spacing", block_size)
+        controls["entropy_bound"] = option_control("entropy_bound", block_size)
+    controls["order"].change(prior_weight_update, controls["order"], controls["prior_weight"], api_name=False)
+    return controls
+
+
+def seed_controls(tab: str) -> dict[str, gr.components.Component]:
+    """The seed box and its "fixed seed" checkbox: off, each run draws a new seed and writes it into the box."""
+    with gr.Row():
+        seed = gr.Number(value=0, label="Seed", info="the last run's seed", elem_id=f"{tab}-seed")
+        fixed = gr.Checkbox(value=False, label="Fixed seed", info="off: a new random seed each run")
+    # typing a seed means running with it
+    seed.input(lambda: True, None, fixed, queue=False, api_name=False, show_progress="hidden")
+    return dict(seed=seed, fixed_seed=fixed)
+
+
+def remembered(slider: gr.Slider) -> gr.State:
+    """The value the user last chose on `slider` (by hand: capping it does not change this), which a capped
+    slider returns to when its cap rises again."""
+    wanted = gr.State(slider.value)
+    slider.input(
+        lambda value: value,
+        slider,
+        wanted,
+        queue=False,
+        api_name=False,
+        show_progress="hidden",
+        trigger_mode="always_last",
+    )
+    return wanted
+
+
+def follow_prompt(
+    demo: gr.Blocks, limit: int, block_size: int, prompt: gr.Textbox, length: gr.Slider, steps: gr.Slider
+) -> None:
+    """The length slider follows the prompt (they share `limit` characters) and the steps slider the length (a
+    text longer than the model's context counts its steps per `block_size` characters)."""
+    wanted_length, wanted_steps = remembered(length), remembered(steps)
+    fit = dict(fn=functools.partial(fit_length, limit), inputs=[prompt, wanted_length], outputs=length)
+    prompt.change(**fit, queue=False, api_name=False, show_progress="hidden")
+    demo.load(**fit, queue=False, api_name=False, show_progress="hidden")
+    fit = dict(fn=functools.partial(fit_steps_to_length, block_size), inputs=[length, wanted_steps], outputs=steps)
+    length.change(**fit, queue=False, api_name=False, show_progress="hidden")
+    demo.load(**fit, queue=False, api_name=False, show_progress="hidden")  # when the first length fits already
+
+
+def run_buttons(label: str) -> tuple[gr.Button, gr.Button]:
+    """A tab's run button and its Stop button, side by side."""
+    with gr.Row():
+        # a plain Stop: a red one beside an idle run button read as an alarm (it only matters while a run streams)
+        return gr.Button(label, variant="primary", scale=3), gr.Button(
+            "Stop", variant="secondary", scale=1, min_width=80
+        )
+
+
+# runs in the page before the run's request, passing its inputs on: scrolls only as far as it takes to show the
+# whole canvas ("nearest"), so nothing moves where it is in view already (a separate js-only event on the same click
+# ran only once the run had ended)
+BRING_INTO_VIEW = (
+    "(...inputs) => { document.getElementById('CANVAS_ID')?.scrollIntoView({block: 'nearest'}); return inputs; }"
+)
+
+
+def stoppable(run: gr.Button, stop: gr.Button, *args: Any, **kwargs: Any) -> Any:
+    """`run.click(*args, **kwargs)`, which `stop` cancels: the handler's sampler loop ends after the step it is
+    computing (as it does when the page is closed). Returns the run's event, to chain on."""
+    canvas_id = getattr((kwargs.get("outputs") or [None])[0], "elem_id", None)
+    if canvas_id:  # on a phone the canvas sits below the controls: bring it into view as the run starts
+        kwargs["js"] = BRING_INTO_VIEW.replace("CANVAS_ID", canvas_id)
+    dependency = run.click(*args, **kwargs)
+    stop.click(None, cancels=[dependency], api_name=False)
+    return dependency
+
+
+def replay_slider(canvases: list[str] | None) -> dict:
+    """The replay slider after a run: one position per frame it streamed (step 0: all masks), at the last."""
+    last = len(canvases or []) - 1
+    if last < 1:
+        return gr.update(minimum=0, maximum=1, value=0, interactive=False)
+    return gr.update(minimum=0, maximum=last, value=last, interactive=True)
+
+
+def replay_frame(canvases: list[str] | None, step: float | None) -> Any:
+    """The canvas of a run's frame `step`, as it was streamed (nothing is recomputed); no change before a run."""
+    if not canvases or step is None:
+        return gr.skip()
+    return canvases[min(max(0, int(step)), len(canvases) - 1)]
+
+
+def recorded(fn: Callable) -> Callable:
+    """A streaming event function that also yields, as its last output, the list of every canvas (its first
+    output) streamed so far: the run's frames, kept in the page's session for the replay slider."""
+
+    def recording(*values: Any) -> Iterator[tuple]:
+        canvases: list[str] = []
+        with contextlib.closing(fn(*values)) as frames:  # closed when the run is stopped: its sampler stops too
+            for outputs in frames:
+                canvases.append(outputs[0])
+                yield (*outputs, canvases)
+
+    recording.__signature__, recording.__doc__ = fn.__signature__, fn.__doc__
+    return recording
+
+
+def replayable(
+    run: gr.Button, stop: gr.Button, handler: dict, outputs: list, replay: tuple[gr.Slider, gr.State], api_name: str
+) -> None:
+    """A stoppable run whose frames are kept (`replay`: the slider and the session's list of canvases), so that
+    after it the slider scrubs through every step on the canvas (`outputs[0]`)."""
+    slider, canvases = replay
+    run_event = stoppable(
+        run, stop, **{**handler, "fn": recorded(handler["fn"])}, outputs=[*outputs, canvases], api_name=api_name
+    )
+    run_event.then(replay_slider, canvases, slider, queue=False, api_name=False, show_progress="hidden")
+    slider.change(
+        replay_frame,
+        [canvases, slider],
+        outputs[0],
+        queue=False,
+        api_name=False,
+        show_progress="hidden",
+        trigger_mode="always_last",
+    )
+
+
+def redraw(trigger: Callable, fn: Callable, inputs: list, outputs: Any) -> None:
+    """A quick redraw of `outputs` from the raw values of `inputs`, no queue: it computes nothing heavy. Raw, since
+    a slider's bounds check would fail on a value its new maximum has not caught up with yet (the prompt's change
+    lowers the length's maximum at the same time), and show an error for what is only a preview."""
+    trigger(
+        fn,
+        inputs,
+        outputs,
+        queue=False,
+        preprocess=False,
+        api_name=False,
+        show_progress="hidden",
+        trigger_mode="always_last",
+    )
+
+
+def output_column(
+    tab: str, lines: int, draft: str, run_label: str
+) -> tuple[list[gr.components.Component], tuple[gr.Slider, gr.State]]:
+    """The streamed canvas (showing `draft` before the first run), the replay slider, the readout and the final
+    text beside a tab's controls: the outputs of its event, and the replay slider with its session's frames."""
+    with gr.Column(scale=2):
+        canvas = gr.HTML(draft, label="Canvas", elem_id=f"{tab}-canvas")
+        # there before the first run (disabled), so that a run does not push the output down
+        slider = gr.Slider(
+            0,
+            1,
+            value=0,
+            step=1,
+            precision=0,
+            label="Replay: step",
+            info="after a run: drag to see each of its steps",
+            interactive=False,
+            elem_id=f"{tab}-replay",
+        )
+        # a line before the first run too, so that the run's readout does not push the final text down
+        waiting = f"Press {run_label}: the step, the forward passes and the speed show here."
+        # high enough for the line and a note (a lowered length, a long prompt, where the text ended): a note
+        # does not push the final text down at the end of a run
+        readout = gr.Markdown(waiting, elem_id=f"{tab}-readout", min_height=96)
+        final_text = gr.Textbox(label="Final text", lines=lines, buttons=["copy"], elem_id=f"{tab}-final-text")
+    return [canvas, final_text, readout], (slider, gr.State([]))
+
+
+def sampling_options(tab: str, block_size: int, names: tuple[str, ...], remask_ratio: float | None = None) -> dict:
+    """The rarely changed controls, in a closed accordion so the run button and the canvas stay in view: the
+    reveal rule, the options `names` and the seed."""
+    with gr.Accordion("Sampling options: order, temperature, seed", open=False):
+        controls = reveal_controls(block_size, remask_ratio)
+        controls |= {name: option_control(name, block_size) for name in names}
+        controls |= seed_controls(tab)
+    return controls

@@ -1,0 +1,323 @@
+"""What the tabs' buttons run: module-level handlers that take their inputs by name, check them, call the package
+and stream frames (`event` in endpoints.py binds them to components)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import gradio as gr
+import torch
+
+from mdlm_hf import MDLM, SamplerOptions, SamplerState, mask_tokens, sample
+from mdlm_hf.diffusion import reveal_nll_steps
+from mdlm_hf.metrics import valid_word_rate, words
+from mdlm_hf.pipeline import check_end_at, check_text, ended, prompt_canvas, text_to_canvas, unseen_prompt_note
+from mdlm_hf.sampler import GREEDY_BELOW, SCORED_ORDERS
+from mdlm_hf.windows import MAX_CANVAS
+from mdlm_space.checks import (
+    MAX_SEED,
+    as_float,
+    as_int,
+    check_chars,
+    check_fits,
+    check_flag,
+    fitted_length,
+    option_value,
+    run_seed,
+)
+from mdlm_space.endpoints import END_AT_DEFAULT
+from mdlm_space.render import COMPARE_FONT_PX, COMPARE_ROWS, LEGEND, forward_view, render_canvas, score_view, shown_char
+from mdlm_space.texts import END_AT_WORDS, passes
+from mdlm_space.worker import iterate_on_model_thread
+
+
+def readout(state: SamplerState, seconds: float, num_generated: int, seed: int, note: str = "") -> str:
+    """Seed, steps, forward passes, seconds and characters per second of a (possibly unfinished) run, where a long
+    text's live window is, and a note."""
+    speed = f"{num_generated / seconds:,.0f} chars/s" if state.done and seconds > 0 else "…"
+    line = (
+        f"seed {seed} · step {state.step}/{state.num_steps} · {passes(state.num_forward_passes)} · "
+        f"{seconds:.2f} s · {speed}"
+    )
+    length = state.tokens.size(1)
+    if state.window is not None and state.window[1] - state.window[0] < length:
+        line += f" · window {state.window[0]:,}–{state.window[1]:,} of {length:,}"
+    return f"{line}\n\n{note}" if note else line
+
+
+def word_share(text: str, known_words: set[str] | None) -> str:
+    """The valid-word rate as text, or n/a without a word list or words."""
+    if known_words is None:
+        return "n/a (no word list)"
+    rate = valid_word_rate(text, known_words)
+    return "n/a (no words)" if rate != rate else f"{rate:.0%}"
+
+
+def greedy_note(options: SamplerOptions) -> str:
+    """With temperature 0, the options that still draw at random, in a sentence ("" if none, or above 0): greedy
+    characters alone do not make a run repeat itself."""
+    if options.temperature >= GREEDY_BELOW:
+        return ""
+    drawing = []
+    if options.order == "random":
+        drawing.append("the random order")
+    elif options.order_temperature >= GREEDY_BELOW:
+        drawing.append(f"order temperature {options.order_temperature:g} (0: strict order)")
+    if options.reveal_counts == "binomial":
+        drawing.append("binomial reveal counts")
+    if not drawing:
+        return ""
+    return (
+        f"Temperature 0 picks each character greedily, but {' and '.join(drawing)} still "
+        f"{'draws' if len(drawing) == 1 else 'draw'} at random: "
+        "a new seed gives another text."
+    )
+
+
+def control_overrides(controls: dict[str, Any]) -> dict[str, Any]:
+    """The controls' values as sampler options, by name: what changes the recommended ones."""
+    return {name: option_value(name, value) for name, value in controls.items()}
+
+
+def frames(
+    model: MDLM,
+    states: Iterator[SamplerState],
+    num_fixed: int,
+    seed: int,
+    note: str = "",
+    prompt_length: int | None = None,
+    end_at: str = "length",
+) -> Iterator[tuple[str, str, str, int]]:
+    """(canvas HTML, final text, readout, seed) for every state, as the sampler computes it. With a prompt
+    (`prompt_length`), the readout says how much of a long one the model read, and the final text ends `end_at`."""
+    start_time = time.perf_counter()
+    for state in states:
+        if state.step == 0 and prompt_length is not None:
+            note = " ".join(filter(None, (note, (unseen_prompt_note(state, prompt_length) or "").capitalize())))
+        seconds = time.perf_counter() - start_time
+        text, shown = "", note
+        if state.done:
+            whole = model.tokenizer.decode(state.tokens[0])
+            text = ended(whole, prompt_length or 0, end_at)
+            if len(text) < len(whole):
+                kept, written = len(text) - (prompt_length or 0), len(whole) - (prompt_length or 0)
+                cut = f"Ended at {END_AT_WORDS[end_at]}: {kept:,} of {written:,} written characters kept."
+                shown = " ".join(filter(None, (note, cut)))
+        num_generated = state.tokens.size(1) - num_fixed
+        yield render_canvas(model, state) + LEGEND, text, readout(state, seconds, num_generated, seed, shown), seed
+
+
+def generate(
+    model: MDLM,
+    prompt: str | None,
+    length: float,
+    seed: float,
+    fixed_seed: bool,
+    end_at: str = END_AT_DEFAULT,
+    **controls: Any,
+) -> Iterator[tuple]:
+    """Generate tab: the prompt followed by up to `length` generated characters, ending `end_at` (fewer when the
+    prompt leaves less room of MAX_CANVAS, which the readout says), streamed step by step, window by window when
+    longer than the model's context."""
+    check_text(prompt, "prompt")
+    check_chars(model, prompt, "prompt")  # before any length: an unknown character is the problem to fix first
+    try:
+        check_end_at(end_at)
+    except ValueError as error:
+        raise gr.Error(str(error)) from None
+    length, note = fitted_length(prompt, length, MAX_CANVAS)
+    seed = run_seed(seed, fixed_seed)
+    canvas = prompt_canvas(model, prompt, length)
+    overrides = control_overrides(controls)
+    states = sample(model, canvas, seed=seed, **overrides)  # validates them
+    note = " ".join(filter(None, (note, greedy_note(SamplerOptions(**overrides)))))
+    yield from frames(model, states, len(prompt), seed, note, prompt_length=len(prompt), end_at=end_at)
+
+
+def infill(
+    model: MDLM, template: str | None, seed: float, fixed_seed: bool, blank: str = "_", **controls: Any
+) -> Iterator[tuple]:
+    """Infill tab: every `blank` of the template filled in, streamed step by step."""
+    check_text(template, "template")
+    check_chars(model, template.replace(blank, ""), "template")
+    check_fits(template, "template", MAX_CANVAS, f"a run writes at most {MAX_CANVAS:,} characters")
+    canvas = text_to_canvas(model, template, blank)
+    seed = run_seed(seed, fixed_seed)
+    overrides = control_overrides(controls)
+    states = sample(model, canvas, seed=seed, **overrides)  # validates them
+    yield from frames(
+        model, states, int((canvas != model.mask_id).sum()), seed, greedy_note(SamplerOptions(**overrides))
+    )
+
+
+def compare(
+    model: MDLM,
+    known_words: set[str] | None,
+    prompt: str | None,
+    length: float,
+    num_steps: int,
+    temperature: float,
+    seed: float,
+    autoregressive: bool,
+    fixed_seed: bool,
+    **rule: Any,
+) -> Iterator[tuple[str, str, str, str, str, int]]:
+    """Compare tab: left-to-right and confidence order on the same canvas, streamed together, with the same
+    reveal rule (`rule`: the REVEAL_RULE_OPTIONS) where it applies; then a one-line takeaway."""
+    check_text(prompt, "prompt")
+    check_chars(model, prompt, "prompt")
+    check_flag(autoregressive, "autoregressive")
+    length, note = fitted_length(prompt, length, model.block_size)
+    seed = run_seed(seed, fixed_seed)
+    canvas = prompt_canvas(model, prompt, length)
+    rule = {name: option_value(name, value) for name, value in rule.items()}
+    shared = SamplerOptions(
+        num_steps=option_value("num_steps", num_steps), temperature=option_value("temperature", temperature), **rule
+    )
+    options = {
+        # autoregressive-like: exactly one character per forward pass, strictly left to right, no reveal rule
+        "left_to_right": SamplerOptions.plain(order="left_to_right", num_steps=length, temperature=temperature)
+        if autoregressive
+        else shared.replace(order="left_to_right"),
+        "confidence": shared.replace(order="confidence"),
+    }
+    runs = {name: sample(model, canvas, side, seed=seed) for name, side in options.items()}
+    latest: dict[str, SamplerState] = {}
+    while runs:
+        for name in list(runs):
+            state = next(runs[name], None)
+            if state is None:
+                del runs[name]
+            else:
+                latest[name] = state
+        if not runs:  # the last run ended without a new state: its last one is shown already
+            break
+        views = [
+            compare_view(model, latest[name], len(prompt), known_words, rule_words(options[name], autoregressive))
+            for name in options
+        ]
+        summary = takeaway(model, latest, len(prompt), known_words, autoregressive)
+        yield (*(part for view in views for part in view), " ".join(filter(None, (summary, note))), seed)
+
+
+def rule_words(options: SamplerOptions, autoregressive: bool) -> str:
+    """Which reveal-rule options a side of the Compare tab used, in words."""
+    if options.order == "left_to_right" and autoregressive:
+        return "reveal rule: none, one character per forward pass, strictly left to right (autoregressive-like)"
+    parts = [
+        f"order temperature {options.order_temperature:g}",
+        f"remask ratio {options.remask_ratio:g}",
+        f"spacing {options.spacing}",
+        f"prior weight {options.prior_weight:g}"
+        if options.order in SCORED_ORDERS
+        else "no prior weight (left to right scores no position)",
+    ]
+    return "reveal rule: " + ", ".join(parts)
+
+
+def compare_view(
+    model: MDLM, state: SamplerState, num_fixed: int, known_words: set[str] | None, rule: str
+) -> tuple[str, str]:
+    """One side of the Compare tab: its canvas, and its forward passes, the characters each pass revealed so far,
+    its reveal rule and (when done) its share of real words."""
+    num_revealed = int((~state.is_masked & ~state.is_given)[0].sum())
+    stats = f"{passes(state.num_forward_passes)} · {num_revealed / max(1, state.num_forward_passes):.1f} chars per pass"
+    if state.done:
+        stats += f" · real words: {word_share(model.tokenizer.decode(state.tokens[0, num_fixed:]), known_words)}"
+    return render_canvas(model, state, rows=COMPARE_ROWS, font_px=COMPARE_FONT_PX), f"{stats}\n\n<small>{rule}</small>"
+
+
+def takeaway(
+    model: MDLM, states: dict[str, SamplerState], num_fixed: int, known_words: set[str] | None, autoregressive: bool
+) -> str:
+    """The Compare tab's one line once both sides are done ("" before)."""
+    if not all(state.done for state in states.values()):
+        return ""
+    left, right = states["left_to_right"], states["confidence"]
+    shares = {
+        name: word_share(model.tokenizer.decode(state.tokens[0, num_fixed:]), known_words)
+        for name, state in states.items()
+    }
+    if autoregressive:
+        ratio = left.num_forward_passes / max(1, right.num_forward_passes)
+        return (
+            f"**Takeaway:** one character per forward pass took left to right {left.num_forward_passes} passes; "
+            f"confidence order wrote the same length in {right.num_forward_passes}, {ratio:.1f}x fewer "
+            f"(real words: {shares['left_to_right']} left to right, {shares['confidence']} confidence order). "
+            "Compare the passes, not the time: a real autoregressive model caches keys and values, so each of its "
+            "passes costs far less than these re-reads of the whole canvas."
+        )
+    line = (
+        f"**Takeaway:** same {passes(right.num_forward_passes)} and reveal rule, only the order differs: "
+        f"real words {shares['left_to_right']} left to right, {shares['confidence']} confidence order."
+    )
+    texts = {name: model.tokenizer.decode(state.tokens[0, num_fixed:]) for name, state in states.items()}
+    if known_words is not None and clearly_more_words(texts["confidence"], texts["left_to_right"], known_words):
+        line += " Revealing the surest characters first gives the hard ones context on both sides."
+    return line
+
+
+def clearly_more_words(text: str, other: str, known_words: set[str]) -> bool:
+    """Whether `text` has a higher valid-word rate than `other` by more than two standard errors of the difference
+    (so one lucky word on a short canvas does not make a takeaway)."""
+    counts = []
+    for piece in (text, other):
+        found = words(piece)
+        counts.append((sum(w in known_words for w in found), len(found)))
+    (valid, n), (other_valid, other_n) = counts
+    if not n or not other_n:
+        return False
+    pooled = (valid + other_valid) / (n + other_n)
+    error = math.sqrt(pooled * (1 - pooled) * (1 / n + 1 / other_n))
+    return valid / n - other_valid / other_n > 2 * error
+
+
+def forward_process(model: MDLM, line: str | None, t: float, seed: float) -> tuple[str, str]:
+    """How it works tab: the line masked at ratio t and the model's guesses, one column per character, and how
+    many it gets right."""
+    check_text(line, "line")
+    if not line:
+        raise ValueError("enter a line of at least one character")
+    check_chars(model, line, "line")
+    check_fits(line, "line", model.block_size, f"the model's context is {model.block_size} characters")
+    tokens = torch.tensor([model.tokenizer.encode(line)], device=next(model.parameters()).device)
+    generator = torch.Generator().manual_seed(as_int(seed, "seed", 0, MAX_SEED))
+    t = as_float(t, "mask ratio", 0.0, 1.0)
+    noisy, is_masked = mask_tokens(tokens, torch.tensor([t]), model.mask_id, generator)
+    with torch.inference_mode():
+        predictions = model(noisy, is_masked.float().mean(dim=1)).argmax(dim=-1)
+    guesses = [model.tokenizer.vocab[i] for i in predictions[0].tolist()]
+    view = forward_view(line, is_masked[0].tolist(), guesses)
+    num_masked = int(is_masked.sum())
+    correct = int(((predictions == tokens) & is_masked).sum())
+    summary = (
+        f"{num_masked} of {len(line)} characters masked; the model restores {correct} ({correct / num_masked:.0%})"
+        if num_masked
+        else "nothing masked at this t: raise the slider"
+    )
+    return view, summary
+
+
+def score(model: MDLM, text: str | None) -> tuple[str, str]:
+    """Score tab: the text's bits per character under the model (the exact left-to-right chain rule, one forward
+    pass per character) and each character tinted by how surprised the model was by it."""
+    check_text(text, "text")
+    if not text:
+        raise gr.Error("paste some text to score")
+    check_chars(model, text, "text")
+    check_fits(text, "text", model.block_size, f"the model's context is {model.block_size} characters")
+    tokens = torch.tensor(model.tokenizer.encode(text))[None]
+    # one pass at a time on the model thread, so that other visitors' sampling steps go in between
+    for nats in iterate_on_model_thread(reveal_nll_steps(model, tokens, "left_to_right")):  # noqa: B007
+        pass
+    bits = (nats[0] / math.log(2)).tolist()
+    worst = max(range(len(text)), key=bits.__getitem__)
+    summary = (
+        f"**{sum(bits) / len(bits):.3f} bits per character** over {len(text)} characters (exact negative "
+        f"log-likelihood, revealed left to right: {passes(len(text))}). Most surprising: "
+        f"{shown_char(text[worst])} at position {worst + 1}, {bits[worst]:.1f} bits."
+    )
+    return score_view(text, bits, math.log2(len(model.tokenizer.vocab))), summary

@@ -1,0 +1,39 @@
+"""The whole UI for one loaded model: `build_demo(model)` lays out the tabs (tabs/)."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from mdlm_hf import MDLM
+from mdlm_space.tabs.compare import compare_tab
+from mdlm_space.tabs.generate import generate_tab
+from mdlm_space.tabs.how_it_works import how_it_works_tab
+from mdlm_space.tabs.infill import infill_tab
+from mdlm_space.tabs.score import score_tab
+from mdlm_space.texts import demo_texts
+
+
+def build_demo(model: MDLM, known_words: set[str] | None = None, metadata: dict | None = None) -> gr.Blocks:
+    """The whole UI for one loaded model (`metadata`: its demo.json, see `demo_texts`): the layout of its tabs."""
+    texts = demo_texts(model, metadata)
+    heading = f"{texts.subject[:1].upper()}{texts.subject[1:]} from masks"
+    with gr.Blocks(title=f"mdlm_hf: {heading}") as demo:
+        gr.Markdown(
+            f"# {texts.emoji + ' ' if texts.emoji else ''}{heading}\n"
+            f"A {model.num_parameters() / 1e6:.1f}M-parameter character-level **masked diffusion language model**. "
+            "It starts from a canvas of masks and reveals characters in any order over a few denoising steps; "
+            "prompting and infilling are the same operation with some characters given."
+        )
+        # wrap, not gradio's "..." menu: on a phone every tab stays one tap away
+        with gr.Tabs(overflow_behavior="wrap"):
+            with gr.Tab("Generate"):
+                generate_tab(model, demo, texts)
+            with gr.Tab("Infill"):
+                infill_tab(model, demo, texts)
+            with gr.Tab("Compare"):
+                compare_tab(model, known_words, demo, texts)
+            with gr.Tab("Score"):
+                score_tab(model, texts)
+            with gr.Tab("How it works") as how_it_works:
+                how_it_works_tab(model, demo, how_it_works, texts)
+    return demo

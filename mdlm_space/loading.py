@@ -1,0 +1,77 @@
+"""Loading a model and what comes with it (its word list and demo.json), the device, and the warm-up pass."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from pathlib import Path
+
+import torch
+
+from mdlm_hf import MDLM
+from mdlm_hf.metrics import load_word_list
+
+DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "pretrained" / "mdlm-shakespeare-char"
+MODEL_ENV_VAR = "MDLM_MODEL"
+DEMO_FILE = "demo.json"  # beside the weights: the texts the app shows for this model (see DemoText)
+
+
+def optional_file(source: str | os.PathLike, name: str) -> Path | None:
+    """A file beside the model's weights in a directory or Hub repo, or None when it has none."""
+    path: Path | None = Path(source).expanduser() / name
+    if not Path(source).expanduser().is_dir():
+        try:
+            from huggingface_hub import hf_hub_download
+
+            path = Path(hf_hub_download(str(source), name))
+        except Exception:  # optional: the app does without it
+            path = None
+    return path if path is not None and path.is_file() else None
+
+
+def load_model(source: str | os.PathLike, device: str = "cpu") -> tuple[MDLM, set[str] | None]:
+    """Loads a model onto `device` and its training word list (None when the model has none) from a directory or
+    repo id."""
+    model = MDLM.from_pretrained(source).to(device).eval()
+    words_path = optional_file(source, "words.txt")  # without it the valid-word metric shows n/a
+    return model, load_word_list(words_path) if words_path is not None else None
+
+
+def load_demo_metadata(source: str | os.PathLike) -> dict | None:
+    """The model's demo.json (its subject, prompt, infill examples and sample text), or None when it has none or
+    it is not a JSON object."""
+    path = optional_file(source, DEMO_FILE)
+    try:
+        metadata = json.loads(path.read_text(encoding="utf-8")) if path is not None else None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return metadata if isinstance(metadata, dict) else None
+
+
+def resolve_device(name: str) -> str:
+    """The --device flag as a torch device: "auto" is cuda when a GPU is available (a ZeroGPU Space's too), else
+    cpu; a device this machine lacks is a ValueError saying so."""
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise ValueError(f"--device must be auto, cpu, cuda or cuda:N, got {name!r}") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"--device {name}: no CUDA GPU is available here; use --device cpu (or auto)")
+    return name
+
+
+def mcp_available() -> bool:
+    """Whether gradio's MCP extra is installed (its dependency, the `mcp` module), so the app can serve its
+    endpoints as tools for agents."""
+    return importlib.util.find_spec("mcp") is not None
+
+
+@torch.no_grad()
+def warm_up(model: MDLM) -> None:
+    """One full-length sampling pass: the fast path times fp32 against bf16 and makes its copy (about a second on a
+    CPU), so that the first visitor's run does not pay for it."""
+    device = next(model.parameters()).device
+    model.denoise(torch.full((1, model.block_size), model.mask_id, device=device), torch.ones(1, device=device))

@@ -1,0 +1,284 @@
+"""How the app draws: colours, the canvas (one cell per position), drafts before a run, and the How-it-works and
+Score views. HTML strings only: nothing here runs the model."""
+
+from __future__ import annotations
+
+import html
+import itertools
+
+import gradio as gr
+
+from mdlm_hf import MASK_GLYPH, MDLM, SamplerState
+from mdlm_hf.windows import MAX_CANVAS
+
+# text that steps back (help, legends, line-break glyphs) still reads at WCAG AA's 4.5:1 on white and the canvas
+SUBDUED_TEXT = "#5c6675"
+LEGEND_TEXT = f"font-size: 12px; color: {SUBDUED_TEXT}; margin-top: 4px;"  # the line under a canvas or a view
+# gradio's default theme, with its subdued text (help under each control, slider bounds: 1.91:1 on white) and its
+# orange accents (the primary button, the selected tab: 2.8:1) darkened to 4.5:1 or more; launch() takes it
+THEME = gr.themes.Default().set(
+    body_text_color_subdued="*neutral_600",
+    color_accent="*primary_700",
+    button_primary_background_fill="*primary_700",
+    button_primary_background_fill_hover="*primary_800",
+    button_primary_border_color="*primary_700",
+)
+CANVAS_FONT = "font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;"
+# breaks lines at spaces, and inside a word only when the word is wider than the whole line
+WRAP_WORDS = "white-space: pre-wrap; word-break: normal; overflow-wrap: anywhere;"
+CANVAS_ROWS = 10  # the canvas's fixed height in lines: new line breaks scroll inside it, not push the page down
+COMPARE_ROWS = 9
+COMPARE_FONT_PX = 13  # two canvases side by side, on a phone too
+CANVAS_BACKGROUND = "#fbfaf7"
+MASK_COLOUR, TAKEN_BACK_COLOUR, NEW_COLOUR = "#c4bcae", "#d9534f", "#ffd54f"
+# each mask is its own cell: a filled box whose 1 px inset edges in the background colour keep neighbours apart
+MASK_CELL = (
+    f"color: transparent; border-radius: 2px; box-shadow: inset 1px 0 {CANVAS_BACKGROUND}, "
+    f"inset -1px 0 {CANVAS_BACKGROUND};"
+)
+DRAFT_CELLS = 512  # a canvas before a run shows this many cells at most (a long one says how many more)
+# a long text's live window: the positions the model reads at this step
+WINDOW_FRAME = "box-shadow: 0 0 0 2px #5b8fd1; border-radius: 3px; box-decoration-break: clone;"
+NEWLINE_GLYPH = "↵"  # a line break is a position too: drawn, then broken
+SPACE_GLYPH = "␣"  # a predicted or true space, where an empty cell would hide it
+
+
+def confidence_colour(confidence: float) -> str:
+    """Background of a character revealed with probability `confidence`: one hue, lighter for less sure, so the
+    scale reads the same with any colour vision (and stays apart from the amber of "revealed this step")."""
+    confidence = min(max(confidence, 0.0), 1.0) if confidence == confidence else 0.0
+    return f"hsl(212,80%,{94 - 26 * confidence:.0f}%)"
+
+
+def canvas_style(rows: int, font_px: int = 15) -> str:
+    """The canvas box: monospace, words kept whole, `rows` lines high whatever it holds (it scrolls inside)."""
+    line = 1.6
+    return (
+        f"{CANVAS_FONT} {WRAP_WORDS} line-height: {line}; font-size: {font_px}px; padding: 10px; border-radius: 8px; "
+        f"background: {CANVAS_BACKGROUND}; color: #1f2733; box-sizing: border-box; "
+        f"height: calc({rows * line}em + 20px); overflow-y: auto;"
+    )
+
+
+def colour_scale(low: str, high: str) -> str:
+    """A legend's swatch of a colour scale, from `low` to `high`."""
+    return (
+        "<span style='display:inline-block; width:48px; height:0.9em; vertical-align:middle; "
+        f"background:linear-gradient(90deg, {low}, {high}); border: 1px solid #d8d3c8'></span>"
+    )
+
+
+LEGEND = (
+    f"<div style='{LEGEND_TEXT} line-height: 1.8;'>"
+    f"<span style='{CANVAS_FONT} background:{MASK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span> masked &nbsp; "
+    f"<span style='background:{NEW_COLOUR}'>x</span> revealed this step &nbsp; "
+    f"{colour_scale(confidence_colour(0), confidence_colour(1))} confidence when revealed (low … high) &nbsp; "
+    "<b>x</b> given &nbsp; "
+    f"{NEWLINE_GLYPH} line break &nbsp; "
+    f"<span style='{WINDOW_FRAME}'>x</span> the window the model reads (a text longer than its context) &nbsp; "
+    f"<span style='{CANVAS_FONT} background:{TAKEN_BACK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span> taken back this step "
+    "(remasking)</div>"
+)
+
+
+def cell(char: str | None, kind: str = "given", confidence: float = float("nan")) -> str:
+    """One position of the canvas as HTML: a mask (char None; kind "taken_back" when remasking took it back this
+    step) or a character that is "given", "new" (revealed this step) or "earlier" (tinted by its confidence)."""
+    if char is None:
+        colour = TAKEN_BACK_COLOUR if kind == "taken_back" else MASK_COLOUR
+        return f"<span class='mdlm-mask' style='background:{colour}; {MASK_CELL}'>{MASK_GLYPH}</span>"
+    # a line break shows as a glyph (a position to see and count), then breaks the line
+    shown, tail = (NEWLINE_GLYPH, "\n") if char == "\n" else (html.escape(char), "")
+    if kind == "given":
+        style = "font-weight: bold;" + (f" color: {SUBDUED_TEXT};" if tail else "")
+        return f"<span class='mdlm-given' style='{style}'>{shown}</span>{tail}"
+    background = NEW_COLOUR if kind == "new" else confidence_colour(confidence)
+    title = f" title='p={confidence:.2f}'" if confidence == confidence else ""
+    return f"<span class='mdlm-{kind}' style='background:{background}'{title}>{shown}</span>{tail}"
+
+
+def canvas_box(cells: list[str], rows: int = CANVAS_ROWS, font_px: int = 15, follow: bool = False) -> str:
+    """The cells in the fixed-height canvas box; `follow`: it stays scrolled to its end as the text grows (a
+    column-reverse box anchors its scroll at the bottom, no script needed), where a long text's live window is."""
+    if not follow:
+        return f"<div class='mdlm-canvas' style='{canvas_style(rows, font_px)}'>{''.join(cells)}</div>"
+    return (
+        f"<div class='mdlm-canvas mdlm-follow' style='{canvas_style(rows, font_px)} display: flex; "
+        f"flex-direction: column-reverse;'><div>{''.join(cells)}</div></div>"
+    )
+
+
+def placeholder(message: str, rows: int = CANVAS_ROWS) -> str:
+    """The canvas box holding a message instead of cells, at the canvas's height."""
+    return (
+        f"<div class='mdlm-canvas mdlm-placeholder' style='{canvas_style(rows)} color: {SUBDUED_TEXT}; "
+        f"font-family: inherit;'>{html.escape(message)}</div>"
+    )
+
+
+def canvas_cells(model: MDLM, state: SamplerState, row: int, span: slice) -> list[str]:
+    """The cells of positions `span` of a row: this step's reveals highlighted (none in the final frame: the run
+    is over), earlier ones tinted by confidence."""
+    tokens, revealed, remasked, confidence, given = (
+        x[row, span].tolist() for x in (state.tokens, state.revealed, state.remasked, state.confidence, state.is_given)
+    )
+    cells = []
+    for token, is_new, is_taken_back, conf, is_given in zip(tokens, revealed, remasked, confidence, given, strict=True):
+        if token == model.mask_id:
+            cells.append(cell(None, "taken_back" if is_taken_back else "mask"))
+        else:
+            kind = "given" if is_given else "new" if is_new and not state.done else "earlier"
+            cells.append(cell(model.tokenizer.vocab[token], kind, conf))
+    return cells
+
+
+def finished_text(model: MDLM, state: SamplerState, row: int, span: slice) -> str:
+    """Positions `span` of a row, finished, as plain text: given runs bold, written ones plain (a long text's part
+    before its live window, light enough to stream at every step)."""
+    tokens, given = state.tokens[row, span].tolist(), state.is_given[row, span].tolist()
+    parts = []
+    for is_given, run in itertools.groupby(zip(tokens, given, strict=True), key=lambda pair: pair[1]):
+        text = html.escape(model.tokenizer.decode([token for token, _ in run]))
+        parts.append(f"<b class='mdlm-given'>{text}</b>" if is_given else f"<span class='mdlm-done'>{text}</span>")
+    return "".join(parts)
+
+
+def render_canvas(model: MDLM, state: SamplerState, row: int = 0, rows: int = CANVAS_ROWS, font_px: int = 15) -> str:
+    """The canvas as HTML: one cell per position. A text longer than the model's context shows its finished part
+    as text, the live window's cells framed, and a count of what is still to come; the box follows the window."""
+    length = state.tokens.size(1)
+    start, end = state.window or (0, length)
+    if end - start == length:
+        return canvas_box(canvas_cells(model, state, row, slice(0, length)), rows, font_px)
+    still_masked = int((state.tokens[row, end:] == model.mask_id).sum())
+    after = f"\n… {still_masked:,} more characters to write" if still_masked else ""
+    after += f" ({length - end - still_masked:,} of the template given)" if still_masked < length - end else ""
+    window = "".join(canvas_cells(model, state, row, slice(start, end)))
+    body = (
+        finished_text(model, state, row, slice(0, start))
+        + f"<span class='mdlm-window' style='{WINDOW_FRAME}'>{window}</span>"
+        + f"<span class='mdlm-to-come' style='color:{SUBDUED_TEXT}'>{after}</span>"
+    )
+    return canvas_box([body], rows, font_px, follow=True)
+
+
+def more_cells(count: int) -> str:
+    """What a draft canvas says of the `count` cells it leaves out (DRAFT_CELLS)."""
+    return f"<span style='color:{SUBDUED_TEXT}'> … and {count:,} more</span>"
+
+
+def draft_canvas(
+    prompt: str | None, length: float | None, rows: int = CANVAS_ROWS, font_px: int = 15, legend: str = LEGEND
+) -> str:
+    """The canvas before a run: the prompt, then a mask for each character to generate."""
+    try:
+        length = max(0, int(length or 0))
+    except (TypeError, ValueError):  # a half-typed number: keep a canvas on screen anyway
+        length = 0
+    shown = min(length, max(0, DRAFT_CELLS - len(prompt or "")))
+    more = [more_cells(length - shown)] if shown < length else []
+    return canvas_box([cell(char) for char in prompt or ""] + [cell(None)] * shown + more, rows, font_px) + legend
+
+
+def draft_template(template: str | None, blank: str = "_") -> str:
+    """The Infill tab's canvas before a run: the template with a mask for each blank."""
+    if not template:
+        return placeholder(f"Type a template: each {blank} becomes a masked character to fill.") + LEGEND
+    if len(template) > MAX_CANVAS:  # said before the run, in the words the run would use
+        return (
+            placeholder(
+                f"The template has {len(template):,} characters, but a run writes at most {MAX_CANVAS:,}: "
+                f"shorten it by {len(template) - MAX_CANVAS:,}."
+            )
+            + LEGEND
+        )
+    if blank not in template:
+        return placeholder(f"The template has no blank: mark each character to fill with {blank}.") + LEGEND
+    cells = [cell(None if char == blank else char) for char in template[:DRAFT_CELLS]]
+    if len(template) > DRAFT_CELLS:
+        cells.append(more_cells(len(template) - DRAFT_CELLS))
+    return canvas_box(cells) + LEGEND
+
+
+RIGHT_COLOUR, WRONG_COLOUR = "hsl(212,80%,78%)", "hsl(30,95%,72%)"  # blue / orange: apart for any colour vision
+FORWARD_ROWS = ("x_t", "model", "true")  # the rows of the forward view, top to bottom
+
+
+def shown_char(char: str) -> str:
+    """A character as one visible cell: a line break or a space as its glyph."""
+    return {"\n": NEWLINE_GLYPH, " ": SPACE_GLYPH}.get(char, html.escape(char))
+
+
+def forward_column(char: str, masked: bool, guess: str) -> str:
+    """One position of the forward view: x_t above, the model's guess below it, and under a wrong guess the true
+    character (shown, not a tooltip: phones cannot hover)."""
+    stack = "display: inline-flex; flex-direction: column; align-items: center; min-width: 1.15ch;"
+    if not masked:
+        plain = "&nbsp;" if char == " " else shown_char(char)
+        x_t, model_row, truth = plain, f"<span style='color:{SUBDUED_TEXT}'>{plain}</span>", "&nbsp;"
+    else:
+        right = guess == char
+        x_t = f"<span class='mdlm-mask' style='background:{MASK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span>"
+        colour = RIGHT_COLOUR if right else WRONG_COLOUR
+        model_row = f"<span class='mdlm-{'right' if right else 'wrong'}' style='background:{colour}'>"
+        model_row += f"{shown_char(guess)}</span>"
+        truth = "&nbsp;" if right else f"<span class='mdlm-true' style='color:#1f2733'>{shown_char(char)}</span>"
+    # each row in a wrapper of its own, so its cell stays inline (a glyph's height, as on the canvas), not a
+    # flex item stretched to the row's whole line height
+    rows = "".join(f"<span>{row}</span>" for row in (x_t, model_row, truth))
+    return f"<span class='mdlm-column' style='{stack}'>{rows}</span>"
+
+
+def forward_view(line: str, is_masked: list[bool], guesses: list[str]) -> str:
+    """The forward view: a label column (x_t, model, true), then the line's columns, grouped into words so that
+    lines break between words."""
+    label_style = f"display: inline-flex; flex-direction: column; padding-right: 8px; color: {SUBDUED_TEXT};"
+    label_style += " font-family: inherit; font-size: 12px; line-height: 1.6rem; text-align: right;"
+    labels = "".join(f"<span class='mdlm-row-label'>{name}</span>" for name in FORWARD_ROWS)
+    items, word = [f"<span class='mdlm-row-labels' style='{label_style}'>{labels}</span>"], []
+    word_style = "display: inline-flex; flex-wrap: wrap;"  # a word wider than a whole line still wraps
+    for char, masked, guess in zip(line, is_masked, guesses, strict=True):
+        column = forward_column(char, masked, guess)
+        if char in " \n":  # a break opportunity between words
+            if word:
+                items.append(f"<span class='mdlm-word' style='{word_style}'>{''.join(word)}</span>")
+            items.append(column)
+            word = []
+        else:
+            word.append(column)
+    if word:
+        items.append(f"<span class='mdlm-word' style='{word_style}'>{''.join(word)}</span>")
+    box = (
+        f"{CANVAS_FONT} display: flex; flex-wrap: wrap; row-gap: 10px; align-items: flex-start; font-size: 15px; "
+        f"line-height: 1.6rem; padding: 10px; border-radius: 8px; background: {CANVAS_BACKGROUND}; color: #1f2733;"
+    )
+    legend = (
+        f"<div style='{LEGEND_TEXT}'>x_t: the line with each character masked "
+        f"with probability t &nbsp; model: its guess for each mask, <span style='background:{RIGHT_COLOUR}'>right"
+        f"</span> or <span style='background:{WRONG_COLOUR}'>wrong</span> &nbsp; true: the character a wrong guess "
+        f"missed &nbsp; {NEWLINE_GLYPH} line break, {SPACE_GLYPH} space</div>"
+    )
+    return f"<div class='mdlm-forward' style='{box}'>{''.join(items)}</div>{legend}"
+
+
+def surprise_colour(bits: float, most: float) -> str:
+    """Background of a character the model gave `bits` of surprise (-log2 p), `most` being the top of the scale:
+    one hue, darker for more surprise (it reads the same with any colour vision)."""
+    share = min(max(bits / most, 0.0), 1.0) if most > 0 else 0.0
+    return f"hsl(24,90%,{96 - 40 * share:.0f}%)"
+
+
+def score_view(text: str, bits: list[float], most: float) -> str:
+    """The scored text in a canvas box: each character tinted by its surprise, its bits in a tooltip."""
+    cells = []
+    for char, surprise in zip(text, bits, strict=True):
+        shown, tail = (NEWLINE_GLYPH, "\n") if char == "\n" else (html.escape(char), "")
+        style = f"background:{surprise_colour(surprise, most)}"
+        cells.append(f"<span class='mdlm-scored' style='{style}' title='{surprise:.2f} bits'>{shown}</span>{tail}")
+    legend = (
+        f"<div style='{LEGEND_TEXT}'>surprise, -log2 p of each character given "
+        f"those before it: {colour_scale(surprise_colour(0, 1), surprise_colour(1, 1))} 0 … {most:.1f} bits or more "
+        "(a uniform guess over the vocabulary) &nbsp; "
+        f"{NEWLINE_GLYPH} line break</div>"
+    )
+    return canvas_box(cells) + legend

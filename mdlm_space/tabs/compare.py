@@ -1,0 +1,71 @@
+"""The Compare tab: left-to-right against confidence order on the same canvas, streamed together."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from mdlm_hf import MDLM
+from mdlm_hf.sampler import REVEAL_RULE_OPTIONS
+from mdlm_space.controls import follow_prompt, option_control, redraw, run_buttons, seed_controls, stoppable
+from mdlm_space.endpoints import COMPARE_API, event
+from mdlm_space.handlers import compare
+from mdlm_space.render import COMPARE_FONT_PX, COMPARE_ROWS, LEGEND, draft_canvas
+from mdlm_space.texts import DemoText
+
+
+def compare_draft(prompt: str | None, length: float | None) -> tuple[str, str]:
+    """Both Compare canvases before a run: the prompt, then a mask for each character to generate."""
+    draft = draft_canvas(prompt, length, COMPARE_ROWS, COMPARE_FONT_PX, legend="")
+    return draft, draft
+
+
+def compare_side(title: str, elem_id: str, draft: str) -> tuple[gr.HTML, gr.Markdown]:
+    """One side of the race: its title, canvas and statistics. A narrow minimum width keeps the two sides side by
+    side on a phone, where stacked they would put the race below the fold."""
+    with gr.Column(min_width=150):
+        gr.Markdown(f"### {title}")
+        return gr.HTML(draft, elem_id=elem_id), gr.Markdown()
+
+
+def compare_tab(model: MDLM, known_words: set[str] | None, demo: gr.Blocks, texts: DemoText) -> None:
+    """Left-to-right against confidence order, same model, canvas, seed, forward passes and reveal rule: the
+    prompt and the race first, the settings and the explanation after them."""
+    block_size = model.block_size
+    length_value = min(128, block_size)
+    gr.Markdown("Left to right vs confidence order: same model, prompt, seed and forward passes, streamed together.")
+    with gr.Row(equal_height=True):
+        prompt = gr.Textbox(label="Prompt", value=texts.prompt, lines=2, scale=3, min_width=200)
+        with gr.Column(scale=1, min_width=160):
+            button, stop = run_buttons("Compare")
+    draft = compare_draft(texts.prompt, min(length_value, block_size - len(texts.prompt)))[0]
+    with gr.Row():
+        left_canvas, left_stats = compare_side("Left to right", "compare-left-canvas", draft)
+        right_canvas, right_stats = compare_side("Confidence order", "compare-right-canvas", draft)
+    summary = gr.Markdown(elem_id="compare-takeaway")
+    gr.HTML(LEGEND)
+    with gr.Row():
+        length = gr.Slider(0, block_size, value=length_value, step=1, label="Characters")
+        steps = option_control("num_steps", block_size, min(32, block_size), label="Forward passes")
+        temperature = option_control("temperature", block_size, label="Temperature")
+        controls = dict(prompt=prompt, length=length, num_steps=steps, temperature=temperature)
+    with gr.Row():
+        controls["autoregressive"] = gr.Checkbox(
+            label="Left-to-right: one character per forward pass (autoregressive-like)"
+        )
+        controls |= seed_controls("compare")
+    with gr.Accordion("Reveal rule, both sides", open=False):
+        controls |= {name: option_control(name, block_size) for name in REVEAL_RULE_OPTIONS}
+    gr.Markdown(
+        "The reveal rule applies to both sides, except the prior weight, which only confidence order uses (left to "
+        "right scores no position). Tick the box to make the left side autoregressive-like: one character per "
+        "forward pass, strictly left to right, no reveal rule. It still re-reads the whole canvas at every pass, "
+        "with no key/value cache, so its seconds would overstate the gap to a real autoregressive model: compare "
+        "forward passes, not seconds."
+    )
+    follow_prompt(demo, block_size, block_size, prompt, length, steps)
+    for trigger in (prompt.change, length.change):
+        redraw(trigger, compare_draft, [prompt, length], [left_canvas, right_canvas])
+    inputs = {name: controls[name] for name in COMPARE_API}
+    outputs = [left_canvas, left_stats, right_canvas, right_stats, summary, controls["seed"]]
+    compared = event(compare, inputs, model=model, known_words=known_words)
+    stoppable(button, stop, **compared, outputs=outputs, api_name="compare")

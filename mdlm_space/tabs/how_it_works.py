@@ -1,0 +1,107 @@
+"""The How-it-works tab: the forward process on a line, the denoising accuracy by mask ratio, and the reverse
+process in words."""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import gradio as gr
+import torch
+
+from mdlm_hf import MDLM
+from mdlm_hf.diffusion import MASK_RATIOS, accuracy_by_mask_ratio
+from mdlm_hf.plots import accuracy_figure
+from mdlm_space.checks import as_float
+from mdlm_space.endpoints import event
+from mdlm_space.handlers import forward_process
+from mdlm_space.texts import SHAKESPEARE, DemoText, sample_label, sample_line
+from mdlm_space.worker import on_model_thread
+
+
+def sample_accuracy(model: MDLM, text: str) -> list[tuple[float, float]]:
+    """Accuracy by mask ratio of the loaded model on its sample text (Sonnet 18 for the shipped model, which it
+    never saw in training: a few seconds on a CPU), one mask ratio at a time on the model thread, so that other
+    visitors' sampling steps go in between."""
+    tokens = torch.tensor(model.tokenizer.encode(text))
+    return [
+        on_model_thread(accuracy_by_mask_ratio, model, tokens, (ratio,), num_windows=16)[0] for ratio in MASK_RATIOS
+    ]
+
+
+def marked_accuracy_figure(results: list[tuple[float, float]], t: float, sample_name: str = SHAKESPEARE.sample_name):
+    """The accuracy plot on the sample text `sample_name` with a vertical line at the mask ratio t that the tab
+    shows."""
+    figure = accuracy_figure(results, f"Denoising accuracy on {sample_name}")
+    axes = figure.axes[0]
+    axes.axvline(t, color="#c2410c", linestyle="--", linewidth=1.5, label=f"t = {t:.2f}, as above")
+    axes.legend(loc="upper right", fontsize=9)
+    return figure
+
+
+def accuracy_plot_once(model: MDLM, texts: DemoText = SHAKESPEARE) -> Callable[[float], Any]:
+    """A function of t that measures the accuracies on the sample text on its first call (concurrent first calls
+    measure once) and from then on only draws the figure, marked at t (a few tens of milliseconds)."""
+    lock = threading.Lock()
+    results = functools.cache(functools.partial(sample_accuracy, model, texts.sample))
+
+    def draw(t: float) -> Any:
+        """How it works tab: the denoising accuracy by mask ratio on the sample text, marked at t."""
+        t = as_float(t, "mask ratio", 0.0, 1.0)
+        with lock:  # pyplot, which draws the figure, is not thread-safe either
+            return marked_accuracy_figure(results(), t, texts.sample_name)
+
+    return draw
+
+
+def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab, texts: DemoText) -> None:
+    """The forward process on a line of the sample text, the accuracy plot marked at its t, and how the reverse
+    process reveals."""
+    gr.Markdown(
+        "**Forward process.** Each character is replaced by a mask independently with probability t. "
+        "The model sees the masked line (x_t) and predicts every masked character at once; under each wrong "
+        "guess is the true character. Training teaches it to do this for every t; generation runs it in reverse, "
+        "from t = 1 (all masks) to t = 0."
+    )
+    with gr.Row():
+        line = gr.Textbox(
+            label=sample_label(texts),
+            value=sample_line(texts, model.block_size),
+            scale=3,
+            min_width=240,
+        )
+        mask_ratio = gr.Slider(0, 1, value=0.3, step=0.01, label="Mask ratio t", scale=2, min_width=200)
+        seed = gr.Number(value=0, label="Seed", scale=1, min_width=90)
+    view, summary = gr.HTML(elem_id="forward-view"), gr.Markdown(elem_id="forward-summary")
+    forward = event(forward_process, dict(line=line, t=mask_ratio, seed=seed), model=model)
+    outputs = [view, summary]
+    # change, not release: typing into the slider's number box must update the views too
+    mask_ratio.change(**forward, outputs=outputs, api_name=False, trigger_mode="always_last", show_progress="hidden")
+    for trigger in (line.submit, seed.submit):
+        trigger(**forward, outputs=outputs, api_name=False)
+    gr.Button("Mask and predict", size="sm").click(**forward, outputs=outputs, api_name="forward_process")
+    demo.load(**forward, outputs=outputs, api_name=False)
+    # measured on the tab's first visit (a few seconds on a CPU), not at start-up, then kept for every visitor; the
+    # Plot's own label would sit over the figure's title on a phone: the figure's title says it all
+    plot = gr.Plot(show_label=False, elem_id="accuracy-plot")
+    draw = event(accuracy_plot_once(model, texts), dict(t=mask_ratio), on_model=False)  # measured in pieces
+    tab.select(**draw, outputs=plot, api_name=False)
+    mask_ratio.change(**draw, outputs=plot, api_name=False, trigger_mode="always_last", show_progress="hidden")
+    gr.Markdown(
+        "**Reverse process.** Generation starts from all masks. Each step predicts every masked "
+        "character, draws a candidate for each (temperature, min-p), and reveals a few of them: by default "
+        "those the model is surest of, lowest entropy first (*entropy order*), kept apart (*spacing*), since "
+        "characters revealed together are drawn independently. The order matters for a play's shape: choosing "
+        "positions by how likely their drawn character came out (*confidence order*) keeps the lucky draws, so "
+        "line breaks and colons are fixed first and speaker names are squeezed in between; entropy order "
+        "chooses before drawing, so one character a step it would write just what the model writes left to "
+        "right. "
+        "*Min-p* 0.1 cuts the far tail where misspelt names come from, and temperature 1.1 gives back the "
+        "surprise the cut takes. The other rules stay here to try: the "
+        "*order temperature* draws which positions to reveal instead of following the order strictly; the "
+        "*prior weight* lifts rare characters the context makes likely; *remasking* takes back the least "
+        "confident earlier characters (shown as red masks) so they are redrawn with more context. The "
+        "defaults come from the structure suite in docs/benchmarks.md."
+    )

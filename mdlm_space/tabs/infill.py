@@ -1,0 +1,55 @@
+"""The Infill tab: a template whose blanks are filled, streamed step by step."""
+
+from __future__ import annotations
+
+import functools
+
+import gradio as gr
+
+from mdlm_hf import MDLM
+from mdlm_space.controls import (
+    fit_steps_to_length,
+    option_control,
+    output_column,
+    redraw,
+    remembered,
+    replayable,
+    run_buttons,
+    sampling_options,
+)
+from mdlm_space.endpoints import INFILL_API, INFILL_REMASK_RATIO, INFILL_STEPS, event
+from mdlm_space.handlers import infill
+from mdlm_space.render import draft_template
+from mdlm_space.texts import DemoText, choose_blank, with_blank
+
+
+def infill_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
+    """A template and the run button first, then its examples, steps and the closed sampling options; the canvas
+    beside them. The blank is "_", or a character the model does not write when it writes "_"."""
+    block_size, blank = model.block_size, choose_blank(model.tokenizer.vocab)
+    examples = [with_blank(example, blank) for example in texts.examples]
+    first = examples[0] if examples else ""
+    with gr.Row():
+        with gr.Column(scale=1, min_width=300):
+            info = None if blank == "_" else f"the model writes _, so the blank is {blank}"
+            template = gr.Textbox(
+                label=f"Template: every {blank} is a character to fill", value=first, lines=4, info=info
+            )
+            button, stop = run_buttons("Fill the blanks")
+            if examples:
+                gr.Examples(examples, inputs=[template])
+            steps = option_control("num_steps", block_size, INFILL_STEPS)
+            controls = dict(template=template, num_steps=steps)
+            controls |= sampling_options("infill", block_size, ("temperature", "top_p", "min_p"), INFILL_REMASK_RATIO)
+        outputs, replay = output_column("infill", 6, draft_template(first, blank), "Fill the blanks")
+    fit = dict(
+        fn=lambda text, wanted: fit_steps_to_length(block_size, (text or "").count(blank), wanted),
+        inputs=[template, remembered(steps)],
+        outputs=steps,
+    )
+    template.change(**fit, queue=False, api_name=False, show_progress="hidden")
+    demo.load(**fit, queue=False, api_name=False, show_progress="hidden")  # steps fit the first template too
+    redraw(template.change, functools.partial(draft_template, blank=blank), [template], outputs[0])
+    inputs = {name: controls[name] for name in INFILL_API}
+    filled = event(infill, inputs, model=model, blank=blank)
+    replayable(button, stop, filled, outputs + [controls["seed"]], replay, api_name="infill")

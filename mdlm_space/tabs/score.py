@@ -1,0 +1,29 @@
+"""The Score tab: a text's exact bits per character under the model, each character tinted by its surprise."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from mdlm_hf import MDLM
+from mdlm_space.endpoints import event
+from mdlm_space.handlers import score
+from mdlm_space.render import placeholder
+from mdlm_space.texts import DemoText, sample_passage
+
+
+def score_tab(model: MDLM, texts: DemoText) -> None:
+    """Paste text the model writes: its bits per character, and each character tinted by the model's surprise."""
+    gr.Markdown(
+        "How likely does the model find a text? It reveals the text one character at a time, left to right, and "
+        "adds up -log2 p of each true character given those before it: the exact likelihood, in bits per character "
+        f"(lower: less surprised). At most {model.block_size} characters, the model's context."
+    )
+    with gr.Row():
+        with gr.Column(scale=1, min_width=300):
+            text = gr.Textbox(label="Text to score", value=sample_passage(texts, model.block_size), lines=6)
+            button = gr.Button("Score", variant="primary")
+        with gr.Column(scale=2):
+            waiting = placeholder("Press Score: each character is tinted by the model's surprise.")
+            view, summary = gr.HTML(waiting, elem_id="score-view"), gr.Markdown(elem_id="score-summary")
+    scored = event(score, dict(text=text), model=model, on_model=False)  # it sends its passes there itself
+    button.click(**scored, outputs=[view, summary], api_name="score")
