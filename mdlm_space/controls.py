@@ -12,6 +12,7 @@ import gradio as gr
 
 from mdlm_hf import SamplerOptions
 from mdlm_hf.sampler import OPTION_SPECS, SCORED_ORDERS
+from mdlm_space.endpoints import ENDPOINTS, default, param
 
 
 def capped_slider(cap: int, wanted: float | None, info: str) -> dict:
@@ -64,41 +65,53 @@ def prior_weight_update(order: str) -> dict:
 # --- layout ---
 
 
-def option_control(name: str, block_size: int, value: Any = None, label: str | None = None) -> gr.components.Component:
+def option_control(
+    name: str, block_size: int, value: Any = None, label: str | None = None, **layout: Any
+) -> gr.components.Component:
     """The control of one sampler option, labelled and bounded by its OPTION_SPECS entry (value: its default)."""
     spec = OPTION_SPECS[name]
     value = spec.shown(getattr(SamplerOptions(), name) if value is None else value)
     if spec.accepts.choices:
-        return gr.Dropdown(list(spec.accepts.choices), value=value, label=label or spec.label)
+        return gr.Dropdown(list(spec.accepts.choices), value=value, label=label or spec.label, **layout)
     low, high, step = spec.slider
-    return gr.Slider(
-        minimum=low,
-        maximum=block_size if high is None else high,
-        value=value,
-        step=step,
-        label=label or spec.label,
-        info=spec.note or None,
-    )
+    maximum = block_size if high is None else high
+    info = spec.note or None
+    return gr.Slider(low, maximum, value=value, step=step, label=label or spec.label, info=info, **layout)
 
 
-def reveal_controls(block_size: int, remask_ratio: float | None = None) -> dict[str, gr.components.Component]:
+def control(endpoint: str, name: str, block_size: int, value: Any = None, **layout: Any) -> gr.components.Component:
+    """The control of a parameter of `endpoint`, as the one table says (endpoints.py: OPTION_SPECS for a sampler
+    option, PARAMS for the rest, with the endpoint's changes); `value`: a model's own default, such as its prompt."""
+    value = default(endpoint, name) if value is None else value
+    if name in OPTION_SPECS:
+        label = ENDPOINTS[endpoint].changes.get(name, {}).get("label")
+        return option_control(name, block_size, value, label, **layout)
+    spec = param(endpoint, name)
+    shared = dict(value=value, label=spec.label, info=spec.info or None) | layout  # layout may relabel
+    if spec.control == "slider":
+        return gr.Slider(spec.low, block_size if spec.high is None else spec.high, step=1, **shared)
+    if spec.control == "radio":
+        return gr.Radio(list(spec.choices), **shared)
+    components = {"textbox": gr.Textbox, "number": gr.Number, "checkbox": gr.Checkbox}
+    return components[spec.control](**shared)
+
+
+def reveal_controls(endpoint: str, block_size: int) -> dict[str, gr.components.Component]:
     """Reveal order, order temperature and the rest of the reveal rule (with the adaptive entropy bound), as Generate
     and Infill show them."""
-    controls = {name: option_control(name, block_size) for name in ("order", "order_temperature")}
+    controls = {name: control(endpoint, name, block_size) for name in ("order", "order_temperature")}
     with gr.Accordion("More of the reveal rule: rare characters, remasking, spacing, entropy bound", open=False):
-        controls["prior_weight"] = option_control("prior_weight", block_size)
-        controls["remask_ratio"] = option_control("remask_ratio", block_size, remask_ratio)
-        controls["spacing"] = option_control("spacing", block_size)
-        controls["entropy_bound"] = option_control("entropy_bound", block_size)
+        for name in ("prior_weight", "remask_ratio", "spacing", "entropy_bound"):
+            controls[name] = control(endpoint, name, block_size)
     controls["order"].change(prior_weight_update, controls["order"], controls["prior_weight"], api_name=False)
     return controls
 
 
-def seed_controls(tab: str) -> dict[str, gr.components.Component]:
+def seed_controls(endpoint: str, block_size: int) -> dict[str, gr.components.Component]:
     """The seed box and its "fixed seed" checkbox: off, each run draws a new seed and writes it into the box."""
     with gr.Row():
-        seed = gr.Number(value=0, label="Seed", info="the last run's seed", elem_id=f"{tab}-seed")
-        fixed = gr.Checkbox(value=False, label="Fixed seed", info="off: a new random seed each run")
+        seed = control(endpoint, "seed", block_size, elem_id=f"{endpoint}-seed")
+        fixed = control(endpoint, "fixed_seed", block_size)
     # typing a seed means running with it
     seed.input(lambda: True, None, fixed, queue=False, api_name=False, show_progress="hidden")
     return dict(seed=seed, fixed_seed=fixed)
@@ -257,11 +270,11 @@ def output_column(
     return [canvas, final_text, readout], (slider, gr.State([]))
 
 
-def sampling_options(tab: str, block_size: int, names: tuple[str, ...], remask_ratio: float | None = None) -> dict:
+def sampling_options(endpoint: str, block_size: int, names: tuple[str, ...]) -> dict:
     """The rarely changed controls, in a closed accordion so the run button and the canvas stay in view: the
     reveal rule, the options `names` and the seed."""
     with gr.Accordion("Sampling options: order, temperature, seed", open=False):
-        controls = reveal_controls(block_size, remask_ratio)
-        controls |= {name: option_control(name, block_size) for name in names}
-        controls |= seed_controls(tab)
+        controls = reveal_controls(endpoint, block_size)
+        controls |= {name: control(endpoint, name, block_size) for name in names}
+        controls |= seed_controls(endpoint, block_size)
     return controls

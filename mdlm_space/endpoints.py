@@ -3,41 +3,117 @@ a handler to its components by those names."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import gradio as gr
 
-from mdlm_hf.sampler import REVEAL_RULE_OPTIONS
-from mdlm_space.checks import errors_shown, preprocessed
+from mdlm_hf import SamplerOptions
+from mdlm_hf.pipeline import END_AT
+from mdlm_hf.sampler import OPTION_SPECS, REVEAL_RULE_OPTIONS
+from mdlm_hf.windows import MAX_CANVAS
+from mdlm_space.checks import MAX_SEED, errors_shown, preprocessed
+from mdlm_space.texts import END_AT_WORDS
 from mdlm_space.worker import gpu_work, iterate_on_model_thread, on_model_thread
 
-INFILL_STEPS = 16  # the Infill tab's default: a template has few blanks
-INFILL_REMASK_RATIO = 0.0  # ... and 16 steps are too few for remasking
-# each endpoint's parameters in the order its API takes them (positional clients rely on it: new ones go last);
-# the handlers take them by name. fixed_seed off (the default) draws a new seed per run; every endpoint returns
-# the seed it used as its last output, so a run can be repeated with fixed_seed on
-GENERATE_API = tuple(
-    "prompt length num_steps temperature top_p order seed block_length "
-    "order_temperature prior_weight remask_ratio spacing fixed_seed entropy_bound min_p end_at".split()
-)
-# where a generated text ends (mdlm_hf.pipeline.END_AT): the app ends at a line, so text never stops mid-word
-END_AT_DEFAULT = "line"
-INFILL_API = tuple(
-    "template num_steps temperature top_p order seed order_temperature prior_weight remask_ratio spacing "
-    "fixed_seed entropy_bound min_p".split()
-)
-COMPARE_API = (
-    "prompt",
-    "length",
-    "num_steps",
-    "temperature",
-    "seed",
-    "autoregressive",
-    *REVEAL_RULE_OPTIONS,
-    "fixed_seed",
-)
+# the parameters of the endpoints that are not sampler options (SamplerOptions names, defaults, bounds and documents
+# those: OPTION_SPECS); a number's bounds are both its control's range and its handler's check
+
+
+@dataclass(frozen=True)
+class Param:
+    """An endpoint parameter that is not a sampler option: its label, default (None: the model's own, such as its
+    demo prompt), a number's bounds (high None: the model's block_size), a choice's choices and advice."""
+
+    label: str
+    control: str  # the component: "textbox", "slider", "number", "checkbox" or "radio"
+    default: Any = None
+    low: int | None = None
+    high: int | None = None
+    choices: tuple[str, ...] = ()
+    info: str = ""
+
+
+PARAMS: dict[str, Param] = {
+    "prompt": Param("Prompt (kept fixed at the start)", "textbox"),
+    "template": Param("Template", "textbox"),
+    "length": Param(
+        "Characters to generate (at most)",
+        "slider",
+        256,
+        0,
+        MAX_CANVAS,
+        info="past the model's context, window by window",
+    ),
+    # where a generated text ends (mdlm_hf.pipeline.END_AT): the app ends at a line, so text never stops mid-word
+    "end_at": Param(
+        "End at",
+        "radio",
+        "line",
+        choices=END_AT,
+        info="; ".join(f"{choice}: {words}" for choice, words in END_AT_WORDS.items()),
+    ),
+    # fixed_seed off (the default) draws a new seed per run; every endpoint returns the seed it used as its last
+    # output, so a run can be repeated with fixed_seed on
+    "seed": Param("Seed", "number", 0, 0, MAX_SEED, info="the last run's seed"),
+    "fixed_seed": Param("Fixed seed", "checkbox", False, info="off: a new random seed each run"),
+    "autoregressive": Param("Left-to-right: one character per forward pass (autoregressive-like)", "checkbox", False),
+}
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """An endpoint's parameters in the order its API takes them (positional clients rely on it: new ones go last;
+    the handlers take them by name), and where its defaults, labels or bounds differ from PARAMS' or
+    SamplerOptions'."""
+
+    names: tuple[str, ...]
+    changes: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+ENDPOINTS: dict[str, Endpoint] = {
+    "generate": Endpoint(
+        tuple(
+            "prompt length num_steps temperature top_p order seed block_length order_temperature prior_weight "
+            "remask_ratio spacing fixed_seed entropy_bound min_p end_at".split()
+        )
+    ),
+    "infill": Endpoint(
+        tuple(
+            "template num_steps temperature top_p order seed order_temperature prior_weight remask_ratio spacing "
+            "fixed_seed entropy_bound min_p".split()
+        ),
+        # a template has few blanks, and 16 steps are too few for remasking
+        {"num_steps": dict(default=16), "remask_ratio": dict(default=0.0)},
+    ),
+    "compare": Endpoint(
+        ("prompt", "length", "num_steps", "temperature", "seed", "autoregressive", *REVEAL_RULE_OPTIONS, "fixed_seed"),
+        # a race within the model's context, short enough to watch
+        {
+            "prompt": dict(label="Prompt"),
+            "length": dict(label="Characters", default=128, high=None, info=""),
+            "num_steps": dict(label="Forward passes"),
+            "temperature": dict(label="Temperature"),
+        },
+    ),
+}
+GENERATE_API, INFILL_API, COMPARE_API = (ENDPOINTS[name].names for name in ("generate", "infill", "compare"))
+
+
+def param(endpoint: str, name: str) -> Param:
+    """A parameter of `endpoint` that is not a sampler option, with the endpoint's changes."""
+    return dataclasses.replace(PARAMS[name], **ENDPOINTS[endpoint].changes.get(name, {}))
+
+
+def default(endpoint: str, name: str) -> Any:
+    """The default of a parameter of `endpoint`: its change, else PARAMS' or SamplerOptions' (a sampler option)."""
+    changed = ENDPOINTS[endpoint].changes.get(name, {})
+    if "default" in changed:
+        return changed["default"]
+    return getattr(SamplerOptions(), name) if name in OPTION_SPECS else PARAMS[name].default
 
 
 def event(handler: Callable, inputs: dict[str, gr.components.Component], on_model: bool = True, **context: Any) -> dict:

@@ -28,7 +28,7 @@ from mdlm_space.checks import (
     option_value,
     run_seed,
 )
-from mdlm_space.endpoints import END_AT_DEFAULT
+from mdlm_space.endpoints import PARAMS
 from mdlm_space.render import COMPARE_FONT_PX, COMPARE_ROWS, LEGEND, forward_view, render_canvas, score_view, shown_char
 from mdlm_space.texts import END_AT_WORDS, passes
 from mdlm_space.worker import iterate_on_model_thread
@@ -116,7 +116,7 @@ def generate(
     length: float,
     seed: float,
     fixed_seed: bool,
-    end_at: str = END_AT_DEFAULT,
+    end_at: str = PARAMS["end_at"].default,
     **controls: Any,
 ) -> Iterator[tuple]:
     """Generate tab: the prompt followed by up to `length` generated characters, ending `end_at` (fewer when the

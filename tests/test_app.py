@@ -32,7 +32,7 @@ from mdlm_hf.sampler import OPTION_SPECS
 from mdlm_hf.windows import MAX_CANVAS
 from mdlm_space import checks, handlers, loading, render, worker
 from mdlm_space.controls import replay_frame, replay_slider
-from mdlm_space.endpoints import COMPARE_API, GENERATE_API, INFILL_API, INFILL_REMASK_RATIO, INFILL_STEPS, event
+from mdlm_space.endpoints import COMPARE_API, GENERATE_API, INFILL_API, default, event
 from mdlm_space.tabs import how_it_works
 from mdlm_space.texts import (
     INFILL_EXAMPLES,
@@ -136,7 +136,18 @@ def client(server):
 
 
 def test_generate_streams_and_keeps_the_prompt(client):
-    job = client.submit("ROMEO:\n", 60, 12, 0.8, 1.0, "confidence", 3, 0, end_at="length", api_name="/generate")
+    job = client.submit(
+        prompt="ROMEO:\n",
+        length=60,
+        num_steps=12,
+        temperature=0.8,
+        top_p=1.0,
+        order="confidence",
+        seed=3,
+        block_length=0,
+        end_at="length",
+        api_name="/generate",
+    )
     frames = list(job)
     assert len(frames) == 13  # the all-mask canvas, then one frame per step
     assert MASK_GLYPH in frames[0][0] and frames[0][1] == ""
@@ -148,30 +159,79 @@ def test_generate_streams_and_keeps_the_prompt(client):
 
 def test_generate_semi_autoregressive_blocks(client):
     *_, (canvas_html, text, readout, seed) = client.submit(
-        "", 64, 8, 1.0, 0.9, "margin", 1, 16, end_at="length", api_name="/generate"
+        prompt="",
+        length=64,
+        num_steps=8,
+        temperature=1.0,
+        top_p=0.9,
+        order="margin",
+        seed=1,
+        block_length=16,
+        end_at="length",
+        api_name="/generate",
     )
     assert len(text) == 64 and MASK_GLYPH not in text and "8 forward passes" in readout
 
 
 def test_generate_with_a_soft_order(client):
-    job = client.submit("", 48, 6, 1.0, 1.0, "confidence", 2, 0, 0.5, end_at="length", api_name="/generate")
+    job = client.submit(
+        prompt="",
+        length=48,
+        num_steps=6,
+        temperature=1.0,
+        top_p=1.0,
+        order="confidence",
+        seed=2,
+        block_length=0,
+        order_temperature=0.5,
+        end_at="length",
+        api_name="/generate",
+    )
     *_, (canvas_html, text, readout, seed) = job
     assert len(text) == 48 and MASK_GLYPH not in text and "step 6/6" in readout
 
 
 def test_generate_shows_characters_taken_back_by_remasking(client):
-    rule = (0.25, 0.35, 0.75, 1)  # order temperature, prior weight, remask ratio, spacing
-    frames = list(client.submit("", 64, 12, 1.0, 1.0, "confidence", 0, 0, *rule, end_at="length", api_name="/generate"))
+    rule = dict(order_temperature=0.25, prior_weight=0.35, remask_ratio=0.75, spacing=1)
+    run = dict(prompt="", length=64, num_steps=12, temperature=1.0, top_p=1.0, order="confidence", seed=0)
+    frames = list(client.submit(**run, block_length=0, **rule, end_at="length", api_name="/generate"))
     assert len(frames) == 13 and len(frames[-1][1]) == 64 and MASK_GLYPH not in frames[-1][1]
     taken_back = [html.replace(render.LEGEND, "").count("#d9534f") for html, *_ in frames]
     assert sum(taken_back) > 0 and taken_back[-1] == 0
-    plain = list(client.submit("", 64, 12, 1.0, 1.0, "confidence", 0, 0, 0.25, 0.35, 0.0, 1, api_name="/generate"))
+    plain = list(
+        client.submit(
+            prompt="",
+            length=64,
+            num_steps=12,
+            temperature=1.0,
+            top_p=1.0,
+            order="confidence",
+            seed=0,
+            block_length=0,
+            order_temperature=0.25,
+            prior_weight=0.35,
+            remask_ratio=0.0,
+            spacing=1,
+            api_name="/generate",
+        )
+    )
     assert all("#d9534f" not in html.replace(render.LEGEND, "") for html, *_ in plain)
 
 
 def test_infill_keeps_fixed_characters(client):
     template = "To be, or not to be, ________ is the question:"
-    frames = list(client.submit(template, 4, 0.8, 1.0, "entropy", 0, 0.3, api_name="/infill"))
+    frames = list(
+        client.submit(
+            template=template,
+            num_steps=4,
+            temperature=0.8,
+            top_p=1.0,
+            order="entropy",
+            seed=0,
+            order_temperature=0.3,
+            api_name="/infill",
+        )
+    )
     assert len(frames) == 5
     text = frames[-1][1]
     assert len(text) == len(template) and "_" not in text and MASK_GLYPH not in text
@@ -184,22 +244,47 @@ def passes_and_rate(stats: str) -> tuple[int, float]:
 
 
 def test_compare_streams_both_sides(client):
-    frames = list(client.submit("ROMEO:\n", 40, 8, 0.8, 0, False, api_name="/compare"))
+    frames = list(
+        client.submit(
+            prompt="ROMEO:\n",
+            length=40,
+            num_steps=8,
+            temperature=0.8,
+            seed=0,
+            autoregressive=False,
+            api_name="/compare",
+        )
+    )
     assert len(frames) >= 9
     left_html, left_stats, right_html, right_stats, summary, seed = frames[-1]
     assert "8 forward passes" in left_stats and "8 forward passes" in right_stats and "real words" in left_stats
     *_, (left_html, left_stats, right_html, right_stats, summary, seed) = client.submit(
-        "ROMEO:\n", 40, 8, 0.8, 0, True, api_name="/compare"
+        prompt="ROMEO:\n", length=40, num_steps=8, temperature=0.8, seed=0, autoregressive=True, api_name="/compare"
     )
     assert "40 forward passes · 1.0 chars per pass" in left_stats and "8 forward passes" in right_stats
     assert MASK_GLYPH not in left_html and MASK_GLYPH not in right_html
 
 
 def test_compare_counts_the_characters_revealed_so_far_per_pass(client):
-    autoregressive = list(client.submit("ROMEO:\n", 40, 8, 0.8, 0, True, api_name="/compare"))
+    autoregressive = list(
+        client.submit(
+            prompt="ROMEO:\n", length=40, num_steps=8, temperature=0.8, seed=0, autoregressive=True, api_name="/compare"
+        )
+    )
     assert [passes_and_rate(frame[1]) for frame in autoregressive[1:]] == [(i, 1.0) for i in range(1, 41)]
     rule = dict(order_temperature=0, prior_weight=0.35, remask_ratio=0, spacing=1)
-    frames = list(client.submit("ROMEO:\n", 40, 8, 0.8, 0, False, **rule, api_name="/compare"))
+    frames = list(
+        client.submit(
+            prompt="ROMEO:\n",
+            length=40,
+            num_steps=8,
+            temperature=0.8,
+            seed=0,
+            autoregressive=False,
+            **rule,
+            api_name="/compare",
+        )
+    )
     for left_html, left_stats, right_html, right_stats, *_ in frames[1:]:
         for canvas, stats in ((left_html, left_stats), (right_html, right_stats)):
             passes, rate = passes_and_rate(stats)
@@ -209,7 +294,18 @@ def test_compare_counts_the_characters_revealed_so_far_per_pass(client):
 
 def test_compare_uses_one_reveal_rule_on_both_sides_and_says_which(client):
     rule = dict(order_temperature=0.25, prior_weight=0.35, remask_ratio=0.5, spacing=1)
-    frames = list(client.submit("ROMEO:\n", 40, 8, 0.8, 0, False, **rule, api_name="/compare"))
+    frames = list(
+        client.submit(
+            prompt="ROMEO:\n",
+            length=40,
+            num_steps=8,
+            temperature=0.8,
+            seed=0,
+            autoregressive=False,
+            **rule,
+            api_name="/compare",
+        )
+    )
     left_html, left_stats, right_html, right_stats, summary, seed = frames[-1]
     for stats in (left_stats, right_stats):
         assert "order temperature 0.25" in stats and "remask ratio 0.5" in stats and "spacing 1" in stats
@@ -217,7 +313,14 @@ def test_compare_uses_one_reveal_rule_on_both_sides_and_says_which(client):
     assert any("#d9534f" in frame[0] for frame in frames)  # left to right remasks too
     # the autoregressive-like side: strictly one character per pass, no reveal rule, and says so
     *_, (left_html, left_stats, right_html, right_stats, summary, seed) = client.submit(
-        "ROMEO:\n", 40, 8, 0.8, 0, True, **rule, api_name="/compare"
+        prompt="ROMEO:\n",
+        length=40,
+        num_steps=8,
+        temperature=0.8,
+        seed=0,
+        autoregressive=True,
+        **rule,
+        api_name="/compare",
     )
     assert "one character per forward pass" in left_stats and "remask" not in left_stats
     assert "remask ratio 0.5" in right_stats
@@ -227,11 +330,21 @@ def test_compare_has_a_legend_and_a_one_line_takeaway(client, model_dir):
     model, _ = loading.load_model(model_dir)
     demo = app.build_demo(model)
     assert render.LEGEND in [block.value for block in demo.blocks.values() if isinstance(block, gr.HTML)]
-    frames = list(client.submit("ROMEO:\n", 40, 8, 0.8, 0, False, api_name="/compare"))
+    frames = list(
+        client.submit(
+            prompt="ROMEO:\n",
+            length=40,
+            num_steps=8,
+            temperature=0.8,
+            seed=0,
+            autoregressive=False,
+            api_name="/compare",
+        )
+    )
     assert frames[1][4] == "" and frames[-1][4].startswith("**Takeaway:** same 8 forward passes")
     assert "real words" in frames[-1][4]
     *_, (left_html, left_stats, right_html, right_stats, summary, seed) = client.submit(
-        "ROMEO:\n", 40, 8, 0.8, 0, True, api_name="/compare"
+        prompt="ROMEO:\n", length=40, num_steps=8, temperature=0.8, seed=0, autoregressive=True, api_name="/compare"
     )
     assert "took left to right 40 passes" in summary and "in 8, 5.0x fewer" in summary
     assert "key" in summary and "Compare the passes, not the time" in summary  # no key/value cache here
@@ -262,12 +375,17 @@ def test_option_controls_take_label_bounds_and_defaults_from_the_one_table(model
             low, high, step = spec.slider
             assert (control.minimum, control.maximum, control.step) == (low, high or model.block_size, step), name
     # the Infill tab starts with fewer steps and remasking off
-    assert (infill["num_steps"].value, infill["remask_ratio"].value) == (INFILL_STEPS, INFILL_REMASK_RATIO)
+    assert (infill["num_steps"].value, infill["remask_ratio"].value) == (
+        default("infill", "num_steps"),
+        default("infill", "remask_ratio"),
+    )
 
 
 def test_length_follows_the_prompt_in_plain_words(client, model_dir):
     # the API: a length that the prompt leaves no room for is lowered, and the readout says so
-    *_, last = client.submit(JULIET, 121, 8, 1.0, 0, False, api_name="/compare")
+    *_, last = client.submit(
+        prompt=JULIET, length=121, num_steps=8, temperature=1.0, seed=0, autoregressive=False, api_name="/compare"
+    )
     assert "Length lowered from 121 to 79: a run holds 128 characters, and the prompt takes 49" in last[4]
     # the page: the length slider's maximum follows the prompt, and its value comes back with a shorter prompt
     model, _ = loading.load_model(model_dir)
@@ -303,20 +421,28 @@ def test_generate_writes_past_the_context_window_by_window(client):
 
 
 def test_generate_ends_at_a_line_by_default_and_says_what_it_kept(client):
-    _, whole, _, _ = client.predict("", 100, 8, seed=5, fixed_seed=True, end_at="length", api_name="/generate")
-    _, text, readout, _ = client.predict("", 100, 8, seed=5, fixed_seed=True, api_name="/generate")
+    _, whole, _, _ = client.predict(
+        prompt="", length=100, num_steps=8, seed=5, fixed_seed=True, end_at="length", api_name="/generate"
+    )
+    _, text, readout, _ = client.predict(
+        prompt="", length=100, num_steps=8, seed=5, fixed_seed=True, api_name="/generate"
+    )
     assert whole.startswith(text) and (text == whole or whole[len(text)].isspace())
     if text != whole:
         assert f"Ended at the end of a line: {len(text)} of 100 written characters kept." in readout
-    _, text, readout, _ = client.predict("", 100, 8, seed=5, fixed_seed=True, end_at="speech", api_name="/generate")
+    _, text, readout, _ = client.predict(
+        prompt="", length=100, num_steps=8, seed=5, fixed_seed=True, end_at="speech", api_name="/generate"
+    )
     assert whole.startswith(text)
     with pytest.raises(Exception, match="'word' .* is not in the list of choices: \\['length', 'line', 'speech'\\]"):
-        client.predict("", 100, 8, end_at="word", api_name="/generate")
+        client.predict(prompt="", length=100, num_steps=8, end_at="word", api_name="/generate")
 
 
 def test_a_prompt_longer_than_the_context_is_kept_and_the_readout_says_how_much_was_read(client):
     prompt = "ROMEO:\nBut soft, what light through yonder window breaks?\n" * 4  # 232 characters
-    _, text, readout, _ = client.predict(prompt, 40, 8, end_at="length", seed=0, api_name="/generate")
+    _, text, readout, _ = client.predict(
+        prompt=prompt, length=40, num_steps=8, end_at="length", seed=0, api_name="/generate"
+    )
     assert text.startswith(prompt) and len(text) == len(prompt) + 40
     assert "The prompt has 232 characters and the model reads 128 at a time: its last 88 are the context" in readout
 
@@ -327,7 +453,7 @@ def test_steps_follow_the_characters_to_fill_both_ways(model_dir):
     infill = tab_controls(page.demo, "infill", INFILL_API)
     template, steps = infill["template"], infill["num_steps"]
     example = INFILL_EXAMPLES[1]
-    assert example.count("_") == 12 and INFILL_STEPS > 12
+    assert example.count("_") == 12 and default("infill", "num_steps") > 12
     for i in range(len(example) + 1):  # typed key by key, through templates of 0 and 1 blank
         page.type(template, example[:i])
     assert page.value(steps) == 12
@@ -358,7 +484,9 @@ def test_each_run_draws_a_new_seed_unless_fixed(client, model_dir):
     assert (again, same_seed) == (first, seed)
     *_, seed = client.predict(template="to __ or", num_steps=2, seed=5, fixed_seed=True, api_name="/infill")
     assert seed == 5
-    *_, seed = client.predict("ROMEO:\n", 20, 4, 0.8, 5, False, api_name="/compare")
+    *_, seed = client.predict(
+        prompt="ROMEO:\n", length=20, num_steps=4, temperature=0.8, seed=5, autoregressive=False, api_name="/compare"
+    )
     assert isinstance(seed, int)
     # the page: each run writes its seed into the seed box; typing a seed fixes it
     model, _ = loading.load_model(model_dir)
@@ -436,7 +564,17 @@ def steps_after(counted_steps: list, seconds: float = 1.5) -> int:
 
 def test_a_cancelled_run_stops_computing(client, server, counted_steps):
     # Stop on the page and job.cancel() both post /cancel
-    job = client.submit("", 100, 100, 1.0, 1.0, "confidence", 0, 0, api_name="/generate")
+    job = client.submit(
+        prompt="",
+        length=100,
+        num_steps=100,
+        temperature=1.0,
+        top_p=1.0,
+        order="confidence",
+        seed=0,
+        block_length=0,
+        api_name="/generate",
+    )
     while len(counted_steps) < 5:
         time.sleep(0.02)
     job.cancel()
@@ -671,7 +809,23 @@ def test_bad_input_is_a_visible_error_and_the_app_keeps_serving(client, endpoint
     with pytest.raises(Exception) as error:  # gradio_client's AppError carries the gr.Error message
         client.predict(*args, api_name=endpoint)
     assert message in str(error.value) and "block_size" not in str(error.value)
-    assert len(client.predict("", 10, 2, 0.8, 1.0, "confidence", 0, 0, end_at="length", api_name="/generate")[1]) == 10
+    assert (
+        len(
+            client.predict(
+                prompt="",
+                length=10,
+                num_steps=2,
+                temperature=0.8,
+                top_p=1.0,
+                order="confidence",
+                seed=0,
+                block_length=0,
+                end_at="length",
+                api_name="/generate",
+            )[1]
+        )
+        == 10
+    )
 
 
 @pytest.mark.parametrize(
@@ -705,7 +859,16 @@ def test_number_checks_name_the_problem(value):
 def test_eight_concurrent_users_are_all_served(server):
     def one_user(seed: int) -> str:
         return Client(server, verbose=False).predict(
-            "", 50, 10, 1.0, 1.0, "random", seed, 0, end_at="length", api_name="/generate"
+            prompt="",
+            length=50,
+            num_steps=10,
+            temperature=1.0,
+            top_p=1.0,
+            order="random",
+            seed=seed,
+            block_length=0,
+            end_at="length",
+            api_name="/generate",
         )[1]
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
@@ -718,7 +881,10 @@ def test_while_eight_generate_a_new_visitor_is_served_and_told_their_place_in_th
     from gradio_client.utils import Status
 
     client = Client(server, verbose=False)
-    running = [client.submit("", 100, 100, seed=s, fixed_seed=True, api_name="/generate") for s in range(8)]
+    running = [
+        client.submit(prompt="", length=100, num_steps=100, seed=s, fixed_seed=True, api_name="/generate")
+        for s in range(8)
+    ]
     ninth = None
     try:
         deadline = time.monotonic() + 30
@@ -727,7 +893,7 @@ def test_while_eight_generate_a_new_visitor_is_served_and_told_their_place_in_th
         assert httpx.get(server, timeout=10).status_code == 200  # the page
         shown = client.predict("To be, or not to be", 0.5, 0, api_name="/forward_process")  # another tab's event
         assert "x_t" in shown[0]
-        ninth = client.submit("", 20, 5, seed=9, fixed_seed=True, api_name="/generate")
+        ninth = client.submit(prompt="", length=20, num_steps=5, seed=9, fixed_seed=True, api_name="/generate")
         deadline = time.monotonic() + 10
         while (status := ninth.status()).code != Status.IN_QUEUE and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -6,8 +6,8 @@ import gradio as gr
 
 from mdlm_hf import MDLM
 from mdlm_hf.sampler import REVEAL_RULE_OPTIONS
-from mdlm_space.controls import follow_prompt, option_control, redraw, run_buttons, seed_controls, stoppable
-from mdlm_space.endpoints import COMPARE_API, event
+from mdlm_space.controls import control, follow_prompt, redraw, run_buttons, seed_controls, stoppable
+from mdlm_space.endpoints import ENDPOINTS, default, event
 from mdlm_space.handlers import compare
 from mdlm_space.render import COMPARE_FONT_PX, COMPARE_ROWS, LEGEND, draft_canvas
 from mdlm_space.texts import DemoText
@@ -31,10 +31,10 @@ def compare_tab(model: MDLM, known_words: set[str] | None, demo: gr.Blocks, text
     """Left-to-right against confidence order, same model, canvas, seed, forward passes and reveal rule: the
     prompt and the race first, the settings and the explanation after them."""
     block_size = model.block_size
-    length_value = min(128, block_size)
+    length_value = min(default("compare", "length"), block_size)
     gr.Markdown("Left to right vs confidence order: same model, prompt, seed and forward passes, streamed together.")
     with gr.Row(equal_height=True):
-        prompt = gr.Textbox(label="Prompt", value=texts.prompt, lines=2, scale=3, min_width=200)
+        prompt = control("compare", "prompt", block_size, texts.prompt, lines=2, scale=3, min_width=200)
         with gr.Column(scale=1, min_width=160):
             button, stop = run_buttons("Compare")
     draft = compare_draft(texts.prompt, min(length_value, block_size - len(texts.prompt)))[0]
@@ -44,17 +44,15 @@ def compare_tab(model: MDLM, known_words: set[str] | None, demo: gr.Blocks, text
     summary = gr.Markdown(elem_id="compare-takeaway")
     gr.HTML(LEGEND)
     with gr.Row():
-        length = gr.Slider(0, block_size, value=length_value, step=1, label="Characters")
-        steps = option_control("num_steps", block_size, min(32, block_size), label="Forward passes")
-        temperature = option_control("temperature", block_size, label="Temperature")
+        length = control("compare", "length", block_size, length_value)
+        steps = control("compare", "num_steps", block_size, min(default("compare", "num_steps"), block_size))
+        temperature = control("compare", "temperature", block_size)
         controls = dict(prompt=prompt, length=length, num_steps=steps, temperature=temperature)
     with gr.Row():
-        controls["autoregressive"] = gr.Checkbox(
-            label="Left-to-right: one character per forward pass (autoregressive-like)"
-        )
-        controls |= seed_controls("compare")
+        controls["autoregressive"] = control("compare", "autoregressive", block_size)
+        controls |= seed_controls("compare", block_size)
     with gr.Accordion("Reveal rule, both sides", open=False):
-        controls |= {name: option_control(name, block_size) for name in REVEAL_RULE_OPTIONS}
+        controls |= {name: control("compare", name, block_size) for name in REVEAL_RULE_OPTIONS}
     gr.Markdown(
         "The reveal rule applies to both sides, except the prior weight, which only confidence order uses (left to "
         "right scores no position). Tick the box to make the left side autoregressive-like: one character per "
@@ -65,7 +63,7 @@ def compare_tab(model: MDLM, known_words: set[str] | None, demo: gr.Blocks, text
     follow_prompt(demo, block_size, block_size, prompt, length, steps)
     for trigger in (prompt.change, length.change):
         redraw(trigger, compare_draft, [prompt, length], [left_canvas, right_canvas])
-    inputs = {name: controls[name] for name in COMPARE_API}
+    inputs = {name: controls[name] for name in ENDPOINTS["compare"].names}
     outputs = [left_canvas, left_stats, right_canvas, right_stats, summary, controls["seed"]]
     compared = event(compare, inputs, model=model, known_words=known_words)
     stoppable(button, stop, **compared, outputs=outputs, api_name="compare")

@@ -8,8 +8,8 @@ import gradio as gr
 
 from mdlm_hf import MDLM
 from mdlm_space.controls import (
+    control,
     fit_steps_to_length,
-    option_control,
     output_column,
     redraw,
     remembered,
@@ -17,7 +17,7 @@ from mdlm_space.controls import (
     run_buttons,
     sampling_options,
 )
-from mdlm_space.endpoints import INFILL_API, INFILL_REMASK_RATIO, INFILL_STEPS, event
+from mdlm_space.endpoints import ENDPOINTS, event
 from mdlm_space.handlers import infill
 from mdlm_space.render import draft_template
 from mdlm_space.texts import DemoText, choose_blank, with_blank
@@ -32,15 +32,14 @@ def infill_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
             info = None if blank == "_" else f"the model writes _, so the blank is {blank}"
-            template = gr.Textbox(
-                label=f"Template: every {blank} is a character to fill", value=first, lines=4, info=info
-            )
+            label = f"Template: every {blank} is a character to fill"
+            template = control("infill", "template", block_size, first, label=label, lines=4, info=info)
             button, stop = run_buttons("Fill the blanks")
             if examples:
                 gr.Examples(examples, inputs=[template])
-            steps = option_control("num_steps", block_size, INFILL_STEPS)
+            steps = control("infill", "num_steps", block_size)
             controls = dict(template=template, num_steps=steps)
-            controls |= sampling_options("infill", block_size, ("temperature", "top_p", "min_p"), INFILL_REMASK_RATIO)
+            controls |= sampling_options("infill", block_size, ("temperature", "top_p", "min_p"))
         outputs, replay = output_column("infill", 6, draft_template(first, blank), "Fill the blanks")
     fit = dict(
         fn=lambda text, wanted: fit_steps_to_length(block_size, (text or "").count(blank), wanted),
@@ -50,6 +49,6 @@ def infill_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
     template.change(**fit, queue=False, api_name=False, show_progress="hidden")
     demo.load(**fit, queue=False, api_name=False, show_progress="hidden")  # steps fit the first template too
     redraw(template.change, functools.partial(draft_template, blank=blank), [template], outputs[0])
-    inputs = {name: controls[name] for name in INFILL_API}
+    inputs = {name: controls[name] for name in ENDPOINTS["infill"].names}
     filled = event(infill, inputs, model=model, blank=blank)
     replayable(button, stop, filled, outputs + [controls["seed"]], replay, api_name="infill")
