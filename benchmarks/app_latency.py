@@ -1,11 +1,16 @@
 """The app's start-up time, and Generate's time to first streamed frame and to the final text, through gradio_client.
 
 python -m benchmarks.app_latency [--model DIR] [--length 256] [--repeats 5]
+python -m benchmarks.app_latency --score [--length 256] [--repeats 3]   # Score: batched against one pass a char
 
 Three ways of serving Generate are timed side by side, one run of each per repeat, the order rotating: the app
 before the speed work (the exact fp32 model, 64 steps and that time's reveal rule: prior weight 0.35, remask ratio
 0.75), the previous default (32 steps of confidence order with prior weight and remasking, on the fast path,
 mdlm_hf.fast) and the app's default (SamplerOptions(): 32 steps of entropy order, on the fast path).
+
+With --score, the Score tab is timed instead on the first `--length` characters of Sonnet 18 repeated: the app's
+batched chain (SCORE_BATCH characters per forward pass) against one forward pass per character (the app before
+it), interleaved; both compute the same canvases, so the bits must agree.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ from benchmarks.common import load_model
 from benchmarks.structure_suite import rule_options
 from mdlm_hf import SamplerOptions
 from mdlm_hf.sampler import OPTION_SPECS
-from mdlm_space import worker
+from mdlm_space import handlers, worker
+from mdlm_space.texts import SONNET_18
 
 # Generate's sampling controls, as the app's API takes them (top_p 1.0 and min_p 0 are off)
 RULE = (
@@ -81,15 +87,49 @@ def timed_generate(client: Client, length: int, controls: dict, seed: int) -> tu
     return first_at, time.perf_counter() - start, count
 
 
+def timed_score(client: Client, text: str, batch: int) -> tuple[float, str]:
+    """Seconds for Score to finish `text` with `batch` characters per forward pass, and its summary."""
+    handlers.SCORE_BATCH = batch  # the handler reads it at each call
+    start = time.perf_counter()
+    _, summary = client.predict(text=text, api_name="/score")
+    return time.perf_counter() - start, summary
+
+
+def score_main(client: Client, length: int, repeats: int) -> None:
+    """Score's time, batched against one pass per character, interleaved (the first round warms up)."""
+    text = (SONNET_18 * (1 + length // len(SONNET_18)))[:length]
+    batched = handlers.SCORE_BATCH
+    times: dict[int, list[float]] = {batched: [], 1: []}
+    for repeat in range(repeats + 1):
+        results = {}
+        for batch in (batched, 1) if repeat % 2 else (1, batched):
+            seconds, results[batch] = timed_score(client, text, batch)
+            if repeat:
+                times[batch].append(seconds)
+        assert results[1].split("(")[0] == results[batched].split("(")[0], results  # the same bits per character
+    handlers.SCORE_BATCH = batched
+    print(f"Score of {length} characters of Sonnet 18, {repeats} runs each, interleaved (median): {results[batched]}")
+    for batch, measured in times.items():
+        print(f"{batch:3d} characters per forward pass: {statistics.median(measured):.2f} s")
+    print(f"batched: {statistics.median(times[1]) / statistics.median(times[batched]):.2f}x as fast")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=None)
     parser.add_argument("--length", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--score", action="store_true", help="time the Score tab instead of Generate")
     args = parser.parse_args(argv)
     model, source = worker.on_model_thread(load_model, args.model)
     demo, url, start_up = serve(model)
     client = Client(url, verbose=False)
+    if args.score:
+        try:
+            score_main(client, args.length, args.repeats)
+        finally:
+            demo.close()
+        return
     ways = list(WAYS)
     times = {way: {"first": [], "final": [], "frames": []} for way in ways}
     try:

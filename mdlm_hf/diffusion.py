@@ -234,6 +234,49 @@ def reveal_nll_steps(model: nn.Module, x0: torch.Tensor, order: str) -> Iterator
         yield nats
 
 
+def score_windows(n: int, block_size: int, context: int) -> list[tuple[int, int, int]]:
+    """How `surprise_steps` covers n characters: (window start, first scored, end) per window of at most block_size
+    characters; past the first, each window keeps at least `context` characters before the ones it scores."""
+    windows, scored = [(0, 0, min(n, block_size))], min(n, block_size)
+    while scored < n:
+        start = min(scored - context, n - block_size)
+        windows.append((start, scored, start + block_size))
+        scored = start + block_size
+    return windows
+
+
+@torch.no_grad()
+def surprise_steps(
+    model: nn.Module, tokens: torch.Tensor, batch_size: int = 32, context: int | None = None
+) -> Iterator[torch.Tensor]:
+    """-log p, in nats, of each character of a 1-D `tokens` of any length given those before it, left to right:
+    yields the (n,) nats so far (NaN where not scored yet) after each forward pass, which scores `batch_size`
+    characters at once. Within the model's context this is `exact_nll`'s left-to-right chain (the same canvases:
+    the characters before, then masks), batched; past it each character is read in a window of block_size that
+    holds at least `context` characters before it (default block_size // 2)."""
+    check_token_ids(tokens, model)
+    check_batch_size(batch_size)
+    context = model.block_size // 2 if context is None else context
+    if not 0 <= context < model.block_size:
+        raise ValueError(f"context must be in [0, block_size), got {context}")
+    device = next(model.parameters()).device
+    tokens = tokens.long().to(device)
+    nats = torch.full((tokens.numel(),), float("nan"), device=device)
+    with evaluating(model):
+        for start, first, end in score_windows(tokens.numel(), model.block_size, context):
+            window = tokens[start:end]
+            for low in range(first, end, batch_size):
+                positions = torch.arange(low, min(low + batch_size, end), device=device)  # (b,) absolute
+                relative = positions - start
+                canvas = window.expand(len(positions), -1).clone()  # (b, L) the characters before each, then masks
+                canvas[torch.arange(window.numel(), device=device)[None, :] >= relative[:, None]] = model.mask_id
+                t = (window.numel() - relative).float() / window.numel()  # each canvas's mask ratio
+                log_probs = model(canvas, t).float().log_softmax(dim=-1)  # (b, L, V)
+                rows = torch.arange(len(positions), device=device)
+                nats[positions] = -log_probs[rows, relative, tokens[positions]]
+                yield nats.clone()
+
+
 @torch.no_grad()
 def char_nll(model: nn.Module, tokens: torch.Tensor, order: str = "left_to_right") -> torch.Tensor:
     """-log p, in nats, of each character of a 1-D `tokens` of at most block_size, under `exact_nll`'s chain rule

@@ -269,10 +269,14 @@ def surprise_colour(bits: float, most: float) -> str:
 
 
 def score_view(text: str, bits: list[float], most: float) -> str:
-    """The scored text in a canvas box: each character tinted by its surprise, its bits in a tooltip."""
+    """The scored text in a canvas box: each character tinted by its surprise, its bits in a tooltip; one not
+    scored yet (NaN bits) plain and subdued."""
     cells = []
     for char, surprise in zip(text, bits, strict=True):
         shown, tail = (NEWLINE_GLYPH, "\n") if char == "\n" else (html.escape(char), "")
+        if surprise != surprise:
+            cells.append(f"<span class='mdlm-unscored' style='color:{SUBDUED_TEXT}'>{shown}</span>{tail}")
+            continue
         style = f"background:{surprise_colour(surprise, most)}"
         cells.append(f"<span class='mdlm-scored' style='{style}' title='{surprise:.2f} bits'>{shown}</span>{tail}")
     legend = (

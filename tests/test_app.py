@@ -4,6 +4,7 @@ import concurrent.futures
 import contextlib
 import importlib.util
 import json
+import math
 import os
 import re
 import shutil
@@ -651,9 +652,17 @@ def test_a_score_sends_its_passes_to_the_model_thread_one_by_one(model_dir, monk
     submit = worker.MODEL_THREAD.submit
     monkeypatch.setattr(worker.MODEL_THREAD, "submit", lambda fn, *a, **k: jobs.append(fn) or submit(fn, *a, **k))
     model, _ = loading.load_model(model_dir)
-    single = event(handlers.score, {"text": gr.Textbox()}, model=model, on_model=False)["fn"]
-    _, summary = single("to be or not")
-    assert "bits per character" in summary and len(jobs) >= len("to be or not")
+    stream = event(handlers.score, {"text": gr.Textbox()}, model=model)["fn"]
+    text = "to be or not to be, " * 5  # 100 characters: 4 passes of SCORE_BATCH
+    frames = list(stream(text))
+    assert "bits per character" in frames[-1][1] and len(jobs) >= 4
+    # progress streams: each pass shows the characters scored so far, the rest plain
+    assert [f[1].split(" characters")[0] for f in frames[:3]] == [
+        "Scoring… 32 of 100",
+        "Scoring… 64 of 100",
+        "Scoring… 96 of 100",
+    ]
+    assert frames[0][0].count("class='mdlm-scored'") == 32 and frames[0][0].count("class='mdlm-unscored'") == 68
 
 
 def test_an_error_while_computing_frames_reaches_the_caller():
@@ -1534,11 +1543,27 @@ def test_score_gives_bits_per_character_and_tints_each_character(client, model_d
     )  # the sample's whole lines that fit the model's 128 characters
 
 
+def test_score_reads_a_text_longer_than_the_context_window_by_window(client, model_dir):
+    from mdlm_hf.diffusion import surprise_steps
+
+    text = ("ROMEO:\nBut soft, what light through yonder window breaks?\n" * 6)[:300]  # the context is 128
+    view, summary = client.predict(text=text, api_name="/score")
+    model, _ = loading.load_model(model_dir)
+    *_, nats = surprise_steps(model, torch.tensor(model.tokenizer.encode(text)), 32)
+    bits = (nats / math.log(2)).tolist()
+    assert f"**{sum(bits) / len(bits):.3f} bits per character** over 300 characters" in summary
+    assert "each character read with at least 64 before it" in summary and "class='mdlm-unscored'" not in view
+    cells = re.findall(r"class='mdlm-scored' style='[^']*' title='([\d.]+) bits'", view)
+    assert [float(b) for b in cells] == pytest.approx(bits, abs=0.006)
+    # the repeated line is no surprise once the model has read it
+    assert sum(bits[200:]) / 100 < sum(bits[:60]) / 60
+
+
 @pytest.mark.parametrize(
     "text,message",
     [
         ("", "paste some text to score"),
-        ("x" * 129, "the text has 129 characters, but the model's context is 128 characters: shorten it"),
+        ("x" * 2049, "the text has 2,049 characters, but Score reads at most 2,048 characters: shorten it"),
         ("To be é", "the text has 1 character outside the model's vocabulary: 'é'"),
         (None, "text must be a string, got NoneType None"),
     ],

@@ -135,3 +135,37 @@ def test_char_nll_is_each_characters_share_of_the_exact_nll(tiny_model, order):
     assert nats.double().mean().item() == pytest.approx(exact_nll(tiny_model, tokens, order), rel=1e-6)
     with pytest.raises(ValueError, match="1 to block_size"):
         char_nll(tiny_model, torch.zeros(tiny_model.block_size + 1, dtype=torch.long))
+
+
+def test_surprise_steps_is_the_left_to_right_chain_batched(tiny_model):
+    from mdlm_hf.diffusion import char_nll, surprise_steps
+
+    tokens = torch.tensor(tiny_model.tokenizer.encode("to be or not 3\nthat is the question"))
+    steps = list(surprise_steps(tiny_model, tokens, batch_size=8))
+    assert len(steps) == math.ceil(len(tokens) / 8)  # one forward pass per 8 characters
+    assert int(steps[0].isnan().sum()) == len(tokens) - 8  # the rest not scored yet
+    assert torch.allclose(steps[-1], char_nll(tiny_model, tokens), atol=1e-5)  # the same canvases, the same numbers
+
+
+@pytest.mark.parametrize("n,context", [(64, 32), (65, 32), (200, 32), (200, 0), (500, 63), (1, 10)])
+def test_score_windows_score_each_character_once_with_its_context(n, context):
+    from mdlm_hf.diffusion import score_windows
+
+    windows = score_windows(n, 64, context)
+    scored = [i for _, first, end in windows for i in range(first, end)]
+    assert scored == list(range(n))  # every character once, in order
+    for start, first, end in windows:
+        assert 0 <= start <= first <= end <= n and end - start <= 64
+        assert start == 0 or first - start >= context  # past the first window, at least `context` before
+
+
+def test_surprise_steps_past_the_context_and_bad_input(tiny_model):
+    from mdlm_hf.diffusion import surprise_steps
+
+    long = torch.randint(0, tiny_model.mask_id, (150,), generator=torch.Generator().manual_seed(1))
+    *_, nats = surprise_steps(tiny_model, long, batch_size=64, context=16)
+    assert nats.shape == (150,) and bool(torch.isfinite(nats).all() and (nats > 0).all())
+    with pytest.raises(ValueError, match="context must be in"):
+        next(surprise_steps(tiny_model, long, context=64))
+    with pytest.raises(ValueError, match="batch_size"):
+        next(surprise_steps(tiny_model, long, batch_size=0))

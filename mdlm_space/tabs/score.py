@@ -5,8 +5,9 @@ from __future__ import annotations
 import gradio as gr
 
 from mdlm_hf import MDLM
+from mdlm_space.controls import run_buttons, stoppable
 from mdlm_space.endpoints import event
-from mdlm_space.handlers import score
+from mdlm_space.handlers import SCORE_MAX_CHARS, score
 from mdlm_space.render import placeholder
 from mdlm_space.texts import DemoText, sample_passage
 
@@ -16,14 +17,16 @@ def score_tab(model: MDLM, texts: DemoText) -> None:
     gr.Markdown(
         "How likely does the model find a text? It reveals the text one character at a time, left to right, and "
         "adds up -log2 p of each true character given those before it: the exact likelihood, in bits per character "
-        f"(lower: less surprised). At most {model.block_size} characters, the model's context."
+        f"(lower: less surprised). Past {model.block_size} characters, the model's context, it reads the text "
+        f"window by window, each character with at least {model.block_size // 2} before it; at most "
+        f"{SCORE_MAX_CHARS:,} characters."
     )
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
             text = gr.Textbox(label="Text to score", value=sample_passage(texts, model.block_size), lines=6)
-            button = gr.Button("Score", variant="primary")
+            button, stop = run_buttons("Score")
         with gr.Column(scale=2):
             waiting = placeholder("Press Score: each character is tinted by the model's surprise.")
             view, summary = gr.HTML(waiting, elem_id="score-view"), gr.Markdown(elem_id="score-summary")
-    scored = event(score, dict(text=text), model=model, on_model=False)  # it sends its passes there itself
-    button.click(**scored, outputs=[view, summary], api_name="score")
+    scored = event(score, dict(text=text), model=model)  # streamed: each pass on the model thread, others between
+    stoppable(button, stop, **scored, outputs=[view, summary], api_name="score")
