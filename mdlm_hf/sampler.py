@@ -169,6 +169,19 @@ class SamplerOptions:
     # its options; 0.1 (with temperature 1.1) beat top-p 0.95 on names and empty speeches, its judge NLL still
     # within 10 % of the joint's (top-p 0.95's stayed closer; structure suite)
     min_p: float | None = option(0.1, optional(positive_fraction()), "Min-p", slider=(0, 0.5, 0.01), off=0.0)
+    # top-k, top-p and min-p cut the tail only at positions whose most probable character has at least this
+    # probability (the model's own, before temperature); None = everywhere. A cut guards against typos where the
+    # model knows what it wants; where it does not (the first draws on a blank canvas, a line's first letter) the
+    # tail is the choice itself, and cutting it erases the characters that carry a play's shape, each rare, together
+    # common (capitals, punctuation): with min-p 0.1 cut everywhere, line breaks fell from the model's 35 to 30 per
+    # 1,000 characters within the first two passes, and headings to 5 per 1,000 (real text: 9; structure suite)
+    cut_where_sure: float | None = option(
+        None,
+        optional(positive_fraction()),
+        "Cut the tail only where the top character has this probability",
+        slider=(0, 1, 0.05),
+        off=0.0,
+    )
     # 0 = follow the order strictly (so does anything below GREEDY_BELOW, 1e-3); above = draw the positions to
     # reveal with probability proportional to exp(score / order_temperature) (confidence^(1 / order_temperature) for
     # confidence order), trading the order's greed for the diversity of random order; with confidence order 0.25
@@ -318,6 +331,7 @@ def candidate_tokens(logits: torch.Tensor, options: SamplerOptions, generator: t
     if options.temperature < GREEDY_BELOW:  # 0, or so close that the division would overflow
         return logits.argmax(dim=-1)
     scaled = logits.double() / options.temperature  # float64: Gumbel noise on tiny probabilities stays exact
+    uncut = scaled
     if options.top_k is not None and options.top_k < scaled.size(-1):
         kth = scaled.topk(options.top_k, dim=-1).values[..., -1:]
         scaled = scaled.masked_fill(scaled < kth, float("-inf"))
@@ -330,6 +344,9 @@ def candidate_tokens(logits: torch.Tensor, options: SamplerOptions, generator: t
         log_probs = scaled.log_softmax(dim=-1)
         keep = log_probs >= log_probs.max(dim=-1, keepdim=True).values + math.log(options.min_p)  # the top-1 always
         scaled = scaled.masked_fill(~keep, float("-inf"))
+    if options.cut_where_sure is not None:  # the tail stays where the model is unsure
+        sure = logits.softmax(dim=-1).amax(dim=-1, keepdim=True) >= options.cut_where_sure
+        scaled = torch.where(sure, scaled, uncut)
     return (scaled + gumbel_noise(scaled, generator)).argmax(dim=-1)
 
 

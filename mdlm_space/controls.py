@@ -170,6 +170,9 @@ def stoppable(run: gr.Button, stop: gr.Button, *args: Any, **kwargs: Any) -> Any
     canvas_id = getattr((kwargs.get("outputs") or [None])[0], "elem_id", None)
     if canvas_id:  # on a phone the canvas sits below the controls: bring it into view as the run starts
         kwargs["js"] = BRING_INTO_VIEW.replace("CANVAS_ID", canvas_id)
+    # the frames are the progress: no status overlay on the outputs, which a stop would leave reading "Error" (and
+    # whose error badge sat over the readout); a user's mistake still shows as gradio's error message
+    kwargs.setdefault("show_progress", "hidden")
     dependency = run.click(*args, **kwargs)
     stop.click(None, cancels=[dependency], api_name=False)
     return dependency
@@ -199,7 +202,9 @@ def recorded(fn: Callable) -> Callable:
         with contextlib.closing(fn(*values)) as frames:  # closed when the run is stopped: its sampler stops too
             for outputs in frames:
                 canvases.append(outputs[0])
-                yield (*outputs, canvases)
+                # a copy: the list yielded last is what the page's state holds, and a frame computed after it (one
+                # ahead, never shown once the run is stopped) must not join it
+                yield (*outputs, list(canvases))
 
     recording.__signature__, recording.__doc__ = fn.__signature__, fn.__doc__
     return recording
@@ -266,7 +271,8 @@ def output_column(
         # high enough for the line and a note (a lowered length, a long prompt, where the text ended): a note
         # does not push the final text down at the end of a run
         readout = gr.Markdown(waiting, elem_id=f"{tab}-readout", min_height=96)
-        final_text = gr.Textbox(label="Final text", lines=lines, buttons=["copy"], elem_id=f"{tab}-final-text")
+        label = "Text (the canvas so far; finished when the run ends)"
+        final_text = gr.Textbox(label=label, lines=lines, buttons=["copy"], elem_id=f"{tab}-final-text")
     return [canvas, final_text, readout], (slider, gr.State([]))
 
 

@@ -90,14 +90,17 @@ def frames(
     prompt_length: int | None = None,
     end_at: str = "length",
 ) -> Iterator[tuple[str, str, str, int]]:
-    """(canvas HTML, final text, readout, seed) for every state, as the sampler computes it. With a prompt
-    (`prompt_length`), the readout says how much of a long one the model read, and the final text ends `end_at`."""
+    """(canvas HTML, text, readout, seed) for every state, as the sampler computes it. The text is the canvas so far,
+    masks as glyphs (up to a long text's live window), so that a stopped run leaves its canvas there too; once done,
+    the finished text. With a prompt (`prompt_length`), the readout says how much of a long one the model read, and
+    the finished text ends `end_at`."""
     start_time = time.perf_counter()
     for state in states:
         if state.step == 0 and prompt_length is not None:
             note = " ".join(filter(None, (note, (unseen_prompt_note(state, prompt_length) or "").capitalize())))
         seconds = time.perf_counter() - start_time
-        text, shown = "", note
+        shown = note
+        text = model.tokenizer.decode(state.tokens[0, : (state.window or (0, None))[1]])
         if state.done:
             whole = model.tokenizer.decode(state.tokens[0])
             text = ended(whole, prompt_length or 0, end_at)

@@ -151,7 +151,7 @@ def test_generate_streams_and_keeps_the_prompt(client):
     )
     frames = list(job)
     assert len(frames) == 13  # the all-mask canvas, then one frame per step
-    assert MASK_GLYPH in frames[0][0] and frames[0][1] == ""
+    assert MASK_GLYPH in frames[0][0] and frames[0][1] == "ROMEO:\n" + MASK_GLYPH * 60  # the canvas so far
     canvas_html, text, readout, seed = frames[-1]
     canvas_only = canvas_html.replace(render.LEGEND, "")
     assert len(text) == 67 and text.startswith("ROMEO:\n") and MASK_GLYPH not in text and MASK_GLYPH not in canvas_only
@@ -1063,7 +1063,7 @@ def test_browser_run_button_and_canvas_stay_in_view_and_every_mask_is_a_cell(ser
             cells = canvas.evaluate(CELL_CLASSES)
             assert len(cells) - cells.count("mdlm-given") == num_blanks, tab  # each position to fill is one cell
             page.screenshot(path=str(shots / f"desktop-{name}-running.png"))
-            expect(final_text.locator("textarea")).not_to_have_value("", timeout=60_000)
+            expect(page.locator(f"#{name}-readout")).to_contain_text("chars/s", timeout=60_000)  # the run is done
             cells = canvas.evaluate(CELL_CLASSES)
             assert "mdlm-new" not in cells and "mdlm-mask" not in cells, tab  # the final frame: nothing "this step"
             # the canvas kept its height, so the output below it did not move
@@ -1071,6 +1071,34 @@ def test_browser_run_button_and_canvas_stay_in_view_and_every_mask_is_a_cell(ser
             assert final_text.bounding_box()["y"] == text_box["y"], tab
             assert inside(page, button), tab
             page.screenshot(path=str(shots / f"desktop-{name}-done.png"))
+
+
+def test_browser_after_stop_final_text_readout_and_replay_agree(server, tmp_path, counted_steps):
+    # issue 24, defect 2: after Stop the readout's step and the replay's frames disagreed by one, and Final was empty
+    from playwright.sync_api import expect
+
+    with chromium() as browser:
+        page = browser.new_page(viewport=dict(zip(("width", "height"), DESKTOP, strict=True)))
+        page.goto(server)
+        readout, final_text = page.locator("#generate-readout"), page.locator("#generate-final-text textarea")
+        page.get_by_role("button", name="Generate", exact=True).click()
+        page.wait_for_function(  # a few steps in
+            "() => +(document.querySelector('#generate-readout').innerText.match(/step (\\d+)\\//) || [0, 0])[1] >= 6",
+            timeout=60_000,
+        )
+        page.get_by_role("button", name="Stop").first.click()
+        page.wait_for_timeout(1500)  # the run has ended: nothing streams any more
+        step = int(re.search(r"step (\d+)/", readout.inner_text()).group(1))
+        assert 6 <= step < 32
+        replay = page.locator("#generate-replay input[type=range]")
+        expect(replay).to_be_enabled()
+        assert int(replay.get_attribute("max")) == step  # one frame per step streamed, step 0 the first
+        canvas = page.locator("#generate-canvas .mdlm-canvas")
+        masks = canvas.evaluate(CELL_CLASSES).count("mdlm-mask")
+        stopped = final_text.input_value()
+        assert masks > 0 and stopped.count(MASK_GLYPH) == masks  # Final shows the stopped canvas, masks and all
+        page.screenshot(path=str(screenshots(tmp_path) / "desktop-generate-stopped.png"))
+        assert "Error" not in page.locator("#generate-readout").inner_text()  # a stop is no error
 
 
 WHOLE_WORDS = """canvas => {
@@ -1115,7 +1143,9 @@ def test_browser_every_tab_at_desktop_and_phone_width(server, tmp_path, model_di
             infill_canvas = page.locator("#infill-canvas .mdlm-canvas")
             expect(infill_canvas).to_contain_text("window breaks")
             assert infill_canvas.evaluate(WHOLE_WORDS) == 0, where
-            # Compare: the prompt, its button and the two sides of the race, side by side, in the first screen
+            # Compare: the prompt, its button and the two sides of the race, side by side, in the first screen (Score's
+            # run brought its view into sight: back at the top, where the tabs are)
+            page.evaluate("window.scrollTo(0, 0)")
             page.get_by_role("tab", name="Compare").click()
             left, right = (
                 page.locator("#compare-left-canvas .mdlm-canvas"),
@@ -1165,7 +1195,7 @@ def test_browser_generate_infill_and_compare(server, tmp_path):
         expect(length).to_have_value("121")
         page.get_by_role("button", name="Generate", exact=True).click()
         final_text = page.locator("#generate-final-text textarea")
-        expect(final_text).not_to_have_value("", timeout=60_000)
+        expect(page.locator("#generate-readout")).to_contain_text("chars/s", timeout=60_000)  # the run is done
         assert final_text.input_value().startswith("ROMEO:\n") and MASK_GLYPH not in final_text.input_value()
         expect(page.locator("#generate-canvas .mdlm-canvas")).not_to_contain_text(MASK_GLYPH)
         # the replay slider: step 0 of the run is its all-mask canvas, and its last step the final one again
@@ -1194,7 +1224,7 @@ def test_browser_generate_infill_and_compare(server, tmp_path):
         expect(steps).to_have_value("12")
         page.get_by_role("button", name="Fill the blanks").click()
         infill_text = page.locator("#infill-final-text textarea")
-        expect(infill_text).not_to_have_value("", timeout=60_000)
+        expect(page.locator("#infill-readout")).to_contain_text("chars/s", timeout=60_000)  # the run is done
         filled = infill_text.input_value()
         assert filled.startswith("ROMEO:\nBut soft, what light through ") and "_" not in filled
         page.screenshot(path=str(tmp_path / "infill.png"), full_page=True)
@@ -1269,7 +1299,7 @@ def test_browser_a_long_text_grows_with_its_live_window_in_view(server, tmp_path
         assert box["y"] >= 0 and box["y"] + box["height"] <= height + 1, (box, height)  # 1 px: subpixel layout
         page.screenshot(path=str(shots / f"{where}-generate-long-running.png"))
         final_text = page.locator("#generate-final-text textarea")
-        expect(final_text).not_to_have_value("", timeout=120_000)
+        expect(page.locator("#generate-readout")).to_contain_text("chars/s", timeout=120_000)  # the run is done
         assert len(final_text.input_value()) == 3007
         expect(page.locator("#generate-readout")).to_contain_text("of 3,007")
         page.screenshot(path=str(shots / f"{where}-generate-long-done.png"), full_page=True)

@@ -562,3 +562,22 @@ def test_an_adaptive_rule_keeps_binomial_counts_binomial(tiny_model):
     canvas = torch.full((40,), tiny_model.mask_id)
     states = list(sample(tiny_model, canvas, PLAIN, num_steps=30, reveal_counts="binomial", threshold=0.99, seed=0))
     assert states[-1].done and any(not state.revealed.any() for state in states[1:])
+
+
+def test_cut_where_sure_keeps_the_tail_where_the_model_is_unsure():
+    # two positions: one sure (top 0.9), one unsure (top 0.3, a long tail of rare characters that together hold 0.6)
+    sure = torch.tensor([0.9] + [0.1 / 9] * 9)
+    unsure = torch.tensor([0.3, 0.1] + [0.6 / 8] * 8)
+    logits = torch.stack([sure, unsure]).log()[None].expand(4000, -1, -1)  # (B, 2, V)
+    drawn = {}
+    for cut_where_sure in (None, 0.5):
+        options = SamplerOptions.plain(min_p=0.5, cut_where_sure=cut_where_sure)
+        drawn[cut_where_sure] = candidate_tokens(logits, options, torch.Generator().manual_seed(0))
+    # min-p 0.5 everywhere: only each position's top character survives
+    assert bool((drawn[None] == 0).all())
+    # only where sure: the sure position is still cut, the unsure one draws from the model's own distribution
+    assert bool((drawn[0.5][:, 0] == 0).all())
+    tail_share = (drawn[0.5][:, 1] >= 2).float().mean().item()
+    assert tail_share == pytest.approx(0.6, abs=0.03)
+    with pytest.raises(ValueError, match="cut_where_sure must be"):
+        SamplerOptions(cut_where_sure=1.5)
