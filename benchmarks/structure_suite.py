@@ -82,6 +82,8 @@ RULES: dict[str, dict | None] = {
     "entropy-s8-m20": dict(ENTROPY, min_p=0.2),
     "entropy-s8-m10-t110": dict(ENTROPY, min_p=0.1, temperature=1.1),  # = default
     "entropy-s8-m10-t110-front": dict(ENTROPY, min_p=0.1, temperature=1.1, schedule="front_loaded"),
+    # min-p cuts only where the model's top character has at least half the probability
+    "entropy-s8-m10-t110-sure50": dict(ENTROPY, min_p=0.1, temperature=1.1, cut_where_sure=0.5),
     "random-s16": dict(order="random", spacing=16),
     "random-s16-r65": dict(order="random", spacing=16, remask_ratio=0.65),
     "random-s8-r65": dict(order="random", spacing=8, remask_ratio=0.65),

@@ -178,7 +178,7 @@ class SamplerOptions:
     cut_where_sure: float | None = option(
         None,
         optional(positive_fraction()),
-        "Cut the tail only where the top character has this probability",
+        "Cut only where sure (top-k/p and min-p cut where the top character has this probability; 0 = everywhere)",
         slider=(0, 1, 0.05),
         off=0.0,
     )
