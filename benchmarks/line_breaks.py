@@ -2,7 +2,7 @@
 characters, those revealed plus the model's expectation over the masks (its probability of a line break at each).
 
     python -m benchmarks.line_breaks                                   # the default rule and its variants below
-    python -m benchmarks.line_breaks --rules min-p-everywhere --steps 32 64
+    python -m benchmarks.line_breaks --rules default --steps 32 64
 
 Were the sampler drawing from the model's own joint, this would stay where it starts (the model's prior, before the
 first pass) up to noise: each reveal's expectation is the model's probability. A rule that drifts away from it,
@@ -22,8 +22,8 @@ from mdlm_hf.sampler import predictor
 
 # name -> changes to SamplerOptions(); the defaults first
 RULES = {
-    "default": {},
-    "min-p-everywhere": dict(cut_where_sure=None, min_p=0.1),
+    "default": {},  # min-p 0.1 at temperature 1.1, cut everywhere
+    "cut-where-sure": dict(cut_where_sure=0.5),  # the cut only where the top character has half the probability
     "no-cut": dict(min_p=None),
     "no-cut-t1": dict(min_p=None, temperature=1.0),
 }
