@@ -1471,10 +1471,14 @@ def test_a_model_of_other_text_starts_and_shows_text_it_writes(arithmetic_dir):
     assert page.value(next(b for b in demo.blocks.values() if isinstance(b, gr.Plot))) is not None
     # the endpoint fills the blank and keeps the model's "_" as a character
     infill = next(fn for fn in demo.fns.values() if fn.api_name == "infill")
-    values = ("x# = 2#3", 2, 1.0, 1.0, "confidence", 0, 0.25, 0.35, 0.0, 1, True, 0, 0.0)  # ..., entropy bound, min-p
+    named = dict(template="x# = 2#3", num_steps=2, temperature=1.0, top_p=1.0, order="confidence", seed=0)
+    named |= dict(order_temperature=0.25, prior_weight=0.35, remask_ratio=0.0, spacing=1, fixed_seed=True)
+    named |= dict(entropy_bound=0, min_p=0.0, cut_where_sure=0.0)
+    values = tuple(named[name] for name in INFILL_API)  # the event's function takes them in the API's order
     *_, (_, text, *_) = infill.fn(*values)
     assert text.startswith("x") and text[2:6] == " = 2" and text[7] == "3" and "#" not in text
-    *_, (_, text, *_) = infill.fn("x_1 = #", *values[1:])
+    named["template"] = "x_1 = #"
+    *_, (_, text, *_) = infill.fn(*(named[name] for name in INFILL_API))
     assert text.startswith("x_1 = ") and "#" not in text
 
 
