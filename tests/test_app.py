@@ -52,6 +52,8 @@ SHAKESPEARE_LIKE = (
     "ROMEO:\nBut soft, what light through yonder window breaks?\nTo be, or not to be, that is the question:\n"
 )
 JULIET = "JULIET:\nO Romeo, Romeo! wherefore art thou Romeo?"  # 49 characters
+# the Compare tests' race: 40 characters after ROMEO's heading in 8 passes, seed 0
+ROMEO_RACE = dict(prompt="ROMEO:\n", length=40, num_steps=8, temperature=0.8, seed=0)
 
 
 class Page:
@@ -245,47 +247,22 @@ def passes_and_rate(stats: str) -> tuple[int, float]:
 
 
 def test_compare_streams_both_sides(client):
-    frames = list(
-        client.submit(
-            prompt="ROMEO:\n",
-            length=40,
-            num_steps=8,
-            temperature=0.8,
-            seed=0,
-            autoregressive=False,
-            api_name="/compare",
-        )
-    )
+    frames = list(client.submit(**ROMEO_RACE, autoregressive=False, api_name="/compare"))
     assert len(frames) >= 9
     left_html, left_stats, right_html, right_stats, summary, seed = frames[-1]
     assert "8 forward passes" in left_stats and "8 forward passes" in right_stats and "real words" in left_stats
     *_, (left_html, left_stats, right_html, right_stats, summary, seed) = client.submit(
-        prompt="ROMEO:\n", length=40, num_steps=8, temperature=0.8, seed=0, autoregressive=True, api_name="/compare"
+        **ROMEO_RACE, autoregressive=True, api_name="/compare"
     )
     assert "40 forward passes · 1.0 chars per pass" in left_stats and "8 forward passes" in right_stats
     assert MASK_GLYPH not in left_html and MASK_GLYPH not in right_html
 
 
 def test_compare_counts_the_characters_revealed_so_far_per_pass(client):
-    autoregressive = list(
-        client.submit(
-            prompt="ROMEO:\n", length=40, num_steps=8, temperature=0.8, seed=0, autoregressive=True, api_name="/compare"
-        )
-    )
+    autoregressive = list(client.submit(**ROMEO_RACE, autoregressive=True, api_name="/compare"))
     assert [passes_and_rate(frame[1]) for frame in autoregressive[1:]] == [(i, 1.0) for i in range(1, 41)]
     rule = dict(order_temperature=0, prior_weight=0.35, remask_ratio=0, spacing=1)
-    frames = list(
-        client.submit(
-            prompt="ROMEO:\n",
-            length=40,
-            num_steps=8,
-            temperature=0.8,
-            seed=0,
-            autoregressive=False,
-            **rule,
-            api_name="/compare",
-        )
-    )
+    frames = list(client.submit(**ROMEO_RACE, autoregressive=False, **rule, api_name="/compare"))
     for left_html, left_stats, right_html, right_stats, *_ in frames[1:]:
         for canvas, stats in ((left_html, left_stats), (right_html, right_stats)):
             passes, rate = passes_and_rate(stats)
@@ -295,18 +272,7 @@ def test_compare_counts_the_characters_revealed_so_far_per_pass(client):
 
 def test_compare_uses_one_reveal_rule_on_both_sides_and_says_which(client):
     rule = dict(order_temperature=0.25, prior_weight=0.35, remask_ratio=0.5, spacing=1)
-    frames = list(
-        client.submit(
-            prompt="ROMEO:\n",
-            length=40,
-            num_steps=8,
-            temperature=0.8,
-            seed=0,
-            autoregressive=False,
-            **rule,
-            api_name="/compare",
-        )
-    )
+    frames = list(client.submit(**ROMEO_RACE, autoregressive=False, **rule, api_name="/compare"))
     left_html, left_stats, right_html, right_stats, summary, seed = frames[-1]
     for stats in (left_stats, right_stats):
         assert "order temperature 0.25" in stats and "remask ratio 0.5" in stats and "spacing 1" in stats
@@ -314,14 +280,7 @@ def test_compare_uses_one_reveal_rule_on_both_sides_and_says_which(client):
     assert any("#d9534f" in frame[0] for frame in frames)  # left to right remasks too
     # the autoregressive-like side: strictly one character per pass, no reveal rule, and says so
     *_, (left_html, left_stats, right_html, right_stats, summary, seed) = client.submit(
-        prompt="ROMEO:\n",
-        length=40,
-        num_steps=8,
-        temperature=0.8,
-        seed=0,
-        autoregressive=True,
-        **rule,
-        api_name="/compare",
+        **ROMEO_RACE, autoregressive=True, **rule, api_name="/compare"
     )
     assert "one character per forward pass" in left_stats and "remask" not in left_stats
     assert "remask ratio 0.5" in right_stats
@@ -331,21 +290,11 @@ def test_compare_has_a_legend_and_a_one_line_takeaway(client, model_dir):
     model, _ = loading.load_model(model_dir)
     demo = app.build_demo(model)
     assert render.LEGEND in [block.value for block in demo.blocks.values() if isinstance(block, gr.HTML)]
-    frames = list(
-        client.submit(
-            prompt="ROMEO:\n",
-            length=40,
-            num_steps=8,
-            temperature=0.8,
-            seed=0,
-            autoregressive=False,
-            api_name="/compare",
-        )
-    )
+    frames = list(client.submit(**ROMEO_RACE, autoregressive=False, api_name="/compare"))
     assert frames[1][4] == "" and frames[-1][4].startswith("**Takeaway:** same 8 forward passes")
     assert "real words" in frames[-1][4]
     *_, (left_html, left_stats, right_html, right_stats, summary, seed) = client.submit(
-        prompt="ROMEO:\n", length=40, num_steps=8, temperature=0.8, seed=0, autoregressive=True, api_name="/compare"
+        **ROMEO_RACE, autoregressive=True, api_name="/compare"
     )
     assert "took left to right 40 passes" in summary and "in 8, 5.0x fewer" in summary
     assert "key" in summary and "Compare the passes, not the time" in summary  # no key/value cache here
