@@ -146,3 +146,21 @@ def event(handler: Callable, inputs: dict[str, gr.components.Component], on_mode
         [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names]
     )
     return dict(fn=fn, inputs=list(inputs.values()), preprocess=False)
+
+
+def refuse_extra_values(demo: gr.Blocks) -> None:
+    """Makes `demo` refuse a call with more values than its endpoint takes, naming them: gradio checks only for too
+    few and drops the rest (Blocks.validate_inputs), so a caller's extra or misplaced value went unnoticed."""
+    check_too_few = demo.validate_inputs
+
+    def validate_inputs(block_fn: Any, inputs: list[Any]) -> None:
+        check_too_few(block_fn, inputs)
+        if len(inputs) > len(block_fn.inputs):
+            names = ", ".join(inspect.signature(block_fn.fn).parameters) if block_fn.fn else ""
+            raise gr.Error(
+                f"{block_fn.api_name or block_fn.name} takes {len(block_fn.inputs)} values"
+                f"{f' ({names})' if names else ''}, got {len(inputs)}",
+                print_exception=False,  # a caller's mistake: one line, no traceback in the log
+            )
+
+    demo.validate_inputs = validate_inputs

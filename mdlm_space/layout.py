@@ -5,6 +5,7 @@ from __future__ import annotations
 import gradio as gr
 
 from mdlm_hf import MDLM
+from mdlm_space.endpoints import refuse_extra_values
 from mdlm_space.tabs.compare import compare_tab
 from mdlm_space.tabs.generate import generate_tab
 from mdlm_space.tabs.how_it_works import how_it_works_tab
@@ -36,4 +37,5 @@ def build_demo(model: MDLM, known_words: set[str] | None = None, metadata: dict 
                 score_tab(model, texts)
             with gr.Tab("How it works") as how_it_works:
                 how_it_works_tab(model, demo, how_it_works, texts)
+    refuse_extra_values(demo)
     return demo

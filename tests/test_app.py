@@ -1735,3 +1735,20 @@ def test_a_users_mistake_logs_no_traceback(client, capfd):
     with pytest.raises(AppError, match="template has no blank"):
         client.predict(template="to be", api_name="/infill")
     assert "Traceback" not in capfd.readouterr().err
+
+
+def api_call(server: str, endpoint: str, values: list) -> str:
+    """One raw HTTP call, as a client in any language makes it: the endpoint's event stream, as text."""
+    event = httpx.post(f"{server}gradio_api/call/{endpoint}", json={"data": values}, timeout=30).json()["event_id"]
+    return httpx.get(f"{server}gradio_api/call/{endpoint}/{event}", timeout=60).text
+
+
+def test_a_call_with_more_values_than_the_endpoint_takes_is_refused_by_name(server, capfd):
+    # issue 25, defect 10: gradio drops values past an endpoint's inputs, so a caller's extra or misplaced
+    # argument was silently ignored
+    forward = api_call(server, "forward_process", ["To be, or not to be", 0.5, 0])
+    assert "event: complete" in forward
+    stream = api_call(server, "forward_process", ["To be, or not to be", 0.5, 0, 7])
+    assert "event: error" in stream
+    assert "forward_process takes 3 values (line, t, seed), got 4" in stream
+    assert "Traceback" not in capfd.readouterr().err
