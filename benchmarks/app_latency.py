@@ -6,7 +6,7 @@ python -m benchmarks.app_latency --score [--length 256] [--repeats 3]   # Score:
 Three ways of serving Generate are timed side by side, one run of each per repeat, the order rotating: the app
 before the speed work (the exact fp32 model, 64 steps and that time's reveal rule: prior weight 0.35, remask ratio
 0.75), the previous default (32 steps of confidence order with prior weight and remasking, on the fast path,
-mdlm_hf.fast) and the app's default (SamplerOptions(): 32 steps of entropy order, on the fast path).
+mdlm_hf.fast) and the app's default (SamplerOptions(): 32 steps of streams order, on the fast path).
 
 With --score, the Score tab is timed instead on the first `--length` characters of Sonnet 18 repeated: the app's
 batched chain (SCORE_BATCH characters per forward pass) against one forward pass per character (the app before

@@ -1,13 +1,14 @@
 """Writing past the context (issue 23): speed, and the structure suite over 2,000-character texts.
 
     python -m benchmarks.long_text speed [--length 2000] [--repeats 5]      # interleaved with generate(256)
-    python -m benchmarks.long_text quality --contexts 32 64 128 --seeds 0 1 2 --samples 16
+    python -m benchmarks.long_text quality --contexts 32 64 128 --seeds 0 1 2 --samples 16 [--rule default]
     python -m benchmarks.long_text report                                  # the table, from the stored texts
 
 Speed times `generate(length)` and `generate(256)` in turns, with the same seeds, and reports forward passes per
 1,000 characters and the ratio; the target (2,000 characters in <= 3 s where `generate(256)` takes 0.34 s) is a
 ratio of 8.8. Quality samples free text and the suite's heading prompt, LENGTH characters each, for each
-`window_context`, and stores the texts in benchmarks/results/long/texts.json; the report adds held-out windows of
+`window_context` under a structure suite rule (`--rule`, default "default": `SamplerOptions()`), and stores the
+texts in benchmarks/results/long/texts.json; the report adds held-out windows of
 the same length and loops (a 64-character span repeated verbatim in a text, benchmarks/structure.py).
 """
 
@@ -23,7 +24,7 @@ import torch
 from benchmarks.common import REPO_ROOT, load_model
 from benchmarks.sampling_quality import model_fingerprint
 from benchmarks.structure import Sample, count_structure, metrics, repeated_span
-from benchmarks.structure_suite import fmt, heldout_samples, load_store, report_context, save_store
+from benchmarks.structure_suite import RULES, fmt, heldout_samples, load_store, report_context, rule_options, save_store
 from mdlm_hf import sample
 from mdlm_hf.pipeline import prompt_canvas
 from mdlm_hf.sampler import final_state
@@ -109,18 +110,19 @@ def speed(model, length: int, repeats: int) -> None:
     print(f"generate({length}) / cached left to right ({length}): {against:.2f}x the time")
 
 
-def quality(model, contexts: list[int], seeds: list[int], samples: int, store_path: Path) -> None:
-    """Samples and stores LENGTH-character texts for each window_context, prompt and seed not yet stored."""
+def quality(model, rule: str, contexts: list[int], seeds: list[int], samples: int, store_path: Path) -> None:
+    """Samples and stores LENGTH-character texts of `rule` for each window_context, prompt and seed not yet stored."""
     fingerprint = model_fingerprint(model)
+    options = rule_options(rule)
     for context in contexts:
         for name, prompt in PROMPTS.items():
             for seed in seeds:
-                key = f"{fingerprint}|{context}|{name}|{seed}"
+                key = f"{fingerprint}|{rule}|{context}|{name}|{seed}"
                 if key in load_store(store_path):
                     continue
                 canvas = prompt_canvas(model, prompt, LENGTH - len(prompt)).expand(samples, -1).clone()
                 start = time.perf_counter()
-                state = final_state(sample(model, canvas, seed=seed, window_context=context))
+                state = final_state(sample(model, canvas, options, seed=seed, window_context=context))
                 seconds = time.perf_counter() - start
                 store = load_store(store_path)
                 store[key] = dict(
@@ -131,7 +133,10 @@ def quality(model, contexts: list[int], seeds: list[int], samples: int, store_pa
                     seed=seed,
                 )
                 save_store(store_path, store)
-                print(f"context {context} / {name} / seed {seed}: {state.num_forward_passes} passes, {seconds:.0f} s")
+                print(
+                    f"{rule} / context {context} / {name} / seed {seed}: "
+                    f"{state.num_forward_passes} passes, {seconds:.0f} s"
+                )
 
 
 def row(label: str, samples: list[Sample], context: dict, passes: str = "-") -> str:
@@ -157,15 +162,15 @@ def report(model, store_path: Path) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|",
         row("held-out Shakespeare", heldout_samples(context["reference"], 48, 0, LENGTH), context),
     ]
-    keys = sorted(store, key=lambda k: (k.split("|")[2], int(k.split("|")[1]), int(k.split("|")[3])))
-    groups: dict[tuple[str, str], list[dict]] = {}
+    keys = sorted(store, key=lambda k: (k.split("|")[3], k.split("|")[1], int(k.split("|")[2]), int(k.split("|")[4])))
+    groups: dict[tuple[str, str, str], list[dict]] = {}
     for key in keys:
-        _, window_context, prompt, _ = key.split("|")
-        groups.setdefault((prompt, window_context), []).append(store[key])
-    for (prompt, window_context), rows in groups.items():
+        _, rule, window_context, prompt, _ = key.split("|")
+        groups.setdefault((prompt, rule, window_context), []).append(store[key])
+    for (prompt, rule, window_context), rows in groups.items():
         samples = [Sample(t, r["written"]) for r in rows for t in r["texts"]]
         seeds = ", ".join(str(r["seed"]) for r in rows)
-        label = f"{prompt}, window context {window_context} (seeds {seeds})"
+        label = f"{prompt}, {rule}, window context {window_context} (seeds {seeds})"
         lines.append(row(label, samples, context, fmt(statistics.mean(r["passes"] for r in rows), 0)))
     return "\n".join(lines) + "\n"
 
@@ -176,6 +181,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", default=None)
     parser.add_argument("--length", type=int, default=LENGTH, help="speed: characters to write")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--rule", default="default", choices=list(RULES), help="quality: the structure suite's rule")
     parser.add_argument("--contexts", type=int, nargs="*", default=[64])
     parser.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2])
     parser.add_argument("--samples", type=int, default=16)
@@ -189,7 +195,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.what == "speed":
         speed(model, args.length, args.repeats)
     elif args.what == "quality":
-        quality(model, args.contexts, args.seeds, args.samples, store_path)
+        quality(model, args.rule, args.contexts, args.seeds, args.samples, store_path)
     else:
         table = report(model, store_path)
         store_path.parent.mkdir(parents=True, exist_ok=True)

@@ -64,7 +64,7 @@ def template(prompt: str) -> str:
 ENTROPY = dict(order="entropy", spacing=8)
 RULES: dict[str, dict | None] = {
     "joint": dict(order="left_to_right", num_steps=LENGTH),  # one character per pass (num_steps: the masks)
-    "default": None,  # SamplerOptions(): entropy order, spacing 8, min-p 0.1, temperature 1.1
+    "default": None,  # SamplerOptions(): streams order, min-p 0.1, temperature 1.2
     # the default before the structure suite
     "previous": dict(order="confidence", order_temperature=0.25, prior_weight=0.45, remask_ratio=0.65, spacing=2),
     "entropy-s2": dict(ENTROPY, spacing=2),
@@ -80,10 +80,12 @@ RULES: dict[str, dict | None] = {
     "entropy-s8-p95-front": dict(ENTROPY, top_p=0.95, schedule="front_loaded"),
     "entropy-s8-m10": dict(ENTROPY, min_p=0.1),
     "entropy-s8-m20": dict(ENTROPY, min_p=0.2),
-    "entropy-s8-m10-t110": dict(ENTROPY, min_p=0.1, temperature=1.1),  # = default
+    "entropy-s8-m10-t110": dict(ENTROPY, min_p=0.1, temperature=1.1),  # the default before streams order
     "entropy-s8-m10-t110-front": dict(ENTROPY, min_p=0.1, temperature=1.1, schedule="front_loaded"),
     # min-p cuts only where the model's top character has at least half the probability
     "entropy-s8-m10-t110-sure50": dict(ENTROPY, min_p=0.1, temperature=1.1, cut_where_sure=0.5),
+    # streams order: each pass writes the next character of every stretch, left to right (= default)
+    "streams-m10-t120": dict(order="streams", min_p=0.1, temperature=1.2),
     "random-s16": dict(order="random", spacing=16),
     "random-s16-r65": dict(order="random", spacing=16, remask_ratio=0.65),
     "random-s8-r65": dict(order="random", spacing=8, remask_ratio=0.65),

@@ -176,8 +176,11 @@ def compare(
     seed = run_seed(seed, fixed_seed)
     canvas = prompt_canvas(model, prompt, length)
     rule = {name: option_value(name, value) for name, value in rule.items()}
-    shared = SamplerOptions(
-        num_steps=option_value("num_steps", num_steps), temperature=option_value("temperature", temperature), **rule
+    shared = SamplerOptions(  # confidence order: the rule's options apply to it (streams order, the default, has none)
+        order="confidence",
+        num_steps=option_value("num_steps", num_steps),
+        temperature=option_value("temperature", temperature),
+        **rule,
     )
     options = {
         # autoregressive-like: exactly one character per forward pass, strictly left to right, no reveal rule

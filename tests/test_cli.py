@@ -19,7 +19,16 @@ def test_cli_generates_and_infills(tiny_model, tmp_path):
     text = result.stdout.rstrip("\n")
     assert text.startswith("to be") and len(text) == 25
     result = run_cli(
-        "--model", str(tmp_path), "--template", "to __ or not", "--steps", "2", "--order-temperature", "0.5"
+        "--model",
+        str(tmp_path),
+        "--template",
+        "to __ or not",
+        "--steps",
+        "2",
+        "--order",
+        "entropy",
+        "--order-temperature",
+        "0.5",
     )
     assert result.returncode == 0 and result.stdout.startswith("to ") and result.stdout.rstrip("\n").endswith(" or not")
     result = run_cli("--model", str(tmp_path), "--template", "to __ or not", "--steps", "2", "--show-steps")

@@ -297,7 +297,7 @@ def test_the_sampler_runs_on_the_fast_path(tiny_model, bf16_chosen, monkeypatch)
     tiny_model.fast = True
     tiny_model.infill("to be __ not", num_steps=2, seed=0)
     assert len(calls) == 2  # two denoising passes
-    tiny_model.infill("to be __ not", num_steps=2, seed=0, prior_weight=0.5)
+    tiny_model.infill("to be __ not", num_steps=2, seed=0, order="entropy", prior_weight=0.5)
     assert len(calls) == 5  # two more, and the character prior's
 
 

@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from mdlm_hf import MDLM, ORDERS, sample
 from mdlm_hf.pipeline import prompt_canvas, text_to_canvas
@@ -17,10 +18,13 @@ from mdlm_hf.sampler import (
     denoise_step,
     final_state,
     planned_reveals,
+    stream_passes,
 )
 from tests.stubs import StubModel
 
-PLAIN = SamplerOptions.plain()  # the bare core, every option off: what most tests here pin down
+# the bare core, every option off, in a scored order (the default, streams order, has no use for a score, a
+# schedule or counts): what most tests here pin down
+PLAIN = SamplerOptions.plain(order="entropy")
 
 
 def canvas_with_holes(model, length=40, seed=0):
@@ -86,6 +90,49 @@ def test_left_to_right_reveals_strictly_left_to_right(tiny_model):
         if positions:
             assert positions[0] > last and positions == sorted(positions)
             last = positions[-1]
+
+
+def planned(canvas: str, num_steps: int) -> str:
+    """stream_passes on a canvas drawn as text ("_" eligible, "." masked but not eligible, anything else given),
+    each position's pass as a digit (0: not eligible)."""
+    eligible = torch.tensor([[c == "_" for c in canvas]])
+    given = torch.tensor([[c not in "_." for c in canvas]])
+    return "".join(str(p) for p in stream_passes(eligible, given, num_steps)[0].tolist())
+
+
+@pytest.mark.parametrize(
+    ("canvas", "num_steps", "passes"),
+    [
+        ("__________", 4, "1234123412"),  # nothing given: stretches from the start, left to right
+        ("ab________", 4, "0012341234"),  # given on the left: the same
+        ("________cd", 4, "4321432100"),  # given on the right only: the mirror image
+        ("ab_____cd", 8, "001354200"),  # between given text: one end a pass, meeting in the middle
+        ("ab____cd", 8, "00134200"),
+        ("ab__________cd", 6, "00123455432100"),  # longer than the passes: both ends each pass
+        ("ab__________cd", 4, "00123412341200"),  # longer than twice the passes: stretches again
+        ("__.__", 4, "12012"),  # masks that are not eligible are not given text
+    ],
+)
+def test_stream_passes_write_every_run_of_masks_within_the_passes(canvas, num_steps, passes):
+    assert planned(canvas, num_steps) == passes
+
+
+@pytest.mark.parametrize("holes", [False, True])
+@pytest.mark.parametrize("num_steps", [1, 7, 16])
+def test_streams_write_each_character_beside_a_known_one_after_the_first_pass(tiny_model, holes, num_steps):
+    canvas = canvas_with_holes(tiny_model, length=60) if holes else torch.full((60,), tiny_model.mask_id)
+    masks = canvas == tiny_model.mask_id
+    states = list(sample(tiny_model, canvas, PLAIN, num_steps=num_steps, order="streams", seed=0))
+    plan = stream_passes(masks[None], ~masks[None], num_steps)[0]
+    assert states[-1].done and states[-1].num_forward_passes == len(states) - 1 == int(plan.max())
+    for before, after in itertools.pairwise(states):
+        revealed = after.revealed[0].nonzero().flatten()
+        assert revealed.tolist() == (plan == after.step).nonzero().flatten().tolist()  # each at its planned pass
+        known = F.pad(~before.is_masked[0], (1, 1))
+        if after.step > 1:  # only the first pass begins a stretch with nothing known beside it
+            assert all(known[i] or known[i + 2] for i in revealed.tolist())
+    if not holes:  # a blank canvas: as many stretches as a pass must write characters
+        assert int(states[1].revealed.sum()) == math.ceil(60 / num_steps)
 
 
 def test_same_seed_same_text_and_different_seed_differs(tiny_model):
@@ -203,7 +250,7 @@ def test_order_temperature_draws_positions_in_proportion_to_confidence():
 
 def test_order_temperature_still_fills_every_mask_and_keeps_given(tiny_model):
     canvas = canvas_with_holes(tiny_model)
-    for order in ORDERS:
+    for order in set(ORDERS) - {"streams"}:  # streams order refuses an order temperature (it has no ranking)
         state = final_state(sample(tiny_model, canvas, PLAIN, num_steps=8, order=order, order_temperature=0.5, seed=1))
         assert not state.is_masked.any()
         given = canvas != tiny_model.mask_id
@@ -267,7 +314,9 @@ def test_the_prior_comes_from_the_first_step_in_free_generation_else_from_one_ex
 
     priors, forward_rows = [], []
     real_step, real_forward = sampler.denoise_step, tiny_model.forward
-    monkeypatch.setattr(sampler, "denoise_step", lambda *args: priors.append(args[-1]) or real_step(*args))
+    monkeypatch.setattr(
+        sampler, "denoise_step", lambda *args, **kwargs: priors.append(args[-1]) or real_step(*args, **kwargs)
+    )
     monkeypatch.setattr(tiny_model, "forward", lambda x, t: forward_rows.append(x.size(0)) or real_forward(x, t))
     canvas = canvas_with_holes(tiny_model) if holes else torch.full((40,), tiny_model.mask_id)
     final_state(sample(tiny_model, torch.stack([canvas, canvas]), PLAIN, num_steps=4, prior_weight=0.5, seed=0))
@@ -299,7 +348,7 @@ def test_spacing_picks_best_first_ruling_out_neighbours_then_fills_the_step():
     tokens, eligible = torch.full((1, 5), 3), torch.ones(1, 5, dtype=torch.bool)
 
     def revealed(count, spacing, eligible=eligible):
-        options = SamplerOptions.plain(temperature=0.0, spacing=spacing)
+        options = PLAIN.replace(temperature=0.0, spacing=spacing)
         generator = torch.Generator().manual_seed(0)
         _, revealed, _ = denoise_step(logits, tokens, eligible, torch.tensor([count]), options, generator)
         return revealed[0].nonzero()[:, 0].tolist()
@@ -318,7 +367,8 @@ def test_spacing_still_fills_every_mask_and_keeps_given(tiny_model, order):
     canvas = canvas_with_holes(tiny_model)
     given = canvas != tiny_model.mask_id
     states = list(sample(tiny_model, canvas, PLAIN, num_steps=8, order=order, spacing=2, seed=0))
-    assert states[-1].done and states[-1].num_forward_passes == 8
+    passes = states[-1].num_forward_passes
+    assert states[-1].done and (passes <= 8 if order == "streams" else passes == 8)  # streams end with the longest run
     assert torch.equal(states[-1].tokens[0][given], canvas[given])
     assert torch.equal(torch.stack([s.revealed[0] for s in states]).sum(dim=0), (~given).long())
 
@@ -397,7 +447,7 @@ def test_seed_and_generator_together_are_refused(tiny_model):
 
 
 def test_the_default_options_are_the_studys_recommendation_and_plain_turns_every_option_off():
-    recommended = dict(num_steps=32, order="entropy", temperature=1.1, min_p=0.1, top_p=None, order_temperature=0.0)
+    recommended = dict(num_steps=32, order="streams", temperature=1.2, min_p=0.1, top_p=None, order_temperature=0.0)
     assert SamplerOptions() == SamplerOptions(**recommended, prior_weight=0.0, remask_ratio=0.0, spacing=8)
     plain = SamplerOptions.plain()
     assert all(getattr(plain, name) == 0 for name in REVEAL_RULE_OPTIONS)
@@ -418,6 +468,18 @@ def test_every_option_is_documented_in_the_one_table():
             shown = spec.off if default is None else default
             assert low <= shown <= (high or 256) and step > 0, name
             assert spec.off is not None or not spec.accepts.test(None), name  # a slider shows None as `off`
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("order_temperature", 0.25), ("prior_weight", 0.5), ("entropy_bound", 2.0), ("schedule", "cosine")],
+)
+def test_streams_order_refuses_the_options_it_would_ignore_by_name(tiny_model, name, value):
+    with pytest.raises(ValueError, match=f"^{name} does not apply to streams order.*choose another order"):
+        SamplerOptions(**{name: value})
+    with pytest.raises(ValueError, match=f"^{name} does not apply to streams order"):
+        tiny_model.generate(20, seed=0, **{name: value})
+    assert len(tiny_model.generate(20, seed=0, order="entropy", **{name: value})) == 20  # in a scored order it applies
 
 
 @pytest.mark.parametrize("call", ["sample", "replace", "string API"])
@@ -446,7 +508,8 @@ def test_temperatures_below_the_floor_act_as_zero(tiny_model, name):
     canvas = canvas_with_holes(tiny_model)
 
     def filled(value):
-        return final_state(sample(tiny_model, canvas, SamplerOptions(), seed=0, **{name: value})).tokens
+        options = SamplerOptions(order="entropy")  # order_temperature has no use in streams order
+        return final_state(sample(tiny_model, canvas, options, seed=0, **{name: value})).tokens
 
     greedy = filled(0.0)
     for tiny in (1e-308, 1e-5):  # dividing scores by the first overflows float64
@@ -533,7 +596,7 @@ def test_entropy_bound_never_takes_more_passes_than_the_schedule(tiny_model):
     assert bounded.done and bounded.num_forward_passes == 1  # a bound above the canvas's total entropy: one pass
 
 
-@pytest.mark.parametrize("options", [PLAIN, SamplerOptions()])
+@pytest.mark.parametrize("options", [PLAIN, SamplerOptions(order="entropy")])
 @pytest.mark.parametrize("bound", [0.5, 3.0, 20.0])
 def test_entropy_bound_leaves_no_mask_and_keeps_given_positions(tiny_model, options, bound):
     canvas = torch.stack([canvas_with_holes(tiny_model, seed=s) for s in range(3)])

@@ -11,7 +11,7 @@ from typing import Any
 import gradio as gr
 import torch
 
-from mdlm_hf import MDLM
+from mdlm_hf import MDLM, SamplerOptions
 from mdlm_hf.diffusion import MASK_RATIOS, accuracy_by_mask_ratio
 from mdlm_hf.plots import accuracy_figure
 from mdlm_space.checks import as_float
@@ -19,6 +19,8 @@ from mdlm_space.endpoints import event
 from mdlm_space.handlers import forward_process
 from mdlm_space.texts import SHAKESPEARE, DemoText, sample_label, sample_line
 from mdlm_space.worker import on_model_thread
+
+DEFAULT = SamplerOptions()  # the rule the text describes
 
 
 def sample_accuracy(model: MDLM, text: str) -> list[tuple[float, float]]:
@@ -92,14 +94,16 @@ def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab, texts: DemoText)
     gr.Markdown(
         "**Reverse process.** Generation starts from all masks. Each step predicts every masked "
         "character, draws a candidate for each (temperature, min-p), and reveals a few of them: by default "
-        "those the model is surest of, lowest entropy first (*entropy order*), kept apart (*spacing*), since "
-        "characters revealed together are drawn independently. The order matters for a play's shape: choosing "
-        "positions by how likely their drawn character came out (*confidence order*) keeps the lucky draws, so "
-        "line breaks and colons are fixed first and speaker names are squeezed in between; entropy order "
-        "chooses before drawing, so one character a step it would write just what the model writes left to "
-        "right. "
-        "*Min-p* 0.1 cuts the far tail where misspelt names come from, and temperature 1.1 gives back the "
-        "surprise the cut takes. The other rules stay here to try: the "
+        "the next character of each of a few stretches of the canvas, left to right inside each (*streams "
+        f"order*: {DEFAULT.num_steps} passes over 256 characters write {256 // DEFAULT.num_steps} stretches of "
+        f"{DEFAULT.num_steps} side by side; a blank between given text is written from both ends). The order "
+        "matters for a play's shape: a name is spelt right when each letter is drawn knowing the one before, "
+        "as the model writes left to right, while orders that reveal the surest characters first fix line "
+        "breaks and colons early and leave a name's letters for the last, crowded steps, where neighbours are "
+        "drawn together and come out garbled (OOPEY, BONVOLIO). "
+        f"*Min-p* {DEFAULT.min_p:g} cuts the far tail where misspelt names come from, and temperature "
+        f"{DEFAULT.temperature:g} gives back the surprise the cut takes. The other rules stay here to try: "
+        "*entropy order* reveals the positions the model is surest of first, kept apart (*spacing*); the "
         "*order temperature* draws which positions to reveal instead of following the order strictly; the "
         "*prior weight* lifts rare characters the context makes likely; *remasking* takes back the least "
         "confident earlier characters (shown as red masks) so they are redrawn with more context. The "
