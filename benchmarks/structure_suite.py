@@ -86,6 +86,9 @@ RULES: dict[str, dict | None] = {
     "entropy-s8-m10-t110-sure50": dict(ENTROPY, min_p=0.1, temperature=1.1, cut_where_sure=0.5),
     # streams order: each pass writes the next character of every stretch, left to right (= default)
     "streams-m10-t120": dict(order="streams", min_p=0.1, temperature=1.2),
+    # the same, cutting only where the model is sure (a stretch's first character, drawn blind, keeps its tail)
+    "streams-m10-t110-sure50": dict(order="streams", min_p=0.1, temperature=1.1, cut_where_sure=0.5),
+    "streams-m10-t120-sure50": dict(order="streams", min_p=0.1, temperature=1.2, cut_where_sure=0.5),
     "random-s16": dict(order="random", spacing=16),
     "random-s16-r65": dict(order="random", spacing=16, remask_ratio=0.65),
     "random-s8-r65": dict(order="random", spacing=8, remask_ratio=0.65),

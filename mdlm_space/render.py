@@ -53,10 +53,13 @@ def confidence_colour(confidence: float) -> str:
 
 
 def canvas_style(rows: int, font_px: int = 15) -> str:
-    """The canvas box: monospace, words kept whole, `rows` lines high whatever it holds (it scrolls inside)."""
+    """The canvas box: monospace, words kept whole, `rows` lines high whatever it holds (it scrolls inside). Its
+    margin above and below is a border in the background's colour, not padding, which would scroll with the lines:
+    the box shows exactly `rows` whole lines, at the top and when scrolled to its end, never part of the next."""
     line = 1.6
     return (
-        f"{CANVAS_FONT} {WRAP_WORDS} line-height: {line}; font-size: {font_px}px; padding: 10px; border-radius: 8px; "
+        f"{CANVAS_FONT} {WRAP_WORDS} line-height: {line}; font-size: {font_px}px; padding: 0 10px; "
+        f"border: solid {CANVAS_BACKGROUND}; border-width: 10px 0; border-radius: 8px; "
         f"background: {CANVAS_BACKGROUND}; color: #1f2733; box-sizing: border-box; "
         f"height: calc({rows * line}em + 20px); overflow-y: auto;"
     )

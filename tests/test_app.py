@@ -1077,8 +1077,35 @@ WHOLE_WORDS = """canvas => {
     }
     return words.filter(tops => new Set(tops).size > 1).length;
 }"""
+CUT_CELLS = """canvas => {
+    const box = canvas.getBoundingClientRect(), top = box.top + canvas.clientTop, bottom = top + canvas.clientHeight;
+    return Array.from(canvas.querySelectorAll('span[class^=mdlm-]')).map(cell => cell.getBoundingClientRect())
+        .filter(r => r.height > 0 && r.top < bottom - 0.5 && r.bottom > top + 0.5
+            && (r.top < top - 0.5 || r.bottom > bottom + 0.5)).length;
+}"""
 WHOLE_FORWARD_WORDS = """view => Array.from(view.querySelectorAll('.mdlm-word')).filter(word =>
     new Set(Array.from(word.children, column => column.getBoundingClientRect().top)).size > 1).length"""
+
+
+@pytest.mark.browser
+def test_browser_a_canvas_shows_whole_lines_never_a_cut_one(server):
+    # issue 24, defect 9: the canvas box showed the top of its 11th line, cut in half, below the 10 it holds
+    from playwright.sync_api import expect
+
+    with chromium() as browser:
+        for where, (width, height) in (("desktop", DESKTOP), ("phone", PHONE)):
+            page = browser.new_page(viewport=dict(width=width, height=height))
+            page.goto(server)
+            canvases = {"Generate": "#generate-canvas", "Compare": "#compare-left-canvas"}
+            for tab, canvas in canvases.items():
+                page.get_by_role("tab", name=tab).click()
+                box = page.locator(f"{canvas} .mdlm-canvas")
+                expect(box).to_be_visible()
+                overflows = box.evaluate("c => c.scrollHeight > c.clientHeight + 1")
+                assert box.evaluate(CUT_CELLS) == 0, (where, tab, overflows)
+                box.evaluate("c => { c.scrollTop = c.scrollHeight; }")  # scrolled to its end, as a long run follows
+                assert box.evaluate(CUT_CELLS) == 0, (where, tab, "at the end")
+            page.close()
 
 
 @pytest.mark.browser
