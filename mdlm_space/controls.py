@@ -11,7 +11,7 @@ from typing import Any
 import gradio as gr
 
 from mdlm_hf import SamplerOptions
-from mdlm_hf.sampler import OPTION_SPECS, SCORED_ORDERS
+from mdlm_hf.sampler import OPTION_SPECS, SCORED_ORDERS, STREAMS_IGNORE
 from mdlm_space.endpoints import ENDPOINTS, default, param
 
 
@@ -57,9 +57,31 @@ def fit_length(limit: int, prompt: str | None, wanted: float | None) -> dict:
     return capped_slider(room, wanted, info)
 
 
-def prior_weight_update(order: str) -> dict:
-    """Random and left-to-right orders do not score positions, so the prior has nothing to weigh."""
-    return gr.update(interactive=order in SCORED_ORDERS)
+# the reveal-rule controls that only some orders use, and whether `order` uses each
+ORDER_BOUND = ("order_temperature", "prior_weight", "entropy_bound")
+
+
+def order_uses(name: str, order: str) -> bool:
+    """Whether `order` uses the reveal-rule option `name`: random and left-to-right orders score no position, so
+    the prior has nothing to weigh; streams order follows a plan, so it ranks nothing at all (SamplerOptions refuses
+    these options with it)."""
+    if name == "prior_weight":
+        return order in SCORED_ORDERS
+    return order != "streams" or name not in STREAMS_IGNORE
+
+
+def order_bound_update(order: str) -> tuple[dict, ...]:
+    """The ORDER_BOUND controls, usable where `order` uses them; streams order's are also set back to off, since it
+    refuses them otherwise."""
+    return tuple(
+        gr.update(interactive=True)
+        if order_uses(name, order)
+        else gr.update(
+            interactive=False,
+            **({"value": OPTION_SPECS[name].shown(STREAMS_IGNORE[name])} if order == "streams" else {}),
+        )
+        for name in ORDER_BOUND
+    )
 
 
 # --- layout ---
@@ -99,11 +121,17 @@ def control(endpoint: str, name: str, block_size: int, value: Any = None, **layo
 def reveal_controls(endpoint: str, block_size: int) -> dict[str, gr.components.Component]:
     """Reveal order, order temperature and the rest of the reveal rule (with the adaptive entropy bound), as Generate
     and Infill show them."""
-    controls = {name: control(endpoint, name, block_size) for name in ("order", "order_temperature")}
+    order = default(endpoint, "order")
+
+    def usable(name: str) -> dict:
+        return dict(interactive=order_uses(name, order)) if name in ORDER_BOUND else {}
+
+    controls = {name: control(endpoint, name, block_size, **usable(name)) for name in ("order", "order_temperature")}
     with gr.Accordion("More of the reveal rule: rare characters, remasking, spacing, entropy bound", open=False):
         for name in ("prior_weight", "remask_ratio", "spacing", "entropy_bound"):
-            controls[name] = control(endpoint, name, block_size)
-    controls["order"].change(prior_weight_update, controls["order"], controls["prior_weight"], api_name=False)
+            controls[name] = control(endpoint, name, block_size, **usable(name))
+    bound = [controls[name] for name in ORDER_BOUND]
+    controls["order"].change(order_bound_update, controls["order"], bound, api_name=False)
     return controls
 
 

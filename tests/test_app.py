@@ -1778,3 +1778,26 @@ def test_a_call_with_more_values_than_the_endpoint_takes_is_refused_by_name(serv
     assert "event: error" in stream
     assert "forward_process takes 3 values (line, t, seed), got 4" in stream
     assert "Traceback" not in capfd.readouterr().err
+
+
+def test_controls_an_order_does_not_use_are_greyed_out_and_come_back_with_an_order_that_does(model_dir):
+    # streams order, the default, ranks no position: an order temperature, prior weight or entropy bound moved
+    # there would only be refused by name on the run
+    model, _ = loading.load_model(model_dir)
+    page = Page(app.build_demo(model))
+    for endpoint, names in (("generate", GENERATE_API), ("infill", INFILL_API)):
+        controls = tab_controls(page.demo, endpoint, names)
+
+        def usable(name: str, controls: dict = controls) -> bool:
+            return page.props[controls[name]._id].get("interactive", controls[name].interactive) is not False
+
+        assert page.value(controls["order"]) == "streams"
+        assert not any(usable(name) for name in ("order_temperature", "prior_weight", "entropy_bound"))
+        assert usable("remask_ratio") and usable("spacing") and usable("temperature")
+        page.type(controls["order"], "entropy")
+        assert all(usable(name) for name in ("order_temperature", "prior_weight", "entropy_bound"))
+        page.type(controls["prior_weight"], 0.3)
+        page.type(controls["order"], "random")  # random order scores nothing: the prior has nothing to weigh
+        assert usable("order_temperature") and usable("entropy_bound") and not usable("prior_weight")
+        page.type(controls["order"], "streams")  # which would refuse the prior: it goes back to off
+        assert page.value(controls["prior_weight"]) == 0 and not usable("order_temperature")
