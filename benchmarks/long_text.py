@@ -146,7 +146,8 @@ def row(label: str, samples: list[Sample], context: dict, passes: str = "-") -> 
     return (
         f"| {label} | {len(samples)} | {passes} | {fmt(m['headings_per_1k'], 1)} | {fmt(m['real_names'])} | "
         f"{fmt(m['empty_speeches'])} | {fmt(m['same_speaker_twice'])} | {fmt(m['repeated_lines'])} | "
-        f"{fmt(m['valid_words'], 3)} | {fmt(m['judge_nll'])} | {loops} |"
+        f"{fmt(m['long_lines'], 3)} | {fmt(m['run_on_headings'])} | {fmt(m['valid_words'], 3)} | "
+        f"{fmt(m['judge_nll'])} | {loops} |"
     )
 
 
@@ -157,9 +158,9 @@ def report(model, store_path: Path) -> str:
     store = {k: v for k, v in load_store(store_path).items() if k.startswith(fingerprint + "|")}
     lines = [
         f"{LENGTH}-character texts. Held-out text: {context['heldout_name']}. Targets: {TARGETS}.\n",
-        "| text | samples | passes | headings/1k | names | empty | twice | repeated lines | valid words | judge NLL "
-        "| loops |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| text | samples | passes | headings/1k | names | empty | twice | repeated lines | long lines "
+        "| run-on headings | valid words | judge NLL | loops |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         row("held-out Shakespeare", heldout_samples(context["reference"], 48, 0, LENGTH), context),
     ]
     keys = sorted(store, key=lambda k: (k.split("|")[3], k.split("|")[1], int(k.split("|")[2]), int(k.split("|")[4])))

@@ -13,6 +13,9 @@ written), the last when it stops mid-line.
 - An **empty speech** is a heading followed by a blank line or by another heading.
 - **Same speaker twice** is a heading naming the speaker of the heading before it.
 - A **repeated line** is a speech line (not blank, not a heading) that already occurred earlier in the text.
+- A **long line** is a speech line over LONG_LINE characters (real text has none: its verse and its wrapped prose
+  stay under it); a **run-on heading** is an all-capitals name and its colon with the speech run on after it in the
+  same line (`LADY CAPULET:will require you`), counted against the headings and run-on headings together.
 - **Judge NLL** is the nats per written character under a character n-gram model fit on the training split.
 - A **loop** is a span of LOOP_SPAN characters that occurs twice in one text (long generation's failure: a window
   copying its own context).
@@ -30,6 +33,7 @@ from mdlm_hf.metrics import words
 
 JUDGE_HISTORY = 16  # characters of history handed to the judge (it reads its last order - 1 of them)
 LOOP_SPAN = 64  # characters a verbatim repeat must span to count as a loop
+LONG_LINE = 80  # characters a speech line must exceed to count as long
 NAME = re.compile(r"[A-Z][A-Za-z'\-&,]*(?: (?:[A-Z&][A-Za-z'\-&,]*|of|the|and|de|la)){0,4}")
 
 
@@ -40,6 +44,12 @@ def heading_name(line: str, previous: str | None) -> str | None:
     if previous is None or previous == "" or name.isupper():
         return name
     return None
+
+
+def runs_on(line: str) -> bool:
+    """Whether a line is a heading with its speech run on after the colon (`LADY CAPULET:will require you`)."""
+    name, colon, rest = line.partition(":")
+    return bool(colon and rest.strip() and len(name) >= 3 and name.isupper() and NAME.fullmatch(name))
 
 
 def speakers(text: str) -> set[str]:
@@ -73,6 +83,8 @@ class Counts:
     twice: int = 0
     speech_lines: int = 0
     repeated_lines: int = 0
+    long_lines: int = 0
+    run_on: int = 0  # run-on headings (not among `headings`)
     words: int = 0
     valid_words: int = 0
     judge_nats: float = 0.0
@@ -126,9 +138,12 @@ def count_sample(sample: Sample, counts: Counts, known_speakers: set[str], known
             if previous_names[i] is not None:
                 counts.preceded += 1
                 counts.twice += previous_names[i] == name
+        elif runs_on(line):
+            counts.run_on += 1
         elif line.strip():
             counts.speech_lines += 1
             counts.repeated_lines += line in lines[:i]
+            counts.long_lines += len(line) > LONG_LINE
             found = words(line)
             counts.words += len(found)
             counts.valid_words += sum(w in known_words for w in found)
@@ -158,6 +173,8 @@ def metrics(counts: Counts) -> dict[str, float]:
         "empty_speeches": ratio(counts.empty, counts.followed),
         "same_speaker_twice": ratio(counts.twice, counts.preceded),
         "repeated_lines": ratio(counts.repeated_lines, counts.speech_lines),
+        "long_lines": ratio(counts.long_lines, counts.speech_lines),
+        "run_on_headings": ratio(counts.run_on, counts.headings + counts.run_on),
         "valid_words": ratio(counts.valid_words, counts.words),
         "judge_nll": ratio(counts.judge_nats, counts.chars),
         "headings": counts.headings,

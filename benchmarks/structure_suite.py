@@ -190,12 +190,13 @@ def report(store: dict, fingerprint: str, context: dict, rules: list[str]) -> st
     lines = [
         f"Held-out text: {context['heldout_name']}. Judge: character {JUDGE_ORDER}-gram Kneser-Ney on the training "
         f"split, nats per written character. Targets: {TARGETS}.\n",
-        "| prompt | rule | seeds | passes | headings/1k | names | empty | twice | repeated lines | valid words "
-        "| judge NLL | misses |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| prompt | rule | seeds | passes | headings/1k | names | empty | twice | repeated lines | long lines "
+        "| run-on headings | valid words | judge NLL | misses |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         f"| (any) | held-out Shakespeare | 1 | - | {fmt(heldout['headings_per_1k'], 1)} | {fmt(heldout['real_names'])} "
         f"| {fmt(heldout['empty_speeches'])} | {fmt(heldout['same_speaker_twice'])} | "
-        f"{fmt(heldout['repeated_lines'])} | {fmt(heldout['valid_words'], 3)} | {fmt(heldout['judge_nll'])} | |",
+        f"{fmt(heldout['repeated_lines'])} | {fmt(heldout['long_lines'], 3)} | {fmt(heldout['run_on_headings'])} | "
+        f"{fmt(heldout['valid_words'], 3)} | {fmt(heldout['judge_nll'])} | |",
     ]
     for prompt in PROMPTS:
         joint_rows = [v for k, v in store.items() if k.startswith(f"{fingerprint}|joint|{prompt}|")]
@@ -211,8 +212,8 @@ def report(store: dict, fingerprint: str, context: dict, rules: list[str]) -> st
             lines.append(
                 f"| {prompt} | {rule} | {', '.join(str(r['seed']) for r in rows)} | {fmt(m['passes'], 0)} | "
                 f"{fmt(m['headings_per_1k'], 1)} | {fmt(m['real_names'])} ({names}) | {fmt(m['empty_speeches'])} | "
-                f"{fmt(m['same_speaker_twice'])} | {fmt(m['repeated_lines'])} | {fmt(m['valid_words'], 3)} | "
-                f"{fmt(m['judge_nll'])} | {misses} |"
+                f"{fmt(m['same_speaker_twice'])} | {fmt(m['repeated_lines'])} | {fmt(m['long_lines'], 3)} | "
+                f"{fmt(m['run_on_headings'])} | {fmt(m['valid_words'], 3)} | {fmt(m['judge_nll'])} | {misses} |"
             )
     return "\n".join(lines) + "\n"
 

@@ -34,6 +34,13 @@ def test_a_continued_play_has_its_known_counts():
     assert m["judge_nll"] == pytest.approx(math.log(2))
 
 
+def test_long_lines_and_run_on_headings_are_counted():
+    text = "x\n\nROMEO:\n" + "a" * 81 + "\n" + "b" * 80 + "\nLADY CAPULET:will require you;\n\nNurse:\nAy.\nEnd:ing\nz"
+    m = metrics(count_structure([Sample.all_written(text)], {"ROMEO"}, set(), None))
+    assert m["long_lines"] == 1 / 4  # the 81 a's; the 80 b's, "Ay." and "End:ing" (not all capitals) are not
+    assert m["headings"] == 2 and m["run_on_headings"] == 1 / 3  # ROMEO and Nurse; LADY CAPULET runs on
+
+
 def test_a_speaker_the_prompt_names_is_real_to_its_sample():
     given, written = "KING HENRY:\nWhat news?\n\n", "PAGE:\nNone.\n\nKING HENRY:\nGo.\n"
     sample = Sample(given + written, [False] * len(given) + [True] * len(written))
