@@ -413,9 +413,9 @@ def spaced_picks(order: torch.Tensor, eligible: torch.Tensor, count: torch.Tenso
     return picked
 
 
-def stream_passes(eligible: torch.Tensor, known: torch.Tensor, num_steps: int) -> torch.Tensor:
+def stream_passes(eligible: torch.Tensor, given: torch.Tensor, num_steps: int) -> torch.Tensor:
     """Streams order's plan (B, T): the pass, 1 to `num_steps`, that writes each `eligible` (B, T) position (0 for
-    the others), `known` (B, T) marking the given characters.
+    the others), `given` (B, T) marking the characters already there (a prompt, a template, earlier windows).
 
     Each run of eligible positions is cut, from its start, into stretches of `num_steps` positions, written left to
     right, one character of each a pass, so every character but a stretch's first is drawn knowing the one before.
@@ -428,7 +428,7 @@ def stream_passes(eligible: torch.Tensor, known: torch.Tensor, num_steps: int) -
     positions = torch.arange(T, device=eligible.device).expand_as(eligible)  # (B, T)
     before = torch.where(eligible, -1, positions).cummax(dim=-1).values  # the last position before the run
     after = T - 1 - torch.where(eligible, -1, T - 1 - positions).flip(-1).cummax(dim=-1).values.flip(-1)  # after it
-    padded = F.pad(known, (1, 1))  # (B, T + 2): the canvas's edges are not given
+    padded = F.pad(given, (1, 1))  # (B, T + 2): the canvas's edges are not given
     left_given, right_given = padded.gather(-1, before + 1), padded.gather(-1, after + 1)  # (B, T)
     offset, length = positions - before - 1, after - before - 1  # within the run; the run's length
     from_end = length - 1 - offset
