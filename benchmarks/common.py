@@ -24,13 +24,14 @@ def reveal_rules(
     remask_ratios: Sequence[float] = (0.0,),
     spacings: Sequence[int] = (0,),
 ) -> list[dict]:
-    """Every combination of the reveal-rule options to measure, less those that change nothing: a soft
-    random order is still the random order, and orders that do not score positions ignore the prior."""
+    """Every combination of the reveal-rule options to measure, less those that change nothing or that an order
+    refuses: a soft random order is still the random order, orders that do not score positions ignore the prior,
+    and streams order (a plan) takes no order temperature (SamplerOptions refuses it)."""
     grid = itertools.product(orders, order_temperatures, prior_weights, remask_ratios, spacings)
     return [
         dict(order=o, order_temperature=t, prior_weight=p, remask_ratio=r, spacing=s)
         for o, t, p, r, s in grid
-        if not (o == "random" and t > 0) and not (o not in SCORED_ORDERS and p > 0)
+        if not (o in ("random", "streams") and t > 0) and not (o not in SCORED_ORDERS and p > 0)
     ]
 
 

@@ -268,6 +268,7 @@ def main(argv: list[str] | None = None) -> None:
                 for rule in reveal_rules(
                     args.orders, args.order_temperatures, args.prior_weights, args.remask_ratios, args.spacings
                 )
+                if not (b and rule["order"] == "streams")  # streams order refuses an entropy bound
             ],
             key=lambda setting: setting["num_steps"],
         )

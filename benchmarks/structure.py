@@ -15,7 +15,8 @@ written), the last when it stops mid-line.
 - A **repeated line** is a speech line (not blank, not a heading) that already occurred earlier in the text.
 - A **long line** is a speech line over LONG_LINE characters (real text has none: its verse and its wrapped prose
   stay under it); a **run-on heading** is an all-capitals name and its colon with the speech run on after it in the
-  same line (`LADY CAPULET:will require you`), counted against the headings and run-on headings together.
+  same line (`LADY CAPULET:will require you`), counted against the headings and run-on headings together; it is
+  neither a heading nor a speech line, so its words count toward no other metric.
 - **Judge NLL** is the nats per written character under a character n-gram model fit on the training split.
 - A **loop** is a span of LOOP_SPAN characters that occurs twice in one text (long generation's failure: a window
   copying its own context).

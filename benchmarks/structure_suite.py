@@ -59,8 +59,9 @@ def template(prompt: str) -> str:
     return prompt if BLANK in prompt else prompt + BLANK * (LENGTH - len(prompt))
 
 
-# name -> changes to the bare core, `SamplerOptions.plain()` (strict order, no prior, no remasking, no spacing,
-# temperature 1, no filter), so a rule means the same whatever the defaults; "default" is `SamplerOptions()`
+# name -> changes to the bare core, `SamplerOptions.plain()` (each rule names its order; strict, no prior, no
+# remasking, no spacing, temperature 1, no filter), so a rule means the same whatever the defaults; "default" is
+# `SamplerOptions()`
 ENTROPY = dict(order="entropy", spacing=8)
 RULES: dict[str, dict | None] = {
     "joint": dict(order="left_to_right", num_steps=LENGTH),  # one character per pass (num_steps: the masks)

@@ -179,7 +179,8 @@ class SamplerOptions:
     # probability (the model's own, before temperature); None = everywhere. A cut guards against typos where the
     # model knows what it wants; where it does not (the first draws on a blank canvas, a line's first letter) the
     # tail is the choice itself, and cutting it erases the characters that carry a play's shape, each rare, together
-    # common (capitals, punctuation): with min-p 0.1 cut everywhere, the line breaks a run heads for fall from 35.4
+    # common (capitals, punctuation): with min-p 0.1 cut everywhere (entropy order), the line breaks a run heads for
+    # fall from 35.4
     # to 31.1 per 1,000 characters in the first pass (benchmarks/line_breaks.py), and headings to 5 per 1,000 (real
     # text: 9; structure suite)
     cut_where_sure: float | None = option(
@@ -283,15 +284,17 @@ class SamplerOptions:
             ignored = {name: value for name, value in STREAMS_IGNORE.items() if getattr(self, name) != value}
             if ignored:
                 name = next(iter(ignored))
+                orders = ", ".join(SCORED_ORDERS if name == "prior_weight" else [o for o in ORDERS if o != "streams"])
                 raise ValueError(
                     f"{name} does not apply to streams order, which reveals by position, not by score or schedule: "
-                    f"leave it at {ignored[name]!r}, or choose another order (entropy, confidence, margin, random)"
+                    f"leave it at {ignored[name]!r}, or choose an order that uses it ({orders})"
                 )
 
     @classmethod
     def plain(cls, **changes: Any) -> SamplerOptions:
-        """The bare core: strict order, no prior, no remasking, no spacing, characters drawn from the model's own
-        distribution (temperature 1, no filter) (with `changes` applied)."""
+        """The bare core: the default order (streams: pass `order=` for a scored one, which the order temperature,
+        prior weight and entropy bound need), strict, no prior, no remasking, no spacing, characters drawn from the
+        model's own distribution (temperature 1, no filter) (with `changes` applied)."""
         bare = cls(order_temperature=0.0, prior_weight=0.0, remask_ratio=0.0, spacing=0, temperature=1.0, min_p=None)
         return bare.replace(**changes)
 

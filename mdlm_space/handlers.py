@@ -37,10 +37,10 @@ def readout(state: SamplerState, seconds: float, num_generated: int, seed: int, 
     """Seed, steps, forward passes, seconds and characters per second of a (possibly unfinished) run, where a long
     text's live window is, and a note."""
     speed = f"{num_generated / seconds:,.0f} chars/s" if state.done and seconds > 0 else "…"
-    line = (
-        f"seed {seed} · step {state.step}/{state.num_steps} · {passes(state.num_forward_passes)} · "
-        f"{seconds:.2f} s · {speed}"
-    )
+    step = f"step {state.step}/{state.num_steps}"
+    if state.done and state.step < state.num_steps:  # a rule that ends early (streams order on short blanks)
+        step = f"done in {state.step} of {state.num_steps} steps"
+    line = f"seed {seed} · {step} · {passes(state.num_forward_passes)} · {seconds:.2f} s · {speed}"
     length = state.tokens.size(1)
     if state.window is not None and state.window[1] - state.window[0] < length:
         line += f" · window {state.window[0]:,}–{state.window[1]:,} of {length:,}"

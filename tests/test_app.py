@@ -308,6 +308,9 @@ def test_endpoints_take_their_parameters_by_name(client):
     assert len(text) == 30 and "step 3/3" in readout
     *_, (canvas_html, text, readout, seed) = client.submit(template="to __ or", num_steps=2, api_name="/infill")
     assert text.startswith("to ") and text.endswith(" or") and "step 2/2" in readout
+    # streams order writes each 2-character blank in 2 passes, though 4 steps are allowed: the readout says done
+    *_, (canvas_html, text, readout, seed) = client.submit(template="to __ or not __", num_steps=4, api_name="/infill")
+    assert "done in 2 of 4 steps" in readout and "2 forward passes" in readout
 
 
 def test_option_controls_take_label_bounds_and_defaults_from_the_one_table(model_dir):
@@ -1516,15 +1519,16 @@ def test_after_a_run_the_replay_slider_shows_each_of_its_frames_without_sampling
     model, _ = loading.load_model(model_dir)
     demo = app.build_demo(model)
     for endpoint, names, values in (
-        ("generate", GENERATE_API, dict(prompt="ROMEO:\n", length=30, num_steps=6)),
-        ("infill", INFILL_API, dict(template="to __ or not __", num_steps=4)),
+        ("generate", GENERATE_API, dict(prompt="ROMEO:\n", length=30, num_steps=6, steps_taken=6)),
+        # two 2-character blanks: 2 passes
+        ("infill", INFILL_API, dict(template="to __ or not __", num_steps=4, steps_taken=2)),
     ):
         controls = tab_controls(demo, endpoint, names)
         run = next(fn for fn in demo.fns.values() if fn.api_name == endpoint)
-        streamed = list(run.fn(*[values.get(name, controls[name].value) for name in names]))
+        streamed = list(run.fn(*[values.get(name, controls[name].value) for name in names]))  # steps_taken: no name
         canvases = streamed[-1][-1]
         steps = len(canvases) - 1  # streams order ends sooner where the blanks are shorter than the steps
-        assert canvases == [frame[0] for frame in streamed] and 1 <= steps <= values["num_steps"]
+        assert canvases == [frame[0] for frame in streamed] and steps == values["steps_taken"]
         assert isinstance(run.outputs[-1], gr.State)
         # after the run: the slider spans its frames, at the last
         after = next(fn for fn in demo.fns.values() if fn.trigger_after == run._id)

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from mdlm_hf import SamplerOptions, sample
 from mdlm_hf.pipeline import END_AT
-from mdlm_hf.sampler import OPTION_SPECS, final_state
+from mdlm_hf.sampler import OPTION_SPECS, STREAMS_IGNORE, final_state
 
 ANY_VALUE = st.one_of(
     st.none(),
@@ -41,9 +41,14 @@ CLEAR = (ValueError, TypeError)
 
 
 def options_strategy():
-    valid = st.fixed_dictionaries({}, optional=OPTION_VALUES)
+    rest = {name: values for name, values in OPTION_VALUES.items() if name != "order"}
+    valid = st.fixed_dictionaries({"order": OPTION_VALUES["order"]}, optional=rest)  # an order, so most runs run
+    # streams order, the default, with only the options it takes (it refuses the rest by name)
+    streams = st.fixed_dictionaries(
+        {}, optional={name: values for name, values in rest.items() if name not in STREAMS_IGNORE}
+    )
     wild = st.dictionaries(st.sampled_from(sorted(OPTION_SPECS) + ["nonsense"]), ANY_VALUE, max_size=3)
-    return st.one_of(valid, valid, wild)
+    return st.one_of(valid, streams, valid, wild)
 
 
 def canvas_strategy(model):

@@ -135,6 +135,20 @@ def test_streams_write_each_character_beside_a_known_one_after_the_first_pass(ti
         assert int(states[1].revealed.sum()) == math.ceil(60 / num_steps)
 
 
+@pytest.mark.parametrize("extra", [dict(remask_ratio=0.5), dict(threshold=0.3), dict(block_length=16)])
+def test_streams_plan_each_row_of_a_batch_and_finish_with_remasking_thresholds_and_blocks(tiny_model, extra):
+    rows = torch.stack([canvas_with_holes(tiny_model, length=48), torch.full((48,), tiny_model.mask_id)])
+    states = list(sample(tiny_model, rows, PLAIN, order="streams", num_steps=6, seed=0, **extra))
+    given = rows != tiny_model.mask_id
+    assert states[-1].done and torch.equal(states[-1].tokens[given], rows[given])
+    if not extra.get("threshold"):  # the blank row begins its stretches 6 apart in the first pass
+        # (16-character blocks get 2 passes each: the first block's stretches are 2 long)
+        blocks = extra.get("block_length") is not None
+        assert states[1].revealed[1].nonzero().flatten().tolist() == list(
+            range(0, 16 if blocks else 48, 2 if blocks else 6)
+        )
+
+
 def test_same_seed_same_text_and_different_seed_differs(tiny_model):
     canvas = torch.full((48,), tiny_model.mask_id)
     a = final_state(sample(tiny_model, canvas, PLAIN, num_steps=8, seed=3)).tokens
@@ -207,13 +221,10 @@ def test_string_api(tiny_model):
 
 
 def test_string_api_uses_the_recommended_settings_unless_overridden(tiny_model):
-    assert SamplerOptions().spacing >= 4  # so a step's reveals show whether the defaults were applied
-    # 64 masks in 16 steps: 4 reveals a step, which always fit 8 apart
+    assert SamplerOptions().order == "streams"  # so a step's reveals show whether the defaults were applied
+    # 64 masks in 16 steps: streams order begins 4 stretches of 16 in the first step
     by_default = list(tiny_model.stream("_" * 64, num_steps=16, seed=0))
-    first = by_default[1].revealed[0].nonzero().flatten().tolist()
-    assert (
-        len(by_default) == 17 and len(first) == 4 and min(b - a for a, b in zip(first[:-1], first[1:], strict=True)) > 8
-    )
+    assert len(by_default) == 17 and by_default[1].revealed[0].nonzero().flatten().tolist() == [0, 16, 32, 48]
     overridden = list(tiny_model.stream("_" * 64, num_steps=16, seed=0, order="left_to_right", spacing=0))
     assert overridden[1].revealed[0].nonzero().flatten().tolist() == [0, 1, 2, 3]
     canvas = torch.full((40,), tiny_model.mask_id)
@@ -475,11 +486,14 @@ def test_every_option_is_documented_in_the_one_table():
     [("order_temperature", 0.25), ("prior_weight", 0.5), ("entropy_bound", 2.0), ("schedule", "cosine")],
 )
 def test_streams_order_refuses_the_options_it_would_ignore_by_name(tiny_model, name, value):
-    with pytest.raises(ValueError, match=f"^{name} does not apply to streams order.*choose another order"):
+    with pytest.raises(ValueError, match=f"^{name} does not apply to streams order.*choose an order that uses it"):
         SamplerOptions(**{name: value})
     with pytest.raises(ValueError, match=f"^{name} does not apply to streams order"):
         tiny_model.generate(20, seed=0, **{name: value})
     assert len(tiny_model.generate(20, seed=0, order="entropy", **{name: value})) == 20  # in a scored order it applies
+    if name == "prior_weight":  # the orders named are those that use it: the scored ones
+        with pytest.raises(ValueError, match=r"\(confidence, margin, entropy\)$"):
+            SamplerOptions(prior_weight=value)
 
 
 @pytest.mark.parametrize("call", ["sample", "replace", "string API"])
