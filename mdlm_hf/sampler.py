@@ -719,12 +719,8 @@ def _run(
                 remasked = nothing
                 if options.remask_ratio > 0 and local_step < block_steps:  # the last step leaves no mask
                     may_remask = in_block & ~is_given & (tokens != mask_id) & ~revealed
-                    # in proportion to the schedule's reveals only: an adaptive rule's extras are net progress,
-                    # a row ahead of the schedule is not held back (so it can end early), and a filled row is done
-                    scheduled = revealed.sum(dim=1).minimum(num_scheduled)
                     still_masked = ((tokens == mask_id) & in_block).any(dim=1)
-                    num_to_remask = torch.floor(scheduled * options.remask_ratio + 0.5).long() * still_masked
-                    remasked = lowest_confidence(confidence, may_remask, num_to_remask)
+                    remasked = remask_picks(confidence, may_remask, revealed, num_scheduled, still_masked, options)
                     tokens = tokens.masked_fill(remasked, mask_id)
                     confidence = confidence.masked_fill(remasked, float("nan"))
                 step += 1
@@ -739,6 +735,23 @@ def _run(
                     num_forward_passes,
                     mask_id,
                 )
+
+
+def remask_picks(
+    confidence: torch.Tensor,
+    may_remask: torch.Tensor,
+    revealed: torch.Tensor,
+    num_scheduled: torch.Tensor,
+    still_masked: torch.Tensor,
+    options: SamplerOptions,
+) -> torch.Tensor:
+    """The earlier characters (B, T) to mask again after a step: remask_ratio per character the schedule revealed
+    (`num_scheduled` (B,)), the least confident of `may_remask`, none in a row with no mask left (`still_masked`)."""
+    # in proportion to the schedule's reveals only: an adaptive rule's extras are net progress, a row ahead of the
+    # schedule is not held back (so it can end early), and a filled row is done
+    scheduled = revealed.sum(dim=1).minimum(num_scheduled)
+    num_to_remask = torch.floor(scheduled * options.remask_ratio + 0.5).long() * still_masked
+    return lowest_confidence(confidence, may_remask, num_to_remask)
 
 
 def _num_to_reveal(
