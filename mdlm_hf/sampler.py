@@ -180,9 +180,8 @@ class SamplerOptions:
     # model knows what it wants; where it does not (the first draws on a blank canvas, a line's first letter) the
     # tail is the choice itself, and cutting it erases the characters that carry a play's shape, each rare, together
     # common (capitals, punctuation): with min-p 0.1 cut everywhere (entropy order), the line breaks a run heads for
-    # fall from 35.4
-    # to 31.1 per 1,000 characters in the first pass (benchmarks/line_breaks.py), and headings to 5 per 1,000 (real
-    # text: 9; structure suite)
+    # fall from 35.4 to 31.1 per 1,000 characters in the first pass (benchmarks/line_breaks.py), and headings to 5
+    # per 1,000 (real text: 9; structure suite)
     cut_where_sure: float | None = option(
         None,
         optional(positive_fraction()),
