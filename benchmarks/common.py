@@ -10,7 +10,7 @@ import torch
 
 from mdlm_hf import MDLM
 from mdlm_hf.data import read_text
-from mdlm_hf.sampler import SCORED_ORDERS
+from mdlm_hf.sampler import orders_using
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_MODEL = REPO_ROOT / "pretrained" / "mdlm-shakespeare-char"
@@ -31,7 +31,9 @@ def reveal_rules(
     return [
         dict(order=o, order_temperature=t, prior_weight=p, remask_ratio=r, spacing=s)
         for o, t, p, r, s in grid
-        if not (o in ("random", "streams") and t > 0) and not (o not in SCORED_ORDERS and p > 0)
+        if not (o == "random" and t > 0)
+        and not (t > 0 and o not in orders_using("order_temperature"))
+        and not (p > 0 and o not in orders_using("prior_weight"))
     ]
 
 

@@ -283,10 +283,9 @@ class SamplerOptions:
             ignored = {name: value for name, value in STREAMS_IGNORE.items() if getattr(self, name) != value}
             if ignored:
                 name = next(iter(ignored))
-                orders = ", ".join(SCORED_ORDERS if name == "prior_weight" else [o for o in ORDERS if o != "streams"])
                 raise ValueError(
                     f"{name} does not apply to streams order, which reveals by position, not by score or schedule: "
-                    f"leave it at {ignored[name]!r}, or choose an order that uses it ({orders})"
+                    f"leave it at {ignored[name]!r}, or choose an order that uses it ({', '.join(orders_using(name))})"
                 )
 
     @classmethod
@@ -310,6 +309,16 @@ class SamplerOptions:
 STREAMS_IGNORE = dict(
     order_temperature=0.0, prior_weight=0.0, entropy_bound=None, schedule="linear", reveal_counts="exact"
 )
+
+
+def orders_using(name: str) -> tuple[str, ...]:
+    """The orders for which the option `name` changes what is revealed: the prior weight weighs scores, so only the
+    scored orders; streams order, a plan, has no use for STREAMS_IGNORE's options (and refuses them)."""
+    if name == "prior_weight":
+        return SCORED_ORDERS
+    return tuple(order for order in ORDERS if order != "streams" or name not in STREAMS_IGNORE)
+
+
 # the one table of the options: name -> accepted values, label, slider bounds (the fields' metadata)
 OPTION_SPECS: dict[str, OptionSpec] = {f.name: f.metadata["spec"] for f in fields(SamplerOptions)}
 # the options the sampling study chose and their recommended values, as training/evaluate.py's model card lists them

@@ -11,7 +11,7 @@ from typing import Any
 import gradio as gr
 
 from mdlm_hf import SamplerOptions
-from mdlm_hf.sampler import OPTION_SPECS, SCORED_ORDERS, STREAMS_IGNORE
+from mdlm_hf.sampler import OPTION_SPECS, STREAMS_IGNORE, orders_using
 from mdlm_space.endpoints import ENDPOINTS, default, param
 
 
@@ -57,17 +57,8 @@ def fit_length(limit: int, prompt: str | None, wanted: float | None) -> dict:
     return capped_slider(room, wanted, info)
 
 
-# the reveal-rule controls that only some orders use, and whether `order` uses each
+# the reveal-rule controls that only some orders use (mdlm_hf.sampler.orders_using)
 ORDER_BOUND = ("order_temperature", "prior_weight", "entropy_bound")
-
-
-def order_uses(name: str, order: str) -> bool:
-    """Whether `order` uses the reveal-rule option `name`: random and left-to-right orders score no position, so
-    the prior has nothing to weigh; streams order follows a plan, so it ranks nothing at all (SamplerOptions refuses
-    these options with it)."""
-    if name == "prior_weight":
-        return order in SCORED_ORDERS
-    return order != "streams" or name not in STREAMS_IGNORE
 
 
 def order_bound_update(order: str) -> tuple[dict, ...]:
@@ -75,7 +66,7 @@ def order_bound_update(order: str) -> tuple[dict, ...]:
     refuses them otherwise."""
     return tuple(
         gr.update(interactive=True)
-        if order_uses(name, order)
+        if order in orders_using(name)
         else gr.update(
             interactive=False,
             **({"value": OPTION_SPECS[name].shown(STREAMS_IGNORE[name])} if order == "streams" else {}),
@@ -124,7 +115,7 @@ def reveal_controls(endpoint: str, block_size: int) -> dict[str, gr.components.C
     order = default(endpoint, "order")
 
     def usable(name: str) -> dict:
-        return dict(interactive=order_uses(name, order)) if name in ORDER_BOUND else {}
+        return dict(interactive=order in orders_using(name)) if name in ORDER_BOUND else {}
 
     controls = {name: control(endpoint, name, block_size, **usable(name)) for name in ("order", "order_temperature")}
     with gr.Accordion("More of the reveal rule: rare characters, remasking, spacing, entropy bound", open=False):
