@@ -20,7 +20,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from mdlm_hf.autoregressive import char_nats, is_causal
 from mdlm_hf.inference import check_batch_size, check_token_ids, evaluating
+from mdlm_hf.windows import score_windows
 
 LOSS_WEIGHTINGS = ("elbo", "elbo_count", "uniform")
 MASK_RATIOS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
@@ -113,6 +115,8 @@ def elbo(
     variance of a random mask count; m is stratified over the `num_samples` draws of each window.
     Deterministic for a given generator state.
     """
+    if is_causal(model):
+        raise ValueError("an autoregressive model has no ELBO to bound: its exact NLL is exact_nll(model, tokens)")
     check_token_ids(tokens, model)
     check_batch_size(batch_size)
     if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples < 1:
@@ -156,6 +160,16 @@ def _elbo_nats(
 NLL_ORDERS = ("left_to_right", "confidence")
 
 
+def check_order(model: nn.Module, order: object) -> None:
+    """A ValueError unless `order` is one of NLL_ORDERS that `model` can score in (a twin: left to right only)."""
+    if order not in NLL_ORDERS:
+        raise ValueError(f"order must be one of {NLL_ORDERS}, got {order!r}")
+    if is_causal(model) and order != "left_to_right":
+        raise ValueError(
+            f"an autoregressive model reads left to right only: order must be 'left_to_right', got {order!r}"
+        )
+
+
 @torch.no_grad()
 def exact_nll(
     model: nn.Module,
@@ -171,12 +185,14 @@ def exact_nll(
     step picks a masked position, adds -log p(true character) there and reveals it; one forward pass per
     character. "left_to_right" picks the leftmost mask; "confidence" picks the mask whose most likely
     character is the most probable (never looking at the hidden truth). Unlike the ELBO this is the
-    likelihood itself, comparable to an autoregressive model's.
+    likelihood itself, comparable to an autoregressive model's. Of an autoregressive twin (left to right only), its
+    own NLL, one forward pass per window (`mdlm_hf.autoregressive.char_nats`).
     """
-    if order not in NLL_ORDERS:
-        raise ValueError(f"order must be one of {NLL_ORDERS}, got {order!r}")
+    check_order(model, order)
     check_token_ids(tokens, model)
     check_batch_size(batch_size)
+    if is_causal(model):
+        return char_nats(model, tokens, 0, batch_size).double().mean().item()
     with evaluating(model):
         return _exact_nll(model, tokens.long(), order, batch_size, progress)
 
@@ -234,17 +250,6 @@ def reveal_nll_steps(model: nn.Module, x0: torch.Tensor, order: str) -> Iterator
         yield nats
 
 
-def score_windows(n: int, block_size: int, context: int) -> list[tuple[int, int, int]]:
-    """How `surprise_steps` covers n characters: (window start, first scored, end) per window of at most block_size
-    characters; past the first, each window keeps at least `context` characters before the ones it scores."""
-    windows, scored = [(0, 0, min(n, block_size))], min(n, block_size)
-    while scored < n:
-        start = min(scored - context, n - block_size)
-        windows.append((start, scored, start + block_size))
-        scored = start + block_size
-    return windows
-
-
 @torch.no_grad()
 def surprise_steps(
     model: nn.Module, tokens: torch.Tensor, batch_size: int = 32, context: int | None = None
@@ -259,6 +264,9 @@ def surprise_steps(
     context = model.block_size // 2 if context is None else context
     if not 0 <= context < model.block_size:
         raise ValueError(f"context must be in [0, block_size), got {context}")
+    if is_causal(model):  # one pass reads a whole window
+        yield char_nats(model, tokens, context)
+        return
     device = next(model.parameters()).device
     tokens = tokens.long().to(device)
     nats = torch.full((tokens.numel(),), float("nan"), device=device)
@@ -281,11 +289,12 @@ def surprise_steps(
 def char_nll(model: nn.Module, tokens: torch.Tensor, order: str = "left_to_right") -> torch.Tensor:
     """-log p, in nats, of each character of a 1-D `tokens` of at most block_size, under `exact_nll`'s chain rule
     (its mean is `exact_nll`): how surprised the model is by each character given those revealed before it."""
-    if order not in NLL_ORDERS:
-        raise ValueError(f"order must be one of {NLL_ORDERS}, got {order!r}")
+    check_order(model, order)
     if isinstance(tokens, torch.Tensor) and tokens.dim() == 1 and tokens.numel() > model.block_size:
         raise ValueError(f"char_nll expects a 1-D tensor of 1 to block_size ({model.block_size}) token ids")
     check_token_ids(tokens, model)
+    if is_causal(model):
+        return char_nats(model, tokens)
     device = next(model.parameters()).device
     with evaluating(model):
         return reveal_nll(model, tokens.long()[None].to(device), order)[0].cpu()

@@ -72,10 +72,6 @@ class FastPath:
         self.copy: nn.Module | None = None  # the bf16 copy, or None when fp32 is faster
         self.key: tuple | None = None  # weights_key of the model the copy was made from
 
-    def __call__(self, model: nn.Module, tokens: torch.Tensor, t: torch.Tensor | None) -> torch.Tensor:
-        """Logits (B, T, V) of `model` on `tokens`, from the bf16 copy when it was chosen."""
-        return self.runner(model)(tokens, t)
-
     def runner(self, model: nn.Module) -> nn.Module:
         """What runs `model`'s passes here: its bf16 copy (remade when the weights change) if faster, else itself."""
         key = weights_key(model)

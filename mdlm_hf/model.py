@@ -3,6 +3,9 @@
 Read top to bottom like nanoGPT's model.py: rotary attention, MLP, block, then the model, which is
 also a `PyTorchModelHubMixin` so `save_pretrained` / `from_pretrained` / `push_to_hub` just work.
 Its text methods (generate, complete, infill, stream) are thin wrappers over mdlm_hf.pipeline.
+
+With `causal=True` the same network is the autoregressive twin (mdlm_hf/autoregressive.py): each position sees
+only those before it and predicts the next character, and a `KVCache` keeps the keys and values of what it has read.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import torch.nn.functional as F
 from huggingface_hub import ModelCard, ModelCardData, PyTorchModelHubMixin, hf_hub_download
 
 from mdlm_hf import pipeline
-from mdlm_hf.card import MODEL_CARD_TEMPLATE, REPO_URL
+from mdlm_hf.card import MODEL_CARD_TEMPLATE, REPO_URL, TWIN_CARD_TEMPLATE, TWIN_TAGS
 from mdlm_hf.fast import FastPath
 from mdlm_hf.inference import check_token_ids
 from mdlm_hf.sampler import SamplerOptions, SamplerState
@@ -41,11 +44,12 @@ class RotaryEmbedding(nn.Module):
         self.register_buffer("cos", angles.cos(), persistent=False)
         self.register_buffer("sin", angles.sin(), persistent=False)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Rotates channel i with channel i + hd/2 of x (B, nh, T, hd) by a position-dependent angle."""
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """Rotates channel i with channel i + hd/2 of x (B, nh, T, hd) by the angle of its position, start + 0..T-1."""
         T, half = x.size(-2), x.size(-1) // 2
         rotated_half = torch.cat((-x[..., half:], x[..., :half]), dim=-1)  # (B, nh, T, hd)
-        return x * self.cos[:T].to(x.dtype) + rotated_half * self.sin[:T].to(x.dtype)
+        cos, sin = self.cos[start : start + T].to(x.dtype), self.sin[start : start + T].to(x.dtype)
+        return x * cos + rotated_half * sin
 
 
 class RMSNorm(nn.RMSNorm):
@@ -72,20 +76,63 @@ def uses_plain_attention(q: torch.Tensor) -> bool:
     return q.dtype == torch.bfloat16 and q.device.type == "cpu" and B * nh * T * T <= PLAIN_ATTENTION_MAX_SCORES
 
 
-def plain_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """softmax(q k^T / sqrt(hd)) v without a mask, for (B, nh, T, hd) tensors: the maths of SDPA, unfused."""
+def plain_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool = False) -> torch.Tensor:
+    """softmax(q k^T / sqrt(hd)) v for (B, nh, T, hd) tensors, `is_causal` as SDPA's: its maths, unfused."""
     scores = (q * q.size(-1) ** -0.5) @ k.transpose(-2, -1)  # (B, nh, T, T)
+    if is_causal:
+        T = q.size(-2)
+        scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
     return scores.softmax(dim=-1) @ v  # (B, nh, T, hd)
 
 
+class LayerCache:
+    """One layer's keys and values (B, nh, T, hd) of the characters a causal model has read so far."""
+
+    def __init__(self) -> None:
+        self.keys: torch.Tensor | None = None
+        self.values: torch.Tensor | None = None
+
+    @property
+    def length(self) -> int:
+        return 0 if self.keys is None else self.keys.size(-2)
+
+    def extend(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Appends the new positions' keys and values; returns all of them so far."""
+        if self.keys is None:
+            self.keys, self.values = k, v
+        else:
+            self.keys, self.values = torch.cat((self.keys, k), dim=-2), torch.cat((self.values, v), dim=-2)
+        return self.keys, self.values
+
+
+class KVCache:
+    """What a causal model has read, as every layer's keys and values, so that each new character costs a pass over
+    one position instead of the whole prefix. Filled by a first pass over a prompt, then one character a pass."""
+
+    def __init__(self, n_layer: int) -> None:
+        self.layers = [LayerCache() for _ in range(n_layer)]
+
+    @property
+    def length(self) -> int:
+        """Positions read so far."""
+        return self.layers[0].length
+
+
 class SelfAttention(nn.Module):
-    """Multi-head self-attention with no causal mask: every position sees the whole canvas."""
+    """Multi-head self-attention: every position sees the whole canvas, or with `causal` the positions up to its own."""
 
     def __init__(
-        self, n_embd: int, n_head: int, dropout: float, rotary: RotaryEmbedding | None, qk_norm: bool = False
+        self,
+        n_embd: int,
+        n_head: int,
+        dropout: float,
+        rotary: RotaryEmbedding | None,
+        qk_norm: bool = False,
+        causal: bool = False,
     ) -> None:
         super().__init__()
         self.n_head = n_head
+        self.causal = causal
         self.qkv = nn.Linear(n_embd, 3 * n_embd, bias=False)
         # QK-norm: unit-RMS queries and keys keep attention logits bounded at high learning rates
         self.q_norm = RMSNorm(n_embd // n_head) if qk_norm else None
@@ -96,18 +143,24 @@ class SelfAttention(nn.Module):
         self.resid_dropout = nn.Dropout(dropout)
         self.rotary = rotary
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cache: LayerCache | None = None) -> torch.Tensor:
         B, T, C = x.shape
+        start = 0 if cache is None else cache.length  # the position of x's first row
         q, k, v = self.qkv(x).split(C, dim=2)  # 3 x (B, T, C)
         q, k, v = (z.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for z in (q, k, v))  # (B, nh, T, hd)
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         if self.rotary is not None:
-            q, k = self.rotary(q), self.rotary(k)
+            q, k = self.rotary(q, start), self.rotary(k, start)
+        if cache is not None:
+            k, v = cache.extend(k, v)  # (B, nh, start + T, hd)
+        # one new position after a cached prefix sees it all; SDPA's causal mask is right only from position 0
+        is_causal = self.causal and T > 1
         if self.training or not uses_plain_attention(q):
-            y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0)
+            dropout = self.dropout if self.training else 0.0
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=is_causal)
         else:
-            y = plain_attention(q, k, v)
+            y = plain_attention(q, k, v, is_causal)
         y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, C)
         return self.resid_dropout(self.proj(y))
 
@@ -136,6 +189,7 @@ def check_config(
     norm: object,
     mlp: object,
     qk_norm: object,
+    causal: object = False,
 ) -> None:
     """Raises ValueError naming the first field of an MDLM config of the wrong type or outside its bounds."""
     if not isinstance(vocab, str) or not vocab:
@@ -152,9 +206,11 @@ def check_config(
     ):
         if not isinstance(value, str) or value not in choices:
             raise ValueError(f"{name} must be one of {choices}, got {value!r}")
-    for name, value in (("time_conditioning", time_conditioning), ("qk_norm", qk_norm)):
+    for name, value in (("time_conditioning", time_conditioning), ("qk_norm", qk_norm), ("causal", causal)):
         if not isinstance(value, bool):
             raise ValueError(f"{name} must be true or false, got {value!r}")
+    if causal and time_conditioning:
+        raise ValueError("time_conditioning is for a diffusion model's mask ratio; a causal model reads no masks")
     if n_embd % n_head != 0 or (n_embd // n_head) % 2 != 0:
         raise ValueError(f"n_embd ({n_embd}) must split into n_head ({n_head}) heads of even size")
     hidden = mlp_hidden(n_embd, mlp)
@@ -204,15 +260,16 @@ class Block(nn.Module):
         norm: str = "layernorm",
         mlp: str = "gelu",
         qk_norm: bool = False,
+        causal: bool = False,
     ) -> None:
         super().__init__()
         self.ln_1 = make_norm(norm, n_embd)
-        self.attn = SelfAttention(n_embd, n_head, dropout, rotary, qk_norm)
+        self.attn = SelfAttention(n_embd, n_head, dropout, rotary, qk_norm, causal)
         self.ln_2 = make_norm(norm, n_embd)
         self.mlp = MLP(n_embd, dropout, mlp)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.attn(self.ln_1(x))
+    def forward(self, x: torch.Tensor, cache: LayerCache | None = None) -> torch.Tensor:
+        x = x + self.attn(self.ln_1(x), cache)
         return x + self.mlp(self.ln_2(x))
 
 
@@ -242,7 +299,8 @@ class MDLM(
     tags=["masked-diffusion", "diffusion-language-model", "character-level", "mdlm"],
     model_card_template=MODEL_CARD_TEMPLATE,
 ):
-    """Bidirectional transformer denoiser p(x_0 | x_t) over characters, with [MASK] as the last id.
+    """Bidirectional transformer denoiser p(x_0 | x_t) over characters, with [MASK] as the last id (or, with
+    `causal`, the same network as a left-to-right model p(x_i | x_<i): the autoregressive twin).
 
     Every `__init__` argument is JSON-safe and is written to `config.json` by `save_pretrained`:
       vocab              the characters the model knows, in id order; [MASK] is id len(vocab)
@@ -257,7 +315,11 @@ class MDLM(
       norm               "layernorm" (GPT-2) or "rmsnorm" (no mean, no bias: cheaper, as in LLaMA)
       mlp                "gelu", "relu2" (squared ReLU) or "swiglu", all at about 8*C^2 parameters
       qk_norm            RMS-normalise queries and keys per head before RoPE
-    The last three default to the first shipped model's choices, so older config.json files load as saved.
+      causal             the autoregressive twin: each position sees those before it and predicts the next
+                         character; its input starts with [MASK] as the "nothing read yet" token, so a window
+                         of block_size scores block_size characters (mdlm_hf/autoregressive.py). False: the
+                         bidirectional denoiser, [MASK] marking the characters to predict
+    norm, mlp, qk_norm and causal default to the first shipped model's choices: older config.json files load as saved.
     A config of the wrong types or beyond CONFIG_LIMITS / MAX_VALUES is a ValueError naming the field.
 
     The model card's front matter names no license: the weights' terms are their trainer's, and an export
@@ -277,6 +339,7 @@ class MDLM(
         norm: str = "layernorm",
         mlp: str = "gelu",
         qk_norm: bool = False,
+        causal: bool = False,
     ) -> None:
         super().__init__()
         check_config(
@@ -291,12 +354,14 @@ class MDLM(
             norm,
             mlp,
             qk_norm,
+            causal,
         )
         self.tokenizer = CharTokenizer(vocab)
         self.mask_id = self.tokenizer.mask_id
         self.vocab_size = self.tokenizer.vocab_size
         self.block_size = block_size
         self.time_conditioning = time_conditioning
+        self.causal = causal
 
         rotary = RotaryEmbedding(n_embd // n_head, block_size) if position_encoding == "rope" else None
         self.token_embedding = nn.Embedding(self.vocab_size, n_embd)
@@ -304,7 +369,7 @@ class MDLM(
         self.time_embedding = TimeEmbedding(n_embd) if time_conditioning else None
         self.dropout = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(
-            [Block(n_embd, n_head, dropout, rotary, norm, mlp, qk_norm) for _ in range(n_layer)]
+            [Block(n_embd, n_head, dropout, rotary, norm, mlp, qk_norm, causal) for _ in range(n_layer)]
         )
         self.ln_f = make_norm(norm, n_embd)
         self.lm_head = nn.Linear(n_embd, self.vocab_size, bias=False)
@@ -339,33 +404,44 @@ class MDLM(
         """Number of distinct parameters (tied weights counted once)."""
         return sum(p.numel() for p in self.parameters())
 
-    def forward(self, tokens: torch.Tensor, t: torch.Tensor | None = None) -> torch.Tensor:
-        """Logits (B, T, V) of x_0 given the noisy canvas `tokens` (B, T); [MASK] gets -inf."""
+    def forward(
+        self, tokens: torch.Tensor, t: torch.Tensor | None = None, cache: KVCache | None = None
+    ) -> torch.Tensor:
+        """Logits (B, T, V) of x_0 given the noisy canvas `tokens` (B, T); [MASK] gets -inf. A causal model: of the
+        character after each position, given `tokens` (after what `cache` holds, which this pass extends)."""
         # type, rank and device, not the ids: reading them back would stall a GPU at every training step
         check_token_ids(tokens, self, "tokens", dims=(2,), masks=True, values=False, same_device=True)
         B, T = tokens.shape
-        if T > self.block_size:
-            raise ValueError(f"canvas length {T} exceeds the model's block_size {self.block_size}")
+        start = 0
+        if cache is not None:
+            if not self.causal:
+                raise ValueError("a KVCache is for a causal model: a diffusion model's positions all see each other")
+            start = cache.length
+            if start and T > 1:
+                raise ValueError("after a cached prefix a causal model reads one position a pass")
+        if start + T > self.block_size:
+            raise ValueError(f"canvas length {start + T} exceeds the model's block_size {self.block_size}")
         x = self.token_embedding(tokens)  # (B, T, C)
         if self.position_embedding is not None:
-            x = x + self.position_embedding(torch.arange(T, device=tokens.device))  # (T, C) broadcast
+            x = x + self.position_embedding(torch.arange(start, start + T, device=tokens.device))  # (T, C) broadcast
         if self.time_embedding is not None:
             if t is None:
                 raise ValueError("this model is time-conditioned: pass the mask ratio t of shape (B,)")
             x = x + self.time_embedding(t)[:, None, :]  # (B, 1, C) broadcast over positions
         x = self.dropout(x)
-        for block in self.blocks:
-            x = block(x)
+        for i, block in enumerate(self.blocks):
+            x = block(x, None if cache is None else cache.layers[i])
         logits = self.lm_head(self.ln_f(x)).float()  # (B, T, V)
-        # the clean text never contains [MASK], so the model can never predict it
+        # the clean text never contains [MASK] (a causal model's start token), so the model can never predict it
         logits[..., self.mask_id] = float("-inf")
         return logits
 
-    def denoise(self, tokens: torch.Tensor, t: torch.Tensor | None = None) -> torch.Tensor:
+    def denoise(
+        self, tokens: torch.Tensor, t: torch.Tensor | None = None, cache: KVCache | None = None
+    ) -> torch.Tensor:
         """The sampler's forward: logits (B, T, V) from the fast path when `fast` is on, else `forward` (exact)."""
-        if not self.fast or self.training or torch.is_grad_enabled():
-            return self(tokens, t)
-        return self._fast_path(self, tokens, t)
+        runner = self if not self.fast or self.training or torch.is_grad_enabled() else self._fast_path.runner(self)
+        return runner(tokens, t) if cache is None else runner(tokens, t, cache)
 
     @property
     def denoise_dtype(self) -> torch.dtype:
@@ -400,12 +476,13 @@ class MDLM(
     def generate_model_card(self, *args: Any, card_data: dict | None = None, **kwargs: Any) -> ModelCard:
         """The card `save_pretrained` writes: the class's front matter (library, pipeline, tags) with the fields of
         `card_data` over it (license, language, datasets, model_name and eval_results: what a training run knows),
-        and the template (mdlm_hf.card) filled with `kwargs`."""
+        and the template (mdlm_hf.card; an autoregressive twin's own, with its tags) filled with `kwargs`."""
         info = self._hub_mixin_info
-        data = ModelCardData(**{**info.model_card_data.to_dict(), **(card_data or {})})
+        twin = {"tags": TWIN_TAGS} if self.causal else {}
+        data = ModelCardData(**{**info.model_card_data.to_dict(), **twin, **(card_data or {})})
         return ModelCard.from_template(
             card_data=data,
-            template_str=info.model_card_template,
+            template_str=TWIN_CARD_TEMPLATE if self.causal else info.model_card_template,
             repo_url=info.repo_url,
             paper_url=info.paper_url,
             docs_url=info.docs_url,

@@ -296,6 +296,18 @@ class SamplerOptions:
         bare = cls(order_temperature=0.0, prior_weight=0.0, remask_ratio=0.0, spacing=0, temperature=1.0, min_p=None)
         return bare.replace(**changes)
 
+    @classmethod
+    def default_for_causal(cls) -> SamplerOptions:
+        """An autoregressive twin's defaults (mdlm_hf.autoregressive): left to right, one character a pass, each drawn
+        from the model's own distribution (temperature 1, no cut), as its likelihood is measured."""
+        return cls.plain(order="left_to_right")
+
+    @classmethod
+    def default_for(cls, model: nn.Module) -> SamplerOptions:
+        """The options a run of `model` starts from: `default_for_causal()` for an autoregressive twin, else the
+        diffusion model's defaults, `SamplerOptions()`."""
+        return cls.default_for_causal() if getattr(model, "causal", False) else cls()
+
     def replace(self, **changes: Any) -> SamplerOptions:
         """A validated copy with `changes` (options by name) applied; an unknown name is a ValueError naming it."""
         unknown = sorted(changes.keys() - OPTION_SPECS.keys())
@@ -577,13 +589,14 @@ def sample(
 ) -> Iterator[SamplerState]:
     """Fills the [MASK] positions of `canvas` (T,) or (B, T); returns a generator of every state.
 
-    `options` defaults to the study's recommendation, `SamplerOptions()`; `overrides` change single options by
-    name (`sample(model, canvas, num_steps=8)`). `seed` (an integer in [0, 2**63)) or `generator` is the single
-    source of randomness.
+    `options` defaults to the study's recommendation, `SamplerOptions()` (an autoregressive twin's:
+    `SamplerOptions.default_for_causal()`, and it writes left to right, mdlm_hf.autoregressive); `overrides` change
+    single options by name (`sample(model, canvas, num_steps=8)`). `seed` (an integer in [0, 2**63)) or `generator`
+    is the single source of randomness.
     """
     if options is not None and not isinstance(options, SamplerOptions):
         raise TypeError(f"options must be a SamplerOptions, got {options!r}; change single options by name")
-    options = (SamplerOptions() if options is None else options).replace(**overrides)
+    options = (SamplerOptions.default_for(model) if options is None else options).replace(**overrides)
     if not isinstance(canvas, torch.Tensor):
         raise ValueError(f"canvas must be a torch.Tensor of token ids, got {type(canvas).__name__}")
     if canvas.dim() == 1:
@@ -591,12 +604,6 @@ def sample(
     if canvas.dim() != 2 or canvas.numel() == 0 or canvas.dtype != torch.long:
         raise ValueError("canvas must be a non-empty (T,) or (B, T) tensor of token ids (torch.long)")
     check_canvas_length(canvas.size(1))
-    window_context = model.block_size // 4 if options.window_context is None else options.window_context
-    if canvas.size(1) > model.block_size and window_context >= model.block_size:
-        raise ValueError(
-            f"window_context must be below the model's block_size ({model.block_size}) to write a canvas longer "
-            f"than it, got {window_context}"
-        )
     if int(canvas.min()) < 0 or int(canvas.max()) > model.mask_id:
         raise ValueError(f"canvas ids must lie in [0, {model.mask_id}] (mask_id = {model.mask_id})")
     is_masked = canvas == model.mask_id
@@ -611,6 +618,16 @@ def sample(
     if generator is None:
         generator = torch.Generator()
         generator.manual_seed(seed) if seed is not None else generator.seed()
+    if getattr(model, "causal", False):
+        from mdlm_hf.autoregressive import write_left_to_right  # it builds on this module
+
+        return write_left_to_right(model, canvas.clone(), options, generator)
+    window_context = model.block_size // 4 if options.window_context is None else options.window_context
+    if canvas.size(1) > model.block_size and window_context >= model.block_size:
+        raise ValueError(
+            f"window_context must be below the model's block_size ({model.block_size}) to write a canvas longer "
+            f"than it, got {window_context}"
+        )
     windows = plan_windows(is_masked, model.block_size, window_context, options.num_steps, options.spacing)
     plans, pending = [], is_masked.clone()
     for w in windows:  # each window's blocks, over the masks still pending when it starts (known up front)

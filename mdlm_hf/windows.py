@@ -1,4 +1,4 @@
-"""Writing past the context: the windows that a canvas longer than the model's block_size is filled through.
+"""Past the context: the windows that a canvas longer than the model's block_size is filled (or scored) through.
 
 The model reads `block_size` characters at a time. A longer canvas is filled window by window, left to right:
 each window starts `window_context` characters before the first character still masked, so the last characters
@@ -71,3 +71,15 @@ def plan_windows(
         p = next((i for i in range(fill_end, N) if masked[i]), None)
         if p is None:
             return windows
+
+
+def score_windows(n: int, block_size: int, context: int) -> list[tuple[int, int, int]]:
+    """How left-to-right scoring (`mdlm_hf.diffusion.surprise_steps`, an autoregressive twin's `char_nats`) covers n
+    characters: (window start, first scored, end) per window of at most block_size characters; past the first, each
+    window keeps at least `context` characters before the ones it scores."""
+    windows, scored = [(0, 0, min(n, block_size))], min(n, block_size)
+    while scored < n:
+        start = min(scored - context, n - block_size)
+        windows.append((start, scored, start + block_size))
+        scored = start + block_size
+    return windows

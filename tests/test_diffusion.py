@@ -149,7 +149,7 @@ def test_surprise_steps_is_the_left_to_right_chain_batched(tiny_model):
 
 @pytest.mark.parametrize("n,context", [(64, 32), (65, 32), (200, 32), (200, 0), (500, 63), (1, 10)])
 def test_score_windows_score_each_character_once_with_its_context(n, context):
-    from mdlm_hf.diffusion import score_windows
+    from mdlm_hf.windows import score_windows
 
     windows = score_windows(n, 64, context)
     scored = [i for _, first, end in windows for i in range(first, end)]

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
 import torch
 
-from mdlm_hf import MDLM, ElboResult, elbo
+from mdlm_hf import MDLM, ElboResult, SamplerOptions, elbo
+from mdlm_hf.autoregressive import autoregressive_nll
 from mdlm_hf.data import split_text
 from mdlm_hf.diffusion import NLL_ORDERS, accuracy_by_mask_ratio, exact_nll
 from mdlm_hf.plots import accuracy_figure
@@ -35,7 +37,8 @@ def evaluate_model(
     progress: bool = False,
     nelbo: ElboResult | None = None,
 ) -> dict:
-    """Validation NELBO (nats and bits per char), exact NLL, accuracy by mask ratio, and generated samples.
+    """Validation NELBO (nats and bits per char), exact NLL, accuracy by mask ratio, and generated samples (an
+    autoregressive twin's: `evaluate_twin`).
 
     `nelbo`: this model's ELBO on `val_text` when the caller already measured it with the same masks.
     `progress`: print a line as each phase starts (and the exact NLL's progress bars).
@@ -45,6 +48,9 @@ def evaluate_model(
         if progress:
             print(f"evaluate: {line}...", flush=True)
 
+    if model.causal:
+        phase("exact NLL of the autoregressive twin, one pass per window")
+        return evaluate_twin(model, val_text, num_texts, seed, nll_chars)
     tokens = torch.tensor(model.tokenizer.encode(val_text), dtype=torch.long)
     if nelbo is None:
         phase(f"validation ELBO over {tokens.numel():,} characters, {num_samples} mask draws per window")
@@ -71,11 +77,34 @@ def evaluate_model(
     }
 
 
+def evaluate_twin(model: MDLM, val_text: str, num_texts: int = 3, seed: int = 0, nll_chars: int = 16384) -> dict:
+    """An autoregressive twin's figures: its exact NLL (nats and bits per char) over the whole validation split and
+    over its first `nll_chars` (where the diffusion model's exact NLL is measured), in windows side by side as the
+    diffusion model's are cut, and generated samples."""
+    tokens = torch.tensor(model.tokenizer.encode(val_text), dtype=torch.long)
+    nll = autoregressive_nll(model, tokens)
+    first = tokens[:nll_chars]
+    return {
+        "val_nll_nats_per_char": nll,
+        "val_nll_bits_per_char": nll / math.log(2),
+        "val_chars": tokens.numel(),
+        "exact_nll_nats_per_char": {"left_to_right": autoregressive_nll(model, first)} if nll_chars else {},
+        "exact_nll_chars": first.numel() if nll_chars else 0,
+        **draw_samples(model, num_texts, seed),
+    }
+
+
 def draw_samples(model: MDLM, num_texts: int = 3, seed: int = 0) -> dict:
-    """The card's samples with the default sampler: {"samples": texts, "sampling": their length and options}."""
+    """The card's samples with the default sampler (an autoregressive twin's own: left to right, temperature 1):
+    {"samples": texts, "sampling": their length and options}."""
     length = min(256, model.block_size)
-    texts = [model.generate(length, seed=seed + i, **DEFAULT_SAMPLING) for i in range(num_texts)]
-    return {"samples": texts, "sampling": {"length": length, **DEFAULT_SAMPLING}}
+    if model.causal:
+        defaults = SamplerOptions.default_for_causal()
+        sampling = {"order": defaults.order, "temperature": defaults.temperature}
+    else:
+        sampling = DEFAULT_SAMPLING
+    texts = [model.generate(length, seed=seed + i, **sampling) for i in range(num_texts)]
+    return {"samples": texts, "sampling": {"length": length, **sampling}}
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -104,22 +133,25 @@ def main(argv: list[str] | None = None) -> dict:
     model = MDLM.from_pretrained(args.model)
     _, val_text = split_text(read_texts(args.data))
     report = evaluate_model(model, val_text, args.num_samples, nll_chars=args.nll_chars, progress=True)
+    name, key = ("NLL", "val_nll") if model.causal else ("NELBO", "val_nelbo")
     print(
-        f"validation NELBO: {report['val_nelbo_nats_per_char']:.4f} nats/char, "
-        f"{report['val_nelbo_bits_per_char']:.4f} bits/char over {report['val_chars']:,} chars"
+        f"validation {name}: {report[key + '_nats_per_char']:.4f} nats/char, "
+        f"{report[key + '_bits_per_char']:.4f} bits/char over {report['val_chars']:,} chars"
     )
     for order, nats in report["exact_nll_nats_per_char"].items():
         print(f"exact NLL, {order} order: {nats:.4f} nats/char over the first {report['exact_nll_chars']:,} chars")
-    print("mask ratio | accuracy")
-    for ratio, accuracy in report["accuracy_by_mask_ratio"]:
-        print(f"{ratio:10.1f} | {accuracy:.3f}")
+    if "accuracy_by_mask_ratio" in report:  # a diffusion model's
+        print("mask ratio | accuracy")
+        for ratio, accuracy in report["accuracy_by_mask_ratio"]:
+            print(f"{ratio:10.1f} | {accuracy:.3f}")
     for i, text in enumerate(report["samples"]):
         print(f"--- sample {i} ---\n{text}")
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         (out / "metrics.json").write_text(json.dumps(report, indent=2))
-        plot_accuracy(report["accuracy_by_mask_ratio"], out / "accuracy_vs_mask_ratio.png")
+        if "accuracy_by_mask_ratio" in report:  # a diffusion model's
+            plot_accuracy(report["accuracy_by_mask_ratio"], out / "accuracy_vs_mask_ratio.png")
     return report
 
 

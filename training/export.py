@@ -38,6 +38,7 @@ import torch
 from huggingface_hub import EvalResult
 
 from mdlm_hf import MDLM, ElboResult, elbo
+from mdlm_hf.autoregressive import autoregressive_nll
 from mdlm_hf.data import TINYSHAKESPEARE_MD5, TRAIN_FRACTION, atomic_write_bytes, split_text
 from mdlm_hf.metrics import save_word_list
 from training.checkpoints import RunError, build_model, load_checkpoint, prepare_dir
@@ -236,7 +237,7 @@ NANOGPT_REFERENCE = {"name": "nanoGPT's autoregressive character model", "nats":
 RECIPE_KEYS = (
     "n_layer n_head n_embd block_size dropout position_encoding norm mlp qk_norm zero_init_residual batch_size "
     "max_steps optimizer lr min_lr muon_lr muon_weight_decay warmup_steps weight_decay beta2 grad_clip ema "
-    "loss_weighting t_min"
+    "objective loss_weighting t_min"
 ).split()
 
 
@@ -255,9 +256,11 @@ def model_card_details(
     text's facts; `repo_id`: where it is pushed (None: not yet); `model_name`: the model-index entry's name."""
     block = model.block_size
     prompt = data.prompt[: block - 1]
+    kind = "a masked diffusion language model"
+    if model.causal:
+        kind = f"the autoregressive twin of {kind}"
     return {
-        "title": f"mdlm_hf: a masked diffusion language model of "
-        f"{'Shakespeare' if data.tinyshakespeare else data.name}, character by character",
+        "title": f"mdlm_hf: {kind} of {'Shakespeare' if data.tinyshakespeare else data.name}, character by character",
         "card_data": card_front_matter(report, data, model_name),
         "repo_id": repo_id,
         "prompt": python_string(prompt) if prompt else "",
@@ -266,17 +269,7 @@ def model_card_details(
         "complete_length": min(200, block - len(prompt)),
         "block_size": block,
         "validation_percent": round(100 * (1 - TRAIN_FRACTION)),
-        "evaluation": {
-            "val_chars": report["val_chars"],
-            "nelbo": report["val_nelbo_nats_per_char"],
-            "nelbo_bits": report["val_nelbo_bits_per_char"],
-            "mask_draws": report["elbo_mask_samples_per_window"],
-            "exact_nll": [
-                {"order": order.replace("_", "-"), "chars": report["exact_nll_chars"], "nats": nats}
-                for order, nats in report.get("exact_nll_nats_per_char", {}).items()
-            ],
-            "accuracy": report["accuracy_by_mask_ratio"],
-        },
+        "evaluation": evaluation_facts(report),
         "training": training_facts(model, report, run, data),
         "reference": NANOGPT_REFERENCE if data.tinyshakespeare else None,
         "recipe_notes": recipe_notes,
@@ -284,16 +277,37 @@ def model_card_details(
     }
 
 
+def evaluation_facts(report: dict) -> dict:
+    """The card's Evaluation section from metrics.json: the validation score (a diffusion model's NELBO, mask draws
+    and accuracy by mask ratio; a twin's exact NLL) and the exact NLL on the split's first characters."""
+    exact_nll = [
+        {"order": order.replace("_", "-"), "chars": report["exact_nll_chars"], "nats": nats}
+        for order, nats in report.get("exact_nll_nats_per_char", {}).items()
+    ]
+    if "val_nll_nats_per_char" in report:  # an autoregressive twin
+        nll = {"nll": report["val_nll_nats_per_char"], "nll_bits": report["val_nll_bits_per_char"]}
+        return {"val_chars": report["val_chars"], **nll, "exact_nll": exact_nll}
+    return {
+        "val_chars": report["val_chars"],
+        "nelbo": report["val_nelbo_nats_per_char"],
+        "nelbo_bits": report["val_nelbo_bits_per_char"],
+        "mask_draws": report["elbo_mask_samples_per_window"],
+        "exact_nll": exact_nll,
+        "accuracy": report["accuracy_by_mask_ratio"],
+    }
+
+
 def card_front_matter(report: dict, data: TrainingData, model_name: str) -> dict:
-    """The card's front matter: the text's terms and the model-index entry of the validation NELBO."""
+    """The card's front matter: the text's terms and the model-index entry of the validation NELBO (a twin's NLL)."""
+    name = "nll" if "val_nll_nats_per_char" in report else "nelbo"
     nelbo = EvalResult(
         task_type="text-generation",
         task_name="Character-level language modelling",
         dataset_type=data.hub_id or data.name,
         dataset_name=data.name,
-        metric_type="nelbo",
-        metric_name="validation NELBO, last 10 % of the text (nats/char)",
-        metric_value=round(report["val_nelbo_nats_per_char"], 4),
+        metric_type=name,
+        metric_name=f"validation {name.upper()}, last 10 % of the text (nats/char)",
+        metric_value=round(report[f"val_{name}_nats_per_char"], 4),
     )
     datasets = [data.hub_id] if data.hub_id else None
     return {
@@ -319,6 +333,8 @@ def training_facts(model: MDLM, report: dict, run: dict, data: TrainingData) -> 
         "weights_dtype": report.get("weights_dtype", "float32"),
         "nelbo_bf16": report.get("nelbo_bfloat16_weights"),
         "nelbo_fp32": report.get("nelbo_float32_weights"),
+        "nll_bf16": report.get("nll_bfloat16_weights"),
+        "nll_fp32": report.get("nll_float32_weights"),
         "bf16_tolerance": BF16_TOLERANCE,
         "tokens_seen": run.get("tokens_seen", 0),
         "steps": run.get("step", 0),
@@ -374,11 +390,17 @@ def bf16_rounded(model: MDLM) -> MDLM:
     return rounded
 
 
+def score_name(model: MDLM) -> str:
+    """The validation score an export measures and its keys name: "nelbo", or an autoregressive twin's exact "nll"."""
+    return "nll" if model.causal else "nelbo"
+
+
 def choose_weights(model: MDLM, val_text: str, weights_dtype: str = "auto") -> tuple[MDLM, dict, ElboResult | None]:
     """The model to ship (as is, or bf16-rounded), the measurement behind the choice, and the shipped one's ELBO.
 
     "auto" compares the validation NELBO of both with the same masks (a paired difference, so the only
-    change is the rounding) and takes bf16, half the download, when it costs at most BF16_TOLERANCE.
+    change is the rounding) and takes bf16, half the download, when it costs at most BF16_TOLERANCE. An
+    autoregressive twin's exact NLL is compared instead (and no ELBO is returned).
     """
     if weights_dtype not in WEIGHTS_DTYPES:
         raise ValueError(f"weights dtype must be one of {WEIGHTS_DTYPES}, got {weights_dtype!r}")
@@ -388,14 +410,19 @@ def choose_weights(model: MDLM, val_text: str, weights_dtype: str = "auto") -> t
     if weights_dtype == "bfloat16":
         return rounded, {"weights_dtype": weights_dtype}, None
     tokens = torch.tensor(model.tokenizer.encode(val_text), dtype=torch.long)
-    nelbo = {
-        name: elbo(candidate.eval(), tokens, ELBO_SAMPLES, torch.Generator().manual_seed(0))
-        for name, candidate in (("float32", model), ("bfloat16", rounded))
-    }
-    cost = nelbo["bfloat16"].nats_per_char - nelbo["float32"].nats_per_char
-    chosen = "bfloat16" if cost <= BF16_TOLERANCE else "float32"
-    facts = {"weights_dtype": chosen, **{f"nelbo_{name}_weights": r.nats_per_char for name, r in nelbo.items()}}
-    return (rounded if chosen == "bfloat16" else model), facts, nelbo[chosen]
+    candidates = (("float32", model), ("bfloat16", rounded))
+    if model.causal:
+        nats = {name: autoregressive_nll(candidate.eval(), tokens) for name, candidate in candidates}
+        nelbo = None
+    else:
+        nelbo = {
+            name: elbo(candidate.eval(), tokens, ELBO_SAMPLES, torch.Generator().manual_seed(0))
+            for name, candidate in candidates
+        }
+        nats = {name: result.nats_per_char for name, result in nelbo.items()}
+    chosen = "bfloat16" if nats["bfloat16"] - nats["float32"] <= BF16_TOLERANCE else "float32"
+    facts = {"weights_dtype": chosen, **{f"{score_name(model)}_{name}_weights": v for name, v in nats.items()}}
+    return (rounded if chosen == "bfloat16" else model), facts, None if nelbo is None else nelbo[chosen]
 
 
 def write_weights(model: MDLM, directory: Path, weights_dtype: str) -> None:
@@ -446,8 +473,9 @@ def export_model(
         save_word_list(train_text, staging / "words.txt")
         demo = demo_metadata(model, data, val_text)
         (staging / "demo.json").write_text(json.dumps(demo, indent=2, ensure_ascii=False), encoding="utf-8")
-        plot_accuracy(report["accuracy_by_mask_ratio"], staging / "accuracy_vs_mask_ratio.png")
-        training_curve_figure(history).savefig(staging / "training_curve.png", dpi=120)
+        if "accuracy_by_mask_ratio" in report:  # a diffusion model's
+            plot_accuracy(report["accuracy_by_mask_ratio"], staging / "accuracy_vs_mask_ratio.png")
+        training_curve_figure(history, score_name(model).upper()).savefig(staging / "training_curve.png", dpi=120)
         for attachment in attachments:  # the images the card's recipe section shows
             shutil.copyfile(attachment, staging / Path(attachment).name)
         facts = {k: run.get(k) for k in ("step", "tokens_seen", "wall_time")}
@@ -552,7 +580,8 @@ def export_run(
         data,
         push_to_hub_repo,
     )
-    print(f"exported to {export_dir}: validation NELBO {report['val_nelbo_nats_per_char']:.4f} nats/char")
+    name = score_name(model)
+    print(f"exported to {export_dir}: validation {name.upper()} {report[f'val_{name}_nats_per_char']:.4f} nats/char")
     if push_to_hub_repo:
         print(f"pushed: {push_to_hub(Path(export_dir), push_to_hub_repo, private=private)}")
     return report

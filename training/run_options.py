@@ -19,6 +19,10 @@ from training.tracking import TRACKERS, missing_package
 # the texts sampled at each evaluation: few steps so they cost seconds, a fixed seed so runs compare
 EVAL_TEXTS, EVAL_TEXT_STEPS, EVAL_TEXT_SEED = 2, 32, 0
 
+OBJECTIVES = ("diffusion", "ar")
+# the diffusion loss's own flags, at the values an autoregressive run leaves them (it has no masks to weigh or draw)
+DIFFUSION_ONLY = {"loss_weighting": "uniform", "t_min": 1e-3, "time_conditioning": False}
+
 # flags a resumed run may change; every other flag is the run's own and comes from its checkpoint
 RESUMABLE_CHANGES = (
     "data",
@@ -66,7 +70,14 @@ def add_data_flags(p: argparse.ArgumentParser) -> None:
 
 
 def add_model_flags(p: argparse.ArgumentParser) -> None:
-    """The model's shape: the MDLM config."""
+    """What the model learns, and its shape: the MDLM config."""
+    p.add_argument(
+        "--objective",
+        choices=OBJECTIVES,
+        default="diffusion",
+        help="diffusion: the masked diffusion model; ar: its autoregressive twin, the same network with a causal "
+        "mask, trained on the next character (mdlm_hf/autoregressive.py)",
+    )
     p.add_argument("--n-layer", type=int, default=6)
     p.add_argument("--n-head", type=int, default=4)
     p.add_argument("--n-embd", type=int, default=256)
@@ -216,6 +227,10 @@ def settings_problem(args: argparse.Namespace) -> str | None:
         return "--push-to-hub needs --export-dir"
     if args.private and not args.push_to_hub:
         return "--private needs --push-to-hub"
+    if getattr(args, "objective", "diffusion") == "ar":
+        for name, value in DIFFUSION_ONLY.items():
+            if getattr(args, name) != value:
+                return f"{flag(name)} is an option of the diffusion loss; --objective ar trains on the next character"
     try:  # the model's own checks (heads that divide the width, sane sizes), before any data is read
         check_config(**model_config_from_args(args, "ab"))
     except ValueError as error:
@@ -282,6 +297,7 @@ def model_config_from_args(args: argparse.Namespace, vocab: str) -> dict:
         norm=args.norm,
         mlp=args.mlp,
         qk_norm=args.qk_norm,
+        causal=getattr(args, "objective", "diffusion") == "ar",  # a checkpoint older than the flag: diffusion
     )
 
 

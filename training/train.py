@@ -37,6 +37,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from mdlm_hf import MDLM, diffusion_loss, elbo
+from mdlm_hf.autoregressive import autoregressive_loss, autoregressive_nll
 from mdlm_hf.sampler import final_state, sample
 from training.checkpoints import (
     RESUME_KEYS,
@@ -125,7 +126,22 @@ def joined_hardware(before: str | None, now: str) -> str:
     return f"{before}, then {now}"
 
 
-def bf16_is_faster(model: MDLM, batch: torch.Tensor, repeats: int = 2) -> bool:
+def training_loss(
+    model: torch.nn.Module, batch: torch.Tensor, generator: torch.Generator, args: argparse.Namespace
+) -> torch.Tensor:
+    """The loss of the run's objective on a batch of clean text (B, T): the diffusion loss (masks drawn from
+    `generator`), or for the autoregressive twin the next character's cross-entropy."""
+    if getattr(model, "module", model).causal:
+        return autoregressive_loss(model, batch)
+    return diffusion_loss(model, batch, generator, args.loss_weighting, args.t_min)
+
+
+def validation_name(model: MDLM) -> str:
+    """What a run's validation score is: the diffusion model's NELBO (a bound), or the twin's exact NLL."""
+    return "NLL" if model.causal else "NELBO"
+
+
+def bf16_is_faster(model: MDLM, batch: torch.Tensor, args: argparse.Namespace, repeats: int = 2) -> bool:
     """Times forward+backward in fp32 and under bf16 autocast; bf16 speed on CPUs varies by chip."""
     rng_state = torch.get_rng_state()
     timings = {}
@@ -134,7 +150,7 @@ def bf16_is_faster(model: MDLM, batch: torch.Tensor, repeats: int = 2) -> bool:
         for _ in range(repeats + 1):  # the first call warms up
             start = time.perf_counter()
             with context:
-                loss = diffusion_loss(model, batch, torch.Generator().manual_seed(0))
+                loss = training_loss(model, batch, torch.Generator().manual_seed(0), args)
             loss.backward()
             timings[use_bf16] = min(timings.get(use_bf16, math.inf), time.perf_counter() - start)
     model.zero_grad(set_to_none=True)
@@ -351,7 +367,7 @@ class Trainer:
             if self.processes.is_main:
                 print("timing fp32 vs bf16 for one step (--dtype auto)...", flush=True)
             trial_batch = get_batch(self.train_data, args.batch_size, args.block_size, torch.Generator())
-            use_bf16 = bf16_is_faster(self.model, trial_batch)
+            use_bf16 = bf16_is_faster(self.model, trial_batch, args)
         else:
             use_bf16 = args.dtype == "bfloat16" or (args.dtype == "auto" and device.type == "cuda")
         if self.processes.distributed:
@@ -367,9 +383,7 @@ class Trainer:
         set_learning_rates(self.optimizers, learning_rate(self.progress.step, args) / args.lr)
         batch = get_batch(self.train_data, args.batch_size, args.block_size, self.data_generator)
         with self.autocast:
-            loss = diffusion_loss(
-                self.train_model, batch.to(self.processes.device), self.noise_generator, args.loss_weighting, args.t_min
-            )
+            loss = training_loss(self.train_model, batch.to(self.processes.device), self.noise_generator, args)
         if not torch.isfinite(loss):
             raise FloatingPointError(
                 f"the loss became {loss.item()} at step {self.progress.step + 1}; the last good checkpoint is kept "
@@ -389,11 +403,14 @@ class Trainer:
         return loss.detach()
 
     def validation_nelbo(self, model: MDLM) -> float:
-        """Validation NELBO (nats/char) on the first eval_chars of the split, same masks every time."""
+        """Validation NELBO (nats/char) on the first eval_chars of the split, same masks every time; for the
+        autoregressive twin its exact NLL (which the NELBO bounds: history.json keeps both under one key)."""
         args = self.args
         masks = torch.Generator().manual_seed(1234)
         tokens = torch.from_numpy(np.array(self.val_data[: args.eval_chars], dtype=np.int64))
         with self.autocast:
+            if model.causal:
+                return autoregressive_nll(model, tokens)
             return elbo(model, tokens, args.eval_samples, masks).nats_per_char
 
     def evaluate(self) -> dict:
@@ -410,7 +427,7 @@ class Trainer:
         p.history["val"].append(record)
         ema_note = f", EMA {record['nelbo_ema']:.4f}" if self.ema is not None else ""
         tqdm.write(
-            f"step {p.step}: val NELBO {record['nelbo']:.4f} nats/char{ema_note} "
+            f"step {p.step}: val {validation_name(self.model)} {record['nelbo']:.4f} nats/char{ema_note} "
             f"({record['nelbo'] / math.log(2):.4f} bpc), {p.tokens_seen / 1e6:.2f}M tokens, {p.wall_time / 60:.1f} min"
         )
         # selection on the first validation characters only: which weights to keep, never what to train

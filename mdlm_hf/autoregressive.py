@@ -1,0 +1,155 @@
+"""The autoregressive twin: the same network with a causal mask (`MDLM(causal=True)`), trained on the next character,
+scored exactly in one pass, and writing left to right with a key-value cache.
+
+Its input is the text shifted right by one behind a start token, [MASK]: a causal model reads no other mask, and
+"nothing known yet" is what [MASK] means to the diffusion model too. So a window of block_size characters is scored
+from its first character on, as the diffusion model's exact left-to-right NLL scores it (mdlm_hf.diffusion), and the
+two figures compare character for character.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import fields
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from mdlm_hf.inference import check_batch_size, check_token_ids, evaluating
+from mdlm_hf.model import KVCache
+from mdlm_hf.sampler import SamplerOptions, SamplerState, candidate_tokens, predictor
+from mdlm_hf.windows import score_windows
+
+WRITES_LEFT_TO_RIGHT = "an autoregressive model writes left to right only"
+# the options of a left-to-right draw: how each character is drawn; num_steps and window_context do not apply (one
+# character a pass, the context slides by itself) and are left as they come, so one options object serves both models
+DRAW_OPTIONS = ("temperature", "top_k", "top_p", "min_p", "cut_where_sure", "num_steps", "window_context")
+# after its context fills, the writer reads again the last three quarters of it, so that a re-read (one pass over
+# 192 characters) comes every 64 characters and every character is drawn knowing at least 192 before it
+KEPT_CONTEXT = 3 / 4
+
+
+def is_causal(model: nn.Module) -> bool:
+    """Whether `model` is an autoregressive twin (an MDLM with causal=True)."""
+    return bool(getattr(model, "causal", False))
+
+
+def shifted(tokens: torch.Tensor, start_id: int) -> torch.Tensor:
+    """The input (B, T) that predicts `tokens` (B, T): the start token, then every character but the last."""
+    start = torch.full_like(tokens[:, :1], start_id)
+    return torch.cat((start, tokens[:, :-1]), dim=1)
+
+
+def autoregressive_loss(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
+    """Training loss for a batch of clean `tokens` (B, T): next-character cross-entropy, nats per character (the
+    exact NLL of the batch, where the diffusion loss is a bound)."""
+    mask_id = getattr(model, "module", model).mask_id  # DistributedDataParallel wraps the model in .module
+    logits = model(shifted(tokens, mask_id))  # (B, T, V)
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), tokens.reshape(-1))
+
+
+@torch.no_grad()
+def char_nats(model: nn.Module, tokens: torch.Tensor, context: int = 0, batch_size: int = 64) -> torch.Tensor:
+    """-log p, in nats, of each character of a 1-D `tokens` given those before it (n,), on the CPU: windows of
+    block_size, past the first each keeping at least `context` characters before those it scores (0: windows side by
+    side, as `mdlm_hf.diffusion.exact_nll` cuts them)."""
+    check_token_ids(tokens, model)
+    check_batch_size(batch_size)
+    if not isinstance(context, int) or not 0 <= context < model.block_size:
+        raise ValueError(f"context must be an integer in [0, block_size), got {context!r}")
+    device = next(model.parameters()).device
+    tokens = tokens.long().to(device)
+    nats = torch.empty(tokens.numel(), device=device)
+    windows = score_windows(tokens.numel(), model.block_size, context)
+    with evaluating(model):
+        for low in range(0, len(windows), batch_size):
+            by_length: dict[int, list[tuple[int, int, int]]] = {}
+            for window in windows[low : low + batch_size]:  # only the last window may be shorter
+                by_length.setdefault(window[2] - window[0], []).append(window)
+            for group in by_length.values():
+                text = torch.stack([tokens[start:end] for start, _, end in group])  # (b, n)
+                log_probs = model(shifted(text, model.mask_id)).float().log_softmax(dim=-1)  # (b, n, V)
+                window_nats = -log_probs.gather(-1, text[..., None])[..., 0]  # (b, n)
+                for row, (start, first, end) in enumerate(group):
+                    nats[first:end] = window_nats[row, first - start : end - start]
+    return nats.cpu()
+
+
+def autoregressive_nll(model: nn.Module, tokens: torch.Tensor, context: int = 0, batch_size: int = 64) -> float:
+    """Exact negative log-likelihood in nats per char of a 1-D `tokens` (`char_nats`' mean)."""
+    return char_nats(model, tokens, context, batch_size).double().mean().item()
+
+
+def check_options(options: SamplerOptions) -> None:
+    """A ValueError naming the first option that asks an autoregressive model for more than a left-to-right draw."""
+    if options.order != "left_to_right":
+        raise ValueError(f"{WRITES_LEFT_TO_RIGHT}: order must be 'left_to_right', got {options.order!r}")
+    plain = SamplerOptions.default_for_causal()
+    for f in fields(options):
+        if f.name not in DRAW_OPTIONS and getattr(options, f.name) != getattr(plain, f.name):
+            raise ValueError(
+                f"{WRITES_LEFT_TO_RIGHT}, one character a pass: {f.name} does not apply to it "
+                f"(leave it at {getattr(plain, f.name)!r})"
+            )
+
+
+def write_left_to_right(
+    model: nn.Module, canvas: torch.Tensor, options: SamplerOptions, generator: torch.Generator
+) -> Iterator[SamplerState]:
+    """The sampler core for a causal model: fills the masks of `canvas` (B, T), which must all follow its given text,
+    one character a pass with a key-value cache; yields the states as `mdlm_hf.sampler.sample` does."""
+    check_options(options)
+    is_masked = canvas == model.mask_id
+    begin = int(is_masked.any(dim=0).int().argmax())  # the first column with a mask
+    if not is_masked[:, begin:].all() or is_masked[:, :begin].any():
+        raise ValueError(
+            f"{WRITES_LEFT_TO_RIGHT}: it continues a prompt and cannot fill blanks that have text after them "
+            "(the diffusion model infills)"
+        )
+    return _write(model, canvas, begin, options, generator)
+
+
+@torch.no_grad()
+def _write(
+    model: nn.Module, canvas: torch.Tensor, begin: int, options: SamplerOptions, generator: torch.Generator
+) -> Iterator[SamplerState]:
+    """`write_left_to_right`'s states, the masks being columns begin..T-1."""
+    device = next(model.parameters()).device
+    tokens = canvas.to(device)
+    B, N = tokens.shape
+    L, mask_id = model.block_size, model.mask_id
+    is_given = tokens != mask_id
+    confidence = torch.full((B, N), float("nan"), device=device)
+    nothing = torch.zeros_like(is_given)
+    num_steps, cache, window_start = N - begin, None, max(0, begin - (L - 1))
+    yield SamplerState(
+        tokens.clone(), nothing, nothing, confidence.clone(), is_given, 0, num_steps, 0, mask_id, (window_start, begin)
+    )
+    with evaluating(model):
+        for i in range(begin, N):
+            if cache is None or cache.length == L:  # read the context afresh: the start token, then the last characters
+                window_start = max(0, i - (L - 1)) if cache is None else i - int(L * KEPT_CONTEXT)
+                cache = KVCache(len(model.blocks))
+                reading = shifted(tokens[:, window_start : i + 1], mask_id)  # (B, i - window_start + 1)
+            else:
+                reading = tokens[:, i - 1 : i]  # (B, 1) the character written last
+            logits = predictor(model)(reading, None, cache)[:, -1:].float()  # (B, 1, V)
+            drawn = candidate_tokens(logits, options, generator)  # (B, 1)
+            probability = logits.softmax(dim=-1).gather(-1, drawn[..., None])[:, 0, 0]  # (B,)
+            tokens[:, i], confidence[:, i] = drawn[:, 0], probability
+            revealed = nothing.clone()
+            revealed[:, i] = True
+            step = i - begin + 1
+            yield SamplerState(
+                tokens.clone(),
+                revealed,
+                nothing,
+                confidence.clone(),
+                is_given,
+                step,
+                num_steps,
+                step,
+                mask_id,
+                (window_start, i + 1),
+            )

@@ -1,0 +1,153 @@
+"""The autoregressive twin: MDLM(causal=True), its loss, exact NLL, cached writing, loading, training and errors."""
+
+import json
+import math
+
+import pytest
+import torch
+
+from mdlm_hf import MDLM, CharTokenizer, SamplerOptions, elbo, sample
+from mdlm_hf.autoregressive import autoregressive_loss, char_nats, shifted
+from mdlm_hf.diffusion import char_nll, exact_nll, surprise_steps
+from mdlm_hf.sampler import candidate_tokens, final_state
+from tests.conftest import TINY_TEXT
+
+
+@pytest.fixture
+def twin() -> MDLM:
+    """A randomly initialised causal model with weights large enough that every character's logits differ."""
+    torch.manual_seed(0)
+    model = MDLM(CharTokenizer.from_text(TINY_TEXT).vocab, n_layer=2, n_head=2, n_embd=32, block_size=32, causal=True)
+    for p in model.parameters():
+        torch.nn.init.normal_(p, std=0.2)
+    return model.eval()
+
+
+def uncached_writing(model: MDLM, prompt: list[int], length: int, options: SamplerOptions, seed: int) -> list[int]:
+    """The reference writer: every character drawn from a full pass over its context window, no cache; the window
+    starts where the cached writer's does (its context, then three quarters of it once full)."""
+    generator = torch.Generator().manual_seed(seed)
+    L, text, window_start = model.block_size, list(prompt), None
+    for i in range(len(prompt), len(prompt) + length):
+        if window_start is None or i - window_start == L:
+            window_start = max(0, i - (L - 1)) if window_start is None else i - L * 3 // 4
+        reading = torch.tensor([[model.mask_id] + text[window_start:i]])
+        logits = model(reading)[:, -1:].float()
+        text.append(int(candidate_tokens(logits, options, generator)[0, 0]))
+    return text
+
+
+def test_a_position_never_sees_the_characters_after_it(twin):
+    tokens = torch.randint(0, twin.mask_id, (2, 32))
+    changed = tokens.clone()
+    changed[:, 20] = (changed[:, 20] + 1) % twin.mask_id
+    before, after = (twin(shifted(t, twin.mask_id))[..., :-1] for t in (tokens, changed))
+    assert torch.equal(before[:, :21], after[:, :21])  # the input at 21 is the character at 20
+    assert not torch.equal(before[:, 21:], after[:, 21:])
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_cached_writing_equals_writing_without_a_cache_past_the_context(twin, temperature):
+    prompt = twin.tokenizer.encode("to be ")
+    options = SamplerOptions.default_for_causal().replace(temperature=temperature)
+    canvas = torch.tensor(prompt + [twin.mask_id] * 90)  # three times the context: two re-reads
+    state = final_state(sample(twin, canvas, options, seed=3))
+    assert state.tokens[0].tolist() == uncached_writing(twin, prompt, 90, options, seed=3)
+    assert state.num_forward_passes == state.num_steps == 90 and state.done
+
+
+def test_each_state_writes_the_next_character_and_marks_the_window(twin):
+    states = list(twin.stream("to" + "_" * 40))
+    assert [s.step for s in states] == list(range(41))
+    for before, after in zip(states, states[1:], strict=False):
+        assert int(after.revealed.sum()) == 1 and int(after.revealed[0].nonzero()) == 2 + before.step
+        assert after.window[1] == 2 + after.step and after.window[1] - after.window[0] <= twin.block_size
+
+
+def test_a_batch_writes_rows_of_their_own(twin):
+    canvas = torch.full((3, 20), twin.mask_id)
+    state = final_state(sample(twin, canvas, seed=0))
+    assert state.done and len({tuple(row) for row in state.tokens.tolist()}) == 3
+
+
+def test_the_loss_and_the_exact_nll_are_the_same_number(twin):
+    tokens = torch.tensor(twin.tokenizer.encode(TINY_TEXT[:64]))
+    nats = char_nats(twin, tokens)
+    assert nats.shape == (64,) and torch.isfinite(nats).all()
+    by_loss = autoregressive_loss(twin, tokens.view(2, 32)).item()
+    assert math.isclose(nats.mean().item(), by_loss, rel_tol=1e-5)
+    assert math.isclose(exact_nll(twin, tokens), by_loss, rel_tol=1e-5)
+    assert torch.allclose(char_nll(twin, tokens[:32]), nats[:32], atol=1e-5)
+    with_context = list(surprise_steps(twin, tokens, context=8))[-1]
+    assert torch.allclose(with_context[:32], nats[:32], atol=1e-5)  # the first window is the same
+    assert not torch.allclose(with_context[32:], nats[32:])  # later ones read 8 characters before
+
+
+def test_the_twin_loads_with_from_pretrained_and_says_what_it_is(twin, tmp_path):
+    twin.save_pretrained(tmp_path / "twin")
+    assert json.loads((tmp_path / "twin" / "config.json").read_text())["causal"] is True
+    loaded = MDLM.from_pretrained(tmp_path / "twin", fast=False)
+    tokens = torch.randint(0, twin.mask_id, (1, 32))
+    assert loaded.causal and torch.equal(loaded(tokens), twin(tokens))
+    card = (tmp_path / "twin" / "README.md").read_text()
+    assert "autoregressive twin" in card and "- autoregressive" in card and "masked-diffusion" not in card
+
+
+@pytest.mark.parametrize(
+    "call, words",
+    [
+        (lambda m: m.infill("to __ or not"), "writes left to right only: it continues a prompt"),
+        (lambda m: m.generate(10, order="streams"), "order must be 'left_to_right', got 'streams'"),
+        (lambda m: m.generate(10, options=SamplerOptions()), "order must be 'left_to_right', got 'streams'"),
+        (lambda m: m.generate(10, remask_ratio=0.5), "remask_ratio does not apply to it"),
+        (lambda m: m.generate(10, block_length=4), "block_length does not apply to it"),
+        (lambda m: elbo(m, torch.tensor([1, 2, 3])), "has no ELBO"),
+        (lambda m: exact_nll(m, torch.tensor([1, 2, 3]), order="confidence"), "reads left to right only"),
+    ],
+)
+def test_what_a_twin_cannot_do_is_one_line(twin, call, words):
+    with pytest.raises(ValueError, match=words):
+        call(twin)
+
+
+def test_a_diffusion_model_refuses_a_cache_and_a_twin_refuses_time_conditioning(tiny_model):
+    from mdlm_hf.model import KVCache
+
+    with pytest.raises(ValueError, match="a KVCache is for a causal model"):
+        tiny_model(torch.zeros(1, 4, dtype=torch.long), None, KVCache(2))
+    with pytest.raises(ValueError, match="a causal model reads no masks"):
+        MDLM("ab", causal=True, time_conditioning=True)
+    with pytest.raises(ValueError, match="causal must be true or false"):
+        MDLM("ab", causal="yes")
+
+
+def test_the_training_script_trains_and_exports_a_twin(tmp_path, tiny_text, capsys):
+    from training import train
+
+    text = tmp_path / "text.txt"
+    text.write_text(tiny_text * 3)
+    tiny = "--n-layer 1 --n-head 2 --n-embd 32 --block-size 32 --batch-size 4 --warmup-steps 2 --eval-interval 3"
+    flags = [*tiny.split(), "--eval-chars", "256", "--dtype", "float32", "--threads", "1", "--objective", "ar"]
+    summary = train.main(["--data", str(text), "--out-dir", str(tmp_path / "run"), *flags, "--max-steps", "6"])
+    assert summary["finished"] and summary["model"].causal
+    assert "val NLL" in capsys.readouterr().out
+    resumed = train.main(["--data", str(text), "--out-dir", str(tmp_path / "run"), "--resume", "--max-steps", "8"])
+    assert resumed["step"] == 8 and resumed["model"].causal
+
+    from training import export
+
+    export.export_run(tmp_path / "run", tmp_path / "export", text, weights_dtype="float32")
+    loaded = MDLM.from_pretrained(tmp_path / "export")
+    metrics = json.loads((tmp_path / "export" / "metrics.json").read_text())
+    card = (tmp_path / "export" / "README.md").read_text()
+    assert loaded.causal and f"**{metrics['val_nll_nats_per_char']:.4f} nats/char**" in card
+    assert "accuracy" not in card and not (tmp_path / "export" / "accuracy_vs_mask_ratio.png").exists()
+    assert "objective=ar" in card
+
+
+def test_diffusion_flags_are_refused_for_an_autoregressive_run(capsys):
+    from training import train
+
+    with pytest.raises(SystemExit):
+        train.parse_args(["--objective", "ar", "--loss-weighting", "elbo"])
+    assert "--loss-weighting is an option of the diffusion loss" in capsys.readouterr().err
