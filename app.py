@@ -2,6 +2,7 @@
 
     python app.py                         # the checkpoint shipped in pretrained/, offline
     python app.py --model user/repo-id    # another local directory or Hub repo (or set MDLM_MODEL)
+    python app.py --twin none             # without the autoregressive twin in Compare (or set MDLM_TWIN)
 
 The Space's entry point: arguments, loading, `build_demo`, launch. The app itself is the mdlm_space package
 (mdlm_space/__init__.py lists its files); every frame it streams is a state yielded by the package's one sampler
@@ -17,9 +18,12 @@ import sys
 from mdlm_space import build_demo, worker
 from mdlm_space.loading import (
     DEFAULT_MODEL,
+    DEFAULT_TWIN,
     MODEL_ENV_VAR,
+    TWIN_ENV_VAR,
     load_demo_metadata,
     load_model,
+    load_twin,
     mcp_available,
     resolve_device,
     warm_up,
@@ -38,6 +42,12 @@ def main(argv: list[str] | None = None) -> None:
         default=os.environ.get(MODEL_ENV_VAR, str(DEFAULT_MODEL)),
         help=f"local directory or Hub repo id (default: ${MODEL_ENV_VAR} or the shipped checkpoint)",
     )
+    parser.add_argument(
+        "--twin",
+        default=os.environ.get(TWIN_ENV_VAR, str(DEFAULT_TWIN) if DEFAULT_TWIN.is_dir() else "none"),
+        help=f"the model's autoregressive twin for Compare, a directory or Hub repo id; none: without one (default: "
+        f"${TWIN_ENV_VAR} or the shipped twin)",
+    )
     parser.add_argument("--host", default=None, help="e.g. 0.0.0.0 to serve the network")
     parser.add_argument("--port", type=int, default=None)
     parser.add_argument("--device", default="auto", help="auto (cuda if available, else cpu), cpu, cuda or cuda:N")
@@ -51,8 +61,13 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as error:  # one clear line instead of a traceback, whatever went wrong
         source = args.model if args.model.strip() else repr(args.model)  # "from : ..." would read as a typo
         sys.exit(f"error: could not load the model from {source}: {error}")
-    demo = on_model_thread(build_demo, model, known_words, load_demo_metadata(args.model))
-    worker.MODEL_THREAD.submit(warm_up, model)  # while the server starts and the page loads; runs queue behind it
+    try:
+        twin = on_model_thread(load_twin, args.twin, model, device)
+    except Exception as error:
+        sys.exit(f"error: could not load the twin from {args.twin!r}: {error} (--twin none runs without it)")
+    demo = on_model_thread(build_demo, model, known_words, load_demo_metadata(args.model), twin)
+    for warmed in filter(None, (model, twin)):  # while the server starts and the page loads; runs queue behind it
+        worker.MODEL_THREAD.submit(warm_up, warmed)
     try:
         demo.queue(default_concurrency_limit=8, max_size=64).launch(
             server_name=args.host, server_port=args.port, mcp_server=mcp_available(), theme=THEME

@@ -165,10 +165,12 @@ def compare(
     seed: float,
     autoregressive: bool,
     fixed_seed: bool,
+    twin: MDLM | None = None,
     **rule: Any,
-) -> Iterator[tuple[str, str, str, str, str, int]]:
-    """Compare tab: left-to-right and confidence order on the same canvas, streamed together, with the same
-    reveal rule (`rule`: the REVEAL_RULE_OPTIONS) where it applies; then a one-line takeaway."""
+) -> Iterator[tuple[str, str, str, str, str, int, str, str]]:
+    """Compare tab: left-to-right and confidence order on the same canvas, with the same reveal rule (`rule`: the
+    REVEAL_RULE_OPTIONS) where it applies, and the autoregressive `twin` (when the app has one) writing the same
+    length with its key-value cache; streamed together, a state of each per frame, then a one-line takeaway."""
     check_text(prompt, "prompt")
     check_chars(model, prompt, "prompt")
     check_flag(autoregressive, "autoregressive")
@@ -190,10 +192,15 @@ def compare(
         "confidence": shared.replace(order="confidence"),
     }
     runs = {name: sample(model, canvas, side, seed=seed) for name, side in options.items()}
+    if twin is not None:  # its own rule: left to right with a cache, the temperature shared
+        runs["twin"] = sample(twin, canvas, seed=seed, temperature=shared.temperature)
     latest: dict[str, SamplerState] = {}
+    seconds = dict.fromkeys(runs, 0.0)  # each side's own compute time, though they run in turns
     while runs:
         for name in list(runs):
+            start = time.perf_counter()
             state = next(runs[name], None)
+            seconds[name] += time.perf_counter() - start
             if state is None:
                 del runs[name]
             else:
@@ -201,11 +208,17 @@ def compare(
         if not runs:  # the last run ended without a new state: its last one is shown already
             break
         views = [
-            compare_view(model, latest[name], len(prompt), known_words, rule_words(options[name], autoregressive))
+            compare_view(
+                model, latest[name], len(prompt), known_words, rule_words(options[name], autoregressive), seconds[name]
+            )
             for name in options
         ]
-        summary = takeaway(model, latest, len(prompt), known_words, autoregressive)
-        yield (*(part for view in views for part in view), " ".join(filter(None, (summary, note))), seed)
+        twin_view = ("", "")
+        if "twin" in latest:
+            twin_rule = "reveal rule: none, one character per forward pass, left to right, keys and values cached"
+            twin_view = compare_view(twin, latest["twin"], len(prompt), known_words, twin_rule, seconds["twin"])
+        summary = takeaway(model, latest, len(prompt), known_words, autoregressive, seconds)
+        yield (*(part for view in views for part in view), " ".join(filter(None, (summary, note))), seed, *twin_view)
 
 
 def rule_words(options: SamplerOptions, autoregressive: bool) -> str:
@@ -224,21 +237,31 @@ def rule_words(options: SamplerOptions, autoregressive: bool) -> str:
 
 
 def compare_view(
-    model: MDLM, state: SamplerState, num_fixed: int, known_words: set[str] | None, rule: str
+    model: MDLM, state: SamplerState, num_fixed: int, known_words: set[str] | None, rule: str, seconds: float
 ) -> tuple[str, str]:
     """One side of the Compare tab: its canvas, and its forward passes, the characters each pass revealed so far,
-    its reveal rule and (when done) its share of real words."""
+    its own compute time, its reveal rule and (when done) its share of real words."""
     num_revealed = int((~state.is_masked & ~state.is_given)[0].sum())
     stats = f"{passes(state.num_forward_passes)} · {num_revealed / max(1, state.num_forward_passes):.1f} chars per pass"
+    stats += f" · {seconds:.2f} s"
     if state.done:
         stats += f" · real words: {word_share(model.tokenizer.decode(state.tokens[0, num_fixed:]), known_words)}"
     return render_canvas(model, state, rows=COMPARE_ROWS, font_px=COMPARE_FONT_PX), f"{stats}\n\n<small>{rule}</small>"
 
 
+# a difference in seconds below this ratio is the machine's noise, not a result (runs of a few hundred milliseconds)
+CLEAR_SPEED_RATIO = 1.25
+
+
 def takeaway(
-    model: MDLM, states: dict[str, SamplerState], num_fixed: int, known_words: set[str] | None, autoregressive: bool
+    model: MDLM,
+    states: dict[str, SamplerState],
+    num_fixed: int,
+    known_words: set[str] | None,
+    autoregressive: bool,
+    seconds: dict[str, float] | None = None,
 ) -> str:
-    """The Compare tab's one line once both sides are done ("" before)."""
+    """The Compare tab's one line once every side is done ("" before); the twin's sentence says only what is clear."""
     if not all(state.done for state in states.values()):
         return ""
     left, right = states["left_to_right"], states["confidence"]
@@ -246,23 +269,45 @@ def takeaway(
         name: word_share(model.tokenizer.decode(state.tokens[0, num_fixed:]), known_words)
         for name, state in states.items()
     }
+    texts = {name: model.tokenizer.decode(state.tokens[0, num_fixed:]) for name, state in states.items()}
     if autoregressive:
         ratio = left.num_forward_passes / max(1, right.num_forward_passes)
-        return (
+        line = (
             f"**Takeaway:** one character per forward pass took left to right {left.num_forward_passes} passes; "
             f"confidence order wrote the same length in {right.num_forward_passes}, {ratio:.1f}x fewer "
             f"(real words: {shares['left_to_right']} left to right, {shares['confidence']} confidence order). "
-            "Compare the passes, not the time: a real autoregressive model caches keys and values, so each of its "
-            "passes costs far less than these re-reads of the whole canvas."
+            "Compare the passes, not the time: this side re-reads the whole canvas at every pass, where a real "
+            "autoregressive model caches keys and values."
         )
-    line = (
-        f"**Takeaway:** same {passes(right.num_forward_passes)} and reveal rule, only the order differs: "
-        f"real words {shares['left_to_right']} left to right, {shares['confidence']} confidence order."
-    )
-    texts = {name: model.tokenizer.decode(state.tokens[0, num_fixed:]) for name, state in states.items()}
-    if known_words is not None and clearly_more_words(texts["confidence"], texts["left_to_right"], known_words):
-        line += " Revealing the surest characters first gives the hard ones context on both sides."
+    else:
+        line = (
+            f"**Takeaway:** same {passes(right.num_forward_passes)} and reveal rule, only the order differs: "
+            f"real words {shares['left_to_right']} left to right, {shares['confidence']} confidence order."
+        )
+        if known_words is not None and clearly_more_words(texts["confidence"], texts["left_to_right"], known_words):
+            line += " Revealing the surest characters first gives the hard ones context on both sides."
+    if "twin" in states and seconds is not None:
+        line += " " + twin_sentence(states["twin"], right, seconds["twin"], seconds["confidence"])
+        if known_words is not None:
+            for better, worse, words_line in (("twin", "confidence", "more"), ("confidence", "twin", "fewer")):
+                if clearly_more_words(texts[better], texts[worse], known_words):
+                    line += (
+                        f" It wrote clearly {words_line} real words ({shares['twin']} against {shares['confidence']})."
+                    )
     return line
+
+
+def twin_sentence(twin: SamplerState, diffusion: SamplerState, twin_seconds: float, diffusion_seconds: float) -> str:
+    """What the autoregressive twin's run showed against confidence order's: its passes, and its time only where one
+    side took CLEAR_SPEED_RATIO times the other's."""
+    line = f"The autoregressive twin took {passes(twin.num_forward_passes)}, each over one new character"
+    times = f"({twin_seconds:.2f} s against {diffusion_seconds:.2f} s)"
+    ratio = twin_seconds / max(diffusion_seconds, 1e-9)
+    if ratio >= CLEAR_SPEED_RATIO:
+        return f"{line}, and {ratio:.1f}x confidence order's time {times}."
+    if ratio <= 1 / CLEAR_SPEED_RATIO:
+        return f"{line}, and {1 / ratio:.1f}x less time than confidence order {times}."
+    return f"{line}, in about confidence order's time {times}."
 
 
 def clearly_more_words(text: str, other: str, known_words: set[str]) -> bool:

@@ -6,6 +6,7 @@ import gradio as gr
 
 from mdlm_hf import MDLM
 from mdlm_space.endpoints import refuse_extra_values
+from mdlm_space.loading import check_twin
 from mdlm_space.tabs.compare import compare_tab
 from mdlm_space.tabs.generate import generate_tab
 from mdlm_space.tabs.how_it_works import how_it_works_tab
@@ -14,8 +15,12 @@ from mdlm_space.tabs.score import score_tab
 from mdlm_space.texts import demo_texts
 
 
-def build_demo(model: MDLM, known_words: set[str] | None = None, metadata: dict | None = None) -> gr.Blocks:
-    """The whole UI for one loaded model (`metadata`: its demo.json, see `demo_texts`): the layout of its tabs."""
+def build_demo(
+    model: MDLM, known_words: set[str] | None = None, metadata: dict | None = None, twin: MDLM | None = None
+) -> gr.Blocks:
+    """The whole UI for one loaded model (`metadata`: its demo.json, see `demo_texts`; `twin`: its autoregressive
+    twin, a third side of the Compare tab): the layout of its tabs."""
+    check_twin(model, twin)
     texts = demo_texts(model, metadata)
     heading = f"{texts.subject[:1].upper()}{texts.subject[1:]} from masks"
     with gr.Blocks(title=f"mdlm_hf: {heading}") as demo:
@@ -32,7 +37,7 @@ def build_demo(model: MDLM, known_words: set[str] | None = None, metadata: dict 
             with gr.Tab("Infill"):
                 infill_tab(model, demo, texts)
             with gr.Tab("Compare"):
-                compare_tab(model, known_words, demo, texts)
+                compare_tab(model, known_words, demo, texts, twin)
             with gr.Tab("Score"):
                 score_tab(model, texts)
             with gr.Tab("How it works") as how_it_works:

@@ -14,6 +14,10 @@ from mdlm_hf.metrics import load_word_list
 
 DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "pretrained" / "mdlm-shakespeare-char"
 MODEL_ENV_VAR = "MDLM_MODEL"
+# the model's autoregressive twin, Compare's third side; "" or "none": no twin
+DEFAULT_TWIN = DEFAULT_MODEL.with_name("mdlm-shakespeare-char-ar")
+TWIN_ENV_VAR = "MDLM_TWIN"
+NO_TWIN = ("", "none")
 DEMO_FILE = "demo.json"  # beside the weights: the texts the app shows for this model (see DemoText)
 
 
@@ -36,6 +40,27 @@ def load_model(source: str | os.PathLike, device: str = "cpu") -> tuple[MDLM, se
     model = MDLM.from_pretrained(source).to(device).eval()
     words_path = optional_file(source, "words.txt")  # without it the valid-word metric shows n/a
     return model, load_word_list(words_path) if words_path is not None else None
+
+
+def check_twin(model: MDLM, twin: MDLM | None) -> None:
+    """A ValueError unless `twin` is None or an autoregressive model with `model`'s characters, so that both write on
+    one canvas."""
+    if twin is None:
+        return
+    if not getattr(twin, "causal", False):
+        raise ValueError("the twin must be an autoregressive model (MDLM with causal=True, training --objective ar)")
+    if twin.tokenizer.vocab != model.tokenizer.vocab:
+        raise ValueError("the twin knows other characters than the model: train both on the same text")
+
+
+def load_twin(source: str | os.PathLike, model: MDLM, device: str = "cpu") -> MDLM | None:
+    """The autoregressive twin from a directory or repo id onto `device`, checked against `model`; None for "" or
+    "none" (no twin)."""
+    if str(source).strip().lower() in NO_TWIN:
+        return None
+    twin = MDLM.from_pretrained(source).to(device).eval()
+    check_twin(model, twin)
+    return twin
 
 
 def load_demo_metadata(source: str | os.PathLike) -> dict | None:

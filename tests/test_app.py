@@ -26,7 +26,7 @@ from gradio.state_holder import SessionState
 from gradio_client import Client
 
 import app
-from mdlm_hf import MASK_GLYPH, SamplerOptions
+from mdlm_hf import MASK_GLYPH, SamplerOptions, SamplerState
 from mdlm_hf.diffusion import MASK_RATIOS
 from mdlm_hf.metrics import save_word_list
 from mdlm_hf.sampler import OPTION_SPECS
@@ -122,9 +122,23 @@ def model_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def server(model_dir):
+def twin_dir(model_dir, tmp_path_factory):
+    """An untrained autoregressive twin of the model_dir model: its characters, causal."""
+    import torch
+
+    from mdlm_hf import MDLM
+
+    torch.manual_seed(1)
+    config = json.loads((model_dir / "config.json").read_text())
+    path = tmp_path_factory.mktemp("twin")
+    MDLM(**{**config, "causal": True}).save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(model_dir, twin_dir):
     model, known_words = loading.load_model(model_dir)
-    demo = app.build_demo(model, known_words)
+    demo = app.build_demo(model, known_words, twin=loading.load_twin(twin_dir, model))
     port = free_port()
     demo.queue(default_concurrency_limit=8).launch(
         server_port=port, prevent_thread_lock=True, quiet=True, theme=render.THEME
@@ -249,9 +263,9 @@ def passes_and_rate(stats: str) -> tuple[int, float]:
 def test_compare_streams_both_sides(client):
     frames = list(client.submit(**ROMEO_RACE, autoregressive=False, api_name="/compare"))
     assert len(frames) >= 9
-    left_html, left_stats, right_html, right_stats, summary, seed = frames[-1]
+    left_html, left_stats, right_html, right_stats, summary, seed, twin_html, twin_stats = frames[-1]
     assert "8 forward passes" in left_stats and "8 forward passes" in right_stats and "real words" in left_stats
-    *_, (left_html, left_stats, right_html, right_stats, summary, seed) = client.submit(
+    *_, (left_html, left_stats, right_html, right_stats, summary, seed, twin_html, twin_stats) = client.submit(
         **ROMEO_RACE, autoregressive=True, api_name="/compare"
     )
     assert "40 forward passes · 1.0 chars per pass" in left_stats and "8 forward passes" in right_stats
@@ -273,13 +287,13 @@ def test_compare_counts_the_characters_revealed_so_far_per_pass(client):
 def test_compare_uses_one_reveal_rule_on_both_sides_and_says_which(client):
     rule = dict(order_temperature=0.25, prior_weight=0.35, remask_ratio=0.5, spacing=1)
     frames = list(client.submit(**ROMEO_RACE, autoregressive=False, **rule, api_name="/compare"))
-    left_html, left_stats, right_html, right_stats, summary, seed = frames[-1]
+    left_html, left_stats, right_html, right_stats, summary, seed, twin_html, twin_stats = frames[-1]
     for stats in (left_stats, right_stats):
         assert "order temperature 0.25" in stats and "remask ratio 0.5" in stats and "spacing 1" in stats
     assert "prior weight 0.35" in right_stats and "no prior weight" in left_stats  # left to right scores nothing
     assert any("#d9534f" in frame[0] for frame in frames)  # left to right remasks too
     # the autoregressive-like side: strictly one character per pass, no reveal rule, and says so
-    *_, (left_html, left_stats, right_html, right_stats, summary, seed) = client.submit(
+    *_, (left_html, left_stats, right_html, right_stats, summary, seed, twin_html, twin_stats) = client.submit(
         **ROMEO_RACE, autoregressive=True, **rule, api_name="/compare"
     )
     assert "one character per forward pass" in left_stats and "remask" not in left_stats
@@ -293,12 +307,46 @@ def test_compare_has_a_legend_and_a_one_line_takeaway(client, model_dir):
     frames = list(client.submit(**ROMEO_RACE, autoregressive=False, api_name="/compare"))
     assert frames[1][4] == "" and frames[-1][4].startswith("**Takeaway:** same 8 forward passes")
     assert "real words" in frames[-1][4]
-    *_, (left_html, left_stats, right_html, right_stats, summary, seed) = client.submit(
+    *_, (left_html, left_stats, right_html, right_stats, summary, seed, twin_html, twin_stats) = client.submit(
         **ROMEO_RACE, autoregressive=True, api_name="/compare"
     )
     assert "took left to right 40 passes" in summary and "in 8, 5.0x fewer" in summary
     assert "key" in summary and "Compare the passes, not the time" in summary  # no key/value cache here
-    assert " s ·" not in left_stats and " s ·" not in right_stats
+    # each side's own compute time, the twin's beside the others' (issue 26: its wall time, live)
+    assert all(re.search(r"· \d+\.\d\d s ·", stats) for stats in (left_stats, right_stats, twin_stats))
+    assert "The autoregressive twin took 40 forward passes, each over one new character" in summary
+
+
+def test_compare_races_the_autoregressive_twin_in_a_third_column(client, model_dir, twin_dir):
+    frames = list(client.submit(**ROMEO_RACE, autoregressive=False, api_name="/compare"))
+    twin_passes = [passes_and_rate(frame[7]) for frame in frames[1:]]
+    assert twin_passes == [(i, 1.0) for i in range(1, 41)]  # one character a pass, every frame one more
+    assert "39 more characters to write" in frames[1][6] and MASK_GLYPH not in frames[-1][6]
+    assert "keys and values cached" in frames[-1][7]
+    assert "real words" in frames[-1][7] and "The autoregressive twin took 40 forward passes" in frames[-1][4]
+    model, _ = loading.load_model(model_dir)
+    with pytest.raises(ValueError, match="the twin must be an autoregressive model"):
+        app.build_demo(model, twin=model)
+    without = list(handlers.compare(model, None, "", 20, 4, 1.0, 0, False, False))
+    assert without[-1][6:] == ("", "") and "twin" not in without[-1][4]
+
+
+def test_the_twin_sentence_claims_a_speed_margin_only_where_it_is_real():
+    import torch
+
+    state = SamplerState(
+        torch.zeros(1, 4, dtype=torch.long),
+        *[torch.zeros(1, 4, dtype=torch.bool)] * 2,
+        torch.zeros(1, 4),
+        torch.zeros(1, 4, dtype=torch.bool),
+        4,
+        4,
+        4,
+        9,
+    )
+    assert "about confidence order's time" in handlers.twin_sentence(state, state, 0.30, 0.27)
+    assert "2.0x confidence order's time" in handlers.twin_sentence(state, state, 0.60, 0.30)
+    assert "2.0x less time" in handlers.twin_sentence(state, state, 0.15, 0.30)
 
 
 def test_endpoints_take_their_parameters_by_name(client):

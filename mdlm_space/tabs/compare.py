@@ -1,4 +1,5 @@
-"""The Compare tab: left-to-right against confidence order on the same canvas, streamed together."""
+"""The Compare tab: left-to-right against confidence order on the same canvas, and the autoregressive twin when the
+app has one, streamed together."""
 
 from __future__ import annotations
 
@@ -13,26 +14,32 @@ from mdlm_space.render import COMPARE_FONT_PX, COMPARE_ROWS, LEGEND, draft_canva
 from mdlm_space.texts import DemoText
 
 
-def compare_draft(prompt: str | None, length: float | None) -> tuple[str, str]:
-    """Both Compare canvases before a run: the prompt, then a mask for each character to generate."""
+def compare_draft(prompt: str | None, length: float | None) -> tuple[str, str, str]:
+    """The Compare canvases before a run: the prompt, then a mask for each character to generate."""
     draft = draft_canvas(prompt, length, COMPARE_ROWS, COMPARE_FONT_PX, legend="")
-    return draft, draft
+    return draft, draft, draft
 
 
-def compare_side(title: str, elem_id: str, draft: str) -> tuple[gr.HTML, gr.Markdown]:
-    """One side of the race: its title, canvas and statistics. A narrow minimum width keeps the two sides side by
-    side on a phone, where stacked they would put the race below the fold."""
-    with gr.Column(min_width=150):
+def compare_side(title: str, elem_id: str, draft: str, visible: bool = True) -> tuple[gr.HTML, gr.Markdown]:
+    """One side of the race: its title, canvas and statistics. A narrow minimum width keeps two sides side by side
+    on a phone, where stacked they would put the race below the fold."""
+    with gr.Column(min_width=150, visible=visible):
         gr.Markdown(f"### {title}")
         return gr.HTML(draft, elem_id=elem_id), gr.Markdown()
 
 
-def compare_tab(model: MDLM, known_words: set[str] | None, demo: gr.Blocks, texts: DemoText) -> None:
-    """Left-to-right against confidence order, same model, canvas, seed, forward passes and reveal rule: the
-    prompt and the race first, the settings and the explanation after them."""
+def compare_tab(
+    model: MDLM, known_words: set[str] | None, demo: gr.Blocks, texts: DemoText, twin: MDLM | None = None
+) -> None:
+    """Left-to-right against confidence order, same model, canvas, seed, forward passes and reveal rule, and the
+    autoregressive `twin` beside them when given: the prompt and the race first, the settings and the explanation
+    after them."""
     block_size = model.block_size
     length_value = min(default("compare", "length"), block_size)
-    gr.Markdown("Left to right vs confidence order: same model, prompt, seed and forward passes, streamed together.")
+    against = " and the autoregressive twin (the same network, causal, with a key-value cache)" if twin else ""
+    gr.Markdown(
+        f"Left to right vs confidence order: same model, prompt, seed and forward passes, streamed together{against}."
+    )
     with gr.Row(equal_height=True):
         prompt = control("compare", "prompt", block_size, texts.prompt, lines=2, scale=3, min_width=200)
         with gr.Column(scale=1, min_width=160):
@@ -41,6 +48,7 @@ def compare_tab(model: MDLM, known_words: set[str] | None, demo: gr.Blocks, text
     with gr.Row():
         left_canvas, left_stats = compare_side("Left to right", "compare-left-canvas", draft)
         right_canvas, right_stats = compare_side("Confidence order", "compare-right-canvas", draft)
+        twin_canvas, twin_stats = compare_side("Autoregressive twin", "compare-twin-canvas", draft, twin is not None)
     summary = gr.Markdown(elem_id="compare-takeaway")
     gr.HTML(LEGEND)
     with gr.Row():
@@ -59,11 +67,18 @@ def compare_tab(model: MDLM, known_words: set[str] | None, demo: gr.Blocks, text
         "forward pass, strictly left to right, no reveal rule. It still re-reads the whole canvas at every pass, "
         "with no key/value cache, so its seconds would overstate the gap to a real autoregressive model: compare "
         "forward passes, not seconds."
+        + (
+            " The autoregressive twin is that real model: one character per pass too, each pass over the one new "
+            "character, its keys and values cached; its seconds are its own compute time, as each side's are."
+            if twin
+            else ""
+        )
     )
     follow_prompt(demo, block_size, block_size, prompt, length, steps)
     for trigger in (prompt.change, length.change):
-        redraw(trigger, compare_draft, [prompt, length], [left_canvas, right_canvas])
+        redraw(trigger, compare_draft, [prompt, length], [left_canvas, right_canvas, twin_canvas])
     inputs = {name: controls[name] for name in ENDPOINTS["compare"].names}
-    outputs = [left_canvas, left_stats, right_canvas, right_stats, summary, controls["seed"]]
-    compared = event(compare, inputs, model=model, known_words=known_words)
+    # the twin's last: API clients that read the first six by position keep them
+    outputs = [left_canvas, left_stats, right_canvas, right_stats, summary, controls["seed"], twin_canvas, twin_stats]
+    compared = event(compare, inputs, model=model, known_words=known_words, twin=twin)
     stoppable(button, stop, **compared, outputs=outputs, api_name="compare")
