@@ -1,7 +1,8 @@
 """Command-line sampling: python -m mdlm_hf --model DIR_OR_REPO [--prompt TEXT | --template TEXT] ...
 
 Every sampler option is a flag (--num-steps, --order-temperature, ...); unless given, the sampling
-study's recommendation (mdlm_hf.SamplerOptions) applies.
+study's recommendation (mdlm_hf.SamplerOptions) applies, or for an autoregressive twin its own: left to right,
+temperature 1 (it continues a prompt and refuses a template in one line).
 """
 
 from __future__ import annotations

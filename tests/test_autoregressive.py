@@ -151,3 +151,16 @@ def test_diffusion_flags_are_refused_for_an_autoregressive_run(capsys):
     with pytest.raises(SystemExit):
         train.parse_args(["--objective", "ar", "--loss-weighting", "elbo"])
     assert "--loss-weighting is an option of the diffusion loss" in capsys.readouterr().err
+
+
+def test_the_command_line_writes_with_a_twin_and_refuses_its_template(twin, tmp_path, capsys):
+    from mdlm_hf.__main__ import main
+
+    twin.save_pretrained(tmp_path / "twin")
+    main(["--model", str(tmp_path / "twin"), "--prompt", "to be", "--length", "20", "--seed", "0"])
+    written = capsys.readouterr().out
+    assert written.startswith("to be") and len(written) == len("to be") + 20 + 1  # print's newline
+    with pytest.raises(SystemExit, match="an autoregressive model writes left to right only: it continues a prompt"):
+        main(["--model", str(tmp_path / "twin"), "--template", "to __ or not"])
+    with pytest.raises(SystemExit, match="order must be 'left_to_right', got 'entropy'"):
+        main(["--model", str(tmp_path / "twin"), "--order", "entropy"])
