@@ -142,7 +142,7 @@ def test_the_training_script_trains_and_exports_a_twin(tmp_path, tiny_text, caps
     card = (tmp_path / "export" / "README.md").read_text()
     assert loaded.causal and f"**{metrics['val_nll_nats_per_char']:.4f} nats/char**" in card
     assert "accuracy" not in card and not (tmp_path / "export" / "accuracy_vs_mask_ratio.png").exists()
-    assert "objective=ar" in card
+    assert "objective=ar" in card and "loss_weighting" not in card  # the diffusion loss's settings did nothing
 
 
 def test_diffusion_flags_are_refused_for_an_autoregressive_run(capsys):

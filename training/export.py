@@ -45,7 +45,7 @@ from training.checkpoints import RunError, build_model, load_checkpoint, prepare
 from training.corpus import read_texts
 from training.evaluate import evaluate_model, plot_accuracy
 from training.plots import training_curve_figure
-from training.run_options import add_card_arguments, check_license
+from training.run_options import DIFFUSION_ONLY, add_card_arguments, check_license
 
 WEIGHTS_DTYPES = ("auto", "float32", "bfloat16")
 ELBO_SAMPLES = 4  # mask draws per validation window in the exported metrics
@@ -341,8 +341,13 @@ def training_facts(model: MDLM, report: dict, run: dict, data: TrainingData) -> 
         "minutes": minutes,
         "duration": f"{minutes:.1f} minutes" if minutes >= 1 else "under a minute",
         "hardware": run.get("hardware") or "an unrecorded machine",  # checkpoints from before the field
-        "recipe": ", ".join(f"{k}={args[k]}" for k in RECIPE_KEYS if k in args),
+        "recipe": ", ".join(f"{k}={args[k]}" for k in RECIPE_KEYS if k in args and not unused_by_run(k, args)),
     }
+
+
+def unused_by_run(key: str, args: dict) -> bool:
+    """Whether a recipe setting did nothing in this run: the diffusion loss's own in an autoregressive run."""
+    return args.get("objective") == "ar" and key in DIFFUSION_ONLY
 
 
 def recipe_with_images(recipe_path: Path, image_root: Path | None = None) -> tuple[str, list[Path]]:
@@ -457,7 +462,8 @@ def export_model(
     check_export_dir(export_dir)
     prepare_dir(export_dir.parent, "--export-dir's parent")
     if weights_dtype == "auto":
-        print("export: measuring the validation ELBO of fp32 and bf16 weights...", flush=True)
+        score = "NLL" if model.causal else "ELBO"
+        print(f"export: measuring the validation {score} of fp32 and bf16 weights...", flush=True)
     data = data if data is not None else describe_training_data(model, train_text, val_text)
     model, weights_facts, nelbo = choose_weights(model, val_text, weights_dtype)
     # what the shipped weights score (their ELBO, with the same masks, was measured by the choice)
