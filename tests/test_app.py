@@ -1277,6 +1277,13 @@ def test_browser_generate_infill_and_compare(server, tmp_path):
         page.get_by_role("tab", name="Compare").click()
         page.get_by_role("button", name="Compare", exact=True).click()
         expect(page.locator("#compare-takeaway")).to_contain_text("Takeaway:", timeout=60_000)
+        # the autoregressive twin, a third column beside the two orders, done with them (issue 26)
+        expect(page.locator("#compare-takeaway")).to_contain_text("The autoregressive twin took")
+        boxes = [page.locator(f"#compare-{side}-canvas").bounding_box() for side in ("left", "right", "twin")]
+        assert boxes[0]["y"] == boxes[1]["y"] == boxes[2]["y"] and boxes[0]["x"] < boxes[1]["x"] < boxes[2]["x"]
+        expect(page.locator("#compare-twin-canvas .mdlm-canvas")).not_to_contain_text(MASK_GLYPH)
+        expect(page.get_by_text("left to right, keys and values cached")).to_be_visible()
+        page.screenshot(path=str(tmp_path / "compare.png"), full_page=True)
     assert (tmp_path / "generate.png").stat().st_size > 10_000
 
 
