@@ -485,7 +485,7 @@ def test_each_run_draws_a_new_seed_unless_fixed(client, model_dir):
     assert (again, same_seed) == (first, seed)
     *_, seed = client.predict(template="to __ or", num_steps=2, seed=5, fixed_seed=True, api_name="/infill")
     assert seed == 5
-    *_, seed = client.predict(
+    *_, seed, twin_canvas, twin_stats = client.predict(
         prompt="ROMEO:\n", length=20, num_steps=4, temperature=0.8, seed=5, autoregressive=False, api_name="/compare"
     )
     assert isinstance(seed, int)
