@@ -17,7 +17,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from mdlm_hf.inference import check_batch_size, check_token_ids, evaluating
-from mdlm_hf.model import KVCache
+from mdlm_hf.kv_cache import KVCache
 from mdlm_hf.sampler import SamplerOptions, SamplerState, candidate_tokens, predictor
 from mdlm_hf.windows import score_windows
 

@@ -26,9 +26,11 @@ import torch.nn.functional as F
 from huggingface_hub import ModelCard, ModelCardData, PyTorchModelHubMixin, hf_hub_download
 
 from mdlm_hf import pipeline
+from mdlm_hf.autoregressive import write_left_to_right
 from mdlm_hf.card import MODEL_CARD_TEMPLATE, REPO_URL, TWIN_CARD_TEMPLATE, TWIN_TAGS
 from mdlm_hf.fast import FastPath
 from mdlm_hf.inference import check_token_ids
+from mdlm_hf.kv_cache import KVCache, LayerCache
 from mdlm_hf.sampler import SamplerOptions, SamplerState
 from mdlm_hf.tokenizer import CharTokenizer
 
@@ -83,39 +85,6 @@ def plain_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal
         T = q.size(-2)
         scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
     return scores.softmax(dim=-1) @ v  # (B, nh, T, hd)
-
-
-class LayerCache:
-    """One layer's keys and values (B, nh, T, hd) of the characters a causal model has read so far."""
-
-    def __init__(self) -> None:
-        self.keys: torch.Tensor | None = None
-        self.values: torch.Tensor | None = None
-
-    @property
-    def length(self) -> int:
-        return 0 if self.keys is None else self.keys.size(-2)
-
-    def extend(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Appends the new positions' keys and values; returns all of them so far."""
-        if self.keys is None:
-            self.keys, self.values = k, v
-        else:
-            self.keys, self.values = torch.cat((self.keys, k), dim=-2), torch.cat((self.values, v), dim=-2)
-        return self.keys, self.values
-
-
-class KVCache:
-    """What a causal model has read, as every layer's keys and values, so that each new character costs a pass over
-    one position instead of the whole prefix. Filled by a first pass over a prompt, then one character a pass."""
-
-    def __init__(self, n_layer: int) -> None:
-        self.layers = [LayerCache() for _ in range(n_layer)]
-
-    @property
-    def length(self) -> int:
-        """Positions read so far."""
-        return self.layers[0].length
 
 
 class SelfAttention(nn.Module):
@@ -472,6 +441,13 @@ class MDLM(
     def generate(self, length: int | None = None, options: SamplerOptions | None = None, **overrides: Any) -> str:
         """Generates `length` characters (default: block_size) from an all-mask canvas."""
         return pipeline.generate(self, length, options, **overrides)
+
+    def write_left_to_right(
+        self, canvas: torch.Tensor, options: SamplerOptions, generator: torch.Generator
+    ) -> Iterator[SamplerState]:
+        """An autoregressive twin's sampler core, to which `mdlm_hf.sampler.sample` hands a causal model's canvas
+        (mdlm_hf/autoregressive.py: one character a pass, with a key-value cache)."""
+        return write_left_to_right(self, canvas, options, generator)
 
     def generate_model_card(self, *args: Any, card_data: dict | None = None, **kwargs: Any) -> ModelCard:
         """The card `save_pretrained` writes: the class's front matter (library, pipeline, tags) with the fields of

@@ -618,10 +618,8 @@ def sample(
     if generator is None:
         generator = torch.Generator()
         generator.manual_seed(seed) if seed is not None else generator.seed()
-    if getattr(model, "causal", False):
-        from mdlm_hf.autoregressive import write_left_to_right  # it builds on this module
-
-        return write_left_to_right(model, canvas.clone(), options, generator)
+    if getattr(model, "causal", False):  # an autoregressive twin writes its own way (mdlm_hf/autoregressive.py)
+        return model.write_left_to_right(canvas.clone(), options, generator)
     window_context = model.block_size // 4 if options.window_context is None else options.window_context
     if canvas.size(1) > model.block_size and window_context >= model.block_size:
         raise ValueError(

@@ -194,19 +194,7 @@ def compare(
     runs = {name: sample(model, canvas, side, seed=seed) for name, side in options.items()}
     if twin is not None:  # its own rule: left to right with a cache, the temperature shared
         runs["twin"] = sample(twin, canvas, seed=seed, temperature=shared.temperature)
-    latest: dict[str, SamplerState] = {}
-    seconds = dict.fromkeys(runs, 0.0)  # each side's own compute time, though they run in turns
-    while runs:
-        for name in list(runs):
-            start = time.perf_counter()
-            state = next(runs[name], None)
-            seconds[name] += time.perf_counter() - start
-            if state is None:
-                del runs[name]
-            else:
-                latest[name] = state
-        if not runs:  # the last run ended without a new state: its last one is shown already
-            break
+    for latest, seconds in race(runs):
         views = [
             compare_view(
                 model, latest[name], len(prompt), known_words, rule_words(options[name], autoregressive), seconds[name]
@@ -219,6 +207,25 @@ def compare(
             twin_view = compare_view(twin, latest["twin"], len(prompt), known_words, twin_rule, seconds["twin"])
         summary = takeaway(model, latest, len(prompt), known_words, autoregressive, seconds)
         yield (*(part for view in views for part in view), " ".join(filter(None, (summary, note))), seed, *twin_view)
+
+
+def race(runs: dict[str, Iterator[SamplerState]]) -> Iterator[tuple[dict[str, SamplerState], dict[str, float]]]:
+    """The runs in turns, a state of each still running per round: yields each run's latest state and its own compute
+    time so far, after every round in which one moved."""
+    latest: dict[str, SamplerState] = {}
+    seconds = dict.fromkeys(runs, 0.0)  # each side's own, though they run in turns
+    runs = dict(runs)
+    while runs:
+        for name in list(runs):
+            start = time.perf_counter()
+            state = next(runs[name], None)
+            seconds[name] += time.perf_counter() - start
+            if state is None:
+                del runs[name]
+            else:
+                latest[name] = state
+        if runs:  # else the last run ended without a new state: its last one is shown already
+            yield latest, seconds
 
 
 def rule_words(options: SamplerOptions, autoregressive: bool) -> str:
