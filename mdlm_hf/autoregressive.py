@@ -22,9 +22,11 @@ from mdlm_hf.sampler import SamplerOptions, SamplerState, candidate_tokens, pred
 from mdlm_hf.windows import score_windows
 
 WRITES_LEFT_TO_RIGHT = "an autoregressive model writes left to right only"
-# the options of a left-to-right draw: how each character is drawn; num_steps and window_context do not apply (one
-# character a pass, the context slides by itself) and are left as they come, so one options object serves both models
-DRAW_OPTIONS = ("temperature", "top_k", "top_p", "min_p", "cut_where_sure", "num_steps", "window_context")
+# how each character is drawn, as the diffusion model draws it
+DRAWS = ("temperature", "top_k", "top_p", "min_p", "cut_where_sure")
+# the options a left-to-right run takes: the draws, and num_steps and window_context, which do not apply (one character
+# a pass, the context slides by itself) and are left as they come, so one options object serves both models
+DRAW_OPTIONS = (*DRAWS, "num_steps", "window_context")
 # after its context fills, the writer reads again the last three quarters of it, so that a re-read (one pass over
 # 192 characters) comes every 64 characters and every character is drawn knowing at least 192 before it
 KEPT_CONTEXT = 3 / 4

@@ -12,6 +12,7 @@ import gradio as gr
 import torch
 
 from mdlm_hf import MDLM, SamplerOptions, SamplerState, mask_tokens, sample
+from mdlm_hf.autoregressive import DRAWS
 from mdlm_hf.diffusion import surprise_steps
 from mdlm_hf.metrics import valid_word_rate, words
 from mdlm_hf.pipeline import check_end_at, check_text, ended, prompt_canvas, text_to_canvas, unseen_prompt_note
@@ -192,8 +193,8 @@ def compare(
         "confidence": shared.replace(order="confidence"),
     }
     runs = {name: sample(model, canvas, side, seed=seed) for name, side in options.items()}
-    if twin is not None:  # its own rule: left to right with a cache, the temperature shared
-        runs["twin"] = sample(twin, canvas, seed=seed, temperature=shared.temperature)
+    if twin is not None:  # its own rule, left to right with a cache; each character drawn as the others draw theirs
+        runs["twin"] = sample(twin, canvas, twin_options(shared), seed=seed)
     for latest, seconds in race(runs):
         views = [
             compare_view(
@@ -207,6 +208,13 @@ def compare(
             twin_view = compare_view(twin, latest["twin"], len(prompt), known_words, twin_rule, seconds["twin"])
         summary = takeaway(model, latest, len(prompt), known_words, autoregressive, seconds)
         yield (*(part for view in views for part in view), " ".join(filter(None, (summary, note))), seed, *twin_view)
+
+
+def twin_options(shared: SamplerOptions) -> SamplerOptions:
+    """The twin's options in a race: its own left-to-right defaults, with the other sides' draw of each character
+    (temperature, min-p, top-p, ...), so that only the model and its order differ."""
+    draws = {name: getattr(shared, name) for name in DRAWS}
+    return SamplerOptions.default_for_causal().replace(**draws)
 
 
 def race(runs: dict[str, Iterator[SamplerState]]) -> Iterator[tuple[dict[str, SamplerState], dict[str, float]]]:
@@ -296,11 +304,10 @@ def takeaway(
     if "twin" in states and seconds is not None:
         line += " " + twin_sentence(states["twin"], right, seconds["twin"], seconds["confidence"])
         if known_words is not None:
-            for better, worse, words_line in (("twin", "confidence", "more"), ("confidence", "twin", "fewer")):
+            against = f"({shares['twin']} against {shares['confidence']})"
+            for better, worse, more in (("twin", "confidence", "more"), ("confidence", "twin", "fewer")):
                 if clearly_more_words(texts[better], texts[worse], known_words):
-                    line += (
-                        f" It wrote clearly {words_line} real words ({shares['twin']} against {shares['confidence']})."
-                    )
+                    line += f" It wrote clearly {more} real words than confidence order {against}."
     return line
 
 

@@ -347,6 +347,15 @@ def test_the_twin_sentence_claims_a_speed_margin_only_where_it_is_real():
     assert "about confidence order's time" in handlers.twin_sentence(state, state, 0.30, 0.27)
     assert "2.0x confidence order's time" in handlers.twin_sentence(state, state, 0.60, 0.30)
     assert "2.0x less time" in handlers.twin_sentence(state, state, 0.15, 0.30)
+    # the twin draws each character as the other sides do: only the model and the order differ
+    drawn = handlers.twin_options(SamplerOptions(order="confidence", temperature=0.7, min_p=0.2, top_p=0.9))
+    assert (drawn.order, drawn.temperature, drawn.min_p, drawn.top_p, drawn.spacing) == (
+        "left_to_right",
+        0.7,
+        0.2,
+        0.9,
+        0,
+    )
 
 
 def test_endpoints_take_their_parameters_by_name(client):
