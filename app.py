@@ -18,9 +18,9 @@ import sys
 from mdlm_space import build_demo, worker
 from mdlm_space.loading import (
     DEFAULT_MODEL,
-    DEFAULT_TWIN,
     MODEL_ENV_VAR,
     TWIN_ENV_VAR,
+    default_twin,
     load_demo_metadata,
     load_model,
     load_twin,
@@ -44,14 +44,16 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "--twin",
-        default=os.environ.get(TWIN_ENV_VAR, str(DEFAULT_TWIN) if DEFAULT_TWIN.is_dir() else "none"),
+        default=os.environ.get(TWIN_ENV_VAR),
         help=f"the model's autoregressive twin for Compare, a directory or Hub repo id; none: without one (default: "
-        f"${TWIN_ENV_VAR} or the shipped twin)",
+        f"${TWIN_ENV_VAR}, else the shipped twin beside the shipped model, none beside another model)",
     )
     parser.add_argument("--host", default=None, help="e.g. 0.0.0.0 to serve the network")
     parser.add_argument("--port", type=int, default=None)
     parser.add_argument("--device", default="auto", help="auto (cuda if available, else cpu), cpu, cuda or cuda:N")
     args = parser.parse_args(argv)
+    if args.twin is None:  # the shipped twin belongs to the shipped model only
+        args.twin = default_twin(args.model)
     try:
         device = resolve_device(args.device)
     except ValueError as error:

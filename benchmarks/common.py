@@ -52,9 +52,10 @@ def load_model(path: str | None, exact: bool = False) -> tuple[MDLM, str]:
     return model, "random init (d256 L6)"
 
 
-def load_twin(path: str | None, exact: bool = False) -> tuple[MDLM, str]:
-    """The autoregressive twin at `path`, else the shipped one (a ValueError naming the command that trains one when
-    there is none); on the fast path as `from_pretrained` loads it, or exact fp32 when `exact`."""
+def load_twin(path: str | None, model: MDLM, exact: bool = False) -> tuple[MDLM, str]:
+    """The autoregressive twin of `model` at `path`, else the shipped one (a ValueError naming the command that trains
+    one when there is none, or when it knows other characters); on the fast path as `from_pretrained` loads it, or
+    exact fp32 when `exact`."""
     source = Path(path) if path else SHIPPED_TWIN
     if not (source / "model.safetensors").is_file() and path is None:
         raise ValueError(
@@ -64,4 +65,6 @@ def load_twin(path: str | None, exact: bool = False) -> tuple[MDLM, str]:
     twin = MDLM.from_pretrained(source, fast=not exact)
     if not twin.causal:
         raise ValueError(f"{source} is not an autoregressive twin (its config has no causal: true)")
+    if twin.tokenizer.vocab != model.tokenizer.vocab:
+        raise ValueError(f"{source} knows other characters than the model: not its twin")
     return twin, str(source)

@@ -267,7 +267,7 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     model, _ = load_model(args.model)
-    twin = load_twin(args.twin)[0] if "twin" in args.rules else None
+    twin = load_twin(args.twin, model)[0] if "twin" in args.rules else None
     fingerprint = model_fingerprint(model)
     store_path = Path(args.store)
     for rule in args.rules:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 
 import torch
@@ -51,8 +52,9 @@ def likelihood(model, twin) -> None:
             twin_nll = autoregressive_nll(twin, scored)
             bound = elbo(model, scored, ELBO_DRAWS, torch.Generator().manual_seed(0)).nats_per_char
             exact = f"{exact_nll(model, scored):.4f}" if chars <= EXACT_CHARS else "-"
-            print(f"| {part} | {scored.numel():,} | **{twin_nll:.4f}** | {bound:.4f} | {exact} |", flush=True)
-            print(f"  ({time.perf_counter() - start:.0f} s)", flush=True)
+            row = f"| {part} | {scored.numel():,} | **{twin_nll:.4f}** | {bound:.4f} | {exact} |"
+            print(row, flush=True, file=sys.stdout)
+            print(f"({part}: {time.perf_counter() - start:.0f} s)", flush=True, file=sys.stderr)
 
 
 def speed(model, twin, lengths: list[int], repeats: int) -> None:
@@ -86,7 +88,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     exact = args.what == "likelihood"  # likelihoods with the exact fp32 weights; speed as from_pretrained loads them
-    (model, source), (twin, twin_source) = load_model(args.model, exact), load_twin(args.twin, exact)
+    model, source = load_model(args.model, exact)
+    twin, twin_source = load_twin(args.twin, model, exact)
     print(f"diffusion: {source} ({model.denoise_dtype}); twin: {twin_source} ({twin.denoise_dtype})", end="")
     print(f"; {args.threads} threads")
     if args.what == "likelihood":

@@ -22,11 +22,10 @@ from mdlm_hf.sampler import SamplerOptions, SamplerState, candidate_tokens, pred
 from mdlm_hf.windows import score_windows
 
 WRITES_LEFT_TO_RIGHT = "an autoregressive model writes left to right only"
-# how each character is drawn, as the diffusion model draws it
+# the options a left-to-right run takes: how each character is drawn, as the diffusion model draws it; the others
+# (num_steps and window_context too: one character a pass, the context slides by itself) are refused unless left as
+# SamplerOptions.default_for_causal() has them
 DRAWS = ("temperature", "top_k", "top_p", "min_p", "cut_where_sure")
-# the options a left-to-right run takes: the draws, and num_steps and window_context, which do not apply (one character
-# a pass, the context slides by itself) and are left as they come, so one options object serves both models
-DRAW_OPTIONS = (*DRAWS, "num_steps", "window_context")
 # after its context fills, the writer reads again the last three quarters of it, so that a re-read (one pass over
 # 192 characters) comes every 64 characters and every character is drawn knowing at least 192 before it
 KEPT_CONTEXT = 3 / 4
@@ -63,11 +62,12 @@ def char_nats(model: nn.Module, tokens: torch.Tensor, context: int = 0, batch_si
     device = next(model.parameters()).device
     tokens = tokens.long().to(device)
     nats = torch.empty(tokens.numel(), device=device)
-    windows = score_windows(tokens.numel(), model.block_size, context)
+    n, L = tokens.numel(), model.block_size
+    windows = [(i, i, min(i + L, n)) for i in range(0, n, L)] if context == 0 else score_windows(n, L, context)
     with evaluating(model):
         for low in range(0, len(windows), batch_size):
             by_length: dict[int, list[tuple[int, int, int]]] = {}
-            for window in windows[low : low + batch_size]:  # only the last window may be shorter
+            for window in windows[low : low + batch_size]:  # windows side by side: the last may be shorter
                 by_length.setdefault(window[2] - window[0], []).append(window)
             for group in by_length.values():
                 text = torch.stack([tokens[start:end] for start, _, end in group])  # (b, n)
@@ -89,7 +89,7 @@ def check_options(options: SamplerOptions) -> None:
         raise ValueError(f"{WRITES_LEFT_TO_RIGHT}: order must be 'left_to_right', got {options.order!r}")
     plain = SamplerOptions.default_for_causal()
     for f in fields(options):
-        if f.name not in DRAW_OPTIONS and getattr(options, f.name) != getattr(plain, f.name):
+        if f.name not in DRAWS and getattr(options, f.name) != getattr(plain, f.name):
             raise ValueError(
                 f"{WRITES_LEFT_TO_RIGHT}, one character a pass: {f.name} does not apply to it "
                 f"(leave it at {getattr(plain, f.name)!r})"
@@ -103,12 +103,17 @@ def write_left_to_right(
     one character a pass with a key-value cache; yields the states as `mdlm_hf.sampler.sample` does."""
     check_options(options)
     is_masked = canvas == model.mask_id
+    columns = torch.arange(canvas.size(1), device=canvas.device)
     begin = int(is_masked.any(dim=0).int().argmax())  # the first column with a mask
-    if not is_masked[:, begin:].all() or is_masked[:, :begin].any():
-        raise ValueError(
-            f"{WRITES_LEFT_TO_RIGHT}: it continues a prompt and cannot fill blanks that have text after them "
-            "(the diffusion model infills)"
+    if not torch.equal(is_masked, (columns >= begin).expand_as(is_masked)):
+        firsts = torch.where(is_masked.any(dim=1), is_masked.int().argmax(dim=1), canvas.size(1))  # (B,)
+        each_a_prompt = torch.equal(is_masked, columns[None, :] >= firsts[:, None])  # masks only after a prompt
+        problem = (
+            "so every row's prompt must end at the same column"
+            if each_a_prompt
+            else "and cannot fill blanks that have text after them (the diffusion model infills)"
         )
+        raise ValueError(f"{WRITES_LEFT_TO_RIGHT}: it continues a prompt, {problem}")
     return _write(model, canvas, begin, options, generator)
 
 

@@ -28,6 +28,13 @@ LOSS_WEIGHTINGS = ("elbo", "elbo_count", "uniform")
 MASK_RATIOS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
 
+def refuse_causal(model: nn.Module, what: str) -> None:
+    """A ValueError when a diffusion-only computation (`what`) is asked of an autoregressive twin, whose next-character
+    predictions would give it meaningless numbers."""
+    if is_causal(model):
+        raise ValueError(f"{what} is a diffusion model's; an autoregressive model reads no masks")
+
+
 def sample_times(batch_size: int, generator: torch.Generator, t_min: float = 1e-3) -> torch.Tensor:
     """Low-discrepancy (stratified) t in [t_min, 1): one shared uniform offset, B evenly spaced strata."""
     offset = torch.rand((), generator=generator)
@@ -73,6 +80,7 @@ def diffusion_loss(
     """
     if weighting not in LOSS_WEIGHTINGS:
         raise ValueError(f"weighting must be one of {LOSS_WEIGHTINGS}, got {weighting!r}")
+    refuse_causal(getattr(model, "module", model), "the diffusion loss")  # DDP wraps the model in .module
     B, T = tokens.shape
     t = sample_times(B, generator, t_min)  # (B,)
     mask_id = getattr(model, "module", model).mask_id  # DistributedDataParallel wraps the model in .module
@@ -115,7 +123,7 @@ def elbo(
     variance of a random mask count; m is stratified over the `num_samples` draws of each window.
     Deterministic for a given generator state.
     """
-    if is_causal(model):
+    if is_causal(model):  # not refuse_causal: the line says where its likelihood is
         raise ValueError("an autoregressive model has no ELBO to bound: its exact NLL is exact_nll(model, tokens)")
     check_token_ids(tokens, model)
     check_batch_size(batch_size)
@@ -232,6 +240,7 @@ def reveal_nll(model: nn.Module, x0: torch.Tensor, order: str, bar: Any = None) 
 def reveal_nll_steps(model: nn.Module, x0: torch.Tensor, order: str) -> Iterator[torch.Tensor]:
     """`reveal_nll` one forward pass at a time: yields the (b, n) nats so far after each pass (the last: all), so a
     caller can interleave the passes with other work (the app's Score tab shares its model thread)."""
+    refuse_causal(model, "the reveal chain of masks")
     b, n = x0.shape
     device = x0.device
     canvas = torch.full_like(x0, model.mask_id)
@@ -265,7 +274,7 @@ def surprise_steps(
     if not 0 <= context < model.block_size:
         raise ValueError(f"context must be in [0, block_size), got {context}")
     if is_causal(model):  # one pass reads a whole window
-        yield char_nats(model, tokens, context)
+        yield char_nats(model, tokens, context, batch_size)
         return
     device = next(model.parameters()).device
     tokens = tokens.long().to(device)
@@ -309,6 +318,7 @@ def accuracy_by_mask_ratio(
     seed: int = 0,
 ) -> list[tuple[float, float]]:
     """Share of masked characters the model's argmax gets right, for each mask ratio, on validation windows."""
+    refuse_causal(model, "accuracy by mask ratio")
     check_token_ids(tokens, model)
     with evaluating(model):
         return _accuracies(model, tokens.long(), ratios, num_windows, torch.Generator().manual_seed(seed))

@@ -15,6 +15,7 @@ class LayerCache:
 
     @property
     def length(self) -> int:
+        """Positions read so far."""
         return 0 if self.keys is None else self.keys.size(-2)
 
     def extend(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -7,6 +7,7 @@ and launches it.
     checks.py     input checks: one gr.Error line per bad value
     endpoints.py  each endpoint's parameters by name, and `event`, which binds a handler to its components
     handlers.py   what the buttons run
+    race.py       the Compare tab's race (the two orders and the autoregressive twin) and its takeaway
     controls.py   controls shared by the tabs (options, seeds, run/Stop, replay)
     tabs/         one module per tab
     layout.py     build_demo

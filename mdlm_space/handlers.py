@@ -12,11 +12,10 @@ import gradio as gr
 import torch
 
 from mdlm_hf import MDLM, SamplerOptions, SamplerState, mask_tokens, sample
-from mdlm_hf.autoregressive import DRAWS
 from mdlm_hf.diffusion import surprise_steps
-from mdlm_hf.metrics import valid_word_rate, words
+from mdlm_hf.metrics import valid_word_rate
 from mdlm_hf.pipeline import check_end_at, check_text, ended, prompt_canvas, text_to_canvas, unseen_prompt_note
-from mdlm_hf.sampler import GREEDY_BELOW, SCORED_ORDERS
+from mdlm_hf.sampler import GREEDY_BELOW
 from mdlm_hf.windows import MAX_CANVAS
 from mdlm_space.checks import (
     MAX_SEED,
@@ -24,13 +23,12 @@ from mdlm_space.checks import (
     as_int,
     check_chars,
     check_fits,
-    check_flag,
     fitted_length,
     option_value,
     run_seed,
 )
 from mdlm_space.endpoints import PARAMS
-from mdlm_space.render import COMPARE_FONT_PX, COMPARE_ROWS, LEGEND, forward_view, render_canvas, score_view, shown_char
+from mdlm_space.render import LEGEND, forward_view, render_canvas, score_view, shown_char
 from mdlm_space.texts import END_AT_WORDS, passes
 
 
@@ -154,189 +152,6 @@ def infill(
     yield from frames(
         model, states, int((canvas != model.mask_id).sum()), seed, greedy_note(SamplerOptions(**overrides))
     )
-
-
-def compare(
-    model: MDLM,
-    known_words: set[str] | None,
-    prompt: str | None,
-    length: float,
-    num_steps: int,
-    temperature: float,
-    seed: float,
-    autoregressive: bool,
-    fixed_seed: bool,
-    twin: MDLM | None = None,
-    **rule: Any,
-) -> Iterator[tuple[str, str, str, str, str, int, str, str]]:
-    """Compare tab: left-to-right and confidence order on the same canvas, with the same reveal rule (`rule`: the
-    REVEAL_RULE_OPTIONS) where it applies, and the autoregressive `twin` (when the app has one) writing the same
-    length with its key-value cache; streamed together, a state of each per frame, then a one-line takeaway."""
-    check_text(prompt, "prompt")
-    check_chars(model, prompt, "prompt")
-    check_flag(autoregressive, "autoregressive")
-    length, note = fitted_length(prompt, length, model.block_size)
-    seed = run_seed(seed, fixed_seed)
-    canvas = prompt_canvas(model, prompt, length)
-    rule = {name: option_value(name, value) for name, value in rule.items()}
-    shared = SamplerOptions(  # confidence order: the rule's options apply to it (streams order, the default, has none)
-        order="confidence",
-        num_steps=option_value("num_steps", num_steps),
-        temperature=option_value("temperature", temperature),
-        **rule,
-    )
-    options = {
-        # autoregressive-like: exactly one character per forward pass, strictly left to right, no reveal rule
-        "left_to_right": SamplerOptions.plain(order="left_to_right", num_steps=length, temperature=temperature)
-        if autoregressive
-        else shared.replace(order="left_to_right"),
-        "confidence": shared.replace(order="confidence"),
-    }
-    runs = {name: sample(model, canvas, side, seed=seed) for name, side in options.items()}
-    if twin is not None:  # its own rule, left to right with a cache; each character drawn as the others draw theirs
-        runs["twin"] = sample(twin, canvas, twin_options(shared), seed=seed)
-    for latest, seconds in race(runs):
-        views = [
-            compare_view(
-                model, latest[name], len(prompt), known_words, rule_words(options[name], autoregressive), seconds[name]
-            )
-            for name in options
-        ]
-        twin_view = ("", "")
-        if "twin" in latest:
-            twin_rule = "reveal rule: none, one character per forward pass, left to right, keys and values cached"
-            twin_view = compare_view(twin, latest["twin"], len(prompt), known_words, twin_rule, seconds["twin"])
-        summary = takeaway(model, latest, len(prompt), known_words, autoregressive, seconds)
-        yield (*(part for view in views for part in view), " ".join(filter(None, (summary, note))), seed, *twin_view)
-
-
-def twin_options(shared: SamplerOptions) -> SamplerOptions:
-    """The twin's options in a race: its own left-to-right defaults, with the other sides' draw of each character
-    (temperature, min-p, top-p, ...), so that only the model and its order differ."""
-    draws = {name: getattr(shared, name) for name in DRAWS}
-    return SamplerOptions.default_for_causal().replace(**draws)
-
-
-def race(runs: dict[str, Iterator[SamplerState]]) -> Iterator[tuple[dict[str, SamplerState], dict[str, float]]]:
-    """The runs in turns, a state of each still running per round: yields each run's latest state and its own compute
-    time so far, after every round in which one moved."""
-    latest: dict[str, SamplerState] = {}
-    seconds = dict.fromkeys(runs, 0.0)  # each side's own, though they run in turns
-    runs = dict(runs)
-    while runs:
-        for name in list(runs):
-            start = time.perf_counter()
-            state = next(runs[name], None)
-            seconds[name] += time.perf_counter() - start
-            if state is None:
-                del runs[name]
-            else:
-                latest[name] = state
-        if runs:  # else the last run ended without a new state: its last one is shown already
-            yield latest, seconds
-
-
-def rule_words(options: SamplerOptions, autoregressive: bool) -> str:
-    """Which reveal-rule options a side of the Compare tab used, in words."""
-    if options.order == "left_to_right" and autoregressive:
-        return "reveal rule: none, one character per forward pass, strictly left to right (autoregressive-like)"
-    parts = [
-        f"order temperature {options.order_temperature:g}",
-        f"remask ratio {options.remask_ratio:g}",
-        f"spacing {options.spacing}",
-        f"prior weight {options.prior_weight:g}"
-        if options.order in SCORED_ORDERS
-        else "no prior weight (left to right scores no position)",
-    ]
-    return "reveal rule: " + ", ".join(parts)
-
-
-def compare_view(
-    model: MDLM, state: SamplerState, num_fixed: int, known_words: set[str] | None, rule: str, seconds: float
-) -> tuple[str, str]:
-    """One side of the Compare tab: its canvas, and its forward passes, the characters each pass revealed so far,
-    its own compute time, its reveal rule and (when done) its share of real words."""
-    num_revealed = int((~state.is_masked & ~state.is_given)[0].sum())
-    stats = f"{passes(state.num_forward_passes)} · {num_revealed / max(1, state.num_forward_passes):.1f} chars per pass"
-    stats += f" · {seconds:.2f} s"
-    if state.done:
-        stats += f" · real words: {word_share(model.tokenizer.decode(state.tokens[0, num_fixed:]), known_words)}"
-    return render_canvas(model, state, rows=COMPARE_ROWS, font_px=COMPARE_FONT_PX), f"{stats}\n\n<small>{rule}</small>"
-
-
-# a difference in seconds below this ratio is the machine's noise, not a result (runs of a few hundred milliseconds)
-CLEAR_SPEED_RATIO = 1.25
-
-
-def takeaway(
-    model: MDLM,
-    states: dict[str, SamplerState],
-    num_fixed: int,
-    known_words: set[str] | None,
-    autoregressive: bool,
-    seconds: dict[str, float] | None = None,
-) -> str:
-    """The Compare tab's one line once every side is done ("" before); the twin's sentence says only what is clear."""
-    if not all(state.done for state in states.values()):
-        return ""
-    left, right = states["left_to_right"], states["confidence"]
-    shares = {
-        name: word_share(model.tokenizer.decode(state.tokens[0, num_fixed:]), known_words)
-        for name, state in states.items()
-    }
-    texts = {name: model.tokenizer.decode(state.tokens[0, num_fixed:]) for name, state in states.items()}
-    if autoregressive:
-        ratio = left.num_forward_passes / max(1, right.num_forward_passes)
-        line = (
-            f"**Takeaway:** one character per forward pass took left to right {left.num_forward_passes} passes; "
-            f"confidence order wrote the same length in {right.num_forward_passes}, {ratio:.1f}x fewer "
-            f"(real words: {shares['left_to_right']} left to right, {shares['confidence']} confidence order). "
-            "Compare the passes, not the time: this side re-reads the whole canvas at every pass, where a real "
-            "autoregressive model caches keys and values."
-        )
-    else:
-        line = (
-            f"**Takeaway:** same {passes(right.num_forward_passes)} and reveal rule, only the order differs: "
-            f"real words {shares['left_to_right']} left to right, {shares['confidence']} confidence order."
-        )
-        if known_words is not None and clearly_more_words(texts["confidence"], texts["left_to_right"], known_words):
-            line += " Revealing the surest characters first gives the hard ones context on both sides."
-    if "twin" in states and seconds is not None:
-        line += " " + twin_sentence(states["twin"], right, seconds["twin"], seconds["confidence"])
-        if known_words is not None:
-            against = f"({shares['twin']} against {shares['confidence']})"
-            for better, worse, more in (("twin", "confidence", "more"), ("confidence", "twin", "fewer")):
-                if clearly_more_words(texts[better], texts[worse], known_words):
-                    line += f" It wrote clearly {more} real words than confidence order {against}."
-    return line
-
-
-def twin_sentence(twin: SamplerState, diffusion: SamplerState, twin_seconds: float, diffusion_seconds: float) -> str:
-    """What the autoregressive twin's run showed against confidence order's: its passes, and its time only where one
-    side took CLEAR_SPEED_RATIO times the other's."""
-    line = f"The autoregressive twin took {passes(twin.num_forward_passes)}, each over one new character"
-    times = f"({twin_seconds:.2f} s against {diffusion_seconds:.2f} s)"
-    ratio = twin_seconds / max(diffusion_seconds, 1e-9)
-    if ratio >= CLEAR_SPEED_RATIO:
-        return f"{line}, and {ratio:.1f}x confidence order's time {times}."
-    if ratio <= 1 / CLEAR_SPEED_RATIO:
-        return f"{line}, and {1 / ratio:.1f}x less time than confidence order {times}."
-    return f"{line}, in about confidence order's time {times}."
-
-
-def clearly_more_words(text: str, other: str, known_words: set[str]) -> bool:
-    """Whether `text` has a higher valid-word rate than `other` by more than two standard errors of the difference
-    (so one lucky word on a short canvas does not make a takeaway)."""
-    counts = []
-    for piece in (text, other):
-        found = words(piece)
-        counts.append((sum(w in known_words for w in found), len(found)))
-    (valid, n), (other_valid, other_n) = counts
-    if not n or not other_n:
-        return False
-    pooled = (valid + other_valid) / (n + other_n)
-    error = math.sqrt(pooled * (1 - pooled) * (1 / n + 1 / other_n))
-    return valid / n - other_valid / other_n > 2 * error
 
 
 def forward_process(model: MDLM, line: str | None, t: float, seed: float) -> tuple[str, str]:

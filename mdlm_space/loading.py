@@ -38,13 +38,23 @@ def load_model(source: str | os.PathLike, device: str = "cpu") -> tuple[MDLM, se
     """Loads a model onto `device` and its training word list (None when the model has none) from a directory or
     repo id."""
     model = MDLM.from_pretrained(source).to(device).eval()
+    check_twin(model, None)
     words_path = optional_file(source, "words.txt")  # without it the valid-word metric shows n/a
     return model, load_word_list(words_path) if words_path is not None else None
 
 
+def default_twin(model_source: str | os.PathLike) -> str:
+    """The twin the app pairs with a model when none is named: the shipped twin beside the shipped model (where this
+    checkout has it), else none, since another model's twin is not known."""
+    shipped = Path(model_source).expanduser().resolve() == DEFAULT_MODEL and DEFAULT_TWIN.is_dir()
+    return str(DEFAULT_TWIN) if shipped else "none"
+
+
 def check_twin(model: MDLM, twin: MDLM | None) -> None:
-    """A ValueError unless `twin` is None or an autoregressive model with `model`'s characters, so that both write on
-    one canvas."""
+    """A ValueError unless `model` is a diffusion model and `twin` None or an autoregressive model with its
+    characters, so that both write on one canvas."""
+    if getattr(model, "causal", False):
+        raise ValueError("the app's model must be a diffusion model; pass an autoregressive one as --twin")
     if twin is None:
         return
     if not getattr(twin, "causal", False):

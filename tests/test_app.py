@@ -31,7 +31,7 @@ from mdlm_hf.diffusion import MASK_RATIOS
 from mdlm_hf.metrics import save_word_list
 from mdlm_hf.sampler import OPTION_SPECS
 from mdlm_hf.windows import MAX_CANVAS
-from mdlm_space import checks, handlers, loading, render, worker
+from mdlm_space import checks, handlers, loading, race, render, worker
 from mdlm_space.controls import replay_frame, replay_slider
 from mdlm_space.endpoints import COMPARE_API, GENERATE_API, INFILL_API, default, event
 from mdlm_space.tabs import how_it_works
@@ -314,7 +314,7 @@ def test_compare_has_a_legend_and_a_one_line_takeaway(client, model_dir):
     assert "key" in summary and "Compare the passes, not the time" in summary  # no key/value cache here
     # each side's own compute time, the twin's beside the others' (issue 26: its wall time, live)
     assert all(re.search(r"· \d+\.\d\d s ·", stats) for stats in (left_stats, right_stats, twin_stats))
-    assert "The autoregressive twin took 40 forward passes, each over one new character" in summary
+    assert "The autoregressive twin took 40 forward passes, one character each" in summary
 
 
 def test_compare_races_the_autoregressive_twin_in_a_third_column(client, model_dir, twin_dir):
@@ -327,7 +327,12 @@ def test_compare_races_the_autoregressive_twin_in_a_third_column(client, model_d
     model, _ = loading.load_model(model_dir)
     with pytest.raises(ValueError, match="the twin must be an autoregressive model"):
         app.build_demo(model, twin=model)
-    without = list(handlers.compare(model, None, "", 20, 4, 1.0, 0, False, False))
+    with pytest.raises(ValueError, match="the app's model must be a diffusion model; pass an autoregressive one as"):
+        loading.load_model(twin_dir)
+    # the shipped twin goes with the shipped model only: another model has no known twin
+    assert loading.default_twin("someone/another-model") == "none"
+    assert loading.default_twin(loading.DEFAULT_MODEL) in ("none", str(loading.DEFAULT_TWIN))
+    without = list(race.compare(model, None, "", 20, 4, 1.0, 0, False, False))
     assert without[-1][6:] == ("", "") and "twin" not in without[-1][4]
 
 
@@ -344,11 +349,11 @@ def test_the_twin_sentence_claims_a_speed_margin_only_where_it_is_real():
         4,
         9,
     )
-    assert "about confidence order's time" in handlers.twin_sentence(state, state, 0.30, 0.27)
-    assert "2.0x confidence order's time" in handlers.twin_sentence(state, state, 0.60, 0.30)
-    assert "2.0x less time" in handlers.twin_sentence(state, state, 0.15, 0.30)
+    assert "about confidence order's time" in race.twin_sentence(state, state, 0.30, 0.27)
+    assert "2.0x confidence order's time" in race.twin_sentence(state, state, 0.60, 0.30)
+    assert "2.0x less time" in race.twin_sentence(state, state, 0.15, 0.30)
     # the twin draws each character as the other sides do: only the model and the order differ
-    drawn = handlers.twin_options(SamplerOptions(order="confidence", temperature=0.7, min_p=0.2, top_p=0.9))
+    drawn = race.twin_options(SamplerOptions(order="left_to_right", temperature=0.7, min_p=0.2, top_p=0.9))
     assert (drawn.order, drawn.temperature, drawn.min_p, drawn.top_p, drawn.spacing) == (
         "left_to_right",
         0.7,
@@ -1461,7 +1466,7 @@ def test_handlers_name_a_field_of_the_wrong_type(model_dir):
     with pytest.raises(ValueError, match="^template must be a string, got NoneType None$"):
         next(handlers.infill(model, template=None, seed=0, fixed_seed=False))
     with pytest.raises(ValueError, match="^prompt must be a string"):
-        next(handlers.compare(model, None, None, 10, 4, 1.0, 0, False, False))
+        next(race.compare(model, None, None, 10, 4, 1.0, 0, False, False))
     with pytest.raises(ValueError, match="^line must be a string"):
         handlers.forward_process(model, None, 0.5, 0)
     with pytest.raises(ValueError, match="fixed_seed must be true or false"):
@@ -1790,9 +1795,9 @@ def test_the_infill_preview_warns_before_the_run():
 def test_the_compare_takeaway_claims_a_margin_only_where_it_is_real():
     # issue 24, defect 11: "surest characters first" was said for any margin, one word on a short canvas too
     known = {"the", "king", "is", "dead", "long", "live"}
-    assert handlers.clearly_more_words("the king is dead " * 10, "xq zv wk " * 10, known)
-    assert not handlers.clearly_more_words("the king is dead xq", "the king xq dead xq", known)  # 4/5 against 3/5
-    assert not handlers.clearly_more_words("", "the king", known)
+    assert race.clearly_more_words("the king is dead " * 10, "xq zv wk " * 10, known)
+    assert not race.clearly_more_words("the king is dead xq", "the king xq dead xq", known)  # 4/5 against 3/5
+    assert not race.clearly_more_words("", "the king", known)
 
 
 # WCAG AA contrast of every visible text, computed in the page (tests/data/low_contrast.js)

@@ -6,9 +6,9 @@ import math
 import pytest
 import torch
 
-from mdlm_hf import MDLM, CharTokenizer, SamplerOptions, elbo, sample
+from mdlm_hf import MDLM, CharTokenizer, SamplerOptions, diffusion_loss, elbo, sample
 from mdlm_hf.autoregressive import autoregressive_loss, char_nats, shifted
-from mdlm_hf.diffusion import char_nll, exact_nll, surprise_steps
+from mdlm_hf.diffusion import accuracy_by_mask_ratio, char_nll, exact_nll, surprise_steps
 from mdlm_hf.sampler import candidate_tokens, final_state
 from tests.conftest import TINY_TEXT
 
@@ -83,6 +83,14 @@ def test_the_loss_and_the_exact_nll_are_the_same_number(twin):
     assert not torch.allclose(with_context[32:], nats[32:])  # later ones read 8 characters before
 
 
+def test_windows_side_by_side_score_a_short_last_window_from_its_start(twin):
+    # as exact_nll cuts them: 40 characters are a window of 32 and one of 8, each read from its first character
+    tokens = torch.tensor(twin.tokenizer.encode(TINY_TEXT[:40]))
+    nats = char_nats(twin, tokens)
+    assert torch.allclose(nats[32:], char_nats(twin, tokens[32:]), atol=1e-6)
+    assert torch.allclose(nats[:32], char_nats(twin, tokens[:32]), atol=1e-6)
+
+
 def test_the_twin_loads_with_from_pretrained_and_says_what_it_is(twin, tmp_path):
     twin.save_pretrained(tmp_path / "twin")
     assert json.loads((tmp_path / "twin" / "config.json").read_text())["causal"] is True
@@ -101,6 +109,11 @@ def test_the_twin_loads_with_from_pretrained_and_says_what_it_is(twin, tmp_path)
         (lambda m: m.generate(10, options=SamplerOptions()), "order must be 'left_to_right', got 'streams'"),
         (lambda m: m.generate(10, remask_ratio=0.5), "remask_ratio does not apply to it"),
         (lambda m: m.generate(10, block_length=4), "block_length does not apply to it"),
+        (lambda m: m.generate(10, num_steps=8), "one character a pass: num_steps does not apply to it"),
+        (lambda m: m.generate(300, window_context=32), "window_context does not apply to it"),
+        (lambda m: sample(m, torch.tensor([[1, 2, m.mask_id], [1, m.mask_id, m.mask_id]])), "end at the same column"),
+        (lambda m: diffusion_loss(m, torch.ones(1, 8, dtype=torch.long), torch.Generator()), "no masks"),
+        (lambda m: accuracy_by_mask_ratio(m, torch.ones(64, dtype=torch.long)), "no masks"),
         (lambda m: elbo(m, torch.tensor([1, 2, 3])), "has no ELBO"),
         (lambda m: exact_nll(m, torch.tensor([1, 2, 3]), order="confidence"), "reads left to right only"),
     ],
@@ -143,6 +156,21 @@ def test_the_training_script_trains_and_exports_a_twin(tmp_path, tiny_text, caps
     assert loaded.causal and f"**{metrics['val_nll_nats_per_char']:.4f} nats/char**" in card
     assert "accuracy" not in card and not (tmp_path / "export" / "accuracy_vs_mask_ratio.png").exists()
     assert "objective=ar" in card and "loss_weighting" not in card  # the diffusion loss's settings did nothing
+
+
+def test_a_resume_keeps_the_runs_objective(tmp_path, tiny_text):
+    from training import train
+
+    text = tmp_path / "text.txt"
+    text.write_text(tiny_text * 3)
+    tiny = "--n-layer 1 --n-head 2 --n-embd 32 --block-size 32 --batch-size 4 --warmup-steps 1 --eval-interval 2"
+    run = ["--data", str(text), "--out-dir", str(tmp_path / "run")]
+    train.main([*run, *tiny.split(), "--eval-chars", "256", "--dtype", "float32", "--max-steps", "2"])
+    checkpoint = torch.load(tmp_path / "run" / "ckpt.pt", weights_only=False)
+    del checkpoint["args"]["objective"]  # as a checkpoint from before the flag
+    torch.save(checkpoint, tmp_path / "run" / "ckpt.pt")
+    with pytest.raises(ValueError, match="--objective ar \\(the run has diffusion\\)"):
+        train.main([*run, "--resume", "--objective", "ar", "--max-steps", "3"])
 
 
 def test_diffusion_flags_are_refused_for_an_autoregressive_run(capsys):

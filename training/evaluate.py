@@ -1,4 +1,5 @@
-"""Evaluate a trained model: validation ELBO, exact NLL, masked-token accuracy by mask ratio, and samples.
+"""Evaluate a trained model: validation ELBO, exact NLL, masked-token accuracy by mask ratio, and samples (an
+autoregressive twin: its exact NLL and samples).
 
 python -m training.evaluate --model pretrained/mdlm-shakespeare-char --data ../shared/data/tinyshakespeare.txt
 """
@@ -131,6 +132,8 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error("--num-samples must be >= 1 and --nll-chars >= 0")
     print(f"evaluate: loading {args.model} and the validation split of {' '.join(args.data)}...", flush=True)
     model = MDLM.from_pretrained(args.model)
+    if model.causal and args.num_samples != 4:
+        parser.error("--num-samples draws masks for the ELBO; an autoregressive model's NLL draws none")
     _, val_text = split_text(read_texts(args.data))
     report = evaluate_model(model, val_text, args.num_samples, nll_chars=args.nll_chars, progress=True)
     name, key = ("NLL", "val_nll") if model.causal else ("NELBO", "val_nelbo")

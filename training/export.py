@@ -17,6 +17,10 @@ matter (omitted when not given), the measured validation NELBO as a model-index 
 whose prompt and infill template come from the validation text, and the repo id when pushed. Lines
 about Shakespeare, and `datasets: karpathy/tiny_shakespeare`, language en and license mit (unless given),
 appear only when the text is TinyShakespeare (recognised by its md5).
+
+An autoregressive twin's run (training.train --objective ar) exports the same way, with its own card
+(mdlm_hf/twin_card.md): its exact validation NLL where the diffusion model's card has the NELBO, and no
+accuracy_vs_mask_ratio.png.
 """
 
 from __future__ import annotations
@@ -466,7 +470,7 @@ def export_model(
         print(f"export: measuring the validation {score} of fp32 and bf16 weights...", flush=True)
     data = data if data is not None else describe_training_data(model, train_text, val_text)
     model, weights_facts, nelbo = choose_weights(model, val_text, weights_dtype)
-    # what the shipped weights score (their ELBO, with the same masks, was measured by the choice)
+    # what the shipped weights score (a diffusion model's ELBO, with the same masks, was measured by the choice)
     print(f"export: evaluating the {weights_facts['weights_dtype']} weights for the model card...", flush=True)
     report = {**evaluate_model(model, val_text, ELBO_SAMPLES, nelbo=nelbo, progress=True), **weights_facts}
     print(f"export: writing {export_dir}...", flush=True)

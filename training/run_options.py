@@ -21,7 +21,7 @@ EVAL_TEXTS, EVAL_TEXT_STEPS, EVAL_TEXT_SEED = 2, 32, 0
 
 OBJECTIVES = ("diffusion", "ar")
 # the diffusion loss's own flags, at the values an autoregressive run leaves them (it has no masks to weigh or draw)
-DIFFUSION_ONLY = {"loss_weighting": "uniform", "t_min": 1e-3, "time_conditioning": False}
+DIFFUSION_ONLY = {"loss_weighting": "uniform", "t_min": 1e-3, "time_conditioning": False, "eval_samples": 2}
 
 # flags a resumed run may change; every other flag is the run's own and comes from its checkpoint
 RESUMABLE_CHANGES = (

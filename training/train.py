@@ -1,4 +1,4 @@
-"""Train a character-level masked diffusion language model.
+"""Train a character-level masked diffusion language model (or, with --objective ar, its autoregressive twin).
 
     python -m training.train --data ../shared/data/tinyshakespeare.txt --out-dir runs/shakespeare
     python -m training.train --data part1.txt part2.txt --out-dir runs/mine  # files joined by a newline
@@ -433,11 +433,12 @@ class Trainer:
         # selection on the first validation characters only: which weights to keep, never what to train
         kind = min(candidates, key=lambda k: candidates[k][0])
         value, weights = candidates[kind]
-        metrics = validation_metrics(record)
+        metrics = validation_metrics(record, validation_name(self.model).lower())
         texts = self.sample_texts(self.model if kind == "raw" else self.ema_model)
         if texts:  # from the weights that scored better, as best.pt would keep them
             metrics["samples"] = "\n".join(f"--- sample {i} ---\n{text}" for i, text in enumerate(texts))
-            heading = f"samples at step {p.step} ({kind} weights, {EVAL_TEXT_STEPS} steps, seed {EVAL_TEXT_SEED}):"
+            how = "left to right" if self.model.causal else f"{EVAL_TEXT_STEPS} steps"
+            heading = f"samples at step {p.step} ({kind} weights, {how}, seed {EVAL_TEXT_SEED}):"
             tqdm.write(f"{heading}\n{metrics['samples']}")
         self.tracker.log(p.step, metrics)
         if value < p.best_val:
@@ -452,8 +453,9 @@ class Trainer:
         if length == 0:
             return []
         canvas = torch.full((EVAL_TEXTS, length), model.mask_id, dtype=torch.long)
+        steps = {} if model.causal else {"num_steps": EVAL_TEXT_STEPS}  # a twin writes a character a pass
         with self.autocast:  # the sampler's own generator: the training's random streams do not move
-            state = final_state(sample(model, canvas, seed=EVAL_TEXT_SEED, num_steps=EVAL_TEXT_STEPS))
+            state = final_state(sample(model, canvas, seed=EVAL_TEXT_SEED, **steps))
         return model.tokenizer.decode_batch(state.tokens.tolist())
 
     def checkpoint(self) -> dict:
@@ -569,11 +571,12 @@ class Trainer:
         return "finished"
 
 
-def validation_metrics(record: dict) -> dict[str, float | str]:
-    """An evaluation's record as tracker scalars: NELBO in nats and bits per char (raw and EMA), tokens seen."""
-    metrics = {"val/nelbo": record["nelbo"], "val/bpc": record["nelbo"] / math.log(2)}
+def validation_metrics(record: dict, score: str = "nelbo") -> dict[str, float | str]:
+    """An evaluation's record as tracker scalars: the validation `score` (NELBO, or an autoregressive twin's "nll") in
+    nats and bits per char (raw and EMA), tokens seen."""
+    metrics = {f"val/{score}": record["nelbo"], "val/bpc": record["nelbo"] / math.log(2)}
     if "nelbo_ema" in record:
-        metrics.update({"val/nelbo_ema": record["nelbo_ema"], "val/bpc_ema": record["nelbo_ema"] / math.log(2)})
+        metrics.update({f"val/{score}_ema": record["nelbo_ema"], "val/bpc_ema": record["nelbo_ema"] / math.log(2)})
     return {**metrics, "train/tokens_seen": record["tokens"]}
 
 
@@ -587,7 +590,10 @@ def main(argv: list[str] | None = None) -> dict:
         if not ckpt_path.is_file():
             raise ValueError(f"--resume: no checkpoint at {ckpt_path}")
         checkpoint = load_checkpoint(ckpt_path, RESUME_KEYS)
-        args = resumed_args(args, explicit, checkpoint.get("args", {}))
+        saved = dict(checkpoint.get("args", {}))
+        # a checkpoint from before --objective trained what its config says: compared as any flag of the run
+        saved.setdefault("objective", "ar" if checkpoint["model_config"].get("causal") else "diffusion")
+        args = resumed_args(args, explicit, saved)
         problem = flag_problem(args) or settings_problem(args)  # the run's own settings with the typed changes
         if problem:
             raise ValueError(f"--resume: {problem}")

@@ -9,7 +9,7 @@ from mdlm_hf import MDLM
 from mdlm_hf.sampler import REVEAL_RULE_OPTIONS
 from mdlm_space.controls import control, follow_prompt, redraw, run_buttons, seed_controls, stoppable
 from mdlm_space.endpoints import ENDPOINTS, default, event
-from mdlm_space.handlers import compare
+from mdlm_space.race import compare
 from mdlm_space.render import COMPARE_FONT_PX, COMPARE_ROWS, LEGEND, draft_canvas
 from mdlm_space.texts import DemoText
 
