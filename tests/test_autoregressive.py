@@ -192,3 +192,16 @@ def test_the_command_line_writes_with_a_twin_and_refuses_its_template(twin, tmp_
         main(["--model", str(tmp_path / "twin"), "--template", "to __ or not"])
     with pytest.raises(SystemExit, match="order must be 'left_to_right', got 'entropy'"):
         main(["--model", str(tmp_path / "twin"), "--order", "entropy"])
+
+
+def test_the_fast_path_decides_for_a_twin_on_its_own_work(twin, monkeypatch):
+    # a full pass (the diffusion model's work) and one-position cached passes (the twin's) favour different dtypes
+    from mdlm_hf import fast
+
+    config = {k: getattr(twin, k) for k in ("block_size",)}
+    diffusion = MDLM(twin.tokenizer.vocab, n_layer=2, n_head=2, n_embd=32, **config)
+    assert fast.shape_key(diffusion) != fast.shape_key(twin)
+    calls = []
+    monkeypatch.setattr(twin, "forward", lambda tokens, t=None, cache=None: calls.append(tokens.shape))
+    fast._time_pass(twin, torch.zeros(1, 32, dtype=torch.long), torch.ones(1))
+    assert calls == [(1, 1)] * fast.DECODE_TIMED
