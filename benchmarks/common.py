@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 
 from mdlm_hf import MDLM
+from mdlm_hf.autoregressive import check_twin
 from mdlm_hf.data import read_text
 from mdlm_hf.sampler import orders_using
 
@@ -63,8 +64,8 @@ def load_twin(path: str | None, model: MDLM, exact: bool = False) -> tuple[MDLM,
             "--export-dir ..., or pass --twin DIR"
         )
     twin = MDLM.from_pretrained(source, fast=not exact)
-    if not twin.causal:
-        raise ValueError(f"{source} is not an autoregressive twin (its config has no causal: true)")
-    if twin.tokenizer.vocab != model.tokenizer.vocab:
-        raise ValueError(f"{source} knows other characters than the model: not its twin")
+    try:
+        check_twin(model, twin)
+    except ValueError as error:
+        raise ValueError(f"{source}: {error}") from None
     return twin, str(source)

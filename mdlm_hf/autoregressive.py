@@ -36,6 +36,19 @@ def is_causal(model: nn.Module) -> bool:
     return bool(getattr(model, "causal", False))
 
 
+def check_twin(model: nn.Module, twin: nn.Module | None) -> None:
+    """A ValueError unless `model` is a diffusion model and `twin` None or an autoregressive model with its
+    characters, so that both write on one canvas (the app's Compare, the benchmarks)."""
+    if is_causal(model):
+        raise ValueError("the app's model must be a diffusion model; pass an autoregressive one as --twin")
+    if twin is None:
+        return
+    if not is_causal(twin):
+        raise ValueError("the twin must be an autoregressive model (MDLM with causal=True, training --objective ar)")
+    if twin.tokenizer.vocab != model.tokenizer.vocab:
+        raise ValueError("the twin knows other characters than the model: train both on the same text")
+
+
 def shifted(tokens: torch.Tensor, start_id: int) -> torch.Tensor:
     """The input (B, T) that predicts `tokens` (B, T): the start token, then every character but the last."""
     start = torch.full_like(tokens[:, :1], start_id)

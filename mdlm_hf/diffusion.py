@@ -20,7 +20,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from mdlm_hf.autoregressive import char_nats, is_causal
+from mdlm_hf.autoregressive import autoregressive_nll, char_nats, is_causal
 from mdlm_hf.inference import check_batch_size, check_token_ids, evaluating
 from mdlm_hf.windows import score_windows
 
@@ -200,7 +200,7 @@ def exact_nll(
     check_token_ids(tokens, model)
     check_batch_size(batch_size)
     if is_causal(model):
-        return char_nats(model, tokens, 0, batch_size).double().mean().item()
+        return autoregressive_nll(model, tokens, 0, batch_size)
     with evaluating(model):
         return _exact_nll(model, tokens.long(), order, batch_size, progress)
 

@@ -21,6 +21,7 @@ import time
 import torch
 import torch.nn as nn
 
+from mdlm_hf.autoregressive import is_causal
 from mdlm_hf.kv_cache import KVCache
 
 # bf16 must win by this margin: a tie is noise, and fp32 is exact
@@ -40,7 +41,7 @@ def shape_key(model: nn.Module) -> tuple:
     """What decides the speed of a pass: where it runs, on how many threads, and the model's shape."""
     device, dtype = next(model.parameters()).device, next(model.parameters()).dtype
     shapes = tuple(tuple(p.shape) for p in model.parameters())
-    causal = getattr(model, "causal", False)  # a twin's passes are one position each: another workload
+    causal = is_causal(model)  # a twin's passes are one position each: another workload
     return (str(device), str(dtype), torch.get_num_threads(), model.block_size, shapes, causal)
 
 
@@ -54,7 +55,7 @@ def _time_pass(model: nn.Module, tokens: torch.Tensor, t: torch.Tensor) -> float
     if tokens.is_cuda:
         torch.cuda.synchronize()
     start = time.perf_counter()
-    if getattr(model, "causal", False):
+    if is_causal(model):
         cache = KVCache(len(model.blocks))
         for position in range(DECODE_TIMED):
             model(tokens[:, position : position + 1], None, cache)

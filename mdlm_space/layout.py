@@ -5,8 +5,8 @@ from __future__ import annotations
 import gradio as gr
 
 from mdlm_hf import MDLM
+from mdlm_hf.autoregressive import check_twin
 from mdlm_space.endpoints import refuse_extra_values
-from mdlm_space.loading import check_twin
 from mdlm_space.tabs.compare import compare_tab
 from mdlm_space.tabs.generate import generate_tab
 from mdlm_space.tabs.how_it_works import how_it_works_tab

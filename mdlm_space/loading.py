@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 
 from mdlm_hf import MDLM
+from mdlm_hf.autoregressive import check_twin
 from mdlm_hf.metrics import load_word_list
 
 DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "pretrained" / "mdlm-shakespeare-char"
@@ -48,19 +49,6 @@ def default_twin(model_source: str | os.PathLike) -> str:
     checkout has it), else none, since another model's twin is not known."""
     shipped = Path(model_source).expanduser().resolve() == DEFAULT_MODEL and DEFAULT_TWIN.is_dir()
     return str(DEFAULT_TWIN) if shipped else "none"
-
-
-def check_twin(model: MDLM, twin: MDLM | None) -> None:
-    """A ValueError unless `model` is a diffusion model and `twin` None or an autoregressive model with its
-    characters, so that both write on one canvas."""
-    if getattr(model, "causal", False):
-        raise ValueError("the app's model must be a diffusion model; pass an autoregressive one as --twin")
-    if twin is None:
-        return
-    if not getattr(twin, "causal", False):
-        raise ValueError("the twin must be an autoregressive model (MDLM with causal=True, training --objective ar)")
-    if twin.tokenizer.vocab != model.tokenizer.vocab:
-        raise ValueError("the twin knows other characters than the model: train both on the same text")
 
 
 def load_twin(source: str | os.PathLike, model: MDLM, device: str = "cpu") -> MDLM | None:

@@ -51,7 +51,7 @@ from training.checkpoints import (
 )
 from training.corpus import TOKENS_META, Corpus, TextFacts, download_tinyshakespeare, load_tokens, scan_text, tokenize
 from training.ema import EMA
-from training.export import check_export_dir
+from training.export import check_export_dir, score_name
 from training.optimizers import build_optimizers, set_learning_rates
 from training.run_options import (
     EVAL_TEXT_SEED,
@@ -134,11 +134,6 @@ def training_loss(
     if getattr(model, "module", model).causal:
         return autoregressive_loss(model, batch)
     return diffusion_loss(model, batch, generator, args.loss_weighting, args.t_min)
-
-
-def validation_name(model: MDLM) -> str:
-    """What a run's validation score is: the diffusion model's NELBO (a bound), or the twin's exact NLL."""
-    return "NLL" if model.causal else "NELBO"
 
 
 def bf16_is_faster(model: MDLM, batch: torch.Tensor, args: argparse.Namespace, repeats: int = 2) -> bool:
@@ -427,13 +422,13 @@ class Trainer:
         p.history["val"].append(record)
         ema_note = f", EMA {record['nelbo_ema']:.4f}" if self.ema is not None else ""
         tqdm.write(
-            f"step {p.step}: val {validation_name(self.model)} {record['nelbo']:.4f} nats/char{ema_note} "
+            f"step {p.step}: val {score_name(self.model).upper()} {record['nelbo']:.4f} nats/char{ema_note} "
             f"({record['nelbo'] / math.log(2):.4f} bpc), {p.tokens_seen / 1e6:.2f}M tokens, {p.wall_time / 60:.1f} min"
         )
         # selection on the first validation characters only: which weights to keep, never what to train
         kind = min(candidates, key=lambda k: candidates[k][0])
         value, weights = candidates[kind]
-        metrics = validation_metrics(record, validation_name(self.model).lower())
+        metrics = validation_metrics(record, score_name(self.model))
         texts = self.sample_texts(self.model if kind == "raw" else self.ema_model)
         if texts:  # from the weights that scored better, as best.pt would keep them
             metrics["samples"] = "\n".join(f"--- sample {i} ---\n{text}" for i, text in enumerate(texts))
