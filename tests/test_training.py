@@ -583,6 +583,9 @@ def test_missing_data_offline_is_one_line(tmp_path, monkeypatch):
         (["--muon-momentum", "1"], "--muon-momentum must be in \\[0, 1\\)"),
         (["--threads", "-1"], "--threads must be >= 0"),
         (["--device", "bogus"], "--device 'bogus' is not a device"),
+        (["--stream-masks", "1.5"], "--stream-masks must be in \\[0, 1\\]"),
+        (["--stream-masks", "0.5", "--loss-weighting", "elbo"], "--stream-masks needs --loss-weighting uniform"),
+        (["--init-from", "somewhere", "--n-layer", "2"], "--init-from takes the model's shape .* drop --n-layer"),
     ],
 )
 def test_bad_flags_are_refused_before_any_work(flags, words, capsys):
@@ -1230,3 +1233,38 @@ def test_under_torchrun_the_error_is_the_first_line_not_a_peers_traceback(tmp_pa
     assert result.returncode != 0 and ours[0].startswith("error: text of 22 characters is too short for --block-size")
     assert ours[1:] == ["rank 1: stopped because another process of the run failed (above)"]
     assert "Connection closed by peer" not in result.stderr
+
+
+SHAPE_FREE_ARGS = TINY_ARGS[TINY_ARGS.index("--batch-size") :]  # TINY_ARGS without the model's shape
+
+
+def test_init_from_fine_tunes_a_saved_model_with_stream_masks(text_file, tmp_path, tiny_text):
+    torch.manual_seed(0)
+    saved = MDLM(CharTokenizer.from_text(tiny_text).vocab, n_layer=1, n_head=2, n_embd=32, block_size=32)
+    saved.save_pretrained(tmp_path / "saved")
+    flags = ["--data", str(text_file), "--init-from", str(tmp_path / "saved"), *SHAPE_FREE_ARGS]
+    # a learning rate too small to move the weights: the run starts from the saved ones, with the saved shape
+    still = train.main(
+        [*flags, "--out-dir", str(tmp_path / "still"), "--max-steps", "2", "--stream-masks", "0.5"]
+        + ["--lr", "1e-12", "--min-lr", "1e-12", "--muon-lr", "1e-12", "--weight-decay", "0"]
+    )
+    assert still["model"]._hub_mixin_config == saved._hub_mixin_config
+    for name, weight in saved.state_dict().items():
+        assert torch.allclose(still["model"].state_dict()[name], weight, atol=1e-6), name
+    moved = train.main([*flags, "--out-dir", str(tmp_path / "moved"), "--max-steps", "4", "--stream-masks", "1"])
+    assert not torch.equal(moved["model"].state_dict()["lm_head.weight"], saved.state_dict()["lm_head.weight"])
+    resumed = train.main([*flags, "--out-dir", str(tmp_path / "moved"), "--max-steps", "6", "--resume"])
+    assert resumed["step"] == 6  # a resume reads the run's own checkpoint, not --init-from's weights again
+    export.main(["--run-dir", str(tmp_path / "moved"), "--data", str(text_file), "--export-dir", str(tmp_path / "ex")])
+    card = (tmp_path / "ex" / "README.md").read_text()
+    assert f"- fine-tuned from: {tmp_path / 'saved'}" in card and "stream_masks=1.0" in card
+
+
+def test_init_from_errors_are_one_line(text_file, tmp_path, tiny_text):
+    flags = ["--data", str(text_file), "--out-dir", str(tmp_path / "run"), *SHAPE_FREE_ARGS, "--max-steps", "2"]
+    with pytest.raises(ValueError, match="--init-from .*nowhere: no mdlm_hf model there"):
+        train.main([*flags, "--init-from", str(tmp_path / "nowhere")])
+    twin = MDLM(CharTokenizer.from_text(tiny_text).vocab, n_layer=1, n_head=2, n_embd=32, block_size=32, causal=True)
+    twin.save_pretrained(tmp_path / "twin")
+    with pytest.raises(ValueError, match="--init-from: --stream-masks is an option of the diffusion loss"):
+        train.main([*flags, "--init-from", str(tmp_path / "twin"), "--stream-masks", "0.5"])

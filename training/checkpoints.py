@@ -71,6 +71,17 @@ def load_checkpoint(path: Path, required: tuple[str, ...] = MODEL_KEYS) -> dict:
     return checkpoint
 
 
+def starting_point(model_id: str) -> dict:
+    """--init-from's saved model as a checkpoint's first two parts: {"model_config": ..., "model": weights}; a
+    directory or Hub id that holds no mdlm_hf model is a ValueError naming it."""
+    try:
+        model = MDLM.from_pretrained(model_id, fast=False)
+    except Exception as error:  # a missing directory goes to the Hub, whose errors are many types
+        raise ValueError(f"--init-from {model_id}: no mdlm_hf model there ({' '.join(str(error).split())})") from error
+    config = dict(model._hub_mixin_config)  # the config.json it was saved with
+    return {"model_config": config, "model": {k: v.float() for k, v in model.state_dict().items()}}
+
+
 def build_model(checkpoint: dict, path: Path) -> MDLM:
     """The model a checkpoint describes, with its weights; a config or weights that do not fit are a ValueError."""
     model = model_from_config(checkpoint["model_config"], path)

@@ -241,7 +241,7 @@ NANOGPT_REFERENCE = {"name": "nanoGPT's autoregressive character model", "nats":
 RECIPE_KEYS = (
     "n_layer n_head n_embd block_size dropout position_encoding norm mlp qk_norm zero_init_residual batch_size "
     "max_steps optimizer lr min_lr muon_lr muon_weight_decay warmup_steps weight_decay beta2 grad_clip ema "
-    "objective loss_weighting t_min"
+    "objective loss_weighting t_min stream_masks"
 ).split()
 
 
@@ -346,6 +346,7 @@ def training_facts(model: MDLM, report: dict, run: dict, data: TrainingData) -> 
         "duration": f"{minutes:.1f} minutes" if minutes >= 1 else "under a minute",
         "hardware": run.get("hardware") or "an unrecorded machine",  # checkpoints from before the field
         "recipe": ", ".join(f"{k}={args[k]}" for k in RECIPE_KEYS if k in args and not unused_by_run(k, args)),
+        "init_from": args.get("init_from"),
     }
 
 

@@ -21,7 +21,26 @@ EVAL_TEXTS, EVAL_TEXT_STEPS, EVAL_TEXT_SEED = 2, 32, 0
 
 OBJECTIVES = ("diffusion", "ar")
 # the diffusion loss's own flags, at the values an autoregressive run leaves them (it has no masks to weigh or draw)
-DIFFUSION_ONLY = {"loss_weighting": "uniform", "t_min": 1e-3, "time_conditioning": False, "eval_samples": 2}
+DIFFUSION_ONLY = {
+    "loss_weighting": "uniform",
+    "t_min": 1e-3,
+    "time_conditioning": False,
+    "eval_samples": 2,
+    "stream_masks": 0.0,
+}
+# the model's shape: with --init-from it is the saved model's, so typing one of these is an error
+SHAPE_FLAGS = (
+    "n_layer",
+    "n_head",
+    "n_embd",
+    "block_size",
+    "position_encoding",
+    "time_conditioning",
+    "norm",
+    "mlp",
+    "qk_norm",
+    "objective",
+)
 
 # flags a resumed run may change; every other flag is the run's own and comes from its checkpoint
 RESUMABLE_CHANGES = (
@@ -78,6 +97,14 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
         help="diffusion: the masked diffusion model; ar: its autoregressive twin, the same network with a causal "
         "mask, trained on the next character (mdlm_hf/autoregressive.py)",
     )
+    p.add_argument(
+        "--init-from",
+        type=str,
+        default=None,
+        metavar="MODEL",
+        help="start from a saved model's weights and shape (a save_pretrained directory or Hub id) with a fresh "
+        "optimizer and schedule: fine-tuning; the shape flags are then the model's own",
+    )
     p.add_argument("--n-layer", type=int, default=6)
     p.add_argument("--n-head", type=int, default=4)
     p.add_argument("--n-embd", type=int, default=256)
@@ -116,6 +143,14 @@ def add_optimisation_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grad-clip", type=float, default=1.0, help="max gradient norm (0: off)")
     p.add_argument("--loss-weighting", choices=list(LOSS_WEIGHTINGS), default="uniform")
     p.add_argument("--t-min", type=float, default=1e-3, help="training mask ratios t are drawn from [t_min, 1)")
+    p.add_argument(
+        "--stream-masks",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="this share of each batch is masked as the default (streams) sampler leaves a canvas, stretches with "
+        "their starts known (mdlm_hf.diffusion.stream_masks), the rest uniformly; needs --loss-weighting uniform",
+    )
     p.add_argument(
         "--dtype",
         choices=["auto", "float32", "bfloat16"],
@@ -179,7 +214,7 @@ def parse_args(argv: list[str] | None = None, description: str | None = None) ->
     args = p.parse_args(argv)
     if args.min_lr is None:
         args.min_lr = args.lr / 10
-    problem = flag_problem(args) or (None if args.resume else settings_problem(args))
+    problem = flag_problem(args) or (None if args.resume else settings_problem(args) or init_problem(args, explicit))
     if problem:  # before any work, as one line; a resume checks the merged settings in main
         p.error(problem)
     return args, explicit
@@ -209,6 +244,7 @@ def flag_problem(args: argparse.Namespace) -> str | None:
         (("muon_momentum", "beta1", "beta2", "dropout"), lambda x: 0 <= x < 1, "must be in [0, 1)"),
         (("ema",), lambda x: 0 <= x < 1, "must be in [0, 1) (0 turns it off)"),
         (("t_min",), lambda x: 0 < x < 1, "must be in (0, 1)"),
+        (("stream_masks",), lambda x: 0 <= x <= 1, "must be in [0, 1]"),
     ]
     for names, test, words in rules:
         for name in names:
@@ -227,6 +263,8 @@ def settings_problem(args: argparse.Namespace) -> str | None:
         return "--push-to-hub needs --export-dir"
     if args.private and not args.push_to_hub:
         return "--private needs --push-to-hub"
+    if args.stream_masks > 0 and args.loss_weighting != "uniform":
+        return "--stream-masks needs --loss-weighting uniform: stream masks have no mask ratio t to weigh"
     if getattr(args, "objective", "diffusion") == "ar":
         for name, value in DIFFUSION_ONLY.items():
             if getattr(args, name) != value:
@@ -235,6 +273,14 @@ def settings_problem(args: argparse.Namespace) -> str | None:
         check_config(**model_config_from_args(args, "ab"))
     except ValueError as error:
         return str(error)
+    return None
+
+
+def init_problem(args: argparse.Namespace, explicit: set[str]) -> str | None:
+    """What is wrong with --init-from beside the typed flags of a new run, or None."""
+    typed = [flag(name) for name in SHAPE_FLAGS if name in explicit]
+    if args.init_from and typed:
+        return f"--init-from takes the model's shape and objective from {args.init_from}: drop {', '.join(typed)}"
     return None
 
 

@@ -47,6 +47,7 @@ from training.checkpoints import (
     model_from_config,
     prepare_dir,
     save_checkpoint,
+    starting_point,
     write_or_explain,
 )
 from training.corpus import TOKENS_META, Corpus, TextFacts, download_tinyshakespeare, load_tokens, scan_text, tokenize
@@ -57,6 +58,7 @@ from training.run_options import (
     EVAL_TEXT_SEED,
     EVAL_TEXT_STEPS,
     EVAL_TEXTS,
+    SHAPE_FLAGS,
     flag_problem,
     model_config_from_args,
     resumed_args,
@@ -133,7 +135,7 @@ def training_loss(
     `generator`), or for the autoregressive twin the next character's cross-entropy."""
     if getattr(model, "module", model).causal:
         return autoregressive_loss(model, batch)
-    return diffusion_loss(model, batch, generator, args.loss_weighting, args.t_min)
+    return diffusion_loss(model, batch, generator, args.loss_weighting, args.t_min, args.stream_masks)
 
 
 def bf16_is_faster(model: MDLM, batch: torch.Tensor, args: argparse.Namespace, repeats: int = 2) -> bool:
@@ -295,17 +297,28 @@ class Progress:
 class Trainer:
     """The model, its optimizers, EMA, data and random streams, and the steps that change them."""
 
-    def __init__(self, args: argparse.Namespace, processes: Processes, corpus: Corpus, checkpoint: dict | None) -> None:
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        processes: Processes,
+        corpus: Corpus,
+        checkpoint: dict | None,
+        start: dict | None = None,
+    ) -> None:
+        """`checkpoint`: the run's own, to resume; `start`: --init-from's model (`starting_point`) for a new run."""
         self.args, self.processes = args, processes
         self.out_dir = Path(args.out_dir)
-        self.model_config = checkpoint["model_config"] if checkpoint else model_config_from_args(args, corpus.vocab)
+        saved = checkpoint or start
+        self.model_config = saved["model_config"] if saved else model_config_from_args(args, corpus.vocab)
         rank, device = processes.rank, processes.device
         torch.manual_seed(args.seed)  # the same initial weights on every rank; DDP also broadcasts rank 0's
-        if checkpoint is None:
+        if saved is None:
             self.model = MDLM(**self.model_config).to(device)
         else:
             self.model = model_from_config(self.model_config, self.out_dir / "ckpt.pt").to(device)
-        if args.zero_init_residual and checkpoint is None:
+        if start is not None:
+            load_state(self.model, start["model"], Path(args.init_from))
+        if args.zero_init_residual and saved is None:
             zero_residual_projections(self.model)
         torch.manual_seed(args.seed + 2000 + rank)  # dropout masks differ between ranks
         self.train_data, self.val_data = corpus.train, corpus.val  # memory-mapped ids
@@ -603,9 +616,22 @@ def main(argv: list[str] | None = None) -> dict:
         for stale in out_dir.glob(".*.tmp"):  # left by a write that was killed (SIGKILL cannot be caught)
             stale.unlink()
     files = training_files(args)
-    run_vocab = checkpoint["model_config"].get("vocab") if checkpoint is not None else None
+    start = None  # fine-tuning: a fresh run whose weights and shape are a saved model's
+    if checkpoint is None and args.init_from:
+        start = starting_point(args.init_from)
+        config = start["model_config"]
+        if "dropout" in explicit:
+            config["dropout"] = args.dropout
+        for name in (*SHAPE_FLAGS, "dropout"):  # the run's flags say what it trains, for batches, resume and card
+            setattr(args, name, config.get(name, getattr(args, name)))
+        args.objective = "ar" if config.get("causal") else "diffusion"
+        problem = settings_problem(args)  # the diffusion-only flags against the saved model's objective
+        if problem:
+            raise ValueError(f"--init-from: {problem}")
+    saved = checkpoint or start
+    run_vocab = saved["model_config"].get("vocab") if saved is not None else None
     corpus = prepare_corpus(args, processes, files, run_vocab if isinstance(run_vocab, str) and run_vocab else None)
-    trainer = Trainer(args, processes, corpus, checkpoint)
+    trainer = Trainer(args, processes, corpus, checkpoint, start)
     use_bf16 = trainer.choose_precision()
     # Ctrl-C and SIGTERM (e.g. a scheduler stopping us): save at a step boundary, exit
     stop = StopRequest(processes.is_main)
