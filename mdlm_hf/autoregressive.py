@@ -18,14 +18,14 @@ import torch.nn.functional as F
 
 from mdlm_hf.inference import check_batch_size, check_token_ids, evaluating
 from mdlm_hf.kv_cache import KVCache
-from mdlm_hf.sampler import SamplerOptions, SamplerState, candidate_tokens, predictor
+from mdlm_hf.sampler import SamplerOptions, SamplerState, candidate_tokens, capital_letters, predictor
 from mdlm_hf.windows import score_windows
 
 WRITES_LEFT_TO_RIGHT = "an autoregressive model writes left to right only"
 # the options a left-to-right run takes: how each character is drawn, as the diffusion model draws it; the others
 # (num_steps and window_context too: one character a pass, the context slides by itself) are refused unless left as
 # SamplerOptions.default_for_causal() has them
-DRAWS = ("temperature", "top_k", "top_p", "min_p", "cut_where_sure")
+DRAWS = ("temperature", "top_k", "top_p", "min_p", "cut_where_sure", "capital_temperature_factor")
 # after its context fills, the writer reads again the last three quarters of it, so that a re-read (one pass over
 # 192 characters) comes every 64 characters and every character is drawn knowing at least 192 before it
 KEPT_CONTEXT = 3 / 4
@@ -146,6 +146,7 @@ def _write(
     yield SamplerState(
         tokens.clone(), nothing, nothing, confidence.clone(), is_given, 0, num_steps, 0, mask_id, (window_start, begin)
     )
+    capitals = capital_letters(model, device)
     with evaluating(model):
         for i in range(begin, N):
             if cache is None or cache.length == L:  # read the context afresh: the start token, then the last characters
@@ -155,7 +156,8 @@ def _write(
             else:
                 reading = tokens[:, i - 1 : i]  # (B, 1) the character written last
             logits = predictor(model)(reading, None, cache)[:, -1:].float()  # (B, 1, V)
-            drawn = candidate_tokens(logits, options, generator)  # (B, 1)
+            cooler = None if capitals is None or i == 0 else capitals[tokens[:, i - 1 : i]]  # (B, 1)
+            drawn = candidate_tokens(logits, options, generator, cooler)  # (B, 1)
             probability = logits.softmax(dim=-1).gather(-1, drawn[..., None])[:, 0, 0]  # (B,)
             tokens[:, i], confidence[:, i] = drawn[:, 0], probability
             revealed = nothing.clone()

@@ -78,13 +78,14 @@ ENDPOINTS: dict[str, Endpoint] = {
     "generate": Endpoint(
         tuple(
             "prompt length num_steps temperature top_p order seed block_length order_temperature prior_weight "
-            "remask_ratio spacing fixed_seed entropy_bound min_p end_at cut_where_sure".split()
+            "remask_ratio spacing fixed_seed entropy_bound min_p end_at cut_where_sure "
+            "capital_temperature_factor".split()
         )
     ),
     "infill": Endpoint(
         tuple(
             "template num_steps temperature top_p order seed order_temperature prior_weight remask_ratio spacing "
-            "fixed_seed entropy_bound min_p cut_where_sure".split()
+            "fixed_seed entropy_bound min_p cut_where_sure capital_temperature_factor".split()
         ),
         # a template has few blanks, and 16 steps are too few for remasking
         {"num_steps": dict(default=16), "remask_ratio": dict(default=0.0)},

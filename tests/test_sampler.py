@@ -6,14 +6,16 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mdlm_hf import MDLM, ORDERS, sample
+from mdlm_hf import MDLM, ORDERS, CharTokenizer, sample
 from mdlm_hf.pipeline import prompt_canvas, text_to_canvas
 from mdlm_hf.sampler import (
     OPTION_SPECS,
     REVEAL_RULE_OPTIONS,
     SCORED_ORDERS,
     SamplerOptions,
+    after_capital,
     candidate_tokens,
+    capital_letters,
     character_log_prior,
     denoise_step,
     final_state,
@@ -658,3 +660,46 @@ def test_cut_where_sure_keeps_the_tail_where_the_model_is_unsure():
     assert tail_share == pytest.approx(0.6, abs=0.03)
     with pytest.raises(ValueError, match="cut_where_sure must be"):
         SamplerOptions(cut_where_sure=1.5)
+
+
+def test_characters_after_a_capital_are_drawn_at_the_temperature_times_the_factor():
+    logits = torch.randn(64, 12, 10, generator=torch.Generator().manual_seed(0)).log_softmax(dim=-1)  # (B, T, V)
+    cooler = torch.rand(64, 12, generator=torch.Generator().manual_seed(1)) < 0.5
+    options = SamplerOptions.plain(temperature=1.2, capital_temperature_factor=0.5, min_p=0.1)
+    mixed = candidate_tokens(logits, options, torch.Generator().manual_seed(2), cooler)
+    warm = candidate_tokens(logits, options.replace(capital_temperature_factor=1.0), torch.Generator().manual_seed(2))
+    cool = candidate_tokens(logits, options.replace(temperature=0.6), torch.Generator().manual_seed(2))
+    assert torch.equal(mixed, torch.where(cooler, cool, warm))  # the same noise: each position at its temperature
+    assert not torch.equal(cool, warm)
+    greedy = candidate_tokens(logits, options.replace(temperature=0), torch.Generator().manual_seed(3), cooler)
+    assert torch.equal(greedy, logits.argmax(dim=-1))  # temperature 0 is greedy everywhere, whatever the factor
+    for bad in (0, 1.5):
+        with pytest.raises(ValueError, match="capital_temperature_factor must be in"):
+            SamplerOptions(capital_temperature_factor=bad)
+    assert SamplerOptions.plain().capital_temperature_factor == 1.0  # the bare core draws from the model as it is
+    assert SamplerOptions.default_for_causal().capital_temperature_factor == 1.0
+
+
+def test_the_sampler_cools_exactly_the_characters_whose_left_neighbour_is_a_capital(monkeypatch):
+    from mdlm_hf import sampler as sampler_module
+
+    torch.manual_seed(0)
+    model = MDLM(CharTokenizer.from_text("ROMEO: JULIET, good night.\n").vocab, n_layer=1, n_head=2, n_embd=16)
+    capitals = capital_letters(model, torch.device("cpu"))
+    assert [c for c, flag in zip(model.tokenizer.vocab, capitals.tolist(), strict=False) if flag] == list("EIJLMORTU")
+    assert not capitals[model.mask_id]
+    seen, original = [], sampler_module.candidate_tokens
+    monkeypatch.setattr(
+        sampler_module,
+        "candidate_tokens",
+        lambda logits, options, generator, cooler=None: (
+            seen.append(cooler) or original(logits, options, generator, cooler)
+        ),
+    )
+    states = list(sample(model, text_to_canvas(model, "ROMEO:\n" + "_" * 40), seed=0))
+    assert len(seen) == len(states) - 1 and all(cooler is not None for cooler in seen)
+    for before, cooler in zip(states[:-1], seen, strict=True):  # the canvas each draw saw, and what it cooled
+        ids = before.tokens[0].tolist()
+        assert cooler[0].tolist() == [i > 0 and bool(capitals[ids[i - 1]]) for i in range(len(ids))]
+    assert seen[0][0, 1:6].all() and not seen[0][0, 6:].any()  # "ROMEO" given: O, M, E, O and ":" come after one
+    assert after_capital(states[0].tokens, None) is None  # a stub model without a tokenizer: nothing cooled

@@ -35,7 +35,7 @@ def generate_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
             end_at = control("generate", "end_at", block_size)
             steps = control("generate", "num_steps", block_size, min(SamplerOptions().num_steps, default_length))
             controls = dict(prompt=prompt, length=length, num_steps=steps, end_at=end_at)
-            drawing = ("temperature", "top_p", "min_p", "cut_where_sure", "block_length")
+            drawing = ("temperature", "capital_temperature_factor", "top_p", "min_p", "cut_where_sure", "block_length")
             controls |= sampling_options("generate", block_size, drawing)
         outputs, replay = output_column("generate", 8, draft_canvas(texts.prompt, room), "Generate")
     follow_prompt(demo, MAX_CANVAS, block_size, prompt, length, steps)

@@ -39,7 +39,9 @@ def infill_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
                 gr.Examples(examples, inputs=[template])
             steps = control("infill", "num_steps", block_size)
             controls = dict(template=template, num_steps=steps)
-            controls |= sampling_options("infill", block_size, ("temperature", "top_p", "min_p", "cut_where_sure"))
+            controls |= sampling_options(
+                "infill", block_size, ("temperature", "capital_temperature_factor", "top_p", "min_p", "cut_where_sure")
+            )
         outputs, replay = output_column("infill", 6, draft_template(first, blank), "Fill the blanks")
     fit = dict(
         fn=lambda text, wanted: fit_steps_to_length(block_size, (text or "").count(blank), wanted),
