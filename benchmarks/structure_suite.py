@@ -70,7 +70,7 @@ RULES: dict[str, dict | None] = {
     "joint": dict(order="left_to_right", num_steps=LENGTH),  # one character per pass (num_steps: the masks)
     # the autoregressive twin (--twin), sampled as the joint is: its own distribution, left to right
     "twin": dict(order="left_to_right"),
-    "default": None,  # SamplerOptions(): streams order, min-p 0.1, temperature 1.2, 0.8 after a capital
+    "default": None,  # SamplerOptions(): streams order, min-p 0.1, temperature 1.2, 0.6 after a capital
     # the default before the structure suite
     "previous": dict(order="confidence", order_temperature=0.25, prior_weight=0.45, remask_ratio=0.65, spacing=2),
     "entropy-s2": dict(ENTROPY, spacing=2),
@@ -93,7 +93,9 @@ RULES: dict[str, dict | None] = {
     # streams order: each pass writes the next character of every stretch, left to right (the default before
     # capitals were drawn cooler: every character at temperature 1.2)
     "streams-m10-t120": dict(order="streams", min_p=0.1, temperature=1.2),
-    # the default with a character after a capital drawn at half the temperature (0.6) instead of 0.67 of it (0.8)
+    # a character after a capital drawn at 0.67 of the temperature (0.8), the first value tried; the default
+    # draws it at half (0.6: streams-m10-t120-caps50 names the same rule, its rows are the default's)
+    "streams-m10-t120-caps67": dict(order="streams", min_p=0.1, temperature=1.2, capital_temperature_factor=0.67),
     "streams-m10-t120-caps50": dict(order="streams", min_p=0.1, temperature=1.2, capital_temperature_factor=0.5),
     # the same, cutting only where the model is sure (a stretch's first character, drawn blind, keeps its tail)
     "streams-m10-t110-sure50": dict(order="streams", min_p=0.1, temperature=1.1, cut_where_sure=0.5),
