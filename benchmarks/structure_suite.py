@@ -97,6 +97,9 @@ RULES: dict[str, dict | None] = {
     # draws it at half (0.6: streams-m10-t120-caps50 names the same rule, its rows are the default's)
     "streams-m10-t120-caps67": dict(order="streams", min_p=0.1, temperature=1.2, capital_temperature_factor=0.67),
     "streams-m10-t120-caps50": dict(order="streams", min_p=0.1, temperature=1.2, capital_temperature_factor=0.5),
+    # the model's own distribution (no cut, temperature 1) but for a name's letters, at half of it
+    "streams-t100-caps50": dict(order="streams", temperature=1.0, capital_temperature_factor=0.5),
+    "streams-m05-t100-caps50": dict(order="streams", min_p=0.05, temperature=1.0, capital_temperature_factor=0.5),
     # the same, cutting only where the model is sure (a stretch's first character, drawn blind, keeps its tail)
     "streams-m10-t110-sure50": dict(order="streams", min_p=0.1, temperature=1.1, cut_where_sure=0.5),
     "streams-m10-t120-sure50": dict(order="streams", min_p=0.1, temperature=1.2, cut_where_sure=0.5),
