@@ -419,10 +419,11 @@ def candidate_tokens(
     `capital_temperature_factor`."""
     if options.temperature < GREEDY_BELOW:  # 0, or so close that the division would overflow
         return logits.argmax(dim=-1)
-    temperature = torch.full(logits.shape[:-1], options.temperature, dtype=torch.float64, device=logits.device)
-    if cooler is not None and options.capital_temperature_factor < 1:
-        temperature = temperature.masked_fill(cooler, options.temperature * options.capital_temperature_factor)
-    scaled = logits.double() / temperature[..., None]  # float64: Gumbel noise on tiny probabilities stays exact
+    temperature: float | torch.Tensor = options.temperature
+    if cooler is not None and options.capital_temperature_factor < 1:  # (B, T, 1): each position its own
+        cooled = options.temperature * options.capital_temperature_factor
+        temperature = torch.where(cooler, cooled, options.temperature).to(torch.float64)[..., None]
+    scaled = logits.double() / temperature  # float64: Gumbel noise on tiny probabilities stays exact
     uncut = scaled
     if options.top_k is not None and options.top_k < scaled.size(-1):
         kth = scaled.topk(options.top_k, dim=-1).values[..., -1:]

@@ -79,7 +79,7 @@ def starting_point(model_id: str) -> dict:
     except Exception as error:  # a missing directory goes to the Hub, whose errors are many types
         raise ValueError(f"--init-from {model_id}: no mdlm_hf model there ({' '.join(str(error).split())})") from error
     config = dict(model._hub_mixin_config)  # the config.json it was saved with
-    return {"model_config": config, "model": {k: v.float() for k, v in model.state_dict().items()}}
+    return {"model_config": config, "model": model.state_dict()}  # fp32 however the file stores them
 
 
 def build_model(checkpoint: dict, path: Path) -> MDLM:
