@@ -486,13 +486,23 @@ def spaced_picks(order: torch.Tensor, eligible: torch.Tensor, count: torch.Tenso
     return picked
 
 
+def place_in_stretch(offset: torch.Tensor, length: torch.Tensor, stretches: torch.Tensor) -> torch.Tensor:
+    """1-based place of each `offset` (B, T) in its stretch, a run of `length` (B, T) cut into `stretches` (B, T)
+    stretches of equal length within one: stretch i starts at floor(i * length / stretches)."""
+    length = length.clamp(min=1)
+    stretch = ((offset + 1) * stretches - 1).div(length, rounding_mode="floor")  # the largest i with start_i <= offset
+    return offset - (stretch * length).div(stretches, rounding_mode="floor") + 1
+
+
 def stream_passes(eligible: torch.Tensor, given: torch.Tensor, num_steps: int) -> torch.Tensor:
     """Streams order's plan (B, T): the pass, 1 to `num_steps`, that writes each `eligible` (B, T) position (0 for
     the others), `given` (B, T) marking the characters already there (a prompt, a template, earlier windows).
 
-    Each run of eligible positions is cut, from its start, into stretches of `num_steps` positions, written left to
-    right, one character of each a pass, so every character but a stretch's first is drawn knowing the one before.
-    A run with given text on its right only is the mirror image, cut from its end and written right to left. A run
+    Each run of eligible positions is cut into as few stretches as the passes allow, of equal length (within one),
+    written left to right, one character of each a pass, so every character but a stretch's first is drawn knowing
+    the one before. Equal, because a short last stretch would write a canvas's end in the first passes, with next to
+    nothing known around it (a run of 133 in 32 passes: 5 stretches of 26-27, not 4 of 32 and one of 5 written by
+    pass 5). A run with given text on its right only is the mirror image, written right to left. A run
     between given text that fits in twice the passes is written from both ends (one end a pass, or both where the
     run is longer than the passes), so its fronts meet in its middle: a blank before given text (an infill
     template's next speech) is written towards that text, not crammed into it at its end.
@@ -508,7 +518,12 @@ def stream_passes(eligible: torch.Tensor, given: torch.Tensor, num_steps: int) -
     inward = offset.minimum(from_end)  # how far from the nearer end
     alternate = 2 * inward + 1 + (offset > from_end).long()  # left end, right end, next left, ... (middle last)
     both_ends = torch.where(length <= num_steps, alternate, inward + 1)
-    passes = torch.where(right_given & ~left_given, from_end % num_steps + 1, offset % num_steps + 1)
+    stretches = length.clamp(min=1).add(num_steps - 1).div(num_steps, rounding_mode="floor")  # ceil(length / passes)
+    passes = torch.where(
+        right_given & ~left_given,
+        place_in_stretch(from_end, length, stretches),
+        place_in_stretch(offset, length, stretches),
+    )
     passes = torch.where(left_given & right_given & (length <= 2 * num_steps), both_ends, passes)
     return passes.masked_fill(~eligible, 0)
 

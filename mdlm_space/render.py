@@ -29,6 +29,8 @@ WRAP_WORDS = "white-space: pre-wrap; word-break: normal; overflow-wrap: anywhere
 CANVAS_ROWS = 10  # the canvas's fixed height in lines: new line breaks scroll inside it, not push the page down
 COMPARE_ROWS = 9
 COMPARE_FONT_PX = 13  # two canvases side by side, on a phone too
+NARROW_FONT_PX = 9  # a side-by-side canvas's text on a phone's screen, PHONE_WIDTH_PX wide
+PHONE_WIDTH_PX = 390
 CANVAS_BACKGROUND = "#fbfaf7"
 MASK_COLOUR, TAKEN_BACK_COLOUR, NEW_COLOUR = "#c4bcae", "#d9534f", "#ffd54f"
 # each mask is its own cell: a filled box whose 1 px inset edges in the background colour keep neighbours apart
@@ -55,10 +57,16 @@ def confidence_colour(confidence: float) -> str:
 def canvas_style(rows: int, font_px: int = 15) -> str:
     """The canvas box: monospace, words kept whole, `rows` lines high whatever it holds (it scrolls inside). Its
     margin above and below is a border in the background's colour, not padding, which would scroll with the lines:
-    the box shows exactly `rows` whole lines, at the top and when scrolled to its end, never part of the next."""
+    the box shows exactly `rows` whole lines, at the top and when scrolled to its end, never part of the next.
+    Below `font_px` (COMPARE_FONT_PX) the text and its side margins shrink with a narrow screen, down to
+    NARROW_FONT_PX on a phone: the two canvases side by side then hold 22 characters a line, not 14."""
     line = 1.6
+    size, padding = f"{font_px}px", "10px"
+    if font_px <= COMPARE_FONT_PX:
+        size = f"clamp({NARROW_FONT_PX}px, {100 * NARROW_FONT_PX / PHONE_WIDTH_PX:.2f}vw, {font_px}px)"
+        padding = f"clamp(4px, {100 * 4 / PHONE_WIDTH_PX:.2f}vw, 10px)"
     return (
-        f"{CANVAS_FONT} {WRAP_WORDS} line-height: {line}; font-size: {font_px}px; padding: 0 10px; "
+        f"{CANVAS_FONT} {WRAP_WORDS} line-height: {line}; font-size: {size}; padding: 0 {padding}; "
         f"border: solid {CANVAS_BACKGROUND}; border-width: 10px 0; border-radius: 8px; "
         f"background: {CANVAS_BACKGROUND}; color: #1f2733; box-sizing: border-box; "
         f"height: calc({rows * line}em + 20px); overflow-y: auto;"

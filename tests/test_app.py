@@ -1173,6 +1173,39 @@ def test_browser_a_canvas_shows_whole_lines_never_a_cut_one(server):
             page.close()
 
 
+CHARACTERS_PER_LINE = """canvas => {
+    const style = getComputedStyle(canvas), probe = document.createElement('span');
+    probe.style.cssText = 'font: inherit; white-space: pre; visibility: hidden; position: absolute;';
+    probe.textContent = 'm'.repeat(40);
+    canvas.appendChild(probe);
+    const width = probe.getBoundingClientRect().width / 40;
+    probe.remove();
+    return Math.floor((canvas.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight)) / width);
+}"""
+
+
+@pytest.mark.browser
+def test_browser_compare_on_a_phone_holds_a_line_of_verse_per_side(server):
+    # issue 24, defect 9: side by side on a phone, each Compare canvas held about 14 characters a line, so every
+    # line of verse (about 40) wrapped two or three times; the sides stay side by side (the race in the first
+    # screen) and their text shrinks with the screen instead, whole at desktop width
+    with chromium() as browser:
+        widths = {}
+        for where, (width, height) in (("desktop", DESKTOP), ("phone", PHONE)):
+            page = browser.new_page(viewport=dict(width=width, height=height))
+            page.goto(server)
+            page.get_by_role("tab", name="Compare").click()
+            for side in ("left", "right"):
+                box = page.locator(f"#compare-{side}-canvas .mdlm-canvas")
+                box.wait_for()
+                widths[where, side] = box.evaluate(CHARACTERS_PER_LINE)
+                font_px = float(box.evaluate("c => parseFloat(getComputedStyle(c).fontSize)"))
+                assert font_px >= (13 if where == "desktop" else 9), (where, side, font_px)
+            page.close()
+    assert min(widths[("phone", side)] for side in ("left", "right")) >= 22, widths
+    assert min(widths[("desktop", side)] for side in ("left", "right")) >= 40, widths
+
+
 @pytest.mark.browser
 def test_browser_every_tab_at_desktop_and_phone_width(server, tmp_path, model_dir):
     from playwright.sync_api import expect

@@ -105,13 +105,14 @@ def planned(canvas: str, num_steps: int) -> str:
 @pytest.mark.parametrize(
     ("canvas", "num_steps", "passes"),
     [
-        ("__________", 4, "1234123412"),  # nothing given: stretches from the start, left to right
+        ("__________", 4, "1231231234"),  # nothing given: 3 stretches of equal length (within one), left to right
+        ("________", 4, "12341234"),
         ("ab________", 4, "0012341234"),  # given on the left: the same
         ("________cd", 4, "4321432100"),  # given on the right only: the mirror image
         ("ab_____cd", 8, "001354200"),  # between given text: one end a pass, meeting in the middle
         ("ab____cd", 8, "00134200"),
         ("ab__________cd", 6, "00123455432100"),  # longer than the passes: both ends each pass
-        ("ab__________cd", 4, "00123412341200"),  # longer than twice the passes: stretches again
+        ("ab__________cd", 4, "00123123123400"),  # longer than twice the passes: stretches again
         ("__.__", 4, "12012"),  # masks that are not eligible are not given text
     ],
 )
@@ -703,3 +704,14 @@ def test_the_sampler_cools_exactly_the_characters_whose_left_neighbour_is_a_capi
         assert cooler[0].tolist() == [i > 0 and bool(capitals[ids[i - 1]]) for i in range(len(ids))]
     assert seen[0][0, 1:6].all() and not seen[0][0, 6:].any()  # "ROMEO" given: O, M, E, O and ":" come after one
     assert after_capital(states[0].tokens, None) is None  # a stub model without a tokenizer: nothing cooled
+
+
+@pytest.mark.parametrize(("length", "num_steps"), [(133, 32), (235, 32), (181, 32), (256, 32), (7, 3), (1, 5)])
+def test_stream_passes_cut_a_run_into_stretches_of_equal_length(length, num_steps):
+    # a short last stretch would write the canvas's end in the first passes, with next to nothing known around it
+    passes = planned("_" * length, num_steps)
+    plan = stream_passes(torch.ones(1, length, dtype=torch.bool), torch.zeros(1, length, dtype=torch.bool), num_steps)
+    starts = (plan[0] == 1).nonzero().flatten().tolist()
+    lengths = [b - a for a, b in itertools.pairwise([*starts, length])]
+    assert len(starts) == math.ceil(length / num_steps) and max(lengths) - min(lengths) <= 1, passes
+    assert int(plan.max()) == max(lengths) == math.ceil(length / len(starts))  # the run ends when its stretches do
