@@ -151,15 +151,15 @@ class SamplerOptions:
     # 32: 256 characters in under a second on two CPU cores (benchmarks/app_latency.py); the structure suite's
     # targets are set at 32 passes (docs/benchmarks.md)
     num_steps: int = option(32, integer(1), "Denoising steps", slider=(1, None, 1))
-    # which masked positions are revealed first: confidence (the candidate's probability), margin (top1 - top2),
-    # entropy (lowest first), random, left_to_right, or streams: left to right in parallel (`stream_passes`). The
-    # first pass begins a stretch every num_steps characters (256 masks in 32 passes: 8), and every later pass writes
-    # the next character beside each known one, so every character but a stretch's first is drawn knowing its
-    # neighbour, as the model's own left-to-right joint draws it; a blank between known characters is written from
-    # both ends, its fronts meeting in its middle, so a speech is not crammed into the text after it. Streams order
-    # uses no score, schedule or spacing (a long canvas's short blanks still get their passes by spacing) and ends
-    # early where every blank is shorter than the passes. Entropy order, the default before, leaves a name's
-    # uncertain letters for the crowded last passes, where neighbours are drawn together and names garble
+    # which masked positions are revealed first: confidence (the candidate's probability), margin (top1 - top2), entropy
+    # (lowest first), random, left_to_right, or streams: left to right in parallel (`stream_passes`). The first pass
+    # begins as few stretches as num_steps allows, of equal length (256 masks in 32 passes: 8 of 32; 133 masks: 5 of
+    # 26-27), and every later pass writes the next character beside each known one, so every character but a stretch's
+    # first is drawn knowing its neighbour, as the model's own left-to-right joint draws it; a blank between known
+    # characters is written from both ends, its fronts meeting in its middle, so a speech is not crammed into the text
+    # after it. Streams order uses no score, schedule or spacing (a long canvas's short blanks still get their passes by
+    # spacing) and ends early where every blank is shorter than the passes. Entropy order, the default before, leaves a
+    # name's uncertain letters for the crowded last passes, where neighbours are drawn together and names garble
     order: str = option("streams", one_of(ORDERS), "Reveal order")
     # of the character drawn at each position: 0 = greedy argmax (so is anything below GREEDY_BELOW, 1e-3);
     # otherwise Gumbel-max sampling in float64 (1.0 beat 0.7 in the sampling study; 1.2 with min-p 0.1 and streams
