@@ -58,8 +58,8 @@ def canvas_style(rows: int, font_px: int = 15) -> str:
     """The canvas box: monospace, words kept whole, `rows` lines high whatever it holds (it scrolls inside). Its
     margin above and below is a border in the background's colour, not padding, which would scroll with the lines:
     the box shows exactly `rows` whole lines, at the top and when scrolled to its end, never part of the next.
-    Below `font_px` (COMPARE_FONT_PX) the text and its side margins shrink with a narrow screen, down to
-    NARROW_FONT_PX on a phone: the two canvases side by side then hold 22 characters a line, not 14."""
+    A canvas set at COMPARE_FONT_PX or less (Compare's, side by side) shrinks its text and side margins with a
+    narrow screen, down to NARROW_FONT_PX on a phone: each side then holds 22 characters a line, not 14."""
     line = 1.6
     size, padding = f"{font_px}px", "10px"
     if font_px <= COMPARE_FONT_PX:
