@@ -300,13 +300,15 @@ def reveal_nll_steps(model: nn.Module, x0: torch.Tensor, order: str) -> Iterator
 
 @torch.no_grad()
 def surprise_steps(
-    model: nn.Module, tokens: torch.Tensor, batch_size: int = 32, context: int | None = None
+    model: nn.Module, tokens: torch.Tensor, batch_size: int = 32, context: int | None = None, fast: bool = False
 ) -> Iterator[torch.Tensor]:
     """-log p, in nats, of each character of a 1-D `tokens` of any length given those before it, left to right:
     yields the (n,) nats so far (NaN where not scored yet) after each forward pass, which scores `batch_size`
     characters at once. Within the model's context this is `exact_nll`'s left-to-right chain (the same canvases:
     the characters before, then masks), batched; past it each character is read in a window of block_size that
-    holds at least `context` characters before it (default block_size // 2)."""
+    holds at least `context` characters before it (default block_size // 2). `fast`: the passes run where the
+    sampler's do (an MDLM's `denoise`: its bf16 copy where that is faster here, about 2.3x on CPUs with bf16 units,
+    0.001-0.002 bits per character from the fp32 figure) instead of on the exact fp32 forward."""
     check_token_ids(tokens, model)
     check_batch_size(batch_size)
     context = model.block_size // 2 if context is None else context
@@ -318,6 +320,7 @@ def surprise_steps(
     device = next(model.parameters()).device
     tokens = tokens.long().to(device)
     nats = torch.full((tokens.numel(),), float("nan"), device=device)
+    forward = getattr(model, "denoise", model) if fast else model
     with evaluating(model):
         for start, first, end in score_windows(tokens.numel(), model.block_size, context):
             window = tokens[start:end]
@@ -327,7 +330,7 @@ def surprise_steps(
                 canvas = window.expand(len(positions), -1).clone()  # (b, L) the characters before each, then masks
                 canvas[torch.arange(window.numel(), device=device)[None, :] >= relative[:, None]] = model.mask_id
                 t = (window.numel() - relative).float() / window.numel()  # each canvas's mask ratio
-                log_probs = model(canvas, t).float().log_softmax(dim=-1)  # (b, L, V)
+                log_probs = forward(canvas, t).float().log_softmax(dim=-1)  # (b, L, V)
                 rows = torch.arange(len(positions), device=device)
                 nats[positions] = -log_probs[rows, relative, tokens[positions]]
                 yield nats.clone()

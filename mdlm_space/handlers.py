@@ -181,7 +181,10 @@ def forward_process(model: MDLM, line: str | None, t: float, seed: float) -> tup
 
 
 SCORE_MAX_CHARS = 2048  # read window by window past the context: 2,048 canvases, about 80 s on two CPU cores
-SCORE_BATCH = 32  # characters scored per forward pass: one canvas each, batched (the same numbers, fewer calls)
+SCORE_BATCH = 16  # characters scored per forward pass: one canvas each, batched (the same numbers, fewer calls);
+# on the fast path 8-16 beat 32 (3.1 s against 3.4 s for 256 characters) and 64-128 lost (4.9-5.8 s)
+SCORE_FAST = True  # Score's passes run where Generate's do (the fast path: bf16 weights where faster; 2.2-2.3x, and
+# 0.001 bits per character from fp32 on Sonnet 18; benchmarks/app_latency.py --score)
 
 
 def score(model: MDLM, text: str | None) -> Iterator[tuple[str, str]]:
@@ -196,7 +199,7 @@ def score(model: MDLM, text: str | None) -> Iterator[tuple[str, str]]:
     most = math.log2(len(model.tokenizer.vocab))
     tokens = torch.tensor(model.tokenizer.encode(text))
     num_passes = 0
-    for nats in surprise_steps(model, tokens, SCORE_BATCH):
+    for nats in surprise_steps(model, tokens, SCORE_BATCH, fast=SCORE_FAST):
         num_passes += 1
         bits = (nats.cpu() / math.log(2)).tolist()
         done = sum(b == b for b in bits)
@@ -211,8 +214,9 @@ def score_summary(model: MDLM, text: str, bits: list[float], num_passes: int) ->
     how = "exact negative log-likelihood, left to right"
     if len(text) > model.block_size:
         how = f"left to right, each character read with at least {model.block_size // 2} before it"
+    weights = str(model.denoise_dtype if SCORE_FAST else model.lm_head.weight.dtype).removeprefix("torch.")
     return (
         f"**{sum(bits) / len(bits):.3f} bits per character** over {len(text):,} characters ({how}: one canvas per "
-        f"character, {SCORE_BATCH} per pass, {passes(num_passes)}). Most surprising: "
+        f"character, {SCORE_BATCH} per pass, {passes(num_passes)}, {weights} weights). Most surprising: "
         f"{shown_char(text[worst])} at position {worst + 1:,}, {bits[worst]:.1f} bits."
     )

@@ -224,3 +224,17 @@ def test_surprise_steps_past_the_context_and_bad_input(tiny_model):
         next(surprise_steps(tiny_model, long, context=64))
     with pytest.raises(ValueError, match="batch_size"):
         next(surprise_steps(tiny_model, long, batch_size=0))
+
+
+def test_surprise_steps_fast_runs_the_samplers_pass_and_stays_near_the_exact_chain(tiny_model, monkeypatch):
+    from mdlm_hf.diffusion import surprise_steps
+
+    tokens = torch.tensor(tiny_model.tokenizer.encode("to be or not to be that is the question"))
+    calls = []
+    denoise = tiny_model.denoise
+    monkeypatch.setattr(tiny_model, "denoise", lambda *args: calls.append(args[0].shape) or denoise(*args))
+    *_, fast = surprise_steps(tiny_model, tokens, batch_size=16, fast=True)
+    assert len(calls) == math.ceil(len(tokens) / 16)  # every pass on the sampler's forward (the fast path)
+    *_, exact = surprise_steps(tiny_model, tokens, batch_size=16)
+    assert len(calls) == math.ceil(len(tokens) / 16)  # the default stays on the exact forward
+    assert fast.mean().item() == pytest.approx(exact.mean().item(), abs=0.01)

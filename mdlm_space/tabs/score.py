@@ -16,10 +16,10 @@ def score_tab(model: MDLM, texts: DemoText) -> None:
     """Paste text the model writes: its bits per character, and each character tinted by the model's surprise."""
     gr.Markdown(
         "How likely does the model find a text? It reveals the text one character at a time, left to right, and "
-        "adds up -log2 p of each true character given those before it: the exact likelihood, in bits per character "
-        f"(lower: less surprised). Past {model.block_size} characters, the model's context, it reads the text "
-        f"window by window, each character with at least {model.block_size // 2} before it; at most "
-        f"{SCORE_MAX_CHARS:,} characters."
+        "adds up -log2 p of each true character given those before it: the exact likelihood (of the weights Generate "
+        f"runs on), in bits per character (lower: less surprised). Past {model.block_size} characters, the model's "
+        f"context, it reads the text window by window, each character with at least {model.block_size // 2} before "
+        f"it; at most {SCORE_MAX_CHARS:,} characters."
     )
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
