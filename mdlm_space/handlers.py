@@ -180,7 +180,7 @@ def forward_process(model: MDLM, line: str | None, t: float, seed: float) -> tup
     return view, summary
 
 
-SCORE_MAX_CHARS = 2048  # read window by window past the context: 2,048 canvases, 8x the time of 256 characters
+SCORE_MAX_CHARS = 2048  # read window by window past the context: 2,048 canvases, 22 s on two CPU cores (fast path)
 SCORE_BATCH = 16  # characters scored per forward pass: one canvas each, batched (the same numbers, fewer calls);
 # on the fast path 8-16 beat 32 (3.1 s against 3.4 s for 256 characters) and 64-128 lost (4.9-5.8 s)
 SCORE_FAST = True  # Score's passes run where Generate's do (the fast path: bf16 weights where faster; 2.2-2.3x, and
