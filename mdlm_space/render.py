@@ -29,8 +29,8 @@ WRAP_WORDS = "white-space: pre-wrap; word-break: normal; overflow-wrap: anywhere
 CANVAS_ROWS = 10  # the canvas's fixed height in lines: new line breaks scroll inside it, not push the page down
 COMPARE_ROWS = 9
 COMPARE_FONT_PX = 13  # two canvases side by side, on a phone too
-NARROW_FONT_PX = 9  # a side-by-side canvas's text on a phone's screen, PHONE_WIDTH_PX wide
-PHONE_WIDTH_PX = 390
+NARROW_FONT_PX, NARROW_PADDING_PX = 9, 4  # a side-by-side canvas's text and side margins on a phone's screen
+PHONE_WIDTH_PX = 390  # the phone the narrow sizes are set for (the browser tests' 390x844)
 CANVAS_BACKGROUND = "#fbfaf7"
 MASK_COLOUR, TAKEN_BACK_COLOUR, NEW_COLOUR = "#c4bcae", "#d9534f", "#ffd54f"
 # each mask is its own cell: a filled box whose 1 px inset edges in the background colour keep neighbours apart
@@ -64,7 +64,7 @@ def canvas_style(rows: int, font_px: int = 15) -> str:
     size, padding = f"{font_px}px", "10px"
     if font_px <= COMPARE_FONT_PX:
         size = f"clamp({NARROW_FONT_PX}px, {100 * NARROW_FONT_PX / PHONE_WIDTH_PX:.2f}vw, {font_px}px)"
-        padding = f"clamp(4px, {100 * 4 / PHONE_WIDTH_PX:.2f}vw, 10px)"
+        padding = f"clamp({NARROW_PADDING_PX}px, {100 * NARROW_PADDING_PX / PHONE_WIDTH_PX:.2f}vw, 10px)"
     return (
         f"{CANVAS_FONT} {WRAP_WORDS} line-height: {line}; font-size: {size}; padding: 0 {padding}; "
         f"border: solid {CANVAS_BACKGROUND}; border-width: 10px 0; border-radius: 8px; "
