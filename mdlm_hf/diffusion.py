@@ -22,6 +22,7 @@ import torch.nn.functional as F
 
 from mdlm_hf.autoregressive import autoregressive_nll, char_nats, is_causal
 from mdlm_hf.inference import check_batch_size, check_token_ids, evaluating
+from mdlm_hf.sampler import predictor
 from mdlm_hf.windows import score_windows
 
 LOSS_WEIGHTINGS = ("elbo", "elbo_count", "uniform")
@@ -320,7 +321,7 @@ def surprise_steps(
     device = next(model.parameters()).device
     tokens = tokens.long().to(device)
     nats = torch.full((tokens.numel(),), float("nan"), device=device)
-    forward = getattr(model, "denoise", model) if fast else model
+    forward = predictor(model) if fast else model
     with evaluating(model):
         for start, first, end in score_windows(tokens.numel(), model.block_size, context):
             window = tokens[start:end]
