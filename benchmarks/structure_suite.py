@@ -36,6 +36,7 @@ from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 from mdlm_hf.metrics import word_list
 from mdlm_hf.pipeline import text_to_canvas
 from mdlm_hf.sampler import final_state
+from training.run_options import choose_device, device_problem
 
 RESULTS = REPO_ROOT / "benchmarks" / "results" / "structure"
 JUDGE_ORDER = 7
@@ -265,6 +266,9 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
     parser.add_argument("--samples", type=int, default=32, help="samples per rule, prompt and seed")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument(
+        "--device", default="cpu", help="sample here: cpu (the fast path), auto, cuda or cuda:N (exact fp32 weights)"
+    )
     parser.add_argument("--store", default=str(RESULTS / "texts.json"))
     parser.add_argument("--report", action="store_true", help="print and write the table of the stored rows")
     parser.add_argument("--also", nargs="*", default=[], help="more stores whose rows the report includes")
@@ -272,10 +276,14 @@ def main() -> None:
     unknown = [r for r in args.rules if r not in RULES] + [p for p in args.prompts if p not in PROMPTS]
     if unknown:
         parser.error(f"unknown rule or prompt {', '.join(unknown)}")
+    if device_problem(args.device):
+        parser.error(device_problem(args.device))
     if args.threads:
         torch.set_num_threads(args.threads)
-    model, _ = load_model(args.model)
-    twin = load_twin(args.twin, model)[0] if "twin" in args.rules else None
+    device = choose_device(args.device)
+    exact = device.type != "cpu"  # the fast path's bf16 copy is a CPU choice; elsewhere the weights as saved
+    model = load_model(args.model, exact)[0].to(device)
+    twin = load_twin(args.twin, model, exact)[0].to(device) if "twin" in args.rules else None
     fingerprint = model_fingerprint(model)
     store_path = Path(args.store)
     for rule in args.rules:

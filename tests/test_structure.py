@@ -3,6 +3,7 @@
 import math
 
 import pytest
+import torch
 
 from benchmarks.structure import Sample, count_structure, heading_name, metrics, repeated_span, speakers
 from benchmarks.structure_suite import PROMPTS, meets, template
@@ -102,3 +103,14 @@ def test_a_loop_is_a_long_span_repeated_verbatim():
     assert repeated_span("ROMEO:\n" + line + "JULIET " + line[:63]) is None  # 63 repeated: no loop
     assert repeated_span("ab" * 40) == ("ab" * 32)  # a text that repeats itself overlaps its own copy
     assert repeated_span("short") is None
+
+
+def test_the_suite_refuses_a_device_it_cannot_use_in_one_line(monkeypatch, capsys):
+    from benchmarks import structure_suite
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr("sys.argv", ["structure_suite", "--rules", "default", "--device", "cuda"])
+    with pytest.raises(SystemExit) as stopped:
+        structure_suite.main()
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith("--device cuda: CUDA is not available here")

@@ -1268,3 +1268,17 @@ def test_init_from_errors_are_one_line(text_file, tmp_path, tiny_text):
     twin.save_pretrained(tmp_path / "twin")
     with pytest.raises(ValueError, match="--init-from: --stream-masks is an option of the diffusion loss"):
         train.main([*flags, "--init-from", str(tmp_path / "twin"), "--stream-masks", "0.5"])
+
+
+@pytest.mark.parametrize(
+    ("device", "says"), [("gpu", "is not a device"), ("cuda:7", "CUDA is not available here"), ("xla", "runs on")]
+)
+def test_evaluate_refuses_a_device_it_cannot_use_in_one_line(tmp_path, capsys, device, says, monkeypatch):
+    from training import evaluate
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SystemExit) as stopped:
+        evaluate.main(["--model", str(tmp_path / "none"), "--data", str(tmp_path / "none.txt"), "--device", device])
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert ": error: --device" in error and says in error

@@ -284,8 +284,15 @@ def init_problem(args: argparse.Namespace, explicit: set[str]) -> str | None:
     return None
 
 
+def choose_device(name: str) -> torch.device:
+    """The device a valid --device names: auto is cuda where a GPU is available, else cpu."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
 def device_problem(name: str) -> str | None:
-    """Why `--device name` cannot train here, or None."""
+    """Why `--device name` cannot run the model here (training, evaluation, the suite), or None."""
     if name == "auto":
         return None
     try:
@@ -293,7 +300,7 @@ def device_problem(name: str) -> str | None:
     except (RuntimeError, ValueError):
         return f"--device {name!r} is not a device: use auto, cpu, cuda, cuda:N or mps"
     if device.type not in ("cpu", "cuda", "mps"):
-        return f"--device {name!r}: training runs on auto, cpu, cuda, cuda:N or mps"
+        return f"--device {name!r}: mdlm_hf runs on auto, cpu, cuda, cuda:N or mps"
     if device.type == "cuda" and not torch.cuda.is_available():
         return f"--device {name}: CUDA is not available here"
     if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():

@@ -59,6 +59,7 @@ from training.run_options import (
     EVAL_TEXT_STEPS,
     EVAL_TEXTS,
     SHAPE_FLAGS,
+    choose_device,
     flag_problem,
     model_config_from_args,
     resumed_args,
@@ -153,12 +154,6 @@ def bf16_is_faster(model: MDLM, batch: torch.Tensor, args: argparse.Namespace, r
     model.zero_grad(set_to_none=True)
     torch.set_rng_state(rng_state)
     return timings[True] < timings[False]
-
-
-def choose_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
 
 
 @dataclass
