@@ -309,7 +309,10 @@ def main() -> None:
         context = report_context()
         context["heldout"] = metrics(
             count_structure(
-                heldout_samples(context["reference"], HELDOUT_WINDOWS, 0), context["speakers"], context["words"], context["judge"]
+                heldout_samples(context["reference"], HELDOUT_WINDOWS, 0),
+                context["speakers"],
+                context["words"],
+                context["judge"],
             )
         )
         store = {k: v for path in [*args.also, store_path] for k, v in load_store(Path(path)).items()}
