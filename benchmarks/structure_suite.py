@@ -104,6 +104,10 @@ RULES: dict[str, dict | None] = {
     # the same, cutting only where the model is sure (a stretch's first character, drawn blind, keeps its tail)
     "streams-m10-t110-sure50": dict(order="streams", min_p=0.1, temperature=1.1, cut_where_sure=0.5),
     "streams-m10-t120-sure50": dict(order="streams", min_p=0.1, temperature=1.2, cut_where_sure=0.5),
+    # stretches that begin at word starts (word_streams order: a space or a line break before each, drawn first)
+    "word-streams-t120": dict(order="word_streams", min_p=0.1, temperature=1.2, capital_temperature_factor=0.5),
+    "word-streams-t125": dict(order="word_streams", min_p=0.1, temperature=1.25, capital_temperature_factor=0.5),
+    "word-streams-t130": dict(order="word_streams", min_p=0.1, temperature=1.3, capital_temperature_factor=0.5),
     "random-s16": dict(order="random", spacing=16),
     "random-s16-r65": dict(order="random", spacing=16, remask_ratio=0.65),
     "random-s8-r65": dict(order="random", spacing=8, remask_ratio=0.65),

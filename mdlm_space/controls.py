@@ -11,7 +11,7 @@ from typing import Any
 import gradio as gr
 
 from mdlm_hf import SamplerOptions
-from mdlm_hf.sampler import OPTION_SPECS, STREAMS_IGNORE, orders_using
+from mdlm_hf.sampler import OPTION_SPECS, STREAM_ORDERS, STREAMS_IGNORE, orders_using
 from mdlm_space.endpoints import ENDPOINTS, default, param
 
 
@@ -69,7 +69,7 @@ def order_bound_update(order: str) -> tuple[dict, ...]:
         if order in orders_using(name)
         else gr.update(
             interactive=False,
-            **({"value": OPTION_SPECS[name].shown(STREAMS_IGNORE[name])} if order == "streams" else {}),
+            **({"value": OPTION_SPECS[name].shown(STREAMS_IGNORE[name])} if order in STREAM_ORDERS else {}),
         )
         for name in ORDER_BOUND
     )

@@ -6,12 +6,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import mdlm_hf.sampler as sampler_module
 from mdlm_hf import MDLM, ORDERS, CharTokenizer, sample
 from mdlm_hf.pipeline import prompt_canvas, text_to_canvas
 from mdlm_hf.sampler import (
     OPTION_SPECS,
     REVEAL_RULE_OPTIONS,
     SCORED_ORDERS,
+    STREAM_ORDERS,
     SamplerOptions,
     after_capital,
     candidate_tokens,
@@ -20,7 +22,10 @@ from mdlm_hf.sampler import (
     denoise_step,
     final_state,
     planned_reveals,
+    separator_tokens,
     stream_passes,
+    word_separators,
+    word_stream_passes,
 )
 from tests.stubs import StubModel
 
@@ -264,7 +269,7 @@ def test_order_temperature_draws_positions_in_proportion_to_confidence():
 
 def test_order_temperature_still_fills_every_mask_and_keeps_given(tiny_model):
     canvas = canvas_with_holes(tiny_model)
-    for order in set(ORDERS) - {"streams"}:  # streams order refuses an order temperature (it has no ranking)
+    for order in set(ORDERS) - set(STREAM_ORDERS):  # streams orders refuse an order temperature (no ranking)
         state = final_state(sample(tiny_model, canvas, PLAIN, num_steps=8, order=order, order_temperature=0.5, seed=1))
         assert not state.is_masked.any()
         given = canvas != tiny_model.mask_id
@@ -382,7 +387,9 @@ def test_spacing_still_fills_every_mask_and_keeps_given(tiny_model, order):
     given = canvas != tiny_model.mask_id
     states = list(sample(tiny_model, canvas, PLAIN, num_steps=8, order=order, spacing=2, seed=0))
     passes = states[-1].num_forward_passes
-    assert states[-1].done and (passes <= 8 if order == "streams" else passes == 8)  # streams end with the longest run
+    assert states[-1].done and (
+        passes <= 8 if order in STREAM_ORDERS else passes == 8
+    )  # streams end with the longest run
     assert torch.equal(states[-1].tokens[0][given], canvas[given])
     assert torch.equal(torch.stack([s.revealed[0] for s in states]).sum(dim=0), (~given).long())
 
@@ -715,3 +722,73 @@ def test_stream_passes_cut_a_run_into_stretches_of_equal_length(length, num_step
     lengths = [b - a for a, b in itertools.pairwise([*starts, length])]
     assert len(starts) == math.ceil(length / num_steps) and max(lengths) - min(lengths) <= 1, passes
     assert int(plan.max()) == max(lengths) == math.ceil(length / len(starts))  # the run ends when its stretches do
+
+
+def word_planned(canvas: str, num_steps: int) -> tuple[str, str]:
+    """word_stream_passes on a canvas drawn as text (as `planned`): each position's pass as a digit, and the
+    separators as "|" (else ".")."""
+    eligible = torch.tensor([[c == "_" for c in canvas]])
+    given = torch.tensor([[c not in "_." for c in canvas]])
+    passes, separators = word_stream_passes(eligible, given, num_steps)
+    return "".join(str(p) for p in passes[0].tolist()), "".join("|" if s else "." for s in separators[0].tolist())
+
+
+@pytest.mark.parametrize(
+    ("canvas", "num_steps", "passes", "separators"),
+    [
+        # streams' plan for 3 passes ("12123123"), a separator first before each later stretch, the rest a pass later
+        ("________", 4, "21231234", ".|..|..."),
+        ("ab________", 4, "0021231234", "...|..|..."),  # given on the left: the same
+        ("________cd", 4, "4321432100", ".........."),  # right to left (given on the right only): streams' plan
+        ("ab____cd", 8, "00134200", "........"),  # written from both ends: streams' plan
+        ("ab______", 8, "00123456", "........"),  # one stretch: streams' plan
+        ("___", 1, "111", "..."),  # one pass: no room for a separator's pass
+    ],
+)
+def test_word_stream_passes_begin_every_later_stretch_after_a_separator(canvas, num_steps, passes, separators):
+    assert word_planned(canvas, num_steps) == (passes, separators)
+
+
+@pytest.mark.parametrize(("length", "num_steps"), [(256, 32), (133, 32), (181, 27), (60, 7), (10, 3)])
+def test_word_stream_passes_fit_the_passes_and_put_each_separator_before_a_stretch(length, num_steps):
+    eligible, given = torch.ones(1, length, dtype=torch.bool), torch.zeros(1, length, dtype=torch.bool)
+    passes, separators = word_stream_passes(eligible, given, num_steps)
+    assert 1 <= int(passes.min()) and int(passes.max()) <= num_steps  # every position written, within the passes
+    assert torch.equal(passes[separators], torch.ones_like(passes[separators]))
+    after = separators[0].nonzero().flatten() + 1
+    assert (passes[0, after] == 2).all() and len(after) == math.ceil(length / (num_steps - 1)) - 1
+    assert not ((passes == 1) & ~separators)[
+        0, 1:
+    ].any()  # the first pass writes the separators, and the canvas's start
+
+
+def test_separator_tokens_draw_a_space_or_a_line_break_at_the_models_odds(tiny_model):
+    ids = word_separators(tiny_model, torch.device("cpu"))
+    assert [tiny_model.tokenizer.vocab[i] for i in ids.tolist()] == [" ", "\n"]
+    logits = torch.zeros(1, 4000, tiny_model.vocab_size)
+    other = next(i for i in range(tiny_model.vocab_size) if i not in ids.tolist())
+    logits[..., ids[0]], logits[..., other] = math.log(3.0), 9.0  # a far likelier non-separator is never drawn
+    drawn = separator_tokens(logits, ids, SamplerOptions(), torch.Generator().manual_seed(0))
+    assert set(drawn.unique().tolist()) <= set(ids.tolist())
+    assert abs((drawn == ids[0]).float().mean().item() - 0.75) < 0.03  # 3 : 1, at temperature 1 whatever the options'
+    greedy = separator_tokens(logits, ids, SamplerOptions(temperature=0.0), torch.Generator().manual_seed(0))
+    assert (greedy == ids[0]).all()
+
+
+def test_word_streams_write_separators_first_then_every_stretch_from_a_word_start(tiny_model):
+    canvas = torch.full((2, 60), tiny_model.mask_id)
+    states = list(sample(tiny_model, canvas, PLAIN, order="word_streams", num_steps=8, seed=0))
+    plan, separators = word_stream_passes(canvas == tiny_model.mask_id, canvas != tiny_model.mask_id, 8)
+    assert states[-1].done and states[-1].num_forward_passes == int(plan.max()) <= 8
+    first = states[1].tokens[separators]
+    assert set(tiny_model.tokenizer.decode(first.tolist())) <= {" ", "\n"}
+    for before, after in itertools.pairwise(states):  # each position at its planned pass
+        assert torch.equal(after.revealed, (plan == after.step) & before.is_masked)
+
+
+def test_word_streams_without_a_space_or_a_line_break_in_the_vocabulary_is_streams(tiny_model, monkeypatch):
+    canvas = torch.full((1, 40), tiny_model.mask_id)
+    streams = final_state(sample(tiny_model, canvas, PLAIN, order="streams", num_steps=6, seed=1)).tokens
+    monkeypatch.setattr(sampler_module, "word_separators", lambda model, device: None)
+    words = final_state(sample(tiny_model, canvas, PLAIN, order="word_streams", num_steps=6, seed=1)).tokens
+    assert torch.equal(words, streams)
