@@ -301,8 +301,9 @@ class SamplerOptions:
             if ignored:
                 name = next(iter(ignored))
                 raise ValueError(
-                    f"{name} does not apply to {self.order} order, which reveals by position, not by score or schedule: "
-                    f"leave it at {ignored[name]!r}, or choose an order that uses it ({', '.join(orders_using(name))})"
+                    f"{name} does not apply to {self.order} order, which reveals by position, not by score or "
+                    f"schedule: leave it at {ignored[name]!r}, or choose an order that uses it "
+                    f"({', '.join(orders_using(name))})"
                 )
 
     @classmethod
