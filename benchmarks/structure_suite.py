@@ -71,7 +71,7 @@ RULES: dict[str, dict | None] = {
     "joint": dict(order="left_to_right", num_steps=LENGTH),  # one character per pass (num_steps: the masks)
     # the autoregressive twin (--twin), sampled as the joint is: its own distribution, left to right
     "twin": dict(order="left_to_right"),
-    "default": None,  # SamplerOptions(): streams order, min-p 0.1, temperature 1.2, 0.6 after a capital
+    "default": None,  # SamplerOptions(): word streams order, min-p 0.1, temperature 1.25, 0.625 after a capital
     # the default before the structure suite
     "previous": dict(order="confidence", order_temperature=0.25, prior_weight=0.45, remask_ratio=0.65, spacing=2),
     "entropy-s2": dict(ENTROPY, spacing=2),
@@ -104,6 +104,8 @@ RULES: dict[str, dict | None] = {
     # the same, cutting only where the model is sure (a stretch's first character, drawn blind, keeps its tail)
     "streams-m10-t110-sure50": dict(order="streams", min_p=0.1, temperature=1.1, cut_where_sure=0.5),
     "streams-m10-t120-sure50": dict(order="streams", min_p=0.1, temperature=1.2, cut_where_sure=0.5),
+    # the default of session 8: streams order (stretches of equal length, their first characters drawn blind)
+    "streams-t120-caps50": dict(order="streams", min_p=0.1, temperature=1.2, capital_temperature_factor=0.5),
     # stretches that begin at word starts (word_streams order: a space or a line break before each, drawn first)
     "word-streams-t120": dict(order="word_streams", min_p=0.1, temperature=1.2, capital_temperature_factor=0.5),
     "word-streams-t125": dict(order="word_streams", min_p=0.1, temperature=1.25, capital_temperature_factor=0.5),

@@ -1895,7 +1895,7 @@ def test_a_call_with_more_values_than_the_endpoint_takes_is_refused_by_name(serv
 
 
 def test_controls_an_order_does_not_use_are_greyed_out_and_come_back_with_an_order_that_does(model_dir):
-    # streams order, the default, ranks no position: an order temperature, prior weight or entropy bound moved
+    # word streams order, the default, ranks no position: an order temperature, prior weight or entropy bound moved
     # there would only be refused by name on the run
     model, _ = loading.load_model(model_dir)
     page = Page(app.build_demo(model))
@@ -1905,7 +1905,7 @@ def test_controls_an_order_does_not_use_are_greyed_out_and_come_back_with_an_ord
         def usable(name: str, controls: dict = controls) -> bool:
             return page.props[controls[name]._id].get("interactive", controls[name].interactive) is not False
 
-        assert page.value(controls["order"]) == "streams"
+        assert page.value(controls["order"]) == "word_streams"
         assert not any(usable(name) for name in ("order_temperature", "prior_weight", "entropy_bound"))
         assert usable("remask_ratio") and usable("spacing") and usable("temperature")
         page.type(controls["order"], "entropy")

@@ -229,10 +229,11 @@ def test_string_api(tiny_model):
 
 
 def test_string_api_uses_the_recommended_settings_unless_overridden(tiny_model):
-    assert SamplerOptions().order == "streams"  # so a step's reveals show whether the defaults were applied
-    # 64 masks in 16 steps: streams order begins 4 stretches of 16 in the first step
+    assert SamplerOptions().order == "word_streams"  # so a step's reveals show whether the defaults were applied
+    # 64 masks in 16 steps: word streams order plans 5 stretches of 12-13 in 15 passes, the separators before the
+    # last 4 first, then every stretch a pass later
     by_default = list(tiny_model.stream("_" * 64, num_steps=16, seed=0))
-    assert len(by_default) == 17 and by_default[1].revealed[0].nonzero().flatten().tolist() == [0, 16, 32, 48]
+    assert len(by_default) == 15 and by_default[1].revealed[0].nonzero().flatten().tolist() == [11, 24, 37, 50]
     overridden = list(tiny_model.stream("_" * 64, num_steps=16, seed=0, order="left_to_right", spacing=0))
     assert overridden[1].revealed[0].nonzero().flatten().tolist() == [0, 1, 2, 3]
     canvas = torch.full((40,), tiny_model.mask_id)
@@ -468,7 +469,7 @@ def test_seed_and_generator_together_are_refused(tiny_model):
 
 
 def test_the_default_options_are_the_studys_recommendation_and_plain_turns_every_option_off():
-    recommended = dict(num_steps=32, order="streams", temperature=1.2, min_p=0.1, top_p=None, order_temperature=0.0)
+    recommended = dict(num_steps=32, order="word_streams", temperature=1.25, min_p=0.1, top_p=None, order_temperature=0)
     assert SamplerOptions() == SamplerOptions(**recommended, prior_weight=0.0, remask_ratio=0.0, spacing=8)
     plain = SamplerOptions.plain()
     assert all(getattr(plain, name) == 0 for name in REVEAL_RULE_OPTIONS)
@@ -496,10 +497,10 @@ def test_every_option_is_documented_in_the_one_table():
     [("order_temperature", 0.25), ("prior_weight", 0.5), ("entropy_bound", 2.0), ("schedule", "cosine")],
 )
 def test_streams_order_refuses_the_options_it_would_ignore_by_name(tiny_model, name, value):
-    with pytest.raises(ValueError, match=f"^{name} does not apply to streams order.*choose an order that uses it"):
+    with pytest.raises(ValueError, match=f"^{name} does not apply to word_streams order.*choose an order that uses"):
         SamplerOptions(**{name: value})
     with pytest.raises(ValueError, match=f"^{name} does not apply to streams order"):
-        tiny_model.generate(20, seed=0, **{name: value})
+        tiny_model.generate(20, seed=0, order="streams", **{name: value})
     assert len(tiny_model.generate(20, seed=0, order="entropy", **{name: value})) == 20  # in a scored order it applies
     if name == "prior_weight":  # the orders named are those that use it: the scored ones
         with pytest.raises(ValueError, match=r"\(confidence, margin, entropy\)$"):

@@ -69,8 +69,9 @@ def test_a_long_canvas_streams_the_whole_text_window_by_window(tiny_model):
     canvas = torch.tensor(tiny_model.tokenizer.encode(prompt) + [tiny_model.mask_id] * 281)
     states = list(sample(tiny_model, canvas, seed=3, num_steps=16))
     last = states[-1]
-    assert last.done and last.tokens.shape == (1, 300) and last.step == last.num_steps == len(states) - 1
-    assert last.num_forward_passes == last.num_steps  # exact counts: one pass a step
+    # a streams plan may end before num_steps (the default's stretches are shorter than its passes)
+    assert last.done and last.tokens.shape == (1, 300) and last.step == len(states) - 1 <= last.num_steps
+    assert last.num_forward_passes == last.step  # exact counts: one pass a step
     assert tiny_model.tokenizer.decode(last.tokens[0]).startswith(prompt)
     assert not torch.isnan(last.confidence[0, len(prompt) :]).any()  # every written character keeps its confidence
     windows = [s.window for s in states]
