@@ -20,8 +20,8 @@ from benchmarks.common import load_model
 from benchmarks.structure_suite import rule_options
 from mdlm_hf import SamplerOptions
 
-# the default before capitals were drawn cooler (streams order, min-p 0.1, temperature 1.2 everywhere)
-WAYS = {"previous default": rule_options("streams-m10-t120"), "default": SamplerOptions()}
+# the default before word streams order (streams order, min-p 0.1, temperature 1.2, 0.6 after a capital)
+WAYS = {"previous default": rule_options("streams-t120-caps50"), "default": SamplerOptions()}
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:

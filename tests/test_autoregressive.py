@@ -106,7 +106,7 @@ def test_the_twin_loads_with_from_pretrained_and_says_what_it_is(twin, tmp_path)
     [
         (lambda m: m.infill("to __ or not"), "writes left to right only: it continues a prompt"),
         (lambda m: m.generate(10, order="streams"), "order must be 'left_to_right', got 'streams'"),
-        (lambda m: m.generate(10, options=SamplerOptions()), "order must be 'left_to_right', got 'streams'"),
+        (lambda m: m.generate(10, options=SamplerOptions()), "order must be 'left_to_right', got 'word_streams'"),
         (lambda m: m.generate(10, remask_ratio=0.5), "remask_ratio does not apply to it"),
         (lambda m: m.generate(10, block_length=4), "block_length does not apply to it"),
         (lambda m: m.generate(10, num_steps=8), "one character a pass: num_steps does not apply to it"),

@@ -1107,7 +1107,7 @@ def test_redraw_samples_rewrites_only_the_samples_of_an_export(text_file, tmp_pa
     assert redrawn == {**metrics, **redraw_samples.draw_samples(MDLM.from_pretrained(export_dir), 3)}
     assert "an old sample" not in card and all(f"```\n{t}\n```" in card for t in redrawn["samples"])
     assert card.startswith(before) and card.endswith(after_section)  # nothing else of the card changed
-    assert "order streams" in card and "min_p 0.1" in card
+    assert "order word_streams" in card and "min_p 0.1" in card
     with pytest.raises(SystemExit, match="is not an export"):
         redraw_samples.main([str(tmp_path)])
 
