@@ -584,7 +584,8 @@ def word_stream_passes(
     cut = run_any(stretch_starts_after_stretches(plain, eligible), run)  # runs the plan cuts into stretches
     separators = cut & F.pad(stretch_starts_after_stretches(shorter, eligible), (0, 1))[:, 1:]  # before each start
     shifted = torch.where(separators, 1, shorter + 1)
-    return torch.where(cut, shifted, plain).masked_fill(~eligible, 0), separators
+    # a run whose shorter plan has no stretch to begin (all of length one) keeps the plan: no pass left empty
+    return torch.where(run_any(separators, run), shifted, plain).masked_fill(~eligible, 0), separators
 
 
 def stretch_starts_after_stretches(passes: torch.Tensor, eligible: torch.Tensor) -> torch.Tensor:

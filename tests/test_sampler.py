@@ -744,6 +744,7 @@ def word_planned(canvas: str, num_steps: int) -> tuple[str, str]:
         ("ab____cd", 8, "00134200", "........"),  # written from both ends: streams' plan
         ("ab______", 8, "00123456", "........"),  # one stretch: streams' plan
         ("___", 1, "111", "..."),  # one pass: no room for a separator's pass
+        ("____", 2, "1212", "...."),  # one pass fewer leaves stretches of one: nothing to begin, streams' plan
     ],
 )
 def test_word_stream_passes_begin_every_later_stretch_after_a_separator(canvas, num_steps, passes, separators):
