@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument(
         "--device",
         default="cpu",
-        help="auto, cpu, cuda or cuda:N (a GPU takes seconds where 2 CPU cores take minutes)",
+        help="auto, cpu, cuda or cuda:N (off the CPU: the exact fp32 weights)",
     )
     args = parser.parse_args(argv)
     if args.num_samples < 1 or args.nll_chars < 0:
