@@ -286,8 +286,9 @@ def main() -> None:
     unknown = [r for r in args.rules if r not in RULES] + [p for p in args.prompts if p not in PROMPTS]
     if unknown:
         parser.error(f"unknown rule or prompt {', '.join(unknown)}")
-    if device_problem(args.device):
-        parser.error(device_problem(args.device))
+    problem = device_problem(args.device)
+    if problem:
+        parser.error(problem)
     if args.threads:
         torch.set_num_threads(args.threads)
     device = choose_device(args.device)

@@ -540,7 +540,7 @@ def stream_passes(eligible: torch.Tensor, given: torch.Tensor, num_steps: int) -
     """
     T = eligible.size(-1)
     positions = torch.arange(T, device=eligible.device).expand_as(eligible)  # (B, T)
-    before = torch.where(eligible, -1, positions).cummax(dim=-1).values  # the last position before the run
+    before = position_before_run(eligible)  # the last position before the run
     after = T - 1 - torch.where(eligible, -1, T - 1 - positions).flip(-1).cummax(dim=-1).values.flip(-1)  # after it
     padded = F.pad(given, (1, 1))  # (B, T + 2): the canvas's edges are not given
     left_given, right_given = padded.gather(-1, before + 1), padded.gather(-1, after + 1)  # (B, T)
@@ -578,14 +578,19 @@ def word_stream_passes(
     if num_steps < 2:
         return plain, torch.zeros_like(eligible)
     shorter = stream_passes(eligible, given, num_steps - 1)
-    T = eligible.size(-1)
-    positions = torch.arange(T, device=eligible.device).expand_as(eligible)
-    run = torch.where(eligible, -1, positions).cummax(dim=-1).values + 1  # (B, T) 0..T: the run's id
+    run = position_before_run(eligible) + 1  # (B, T) 0..T: the run's id
     cut = run_any(stretch_starts_after_stretches(plain, eligible), run)  # runs the plan cuts into stretches
     separators = cut & F.pad(stretch_starts_after_stretches(shorter, eligible), (0, 1))[:, 1:]  # before each start
     shifted = torch.where(separators, 1, shorter + 1)
     # a run whose shorter plan has no stretch to begin (all of length one) keeps the plan: no pass left empty
     return torch.where(run_any(separators, run), shifted, plain).masked_fill(~eligible, 0), separators
+
+
+def position_before_run(eligible: torch.Tensor) -> torch.Tensor:
+    """(B, T): for each position, the last position at or before it that is not `eligible` (-1: none), so every
+    position of a run of eligible ones names the position just before that run."""
+    positions = torch.arange(eligible.size(-1), device=eligible.device).expand_as(eligible)
+    return torch.where(eligible, -1, positions).cummax(dim=-1).values
 
 
 def stretch_starts_after_stretches(passes: torch.Tensor, eligible: torch.Tensor) -> torch.Tensor:

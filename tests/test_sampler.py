@@ -99,12 +99,15 @@ def test_left_to_right_reveals_strictly_left_to_right(tiny_model):
             last = positions[-1]
 
 
+def drawn_canvas(canvas: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """(eligible, given) (1, T) of a canvas drawn as text: "_" eligible, "." masked but not eligible, anything else
+    given."""
+    return torch.tensor([[c == "_" for c in canvas]]), torch.tensor([[c not in "_." for c in canvas]])
+
+
 def planned(canvas: str, num_steps: int) -> str:
-    """stream_passes on a canvas drawn as text ("_" eligible, "." masked but not eligible, anything else given),
-    each position's pass as a digit (0: not eligible)."""
-    eligible = torch.tensor([[c == "_" for c in canvas]])
-    given = torch.tensor([[c not in "_." for c in canvas]])
-    return "".join(str(p) for p in stream_passes(eligible, given, num_steps)[0].tolist())
+    """stream_passes on a canvas drawn as text (`drawn_canvas`), each position's pass as a digit (0: not eligible)."""
+    return "".join(str(p) for p in stream_passes(*drawn_canvas(canvas), num_steps)[0].tolist())
 
 
 @pytest.mark.parametrize(
@@ -726,11 +729,9 @@ def test_stream_passes_cut_a_run_into_stretches_of_equal_length(length, num_step
 
 
 def word_planned(canvas: str, num_steps: int) -> tuple[str, str]:
-    """word_stream_passes on a canvas drawn as text (as `planned`): each position's pass as a digit, and the
+    """word_stream_passes on a canvas drawn as text (`drawn_canvas`): each position's pass as a digit, and the
     separators as "|" (else ".")."""
-    eligible = torch.tensor([[c == "_" for c in canvas]])
-    given = torch.tensor([[c not in "_." for c in canvas]])
-    passes, separators = word_stream_passes(eligible, given, num_steps)
+    passes, separators = word_stream_passes(*drawn_canvas(canvas), num_steps)
     return "".join(str(p) for p in passes[0].tolist()), "".join("|" if s else "." for s in separators[0].tolist())
 
 
