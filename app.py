@@ -15,6 +15,7 @@ import argparse
 import os
 import sys
 
+from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
 from mdlm_space import build_demo, worker
 from mdlm_space.loading import (
     DEFAULT_MODEL,
@@ -25,7 +26,6 @@ from mdlm_space.loading import (
     load_model,
     load_twin,
     mcp_available,
-    resolve_device,
     warm_up,
 )
 from mdlm_space.render import THEME
@@ -50,14 +50,14 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--host", default=None, help="e.g. 0.0.0.0 to serve the network")
     parser.add_argument("--port", type=int, default=None)
-    parser.add_argument("--device", default="auto", help="auto (cuda if available, else cpu), cpu, cuda or cuda:N")
+    parser.add_argument("--device", default="auto", help=DEVICE_HELP)
     args = parser.parse_args(argv)
     if args.twin is None:  # the shipped twin belongs to the shipped model only
         args.twin = default_twin(args.model)
-    try:
-        device = resolve_device(args.device)
-    except ValueError as error:
-        sys.exit(f"error: {error}")
+    problem = device_problem(args.device)
+    if problem:
+        sys.exit(f"error: {problem}")
+    device = str(choose_device(args.device))
     try:
         model, known_words = on_model_thread(load_model, args.model, device)
     except Exception as error:  # one clear line instead of a traceback, whatever went wrong

@@ -33,10 +33,10 @@ from benchmarks.sampling_quality import model_fingerprint
 from benchmarks.structure import Sample, count_structure, metrics, speakers
 from mdlm_hf import SamplerOptions, sample
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
+from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
 from mdlm_hf.metrics import word_list
 from mdlm_hf.pipeline import text_to_canvas
 from mdlm_hf.sampler import final_state
-from training.run_options import choose_device, device_problem
 
 RESULTS = REPO_ROOT / "benchmarks" / "results" / "structure"
 JUDGE_ORDER = 7
@@ -277,7 +277,9 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=32, help="samples per rule, prompt and seed")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument(
-        "--device", default="cpu", help="sample here: cpu (the fast path), auto, cuda or cuda:N (exact fp32 weights)"
+        "--device",
+        default="cpu",
+        help=f"sample here: {DEVICE_HELP}; cpu (the default) on the fast path, the others on exact fp32 weights",
     )
     parser.add_argument("--store", default=str(RESULTS / "texts.json"))
     parser.add_argument("--report", action="store_true", help="print and write the table of the stored rows")

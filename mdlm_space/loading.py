@@ -1,4 +1,4 @@
-"""Loading a model and what comes with it (its word list and demo.json), the device, and the warm-up pass."""
+"""Loading a model and what comes with it (its word list and demo.json), and the warm-up pass."""
 
 from __future__ import annotations
 
@@ -70,20 +70,6 @@ def load_demo_metadata(source: str | os.PathLike) -> dict | None:
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
     return metadata if isinstance(metadata, dict) else None
-
-
-def resolve_device(name: str) -> str:
-    """The --device flag as a torch device: "auto" is cuda when a GPU is available (a ZeroGPU Space's too), else
-    cpu; a device this machine lacks is a ValueError saying so."""
-    if name == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise ValueError(f"--device must be auto, cpu, cuda or cuda:N, got {name!r}") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"--device {name}: no CUDA GPU is available here; use --device cpu (or auto)")
-    return name
 
 
 def mcp_available() -> bool:

@@ -27,6 +27,7 @@ from gradio_client import Client
 
 import app
 from mdlm_hf import MASK_GLYPH, SamplerOptions, SamplerState
+from mdlm_hf.devices import choose_device
 from mdlm_hf.diffusion import MASK_RATIOS
 from mdlm_hf.metrics import save_word_list
 from mdlm_hf.sampler import OPTION_SPECS
@@ -1713,18 +1714,30 @@ def test_score_refuses_what_it_cannot_score_in_one_line(client, text, message):
     assert message in str(error.value) and "\n" not in str(error.value)
 
 
-def test_device_flag_picks_cuda_when_available_and_says_when_it_is_not(model_dir, monkeypatch):
+@pytest.mark.parametrize(
+    ("device", "says"),
+    [
+        ("cuda", "--device cuda: CUDA is not available here; use --device cpu (or auto)"),
+        ("gpu", "--device 'gpu' is not a device: use auto, cpu, cuda, cuda:N or mps"),
+        # these were taken as devices: meta served an app whose model had no weights, mps blamed the model
+        ("meta", "--device 'meta': mdlm_hf runs on auto, cpu, cuda, cuda:N or mps"),
+        ("mps", "--device mps: MPS is not available here; use --device cpu (or auto)"),
+    ],
+)
+def test_device_flag_refuses_a_device_it_cannot_use_in_one_line(model_dir, monkeypatch, device, says):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert loading.resolve_device("auto") == "cpu" and loading.resolve_device("cpu") == "cpu"
-    with pytest.raises(ValueError, match="no CUDA GPU is available here"):
-        loading.resolve_device("cuda")
-    with pytest.raises(ValueError, match="--device must be auto, cpu, cuda or cuda:N, got 'gpu'"):
-        loading.resolve_device("gpu")
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    monkeypatch.setattr(gr.Blocks, "launch", lambda self, **kwargs: pytest.fail("the app launched"))
     with pytest.raises(SystemExit) as stopped:
-        app.main(["--model", str(model_dir), "--device", "cuda"])
-    assert str(stopped.value) == "error: --device cuda: no CUDA GPU is available here; use --device cpu (or auto)"
+        app.main(["--model", str(model_dir), "--device", device])
+    assert str(stopped.value) == f"error: {says}"
+
+
+def test_device_flag_picks_cuda_when_available(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert str(choose_device("auto")) == "cpu" and str(choose_device("cpu")) == "cpu"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert loading.resolve_device("auto") == "cuda"
+    assert str(choose_device("auto")) == "cuda"
 
 
 @pytest.mark.parametrize("mcp", [True, False])

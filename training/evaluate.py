@@ -17,11 +17,11 @@ import torch
 from mdlm_hf import MDLM, ElboResult, SamplerOptions, elbo
 from mdlm_hf.autoregressive import char_nats
 from mdlm_hf.data import split_text
+from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
 from mdlm_hf.diffusion import NLL_ORDERS, accuracy_by_mask_ratio, exact_nll
 from mdlm_hf.plots import accuracy_figure
 from mdlm_hf.sampler import DEFAULT_SAMPLING
 from training.corpus import read_texts
-from training.run_options import choose_device, device_problem
 
 
 def plot_accuracy(results: list[tuple[float, float]], path: Path) -> None:
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument(
         "--device",
         default="cpu",
-        help="auto, cpu, cuda or cuda:N (off the CPU: the exact fp32 weights)",
+        help=f"{DEVICE_HELP} (off the CPU: the exact fp32 weights)",
     )
     args = parser.parse_args(argv)
     if args.num_samples < 1 or args.nll_chars < 0:

@@ -9,8 +9,7 @@ import argparse
 import difflib
 import math
 
-import torch
-
+from mdlm_hf.devices import DEVICE_HELP, device_problem
 from mdlm_hf.diffusion import LOSS_WEIGHTINGS
 from mdlm_hf.model import MLP_KINDS, NORM_KINDS, check_config
 from training.optimizers import OPTIMIZERS
@@ -157,7 +156,7 @@ def add_optimisation_flags(p: argparse.ArgumentParser) -> None:
         default="auto",
         help="autocast dtype; auto = bfloat16 on GPU, and on CPU whichever a timed trial step finds faster",
     )
-    p.add_argument("--device", type=str, default="auto", help="auto, cpu, cuda, cuda:1, ...")
+    p.add_argument("--device", type=str, default="auto", help=DEVICE_HELP)
     p.add_argument("--threads", type=int, default=0, help="CPU threads per process (0: torch's default)")
     p.add_argument("--seed", type=int, default=1337)
 
@@ -281,32 +280,6 @@ def init_problem(args: argparse.Namespace, explicit: set[str]) -> str | None:
     typed = [flag(name) for name in SHAPE_FLAGS if name in explicit]
     if args.init_from and typed:
         return f"--init-from takes the model's shape and objective from {args.init_from}: drop {', '.join(typed)}"
-    return None
-
-
-def choose_device(name: str) -> torch.device:
-    """The device a valid --device names: auto is cuda where a GPU is available, else cpu."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
-
-
-def device_problem(name: str) -> str | None:
-    """Why `--device name` cannot run the model here (training, evaluation, the suite), or None."""
-    if name == "auto":
-        return None
-    try:
-        device = torch.device(name)
-    except (RuntimeError, ValueError):
-        return f"--device {name!r} is not a device: use auto, cpu, cuda, cuda:N or mps"
-    if device.type not in ("cpu", "cuda", "mps"):
-        return f"--device {name!r}: mdlm_hf runs on auto, cpu, cuda, cuda:N or mps"
-    if device.type == "cuda" and not torch.cuda.is_available():
-        return f"--device {name}: CUDA is not available here"
-    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
-        return f"--device {name}: there are {torch.cuda.device_count()} CUDA device(s)"
-    if device.type == "mps" and not torch.backends.mps.is_available():
-        return f"--device {name}: MPS is not available here"
     return None
 
 

@@ -38,6 +38,7 @@ from tqdm import tqdm
 
 from mdlm_hf import MDLM, diffusion_loss, elbo
 from mdlm_hf.autoregressive import autoregressive_loss, autoregressive_nll
+from mdlm_hf.devices import choose_device
 from mdlm_hf.sampler import final_state, sample
 from training.checkpoints import (
     RESUME_KEYS,
@@ -59,7 +60,6 @@ from training.run_options import (
     EVAL_TEXT_STEPS,
     EVAL_TEXTS,
     SHAPE_FLAGS,
-    choose_device,
     flag_problem,
     model_config_from_args,
     resumed_args,
