@@ -5,8 +5,11 @@ import math
 import pytest
 import torch
 
+from benchmarks.blank_after_heading import after_headings, blank_probabilities
 from benchmarks.structure import Sample, count_structure, heading_name, metrics, repeated_span, speakers
 from benchmarks.structure_suite import PROMPTS, meets, template
+from mdlm_hf import MDLM, CharTokenizer
+from tests.conftest import TINY_TEXT
 
 
 class HalfJudge:
@@ -113,4 +116,33 @@ def test_the_suite_refuses_a_device_it_cannot_use_in_one_line(monkeypatch, capsy
     with pytest.raises(SystemExit) as stopped:
         structure_suite.main()
     assert stopped.value.code == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1].endswith("--device cuda: CUDA is not available here")
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .splitlines()[-1]
+        .endswith("--device cuda: CUDA is not available here; use --device cpu (or auto)")
+    )
+
+
+def test_the_character_after_each_heading_is_found():
+    text = "x\n\nROMEO:\nHi.\n\nJULIET:\n\nNurse:\nAy.\n\nPAGE:\n"
+    assert [text[:p].splitlines()[-1] for p in after_headings(text)] == ["ROMEO:", "JULIET:", "Nurse:"]
+    assert [text[p] for p in after_headings(text)] == ["H", "\n", "A"]  # PAGE has nothing after its line break
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_blank_odds_read_the_text_before_the_position_only(causal):
+    torch.manual_seed(0)
+    model = MDLM(CharTokenizer.from_text(TINY_TEXT).vocab, n_layer=2, n_head=2, n_embd=32, block_size=64, causal=causal)
+    text, other = "to be or\nnot that is\nthe question", "to be or\nnot tis nobler\n\nwhether"
+    position = 10  # the same 10 characters before it; what follows differs
+    odds = blank_probabilities(model.eval(), [(text, position), (other, position)])
+    assert odds[0] == pytest.approx(odds[1])
+    newline, ids = model.tokenizer.encode("\n")[0], model.tokenizer.encode(text[:position])
+    with torch.no_grad():
+        if causal:  # the twin: its logits at the position before
+            expected = model(torch.tensor([ids])).softmax(-1)[0, position - 1, newline]
+        else:  # the diffusion model: everything from the position on masked
+            canvas = ids + [model.mask_id] * (len(text) - position)
+            expected = model(torch.tensor([canvas])).softmax(-1)[0, position, newline]
+    assert odds[0] == pytest.approx(expected.item(), rel=1e-4)

@@ -1,0 +1,136 @@
+"""Where empty speeches come from: how likely the model says a speech ends before it begins (a line break right
+after a speaker's heading), as it writes left to right, on real text and on a rule's own texts, beside the
+autoregressive twin's odds on the same characters.
+
+    python -m benchmarks.blank_after_heading                      # the shipped model and twin, the default's texts
+    python -m benchmarks.blank_after_heading --model DIR --rule default
+    python -m benchmarks.blank_after_heading --rule joint         # the model's own left-to-right texts
+
+An empty speech (benchmarks/structure.py) is a heading followed by a blank line. For each heading of a text, the
+model reads everything before the character after the heading's line break and nothing after it (the diffusion
+model: the rest of the canvas masked; the twin: its causal context), and gives the probability that this character
+is a line break. On real text that probability should match how often real text has one there; on a rule's texts
+it says whether the rule's draw or the model's beliefs write the empty speeches ("drawn" is how often the texts
+have one). Real text is read in windows of 256 characters that end at random between 40 and 220 characters after
+the window's start; the rule's texts (benchmarks/results/structure/texts.json, the structure suite's store) as
+they were sampled, the prompt's given characters included. The table goes to benchmarks/results/blank_after_heading.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+from pathlib import Path
+
+import torch
+
+from benchmarks.common import REPO_ROOT, SHARED_DATA, load_model, load_twin
+from benchmarks.heldout import HELDOUT_TEXT
+from benchmarks.sampling_quality import model_fingerprint
+from benchmarks.structure import heading_name
+from benchmarks.structure_suite import PROMPTS, RESULTS, load_store
+from mdlm_hf.data import atomic_write_bytes, read_text, split_text
+
+OUT = REPO_ROOT / "benchmarks" / "results" / "blank_after_heading.md"
+REAL_HEADINGS = 512  # headings of a real text read (at random, seeded)
+BATCH = 64
+
+
+def after_headings(text: str) -> list[int]:
+    """The position of the character after each heading's line break, where the text has one."""
+    lines, positions, start = text.split("\n"), [], 0
+    for i, line in enumerate(lines[:-1]):
+        after = start + len(line) + 1
+        if after < len(text) and heading_name(line, lines[i - 1] if i else None) is not None:
+            positions.append(after)
+        start = after
+    return positions
+
+
+def real_contexts(text: str, count: int, seed: int, length: int = 256) -> list[tuple[str, int]]:
+    """(window, position) pairs: `count` headings of a real text, each in a window that holds `length` characters
+    and reaches 40 to 220 characters before the character after the heading."""
+    rng = random.Random(seed)
+    positions = [p for p in after_headings(text) if p >= 220 and p + length <= len(text)]
+    chosen = rng.sample(positions, min(count, len(positions)))
+    contexts = []
+    for p in chosen:
+        before = rng.randint(40, 220)
+        contexts.append((text[p - before : p - before + length], before))
+    return contexts
+
+
+@torch.no_grad()
+def blank_probabilities(model, contexts: list[tuple[str, int]]) -> list[float]:
+    """p(line break at `position` | the text before it) for each (text, position): a diffusion model reads the rest
+    masked, a causal model (the twin) its prefix."""
+    newline = model.tokenizer.encode("\n")[0]
+    probabilities = []
+    for start in range(0, len(contexts), BATCH):
+        chunk = contexts[start : start + BATCH]
+        width = max(len(text) for text, _ in chunk)
+        rows = []
+        for text, position in chunk:
+            ids = model.tokenizer.encode(text[:position])
+            rows.append(ids + [model.mask_id] * (width - len(ids)))  # masks: nothing after is known
+        tokens = torch.tensor(rows, device=next(model.parameters()).device)
+        probs = model(tokens).softmax(dim=-1)  # (B, T, V)
+        shift = 1 if model.causal else 0  # a causal model's logits at i are of the character after i
+        probabilities += [probs[row, position - shift, newline].item() for row, (_, position) in enumerate(chunk)]
+    return probabilities
+
+
+def rule_contexts(store: dict, fingerprint: str, rule: str) -> dict[str, list[tuple[str, int]]]:
+    """Per prompt, (text, position) after every written heading of a rule's stored texts of this model."""
+    by_prompt: dict[str, list[tuple[str, int]]] = {}
+    for key, row in store.items():
+        made_by, name, prompt, _ = key.split("|")
+        if made_by != fingerprint or name != rule:
+            continue
+        for text in row["texts"]:
+            by_prompt.setdefault(prompt, []).extend((text, p) for p in after_headings(text) if row["written"][p])
+    return {prompt: by_prompt[prompt] for prompt in PROMPTS if prompt in by_prompt}
+
+
+def table_row(name: str, contexts: list[tuple[str, int]], model, twin) -> str:
+    """One line of the table: the texts' own rate and the mean probabilities."""
+    drawn = sum(text[p] == "\n" for text, p in contexts) / len(contexts)
+    mean = sum(blank_probabilities(model, contexts)) / len(contexts)
+    twin_mean = "-" if twin is None else f"{sum(blank_probabilities(twin, contexts)) / len(contexts):.4f}"
+    return f"| {name} | {len(contexts)} | {drawn:.4f} | {mean:.4f} | {twin_mean} |"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", help="a model directory (default: the shipped model)")
+    parser.add_argument("--twin", help="its autoregressive twin's directory (default: the shipped one; none: skip)")
+    parser.add_argument("--rule", default="default", help="the structure suite rule whose stored texts are read")
+    parser.add_argument("--store", default=str(RESULTS / "texts.json"), help="the structure suite's store")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    model = load_model(args.model, exact=True)[0].eval()
+    twin = None if args.twin == "none" else load_twin(args.twin, model, exact=True)[0].eval()
+    train, validation = split_text(read_text(SHARED_DATA))
+    texts = {"training split": train, "validation split": validation}
+    if HELDOUT_TEXT.is_file():
+        texts["held-out plays"] = read_text(HELDOUT_TEXT)
+    lines = [
+        f"p(line break right after a heading), the text before it known: model {args.model or 'shipped'}, "
+        f"rule {args.rule}'s stored texts",
+        "",
+        "| text | headings | drawn | model | twin |",
+        "|---|---|---|---|---|",
+    ]
+    for name, text in texts.items():
+        lines.append(table_row(name, real_contexts(text, REAL_HEADINGS, seed=0), model, twin))
+        print(lines[-1], flush=True)
+    store = load_store(Path(args.store))
+    for prompt, contexts in rule_contexts(store, model_fingerprint(model), args.rule).items():
+        lines.append(table_row(f"{args.rule}, {prompt}", contexts, model, twin))
+        print(lines[-1], flush=True)
+    atomic_write_bytes(OUT, ("\n".join(lines) + "\n").encode())
+
+
+if __name__ == "__main__":
+    main()
