@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import secrets
 from collections.abc import Iterator
 from typing import Any
@@ -21,7 +22,7 @@ def as_int(value: object, name: str, low: int, high: int) -> int:
         number = float(value)
     except (TypeError, ValueError):
         raise gr.Error(f"{name} must be a number, got {value!r}") from None
-    if number != number or number != int(number) or not low <= number <= high:
+    if not math.isfinite(number) or number != int(number) or not low <= number <= high:  # int(inf) would raise
         raise gr.Error(f"{name} must be a whole number between {low} and {high}, got {value!r}")
     return int(number)
 
