@@ -74,6 +74,19 @@ def test_resumed_run_continues_with_identical_state(text_file, tmp_path):
     assert [h["step"] for h in history["val"]] == [5, 10, 12]
 
 
+def test_a_new_run_refuses_an_out_dir_that_holds_a_run(text_file, tmp_path):
+    # a second run without --resume overwrote the first's checkpoint, best weights and history, and said nothing
+    run(text_file, tmp_path / "run", "--max-steps", "3")
+    before = {name: (tmp_path / "run" / name).read_bytes() for name in ("ckpt.pt", "best.pt", "history.json")}
+    with pytest.raises(ValueError) as refused:
+        run(text_file, tmp_path / "run", "--max-steps", "2", "--n-embd", "64")
+    assert str(refused.value) == (
+        f"--out-dir {tmp_path / 'run'} already holds a run (ckpt.pt): pass --resume to continue it, or give another "
+        "--out-dir"
+    )
+    assert {name: (tmp_path / "run" / name).read_bytes() for name in before} == before
+
+
 def test_killed_write_keeps_the_previous_file(tmp_path, monkeypatch):
     path = tmp_path / "ckpt.pt"
     atomic_write_bytes(path, b"good checkpoint")

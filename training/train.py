@@ -600,6 +600,11 @@ def main(argv: list[str] | None = None) -> dict:
         problem = flag_problem(args) or settings_problem(args)  # the run's own settings with the typed changes
         if problem:
             raise ValueError(f"--resume: {problem}")
+    elif ckpt_path.exists():  # a new run would overwrite that run's checkpoint, best weights and history
+        raise ValueError(
+            f"--out-dir {args.out_dir} already holds a run ({ckpt_path.name}): pass --resume to continue it, or "
+            "give another --out-dir"
+        )
     if args.export_dir:  # refused now rather than after the training
         check_export_dir(Path(args.export_dir), Path(args.out_dir))
         prepare_dir(Path(os.path.abspath(args.export_dir)).parent, "--export-dir's parent")
