@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import REPO_ROOT, SHARED_DATA, load_model, load_twin
+from benchmarks.common import REPO_ROOT, SHARED_DATA, load_model, load_twin, thread_count
 from benchmarks.heldout import HELDOUT_TEXT
 from benchmarks.sampling_quality import model_fingerprint
 from benchmarks.structure import heading_name
@@ -106,7 +106,7 @@ def main() -> None:
     parser.add_argument("--twin", help="its autoregressive twin's directory (default: the shipped one; none: skip)")
     parser.add_argument("--rule", default="default", help="the structure suite rule whose stored texts are read")
     parser.add_argument("--store", default=str(RESULTS / "texts.json"), help="the structure suite's store")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=thread_count, default=2)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     model = load_model(args.model, exact=True)[0].eval()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import itertools
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,12 +12,24 @@ import torch
 from mdlm_hf import MDLM
 from mdlm_hf.autoregressive import check_twin
 from mdlm_hf.data import read_text
+from mdlm_hf.devices import cpu_count
 from mdlm_hf.sampler import orders_using
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_MODEL = REPO_ROOT / "pretrained" / "mdlm-shakespeare-char"
 SHIPPED_TWIN = REPO_ROOT / "pretrained" / "mdlm-shakespeare-char-ar"  # its autoregressive twin
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data" / "tinyshakespeare.txt"
+
+
+def thread_count(text: str) -> int:
+    """A benchmark's --threads: a whole number from 1 to the CPUs here (argparse names the flag when it is not)."""
+    try:
+        threads = int(text)
+    except ValueError:
+        threads = 0
+    if not 1 <= threads <= cpu_count():
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {cpu_count()}, the CPUs here, got {text!r}")
+    return threads
 
 
 def reveal_rules(

@@ -25,7 +25,7 @@ from unittest import mock
 import torch
 import torch.nn as nn
 
-from benchmarks.common import REPO_ROOT, SHARED_DATA, load_model
+from benchmarks.common import REPO_ROOT, SHARED_DATA, load_model, thread_count
 from mdlm_hf import model as model_module
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 from mdlm_hf.diffusion import elbo
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=None)
     parser.add_argument("--data", default=str(SHARED_DATA), help="the validation split gives the NELBO's text")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=thread_count, default=2)
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--passes", type=int, default=16, help="passes in a row per path and round")
     parser.add_argument("--nelbo-chars", type=int, default=16384, help="0 = skip the NELBO")

@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from benchmarks.common import load_model
+from benchmarks.common import load_model, thread_count
 from benchmarks.structure_suite import rule_options
 from mdlm_hf import SamplerOptions
 
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--model", default=None)
     parser.add_argument("--length", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=30)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=thread_count, default=2)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     model, source = load_model(args.model)

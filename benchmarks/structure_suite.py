@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import REPO_ROOT, SHARED_DATA, load_model, load_twin
+from benchmarks.common import REPO_ROOT, SHARED_DATA, load_model, load_twin, thread_count
 from benchmarks.heldout import HELDOUT_TEXT, text_digest
 from benchmarks.judge import KneserNeyJudge
 from benchmarks.sampling_quality import model_fingerprint
@@ -275,7 +275,7 @@ def main() -> None:
     parser.add_argument("--prompts", nargs="*", default=list(PROMPTS), help=f"of {', '.join(PROMPTS)}")
     parser.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
     parser.add_argument("--samples", type=int, default=32, help="samples per rule, prompt and seed")
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=thread_count, default=None)
     parser.add_argument(
         "--device",
         default="cpu",

@@ -20,7 +20,7 @@ import time
 
 import torch
 
-from benchmarks.common import SHARED_DATA, load_model, load_twin
+from benchmarks.common import SHARED_DATA, load_model, load_twin, thread_count
 from benchmarks.heldout import HELDOUT_TEXT
 from mdlm_hf import elbo
 from mdlm_hf.autoregressive import autoregressive_nll
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--twin", default=None, help="the autoregressive twin (default: the shipped one)")
     parser.add_argument("--lengths", type=int, nargs="*", default=[256, 2000])
     parser.add_argument("--repeats", type=int, default=10)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=thread_count, default=2)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     exact = args.what == "likelihood"  # likelihoods with the exact fp32 weights; speed as from_pretrained loads them

@@ -1,7 +1,10 @@
-"""The `--device` flag that the app, training, evaluation and the benchmarks share: what it accepts and the device it
-picks, so each front end refuses the same bad names with the same line."""
+"""Where a run runs: the `--device` flag that the app, training, evaluation and the benchmarks share (what it accepts
+and the device it picks), and the CPU threads a `--threads` flag may ask for, so each front end refuses the same bad
+values with the same line."""
 
 from __future__ import annotations
+
+import os
 
 import torch
 
@@ -33,3 +36,11 @@ def choose_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(name)
+
+
+def cpu_count() -> int:
+    """The CPUs this process may run on: the most threads a `--threads` flag may ask for (torch crashed on 100,000)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1

@@ -9,6 +9,7 @@ from benchmarks.blank_after_heading import after_headings, blank_probabilities
 from benchmarks.structure import Sample, count_structure, heading_name, metrics, repeated_span, speakers
 from benchmarks.structure_suite import PROMPTS, meets, template
 from mdlm_hf import MDLM, CharTokenizer
+from mdlm_hf.devices import cpu_count
 from tests.conftest import TINY_TEXT
 
 
@@ -146,3 +147,20 @@ def test_blank_odds_read_the_text_before_the_position_only(causal):
             canvas = ids + [model.mask_id] * (len(text) - position)
             expected = model(torch.tensor([canvas])).softmax(-1)[0, position, newline]
     assert odds[0] == pytest.approx(expected.item(), rel=1e-4)
+
+
+@pytest.mark.parametrize("threads", ["-1", "100000", "two"])
+def test_a_benchmark_refuses_threads_it_cannot_run_in_one_line(monkeypatch, capsys, threads):
+    # structure_suite --threads -1 ended in a traceback from torch.set_num_threads; 100,000 crashed torch
+    from benchmarks import structure_suite
+
+    monkeypatch.setattr("sys.argv", ["structure_suite", "--rules", "default", "--threads", threads])
+    with pytest.raises(SystemExit) as stopped:
+        structure_suite.main()
+    assert stopped.value.code == 2
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .splitlines()[-1]
+        .endswith(f"argument --threads: must be a whole number from 1 to {cpu_count()}, the CPUs here, got '{threads}'")
+    )

@@ -9,7 +9,7 @@ import argparse
 import difflib
 import math
 
-from mdlm_hf.devices import DEVICE_HELP, device_problem
+from mdlm_hf.devices import DEVICE_HELP, cpu_count, device_problem
 from mdlm_hf.diffusion import LOSS_WEIGHTINGS
 from mdlm_hf.model import MLP_KINDS, NORM_KINDS, check_config
 from training.optimizers import OPTIMIZERS
@@ -232,7 +232,8 @@ def flag_problem(args: argparse.Namespace) -> str | None:
             lambda x: x >= 1,
             "must be >= 1",
         ),
-        (("warmup_steps", "stop_at_step", "threads", "eval_sample_chars"), lambda x: x >= 0, "must be >= 0"),
+        (("warmup_steps", "stop_at_step", "eval_sample_chars"), lambda x: x >= 0, "must be >= 0"),
+        (("threads",), lambda x: 0 <= x <= cpu_count(), f"must be from 0 (torch's default) to {cpu_count()}, the CPUs"),
         (("seed",), lambda x: 0 <= x < 2**63, "must be in [0, 2**63)"),
         (("lr", "muon_lr"), lambda x: math.isfinite(x) and x > 0, "must be a number > 0"),
         (
