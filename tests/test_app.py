@@ -1408,6 +1408,35 @@ def test_browser_a_long_text_grows_with_its_live_window_in_view(server, tmp_path
         page.screenshot(path=str(shots / f"{where}-generate-long-done.png"), full_page=True)
 
 
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        # gradio retried every port of its range on these, printing an error each time, for minutes
+        (["--host", "nonexistent.invalid"], "error: --host nonexistent.invalid: the name does not resolve"),
+        (["--host", "192.0.2.1"], "error: --host 192.0.2.1: not an address this machine can serve on"),
+    ],
+)
+def test_a_host_the_app_cannot_serve_on_is_one_line(model_dir, monkeypatch, flags, says):
+    monkeypatch.setattr(gr.Blocks, "launch", lambda self, **kwargs: pytest.fail("the app launched"))
+    with pytest.raises(SystemExit) as stopped:
+        app.main(["--model", str(model_dir), *flags])
+    assert str(stopped.value).startswith(says) and "\n" not in str(stopped.value)
+
+
+@pytest.mark.parametrize("port", ["-1", "0", "70000", "http"])
+def test_a_port_that_is_not_one_is_refused_by_the_flag(model_dir, capsys, port):
+    # -1 and 70000 ended in an OverflowError traceback, 0 in a connection error
+    with pytest.raises(SystemExit) as stopped:
+        app.main(["--model", str(model_dir), "--port", port])
+    assert stopped.value.code == 2
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .splitlines()[-1]
+        .endswith(f"argument --port: must be a port number from 1 to 65535, got '{port}'")
+    )
+
+
 def test_a_port_in_use_is_one_line(model_dir):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
