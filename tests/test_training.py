@@ -501,7 +501,7 @@ def test_recipe_attaches_only_images_beside_or_below_it(tmp_path):
     assert export.recipe_with_images(recipe, image_root=tmp_path)[0] == "![x](outside.png)"
 
 
-def test_private_push_from_train_and_export(text_file, tmp_path, monkeypatch):
+def test_private_push_from_train_and_export(tiny_model, text_file, tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(export, "export_run", lambda *args, **kwargs: calls.append(kwargs))
     repo = ["--export-dir", str(tmp_path / "export"), "--push-to-hub", "me/model", "--private"]
@@ -531,9 +531,7 @@ def test_private_push_from_train_and_export(text_file, tmp_path, monkeypatch):
 
     monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
     export_dir = tmp_path / "fake-export"
-    export_dir.mkdir()
-    for name in ("config.json", "model.safetensors", "README.md"):
-        (export_dir / name).write_text("{}")
+    tiny_model.save_pretrained(export_dir)
     calls.clear()
     export.push_to_hub(export_dir, "me/model", private=True)
     assert calls == [("create_repo", "me/model", True), ("upload_folder", "me/model")]
@@ -541,7 +539,7 @@ def test_private_push_from_train_and_export(text_file, tmp_path, monkeypatch):
         export.push_to_hub(export_dir, "me/public", private=True)
 
 
-def test_push_without_network_or_credentials_is_one_line(tmp_path, monkeypatch, capsys):
+def test_push_without_network_or_credentials_is_one_line(tiny_model, tmp_path, monkeypatch, capsys):
     class OfflineApi:
         def __init__(self, token=None):
             pass
@@ -554,14 +552,79 @@ def test_push_without_network_or_credentials_is_one_line(tmp_path, monkeypatch, 
     from training import push_to_hub
 
     monkeypatch.setattr(huggingface_hub, "HfApi", OfflineApi)
-    for name in ("config.json", "model.safetensors", "README.md"):
-        (tmp_path / name).write_text("{}")
+    tiny_model.save_pretrained(tmp_path)
     with pytest.raises(SystemExit) as stopped:
         push_to_hub.main([str(tmp_path), "me/model"])
     message = str(stopped.value)
     assert message.startswith("error: could not push to me/model (ConnectionError: [Errno -2]") and "\n" not in message
     assert "`hf auth login`" in message and "hf auth login" in push_to_hub.__doc__
     assert "huggingface-cli" not in push_to_hub.__doc__
+
+
+class NoApi:
+    """huggingface_hub.HfApi that fails the test if a push gets as far as the Hub."""
+
+    def __init__(self, token=None):
+        pytest.fail("the push reached the Hub")
+
+
+def test_a_push_of_weights_that_do_not_load_is_refused_before_the_hub(tiny_model, tmp_path, monkeypatch):
+    # a truncated model.safetensors was announced as pushing, and only the lack of network stopped the upload
+    import huggingface_hub
+
+    from training import push_to_hub
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", NoApi)
+    tiny_model.save_pretrained(tmp_path)
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    with pytest.raises(SystemExit) as stopped:
+        push_to_hub.main([str(tmp_path), "me/model"])
+    message = str(stopped.value)
+    assert message.startswith(f"error: {tmp_path} does not load as a model, so it is not pushed: ")
+    assert "model.safetensors" in message and "\n" not in message
+
+
+BAD_REPO = "bad repo id!!"
+BAD_REPO_SAYS = f"{BAD_REPO!r} is not a Hub repo id: Repo id must use alphanumeric chars"
+
+
+def test_a_bad_repo_id_is_refused_before_the_work(tiny_model, text_file, tmp_path, monkeypatch, capsys):
+    # export and train checked it only when pushing, after all their work, and then advised `hf auth login`
+    import huggingface_hub
+
+    from training import push_to_hub
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", NoApi)
+    tiny_model.save_pretrained(tmp_path / "model")
+    with pytest.raises(SystemExit) as stopped:
+        push_to_hub.main([str(tmp_path / "model"), BAD_REPO])
+    assert str(stopped.value).startswith(f"error: {BAD_REPO_SAYS}")
+    for main, flags in (
+        (export.main, ["--run-dir", str(tmp_path / "none"), "--export-dir", str(tmp_path / "export")]),
+        (train.main, ["--out-dir", str(tmp_path / "run"), "--export-dir", str(tmp_path / "export"), *TINY_ARGS]),
+    ):
+        with pytest.raises(SystemExit) as stopped:
+            main(["--data", str(text_file), *flags, "--push-to-hub", BAD_REPO])
+        assert stopped.value.code == 2
+        assert f"--push-to-hub {BAD_REPO_SAYS}" in capsys.readouterr().err.strip().splitlines()[-1]
+    assert not (tmp_path / "run").exists() and not (tmp_path / "export").exists()
+
+
+@pytest.mark.parametrize("recipe", ["missing.md", "folder", "binary.md"])
+def test_a_recipe_that_cannot_be_read_is_one_line(text_file, tmp_path, capsys, recipe):
+    # a missing file or a folder was a traceback; a binary file a line that named neither it nor --recipe
+    run(text_file, tmp_path / "run", "--max-steps", "2")
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "binary.md").write_bytes(b"\x80\x81 not text")
+    with pytest.raises(SystemExit) as stopped:
+        export.main(
+            ["--run-dir", str(tmp_path / "run"), "--export-dir", str(tmp_path / "export"), "--data", str(text_file)]
+            + ["--recipe", str(tmp_path / recipe)]
+        )
+    message = str(stopped.value)
+    assert message.startswith(f"error: --recipe {tmp_path / recipe}: not a UTF-8 text file") and "\n" not in message
+    assert not (tmp_path / "export").exists()
 
 
 def test_missing_data_offline_is_one_line(tmp_path, monkeypatch):

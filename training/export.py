@@ -49,7 +49,7 @@ from training.checkpoints import RunError, build_model, load_checkpoint, prepare
 from training.corpus import read_texts
 from training.evaluate import evaluate_model, plot_accuracy
 from training.plots import training_curve_figure
-from training.run_options import DIFFUSION_ONLY, add_card_arguments, check_license
+from training.run_options import DIFFUSION_ONLY, add_card_arguments, check_license, repo_id_problem
 
 WEIGHTS_DTYPES = ("auto", "float32", "bfloat16")
 ELBO_SAMPLES = 4  # mask draws per validation window in the exported metrics
@@ -365,7 +365,11 @@ def recipe_with_images(recipe_path: Path, image_root: Path | None = None) -> tup
     """
     recipe_path = Path(recipe_path)
     root = Path(image_root if image_root is not None else recipe_path.parent).resolve()
-    notes = recipe_path.read_text(encoding="utf-8")
+    try:
+        notes = recipe_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise ValueError(f"--recipe {recipe_path}: not a UTF-8 text file this program can read ({reason})") from None
     images: dict[str, Path] = {}
 
     def relink(match: re.Match) -> str:
@@ -510,6 +514,12 @@ def push_to_hub(export_dir: Path, repo_id: str, token: str | None = None, privat
     missing = [f for f in ("config.json", "model.safetensors", "README.md") if not (export_dir / f).is_file()]
     if missing:
         raise ValueError(f"{export_dir} is not an export directory: missing {', '.join(missing)}")
+    if problem := repo_id_problem(repo_id):
+        raise ValueError(problem)
+    try:  # what users will load: refused here rather than uploaded broken (a truncated model.safetensors)
+        MDLM.from_pretrained(export_dir, fast=False)
+    except Exception as error:
+        raise ValueError(f"{export_dir} does not load as a model, so it is not pushed: {error}") from None
     card_path = export_dir / "README.md"
     card_before = card_path.read_bytes()
     name_repo_in_card(card_path, repo_id)
@@ -634,6 +644,8 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--private needs --push-to-hub")
     if args.recipe_root and not args.recipe:
         parser.error("--recipe-root needs --recipe")
+    if args.push_to_hub is not None and (problem := repo_id_problem(args.push_to_hub)):
+        parser.error(f"--push-to-hub {problem}")
     try:
         export_run(
             Path(args.run_dir),

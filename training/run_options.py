@@ -253,14 +253,27 @@ def flag_problem(args: argparse.Namespace) -> str | None:
     return device_problem(args.device) or missing_package(args.tracker)
 
 
+def repo_id_problem(repo_id: str) -> str | None:
+    """Why `repo_id` cannot name a Hub repo, or None: asked before the work, not after the training and export."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as error:
+        return f"{repo_id!r} is not a Hub repo id: {str(error).splitlines()[0]}"
+    return None
+
+
 def settings_problem(args: argparse.Namespace) -> str | None:
     """What is wrong with the flags taken together (on a resume: the run's own merged with the typed ones), or None."""
     if args.min_lr > args.lr:
         return f"--min-lr {args.min_lr} is above --lr {args.lr}: the schedule decays from lr to min_lr"
     if args.max_steps < args.warmup_steps:
         return f"--max-steps {args.max_steps} is below --warmup-steps {args.warmup_steps}"
-    if args.push_to_hub and not args.export_dir:
+    if args.push_to_hub is not None and not args.export_dir:
         return "--push-to-hub needs --export-dir"
+    if args.push_to_hub is not None and (problem := repo_id_problem(args.push_to_hub)):
+        return f"--push-to-hub {problem}"
     if args.private and not args.push_to_hub:
         return "--private needs --push-to-hub"
     if args.stream_masks > 0 and args.loss_weighting != "uniform":
