@@ -661,6 +661,12 @@ def test_missing_data_offline_is_one_line(tmp_path, monkeypatch):
         # torch crashed the process (a segmentation fault) on 100,000 threads, leaving token files behind
         (["--threads", "100000"], "--threads must be from 0 \\(torch's default\\) to [0-9]+, the CPUs, got 100000"),
         (["--device", "bogus"], "--device 'bogus' is not a device"),
+        # "" trained from scratch (--init-from), wrote the run into the working directory (--out-dir), or skipped
+        # the export and the push without a word
+        (["--init-from", ""], "--init-from is empty: give a path"),
+        (["--out-dir", " "], "--out-dir is empty: give a path"),
+        (["--export-dir", ""], "--export-dir is empty: give a path"),
+        (["--export-dir", "x", "--push-to-hub", ""], "--push-to-hub '' is not a Hub repo id"),
         (["--stream-masks", "1.5"], "--stream-masks must be in \\[0, 1\\]"),
         (["--stream-masks", "0.5", "--loss-weighting", "elbo"], "--stream-masks needs --loss-weighting uniform"),
         (["--init-from", "somewhere", "--n-layer", "2"], "--init-from takes the model's shape .* drop --n-layer"),
@@ -1346,6 +1352,18 @@ def test_init_from_errors_are_one_line(text_file, tmp_path, tiny_text):
     twin.save_pretrained(tmp_path / "twin")
     with pytest.raises(ValueError, match="--init-from: --stream-masks is an option of the diffusion loss"):
         train.main([*flags, "--init-from", str(tmp_path / "twin"), "--stream-masks", "0.5"])
+
+
+@pytest.mark.parametrize(("out", "says"), [("", "--out is empty: give a directory"), ("file", "is not a directory")])
+def test_evaluate_refuses_an_out_it_cannot_write_before_the_evaluation(tmp_path, capsys, out, says):
+    # "" wrote nothing and said nothing; an existing file failed only after the whole evaluation
+    from training import evaluate
+
+    (tmp_path / "file").write_text("taken")
+    with pytest.raises(SystemExit) as stopped:
+        evaluate.main(["--model", str(tmp_path / "none"), "--data", "x.txt", "--out", out and str(tmp_path / out)])
+    assert stopped.value.code == 2
+    assert says in capsys.readouterr().err.strip().splitlines()[-1]
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,7 @@ from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
 from mdlm_hf.diffusion import NLL_ORDERS, accuracy_by_mask_ratio, exact_nll
 from mdlm_hf.plots import accuracy_figure
 from mdlm_hf.sampler import DEFAULT_SAMPLING
+from training.checkpoints import prepare_dir
 from training.corpus import read_texts
 
 
@@ -141,6 +142,13 @@ def main(argv: list[str] | None = None) -> dict:
     problem = device_problem(args.device)
     if problem:
         parser.error(problem)
+    if args.out is not None:  # refused now, not after the evaluation (an empty one wrote nothing, and said nothing)
+        if not args.out.strip():
+            parser.error("--out is empty: give a directory")
+        try:
+            prepare_dir(Path(args.out), "--out")
+        except ValueError as error:
+            parser.error(str(error))
     device = choose_device(args.device)
     print(f"evaluate: loading {args.model} and the validation split of {' '.join(args.data)}...", flush=True)
     # the fast path's bf16 copy is a CPU choice; elsewhere the weights as saved

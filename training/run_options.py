@@ -225,6 +225,10 @@ def flag(name: str) -> str:
 
 def flag_problem(args: argparse.Namespace) -> str | None:
     """What is wrong with a single flag's value, or None."""
+    for name in ("out_dir", "init_from", "export_dir"):  # "" would be the working directory, or silently nothing
+        value = getattr(args, name)
+        if value is not None and not value.strip():
+            return f"{flag(name)} is empty: give a path"
     rules = [
         (
             ("n_layer", "n_head", "n_embd", "block_size", "batch_size", "max_steps")
