@@ -10,6 +10,7 @@ speaker heading `NAME:` on its own line after a blank line, the speech below it,
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import re
 import subprocess
@@ -102,6 +103,7 @@ def text_digest(text: str) -> str:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     built = build_heldout()
     text = built.read_text(encoding="utf-8")
     print(f"{built}: {len(text):,} characters of {', '.join(PLAYS)} (sha256 {text_digest(text)})")

@@ -21,6 +21,7 @@ import json
 import math
 import pickle
 import random
+import sys
 import time
 from pathlib import Path
 
@@ -173,7 +174,16 @@ def load_judge(train: str) -> KneserNeyJudge:
 
 
 def load_store(path: Path) -> dict:
-    return json.loads(path.read_text()) if path.is_file() else {}
+    """The stored rows (none where the file is not there yet); a file that is not a store is a ValueError naming it."""
+    if not path.is_file():
+        return {}
+    try:
+        store = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as error:  # not UTF-8, not JSON
+        raise ValueError(f"{path} is not a structure suite store ({error})") from None
+    if not isinstance(store, dict):
+        raise ValueError(f"{path} is not a structure suite store (it holds {type(store).__name__}, not rows by key)")
+    return store
 
 
 def save_store(path: Path, store: dict) -> None:
@@ -267,14 +277,29 @@ def report_context() -> dict:
     )
 
 
+def count_from(low: int):
+    """An argparse type: a whole number from `low` on."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be a whole number >= {low}, got {text!r}")
+        return value
+
+    return parse
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="a model directory (default: the shipped model)")
     parser.add_argument("--twin", help="the autoregressive twin's directory, for rule twin (default: the shipped one)")
     parser.add_argument("--rules", nargs="*", default=[], help=f"rules to sample, of {', '.join(RULES)}")
     parser.add_argument("--prompts", nargs="*", default=list(PROMPTS), help=f"of {', '.join(PROMPTS)}")
-    parser.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
-    parser.add_argument("--samples", type=int, default=32, help="samples per rule, prompt and seed")
+    parser.add_argument("--seeds", nargs="*", type=count_from(0), default=[0, 1, 2])
+    parser.add_argument("--samples", type=count_from(1), default=32, help="samples per rule, prompt and seed")
     parser.add_argument("--threads", type=thread_count, default=None)
     parser.add_argument(
         "--device",
@@ -288,6 +313,8 @@ def main() -> None:
     unknown = [r for r in args.rules if r not in RULES] + [p for p in args.prompts if p not in PROMPTS]
     if unknown:
         parser.error(f"unknown rule or prompt {', '.join(unknown)}")
+    if not args.rules and not args.report:
+        parser.error("nothing to do: name --rules to sample, or --report to print the table")
     problem = device_problem(args.device)
     if problem:
         parser.error(problem)
@@ -333,4 +360,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except (ValueError, OSError) as error:  # a missing model or twin, an unreadable store: one line
+        sys.exit(f"error: {error}")

@@ -164,3 +164,32 @@ def test_a_benchmark_refuses_threads_it_cannot_run_in_one_line(monkeypatch, caps
         .splitlines()[-1]
         .endswith(f"argument --threads: must be a whole number from 1 to {cpu_count()}, the CPUs here, got '{threads}'")
     )
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        # these were tracebacks (a misleading canvas message for --samples 0), or loaded the model and did nothing
+        (["--rules", "default", "--seeds", "-1"], "argument --seeds: must be a whole number >= 0, got '-1'"),
+        (["--rules", "default", "--samples", "0"], "argument --samples: must be a whole number >= 1, got '0'"),
+        (["--rules", "default", "--samples", "-3"], "argument --samples: must be a whole number >= 1, got '-3'"),
+        ([], "nothing to do: name --rules to sample, or --report to print the table"),
+    ],
+)
+def test_the_suite_refuses_flags_it_cannot_run_in_one_line(monkeypatch, capsys, flags, says):
+    from benchmarks import structure_suite
+
+    monkeypatch.setattr("sys.argv", ["structure_suite", *flags])
+    with pytest.raises(SystemExit) as stopped:
+        structure_suite.main()
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(says)
+
+
+@pytest.mark.parametrize(("content", "says"), [(b"\x80\x81", "codec can't decode"), (b"[1]", "it holds list")])
+def test_a_store_that_is_not_one_is_named(tmp_path, content, says):
+    from benchmarks.structure_suite import load_store
+
+    (tmp_path / "store.json").write_bytes(content)
+    with pytest.raises(ValueError, match=f"{tmp_path / 'store.json'} is not a structure suite store .*{says}"):
+        load_store(tmp_path / "store.json")
