@@ -8,6 +8,8 @@ import this module, so neither imports the other for it.
 from __future__ import annotations
 
 import io
+import pickle
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -47,6 +49,18 @@ MODEL_KEYS = ("model_config", "model")
 RESUME_KEYS = (*MODEL_KEYS, "optimizers", "step", "tokens_seen", "wall_time", "best_val", "history", "rng")
 
 
+def unpickler_reason(error: pickle.UnpicklingError) -> str:
+    """What torch's weights-only unpickler refused (`Unsupported operand 192`, `unsupported GLOBAL posix.system ...`),
+    from its long message, without its advice to load the file unsafely."""
+    text = " ".join(str(error).split())
+    if "WeightsUnpickler error:" in text:
+        reason = text.rpartition("WeightsUnpickler error:")[2]
+    else:
+        reason = text.rpartition("Trying to load ")[2] if "Trying to load " in text else ""
+    reason = re.split(r"\.? (?:Please use|Check the documentation)|\.$", reason.strip())[0].strip()
+    return reason or "a file torch cannot read"
+
+
 def load_checkpoint(path: Path, required: tuple[str, ...] = MODEL_KEYS) -> dict:
     """Loads tensors and plain values only (weights_only: a crafted file cannot run code), or says why not.
 
@@ -54,8 +68,15 @@ def load_checkpoint(path: Path, required: tuple[str, ...] = MODEL_KEYS) -> dict:
     """
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:  # pickle, zip and EOF errors of empty, truncated or foreign files
-        raise ValueError(f"{path} is not a readable mdlm_hf checkpoint ({type(error).__name__}: {error})") from error
+    except pickle.UnpicklingError as error:  # torch's message is many lines, and advises loading it unsafely
+        raise ValueError(
+            f"{path} is not a readable mdlm_hf checkpoint: it is not one, or it holds more than tensors and plain "
+            f"values ({unpickler_reason(error)}), and such a file is not loaded since it could run code"
+        ) from error
+    except Exception as error:  # zip and EOF errors of empty, truncated or foreign files
+        first_line = (str(error).strip().splitlines() or [""])[0]
+        reason = f"{type(error).__name__}: {first_line}" if first_line else type(error).__name__
+        raise ValueError(f"{path} is not a readable mdlm_hf checkpoint ({reason})") from error
     if not isinstance(checkpoint, dict):
         raise ValueError(f"{path} is not an mdlm_hf checkpoint: it holds a {type(checkpoint).__name__}, not a dict")
     if "optimizers" in required and "optimizer" in checkpoint and "optimizers" not in checkpoint:
