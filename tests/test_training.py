@@ -1198,6 +1198,13 @@ def test_redraw_samples_rewrites_only_the_samples_of_an_export(text_file, tmp_pa
     assert "order word_streams" in card and "min_p 0.1" in card
     with pytest.raises(SystemExit, match="is not an export"):
         redraw_samples.main([str(tmp_path)])
+    # [1, 2] was an AttributeError traceback; bad JSON a line that named no file
+    for content, says in (("[1, 2]", "is not an export's metrics"), ("{bad", "is not readable JSON")):
+        metrics_path.write_text(content)
+        with pytest.raises(SystemExit) as stopped:
+            redraw_samples.main([str(export_dir)])
+        assert str(stopped.value).startswith(f"redraw_samples: {metrics_path} {says}")
+    assert card_path.read_text() == card  # refused: the card is as it was
 
 
 def test_an_unwritable_out_or_export_dir_is_one_line_before_any_work(text_file, tmp_path, monkeypatch):

@@ -31,8 +31,13 @@ def redraw_samples(export_dir: Path) -> dict:
     card = card_path.read_text(encoding="utf-8")
     if not SECTION.search(card):
         raise ValueError(f"{card_path} has no '## Samples (...)' section followed by another section")
+    try:
+        metrics = json.loads(metrics_path.read_text(encoding="utf-8"))
+    except ValueError as error:  # not UTF-8, not JSON
+        raise ValueError(f"{metrics_path} is not readable JSON ({error})") from None
+    if not isinstance(metrics, dict) or not isinstance(metrics.get("samples", []), list):
+        raise ValueError(f"{metrics_path} is not an export's metrics: it should map names to values, samples a list")
     model = MDLM.from_pretrained(export_dir)
-    metrics = json.loads(metrics_path.read_text(encoding="utf-8"))
     samples = draw_samples(model, num_texts=len(metrics.get("samples", [])) or 3)
     card = SECTION.sub(lambda _: samples_section(samples) + "\n", card, count=1)
     atomic_write_bytes(metrics_path, json.dumps({**metrics, **samples}, indent=2).encode("utf-8"))
