@@ -28,8 +28,12 @@ def save_word_list(text: str, path: str | Path) -> None:
 
 
 def load_word_list(path: str | Path) -> set[str]:
-    """Reads a word list written by `save_word_list`."""
-    return {w for w in Path(path).read_text(encoding="utf-8").split("\n") if w}
+    """Reads a word list written by `save_word_list`; one that is not UTF-8 text is a ValueError naming it."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path} is not a word list: not UTF-8 text ({error})") from None
+    return {w for w in text.split("\n") if w}
 
 
 def valid_word_rate(text: str, known_words: set[str]) -> float:

@@ -1423,6 +1423,18 @@ def test_a_host_the_app_cannot_serve_on_is_one_line(model_dir, monkeypatch, flag
     assert str(stopped.value).startswith(says) and "\n" not in str(stopped.value)
 
 
+def test_a_word_list_that_is_not_text_is_named(model_dir, tmp_path, monkeypatch):
+    # the app's line named the model, not its words.txt
+    broken = tmp_path / "model"
+    shutil.copytree(model_dir, broken)
+    (broken / "words.txt").write_bytes(b"\xff\xfe words")
+    monkeypatch.setattr(gr.Blocks, "launch", lambda self, **kwargs: pytest.fail("the app launched"))
+    with pytest.raises(SystemExit) as stopped:
+        app.main(["--model", str(broken), "--twin", "none"])
+    message = str(stopped.value)
+    assert f"{broken / 'words.txt'} is not a word list: not UTF-8 text" in message and "\n" not in message
+
+
 @pytest.mark.parametrize("port", ["-1", "0", "70000", "http"])
 def test_a_port_that_is_not_one_is_refused_by_the_flag(model_dir, capsys, port):
     # -1 and 70000 ended in an OverflowError traceback, 0 in a connection error
