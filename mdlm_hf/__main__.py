@@ -43,13 +43,17 @@ def main(argv: list[str] | None = None) -> None:
     what.add_argument("--prompt", default="", help="text kept fixed at the start")
     what.add_argument("--template", default=None, help="text whose '_' characters are filled in")
     parser.add_argument(
-        "--length", type=int, default=200, help="characters to generate after the prompt (past 256: window by window)"
+        "--length",
+        type=int,
+        default=None,
+        help="characters to generate after the prompt (default 200; past 256: window by window)",
     )
     parser.add_argument(
         "--end-at",
         choices=END_AT,
-        default="length",
-        help="where the text ends: exactly --length characters, or within them at the last line or speech end",
+        default=None,
+        help="where the text ends: exactly --length characters (the default), or within them at the last line or "
+        "speech end",
     )
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--show-steps", action="store_true", help="print every intermediate canvas")
@@ -58,6 +62,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     add_option_flags(parser)
     args = parser.parse_args(argv)
+    if args.template is not None and (args.length is not None or args.end_at is not None):
+        named = "--length" if args.length is not None else "--end-at"
+        parser.error(f"{named} applies to a prompt; a --template's blanks say what is written and where it ends")
+    args.length = 200 if args.length is None else args.length
+    args.end_at = "length" if args.end_at is None else args.end_at
     if args.template is None and args.length < 1:
         parser.error(f"--length must be >= 1, got {args.length}")
     if args.seed is not None:

@@ -77,6 +77,19 @@ def test_length_below_one_is_refused_before_loading(tmp_path, capsys):
     assert "--length must be >= 1" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("flags", [["--length", "50"], ["--end-at", "line"]])
+def test_a_prompts_flags_with_a_template_are_refused_not_ignored(tmp_path, capsys, flags):
+    # they were silently ignored: the template's blanks set the length and the end
+    with pytest.raises(SystemExit):
+        main(["--model", str(tmp_path / "never-loaded"), "--template", "to __ or not", *flags])
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .splitlines()[-1]
+        .endswith(f"{flags[0]} applies to a prompt; a --template's blanks say what is written and where it ends")
+    )
+
+
 def test_the_default_model_is_named_when_missing(tmp_path, monkeypatch, capsys):
     import mdlm_hf.__main__ as cli
 
