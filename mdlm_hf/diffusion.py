@@ -38,6 +38,10 @@ def refuse_causal(model: nn.Module, what: str) -> None:
 
 def sample_times(batch_size: int, generator: torch.Generator, t_min: float = 1e-3) -> torch.Tensor:
     """Low-discrepancy (stratified) t in [t_min, 1): one shared uniform offset, B evenly spaced strata."""
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    if not (isinstance(t_min, (int, float)) and 0 <= t_min < 1):  # also false for NaN
+        raise ValueError(f"t_min must be a number in [0, 1), got {t_min!r}")
     offset = torch.rand((), generator=generator)
     u = (offset + torch.arange(batch_size) / batch_size) % 1.0  # (B,) one point per stratum
     return t_min + (1.0 - t_min) * u  # clamped away from 0 where the 1/t weight explodes
@@ -160,6 +164,8 @@ def elbo(
     check_batch_size(batch_size)
     if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples < 1:
         raise ValueError(f"num_samples must be an integer >= 1, got {num_samples!r}")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator or None, got {generator!r}")
     generator = generator if generator is not None else torch.Generator().manual_seed(0)
     with evaluating(model):
         return ElboResult(_elbo_nats(model, tokens.long(), num_samples, generator, batch_size), tokens.numel())
@@ -363,6 +369,11 @@ def accuracy_by_mask_ratio(
     """Share of masked characters the model's argmax gets right, for each mask ratio, on validation windows."""
     refuse_causal(model, "accuracy by mask ratio")
     check_token_ids(tokens, model)
+    if not isinstance(num_windows, int) or isinstance(num_windows, bool) or num_windows < 1:
+        raise ValueError(f"num_windows must be an integer >= 1, got {num_windows!r}")
+    bad = [r for r in ratios if not (isinstance(r, (int, float)) and not isinstance(r, bool) and 0 < r <= 1)]
+    if bad:
+        raise ValueError(f"mask ratios must be numbers in (0, 1], got {bad[0]!r}")
     with evaluating(model):
         return _accuracies(model, tokens.long(), ratios, num_windows, torch.Generator().manual_seed(seed))
 

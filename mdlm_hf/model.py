@@ -476,6 +476,10 @@ class MDLM(
         """
         if not isinstance(fast, bool):
             raise ValueError(f"fast must be True or False, got {fast!r}")
+        if not isinstance(pretrained_model_name_or_path, (str, os.PathLike)):
+            raise ValueError(
+                f"pass a local directory or a Hub repo id as a string or path, got {pretrained_model_name_or_path!r}"
+            )
         if kwargs.get("strict", True) is not True:
             raise ValueError(
                 "strict must be True: weights that do not match config.json are refused, never half loaded"

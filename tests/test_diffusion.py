@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from mdlm_hf import MDLM, CharTokenizer, diffusion_loss, elbo, mask_tokens, sample_times
-from mdlm_hf.diffusion import NLL_ORDERS, exact_nll, stream_masks
+from mdlm_hf.diffusion import NLL_ORDERS, accuracy_by_mask_ratio, exact_nll, stream_masks
 from tests.stubs import StubModel
 
 
@@ -118,6 +118,28 @@ def test_bad_loss_arguments(tiny_model):
         diffusion_loss(tiny_model, tokens, torch.Generator(), weighting="snr")
     with pytest.raises(ValueError, match="num_samples"):
         elbo(tiny_model, tokens[0], num_samples=0)
+
+
+@pytest.mark.parametrize(
+    ("call", "says"),
+    [
+        # each was a RuntimeError or TypeError from torch, or (t_min 2, ratio 2) numbers that mean nothing
+        (lambda m, x: sample_times(-1, torch.Generator()), "batch_size must be an integer >= 1, got -1"),
+        (lambda m, x: sample_times(4, torch.Generator(), t_min=2), "t_min must be a number in \\[0, 1\\), got 2"),
+        (lambda m, x: sample_times(4, torch.Generator(), t_min=math.nan), "t_min must be a number in"),
+        (lambda m, x: elbo(m, x, generator=5), "generator must be a torch.Generator or None, got 5"),
+        (lambda m, x: accuracy_by_mask_ratio(m, x, num_windows=0), "num_windows must be an integer >= 1, got 0"),
+        (lambda m, x: accuracy_by_mask_ratio(m, x, ratios=(0.5, 2.0)), "mask ratios must be numbers in \\(0, 1\\]"),
+        (lambda m, x: accuracy_by_mask_ratio(m, x, ratios=(math.nan,)), "mask ratios must be numbers in"),
+        (lambda m, x: MDLM.from_pretrained(None), "pass a local directory or a Hub repo id as a string or path"),
+        (lambda m, x: MDLM.from_pretrained(5), "pass a local directory or a Hub repo id as a string or path, got 5"),
+    ],
+)
+def test_bad_arguments_of_the_public_functions_are_one_line(tiny_model, call, says):
+    tokens = torch.tensor(tiny_model.tokenizer.encode("to be or not\n" * 10))
+    with pytest.raises(ValueError, match=says) as refused:
+        call(tiny_model, tokens)
+    assert "\n" not in str(refused.value)
 
 
 def test_training_on_deterministic_text_drives_elbo_toward_zero():
