@@ -12,7 +12,7 @@ import torch
 from mdlm_hf import MDLM
 from mdlm_hf.autoregressive import check_twin
 from mdlm_hf.data import read_text
-from mdlm_hf.devices import cpu_count
+from mdlm_hf.devices import max_threads
 from mdlm_hf.sampler import orders_using
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -22,13 +22,13 @@ SHARED_DATA = REPO_ROOT.parent / "shared" / "data" / "tinyshakespeare.txt"
 
 
 def thread_count(text: str) -> int:
-    """A benchmark's --threads: a whole number from 1 to the CPUs here (argparse names the flag when it is not)."""
+    """A benchmark's --threads: a whole number from 1 to `max_threads()` (argparse names the flag when it is not)."""
     try:
         threads = int(text)
     except ValueError:
         threads = 0
-    if not 1 <= threads <= cpu_count():
-        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {cpu_count()}, the CPUs here, got {text!r}")
+    if not 1 <= threads <= max_threads():
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {max_threads()}, got {text!r}")
     return threads
 
 

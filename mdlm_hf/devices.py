@@ -38,9 +38,18 @@ def choose_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+THREADS_PER_CPU = 4  # more threads than CPUs only slows a run (a command written for 2 still runs on 1); far more
+# crashed torch (100,000: a segmentation fault)
+
+
 def cpu_count() -> int:
-    """The CPUs this process may run on: the most threads a `--threads` flag may ask for (torch crashed on 100,000)."""
+    """The CPUs this process may run on."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+def max_threads() -> int:
+    """The most CPU threads a `--threads` flag may ask for here."""
+    return THREADS_PER_CPU * cpu_count()

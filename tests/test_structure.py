@@ -9,7 +9,7 @@ from benchmarks.blank_after_heading import after_headings, blank_probabilities
 from benchmarks.structure import Sample, count_structure, heading_name, metrics, repeated_span, speakers
 from benchmarks.structure_suite import PROMPTS, meets, template
 from mdlm_hf import MDLM, CharTokenizer
-from mdlm_hf.devices import cpu_count
+from mdlm_hf.devices import max_threads
 from tests.conftest import TINY_TEXT
 
 
@@ -162,7 +162,7 @@ def test_a_benchmark_refuses_threads_it_cannot_run_in_one_line(monkeypatch, caps
         capsys.readouterr()
         .err.strip()
         .splitlines()[-1]
-        .endswith(f"argument --threads: must be a whole number from 1 to {cpu_count()}, the CPUs here, got '{threads}'")
+        .endswith(f"argument --threads: must be a whole number from 1 to {max_threads()}, got '{threads}'")
     )
 
 

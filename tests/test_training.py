@@ -663,7 +663,7 @@ def test_missing_data_offline_is_one_line(tmp_path, monkeypatch):
         (["--muon-momentum", "1"], "--muon-momentum must be in \\[0, 1\\)"),
         (["--threads", "-1"], "--threads must be from 0 \\(torch's default\\) to"),
         # torch crashed the process (a segmentation fault) on 100,000 threads, leaving token files behind
-        (["--threads", "100000"], "--threads must be from 0 \\(torch's default\\) to [0-9]+, the CPUs, got 100000"),
+        (["--threads", "100000"], "--threads must be from 0 \\(torch's default\\) to [0-9]+, got 100000"),
         (["--device", "bogus"], "--device 'bogus' is not a device"),
         # "" trained from scratch (--init-from), wrote the run into the working directory (--out-dir), or skipped
         # the export and the push without a word
@@ -1389,3 +1389,14 @@ def test_evaluate_refuses_a_device_it_cannot_use_in_one_line(tmp_path, capsys, d
     assert stopped.value.code == 2
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert ": error: --device" in error and says in error
+
+
+def test_a_resume_takes_the_threads_of_its_own_machine():
+    # a run saved on a machine with many CPUs was refused on a smaller one for a flag the user never typed
+    from training.run_options import flag_problem, resumed_args
+
+    args, explicit = train.parse_args(["--resume", "--out-dir", "somewhere"])
+    merged = resumed_args(args, explicit, {"threads": 100_000, "batch_size": 7})
+    assert merged.threads == 0 and merged.batch_size == 7 and flag_problem(merged) is None
+    args, explicit = train.parse_args(["--resume", "--out-dir", "somewhere", "--threads", "1"])
+    assert resumed_args(args, explicit, {"threads": 100_000}).threads == 1

@@ -9,7 +9,7 @@ import argparse
 import difflib
 import math
 
-from mdlm_hf.devices import DEVICE_HELP, cpu_count, device_problem
+from mdlm_hf.devices import DEVICE_HELP, device_problem, max_threads
 from mdlm_hf.diffusion import LOSS_WEIGHTINGS
 from mdlm_hf.model import MLP_KINDS, NORM_KINDS, check_config
 from training.optimizers import OPTIMIZERS
@@ -65,6 +65,7 @@ RESUMABLE_CHANGES = (
     "device",
     "dtype",
 )
+MACHINE_FLAGS = ("threads",)  # a resume takes these from its own command line, never from the checkpoint
 _NOT_GIVEN = object()
 
 
@@ -237,7 +238,7 @@ def flag_problem(args: argparse.Namespace) -> str | None:
             "must be >= 1",
         ),
         (("warmup_steps", "stop_at_step", "eval_sample_chars"), lambda x: x >= 0, "must be >= 0"),
-        (("threads",), lambda x: 0 <= x <= cpu_count(), f"must be from 0 (torch's default) to {cpu_count()}, the CPUs"),
+        (("threads",), lambda x: 0 <= x <= max_threads(), f"must be from 0 (torch's default) to {max_threads()}"),
         (("seed",), lambda x: 0 <= x < 2**63, "must be in [0, 2**63)"),
         (("lr", "muon_lr"), lambda x: math.isfinite(x) and x > 0, "must be a number > 0"),
         (
@@ -316,7 +317,9 @@ def resumed_args(args: argparse.Namespace, explicit: set[str], saved: dict) -> a
         raise ValueError(f"--resume keeps the run's own settings; these flags differ: {'; '.join(conflicts)}")
     # flags newer than the checkpoint keep today's defaults; flags typed now win over the saved ones
     explicit_values = {k: getattr(args, k) for k in explicit}
-    merged = {**vars(args), **saved, **explicit_values, "resume": True, "out_dir": args.out_dir}
+    # the threads are the machine's, not the run's: a run from a larger machine resumes with this one's default
+    kept = {k: v for k, v in saved.items() if k not in MACHINE_FLAGS}
+    merged = {**vars(args), **kept, **explicit_values, "resume": True, "out_dir": args.out_dir}
     changed = [
         f"{k}={getattr(args, k)} (was {saved.get(k, 'not set')})"
         for k in explicit - {"resume", "out_dir"}
