@@ -11,15 +11,17 @@ model reads everything before the character after the heading's line break and n
 model: the rest of the canvas masked; the twin: its causal context), and gives the probability that this character
 is a line break. On real text that probability should match how often real text has one there; on a rule's texts
 it says whether the rule's draw or the model's beliefs write the empty speeches ("drawn" is how often the texts
-have one). Real text is read in windows of 256 characters that end at random between 40 and 220 characters after
-the window's start; the rule's texts (benchmarks/results/structure/texts.json, the structure suite's store) as
-they were sampled, the prompt's given characters included. The table goes to benchmarks/results/blank_after_heading.md.
+have one). Real text is read in windows of 256 characters, the scored character 40 to 220 characters in (at random);
+a rule's texts (benchmarks/results/structure/texts.json, the structure suite's store) as they were sampled, the
+prompt's given characters included, at every heading the rule wrote whose next character it wrote too. The table
+goes to benchmarks/results/blank_after_heading.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import sys
 from pathlib import Path
 
 import torch
@@ -28,7 +30,8 @@ from benchmarks.common import REPO_ROOT, SHARED_DATA, load_model, load_twin, thr
 from benchmarks.heldout import HELDOUT_TEXT
 from benchmarks.sampling_quality import model_fingerprint
 from benchmarks.structure import heading_name
-from benchmarks.structure_suite import PROMPTS, RESULTS, load_store
+from benchmarks.structure_suite import PROMPTS, RESULTS, RULES, load_store
+from mdlm_hf import MDLM
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 
 OUT = REPO_ROOT / "benchmarks" / "results" / "blank_after_heading.md"
@@ -61,7 +64,7 @@ def real_contexts(text: str, count: int, seed: int, length: int = 256) -> list[t
 
 
 @torch.no_grad()
-def blank_probabilities(model, contexts: list[tuple[str, int]]) -> list[float]:
+def blank_probabilities(model: MDLM, contexts: list[tuple[str, int]]) -> list[float]:
     """p(line break at `position` | the text before it) for each (text, position): a diffusion model reads the rest
     masked, a causal model (the twin) its prefix."""
     newline = model.tokenizer.encode("\n")[0]
@@ -92,7 +95,7 @@ def rule_contexts(store: dict, fingerprint: str, rule: str) -> dict[str, list[tu
     return {prompt: by_prompt[prompt] for prompt in PROMPTS if prompt in by_prompt}
 
 
-def table_row(name: str, contexts: list[tuple[str, int]], model, twin) -> str:
+def table_row(name: str, contexts: list[tuple[str, int]], model: MDLM, twin: MDLM | None) -> str:
     """One line of the table: the texts' own rate and the mean probabilities."""
     drawn = sum(text[p] == "\n" for text, p in contexts) / len(contexts)
     mean = sum(blank_probabilities(model, contexts)) / len(contexts)
@@ -100,14 +103,17 @@ def table_row(name: str, contexts: list[tuple[str, int]], model, twin) -> str:
     return f"| {name} | {len(contexts)} | {drawn:.4f} | {mean:.4f} | {twin_mean} |"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="a model directory (default: the shipped model)")
     parser.add_argument("--twin", help="its autoregressive twin's directory (default: the shipped one; none: skip)")
-    parser.add_argument("--rule", default="default", help="the structure suite rule whose stored texts are read")
+    parser.add_argument(
+        "--rule", default="default", choices=list(RULES), help="the structure suite rule whose stored texts are read"
+    )
     parser.add_argument("--store", default=str(RESULTS / "texts.json"), help="the structure suite's store")
     parser.add_argument("--threads", type=thread_count, default=2)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    store = load_store(Path(args.store))  # a file that is not a store is refused before minutes of passes
     torch.set_num_threads(args.threads)
     model = load_model(args.model, exact=True)[0].eval()
     twin = None if args.twin == "none" else load_twin(args.twin, model, exact=True)[0].eval()
@@ -125,7 +131,6 @@ def main() -> None:
     for name, text in texts.items():
         lines.append(table_row(name, real_contexts(text, REAL_HEADINGS, seed=0), model, twin))
         print(lines[-1], flush=True)
-    store = load_store(Path(args.store))
     for prompt, contexts in rule_contexts(store, model_fingerprint(model), args.rule).items():
         lines.append(table_row(f"{args.rule}, {prompt}", contexts, model, twin))
         print(lines[-1], flush=True)
@@ -133,4 +138,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except (ValueError, OSError) as error:  # a missing model or twin, an unreadable store: one line
+        sys.exit(f"error: {error}")

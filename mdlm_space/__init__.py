@@ -11,7 +11,8 @@ and launches it.
     controls.py   controls shared by the tabs (options, seeds, run/Stop, replay)
     tabs/         one module per tab
     layout.py     build_demo
-    loading.py    the model, its word list and demo.json, the device
+    loading.py    the model, its word list and demo.json, the warm-up pass
+    serving.py    the checks of --host and --port, before the model loads
 """
 
 from mdlm_space.layout import build_demo

@@ -32,7 +32,7 @@ from mdlm_hf.diffusion import MASK_RATIOS
 from mdlm_hf.metrics import save_word_list
 from mdlm_hf.sampler import OPTION_SPECS
 from mdlm_hf.windows import MAX_CANVAS
-from mdlm_space import checks, handlers, loading, race, render, worker
+from mdlm_space import checks, handlers, loading, race, render, serving, worker
 from mdlm_space.controls import replay_frame, replay_slider
 from mdlm_space.endpoints import COMPARE_API, GENERATE_API, INFILL_API, default, event
 from mdlm_space.tabs import how_it_works
@@ -1433,6 +1433,11 @@ def test_a_word_list_that_is_not_text_is_named(model_dir, tmp_path, monkeypatch)
         app.main(["--model", str(broken), "--twin", "none"])
     message = str(stopped.value)
     assert f"{broken / 'words.txt'} is not a word list: not UTF-8 text" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0", "localhost"])
+def test_a_host_of_this_machine_is_served(host):
+    assert serving.host_problem(host) is None
 
 
 @pytest.mark.parametrize("port", ["-1", "0", "70000", "http"])

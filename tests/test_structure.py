@@ -193,3 +193,16 @@ def test_a_store_that_is_not_one_is_named(tmp_path, content, says):
     (tmp_path / "store.json").write_bytes(content)
     with pytest.raises(ValueError, match=f"{tmp_path / 'store.json'} is not a structure suite store .*{says}"):
         load_store(tmp_path / "store.json")
+
+
+def test_the_blank_odds_benchmark_refuses_bad_flags_before_the_model(tmp_path, capsys, monkeypatch):
+    # a misspelt rule wrote a table of real text only over the committed one; a bad store failed after minutes
+    from benchmarks import blank_after_heading
+
+    monkeypatch.setattr(blank_after_heading, "load_model", lambda *a, **k: pytest.fail("the model was loaded"))
+    with pytest.raises(SystemExit) as stopped:
+        blank_after_heading.main(["--rule", "defualt"])
+    assert stopped.value.code == 2 and "argument --rule: invalid choice: 'defualt'" in capsys.readouterr().err
+    (tmp_path / "store.json").write_bytes(b"\x80")
+    with pytest.raises(ValueError, match="is not a structure suite store"):
+        blank_after_heading.main(["--store", str(tmp_path / "store.json")])

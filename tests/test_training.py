@@ -1375,6 +1375,9 @@ def test_evaluate_refuses_an_out_it_cannot_write_before_the_evaluation(tmp_path,
         evaluate.main(["--model", str(tmp_path / "none"), "--data", "x.txt", "--out", out and str(tmp_path / out)])
     assert stopped.value.code == 2
     assert says in capsys.readouterr().err.strip().splitlines()[-1]
+    with pytest.raises(ValueError, match="does not exist"):  # a run that fails leaves no empty --out behind
+        evaluate.main(["--model", str(tmp_path / "none"), "--data", "x.txt", "--out", str(tmp_path / "new" / "out")])
+    assert not (tmp_path / "new").exists()
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -21,7 +22,6 @@ from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
 from mdlm_hf.diffusion import NLL_ORDERS, accuracy_by_mask_ratio, exact_nll
 from mdlm_hf.plots import accuracy_figure
 from mdlm_hf.sampler import DEFAULT_SAMPLING
-from training.checkpoints import prepare_dir
 from training.corpus import read_texts
 
 
@@ -112,6 +112,18 @@ def draw_samples(model: MDLM, num_texts: int = 3, seed: int = 0) -> dict:
     return {"samples": texts, "sampling": {"length": length, **sampling}}
 
 
+def out_problem(out: Path) -> str | None:
+    """Why metrics could not be written under `out`, asked without making it (a failed run leaves no empty folder)."""
+    existing = out.absolute()
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"--out {out} is not a directory this program can write to ({existing} is a file)"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"--out {out} is not a directory this program can write to ({existing} is not writable)"
+    return None
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", required=True, help="local directory or Hub repo id")
@@ -145,10 +157,9 @@ def main(argv: list[str] | None = None) -> dict:
     if args.out is not None:  # refused now, not after the evaluation (an empty one wrote nothing, and said nothing)
         if not args.out.strip():
             parser.error("--out is empty: give a directory")
-        try:
-            prepare_dir(Path(args.out), "--out")
-        except ValueError as error:
-            parser.error(str(error))
+        problem = out_problem(Path(args.out))
+        if problem:
+            parser.error(problem)
     device = choose_device(args.device)
     print(f"evaluate: loading {args.model} and the validation split of {' '.join(args.data)}...", flush=True)
     # the fast path's bf16 copy is a CPU choice; elsewhere the weights as saved
