@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
@@ -21,15 +21,23 @@ SHIPPED_TWIN = REPO_ROOT / "pretrained" / "mdlm-shakespeare-char-ar"  # its auto
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data" / "tinyshakespeare.txt"
 
 
-def thread_count(text: str) -> int:
-    """A benchmark's --threads: a whole number from 1 to `max_threads()` (argparse names the flag when it is not)."""
-    try:
-        threads = int(text)
-    except ValueError:
-        threads = 0
-    if not 1 <= threads <= max_threads():
-        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {max_threads()}, got {text!r}")
-    return threads
+def whole_number(low: int, high: Callable[[], int] | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number from `low` (to `high()`, asked when parsing); argparse names the flag."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < low or (high is not None and value > high()):
+            bounds = f">= {low}" if high is None else f"from {low} to {high()}"
+            raise argparse.ArgumentTypeError(f"must be a whole number {bounds}, got {text!r}")
+        return value
+
+    return parse
+
+
+thread_count = whole_number(1, max_threads)  # a benchmark's --threads
 
 
 def reveal_rules(

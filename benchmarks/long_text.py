@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import REPO_ROOT, load_model, load_twin, thread_count
+from benchmarks.common import REPO_ROOT, load_model, load_twin, thread_count, whole_number
 from benchmarks.sampling_quality import model_fingerprint
 from benchmarks.structure import Sample, count_structure, metrics, repeated_span
 from benchmarks.structure_suite import RULES, fmt, heldout_samples, load_store, report_context, rule_options, save_store
@@ -159,8 +159,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rule", default="default", choices=list(RULES), help="quality: the structure suite's rule")
     parser.add_argument("--contexts", type=int, nargs="*", default=[64])
-    parser.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2])
-    parser.add_argument("--samples", type=int, default=16)
+    parser.add_argument("--seeds", type=whole_number(0), nargs="*", default=[0, 1, 2])
+    parser.add_argument("--samples", type=whole_number(1), default=16)
     parser.add_argument("--threads", type=thread_count, default=2)
     parser.add_argument("--store", default=str(RESULTS / "texts.json"))
     args = parser.parse_args(argv)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import REPO_ROOT, SHARED_DATA, load_model, load_twin, thread_count
+from benchmarks.common import REPO_ROOT, SHARED_DATA, load_model, load_twin, thread_count, whole_number
 from benchmarks.heldout import HELDOUT_TEXT, text_digest
 from benchmarks.judge import KneserNeyJudge
 from benchmarks.sampling_quality import model_fingerprint
@@ -277,29 +277,14 @@ def report_context() -> dict:
     )
 
 
-def count_from(low: int):
-    """An argparse type: a whole number from `low` on."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = low - 1
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be a whole number >= {low}, got {text!r}")
-        return value
-
-    return parse
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="a model directory (default: the shipped model)")
     parser.add_argument("--twin", help="the autoregressive twin's directory, for rule twin (default: the shipped one)")
     parser.add_argument("--rules", nargs="*", default=[], help=f"rules to sample, of {', '.join(RULES)}")
     parser.add_argument("--prompts", nargs="*", default=list(PROMPTS), help=f"of {', '.join(PROMPTS)}")
-    parser.add_argument("--seeds", nargs="*", type=count_from(0), default=[0, 1, 2])
-    parser.add_argument("--samples", type=count_from(1), default=32, help="samples per rule, prompt and seed")
+    parser.add_argument("--seeds", nargs="*", type=whole_number(0), default=[0, 1, 2])
+    parser.add_argument("--samples", type=whole_number(1), default=32, help="samples per rule, prompt and seed")
     parser.add_argument("--threads", type=thread_count, default=None)
     parser.add_argument(
         "--device",
