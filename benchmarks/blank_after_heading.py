@@ -14,7 +14,7 @@ it says whether the rule's draw or the model's beliefs write the empty speeches 
 have one). Real text is read in windows of 256 characters, the scored character 40 to 220 characters in (at random);
 a rule's texts (benchmarks/results/structure/texts.json, the structure suite's store) as they were sampled, the
 prompt's given characters included, at every heading the rule wrote whose next character it wrote too. The table
-goes to benchmarks/results/blank_after_heading.md.
+goes to benchmarks/results/blank_after_heading.md (another rule's to blank_after_heading-RULE.md).
 """
 
 from __future__ import annotations
@@ -34,7 +34,14 @@ from benchmarks.structure_suite import PROMPTS, RESULTS, RULES, load_store
 from mdlm_hf import MDLM
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 
-OUT = REPO_ROOT / "benchmarks" / "results" / "blank_after_heading.md"
+RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
+
+
+def out_path(rule: str) -> Path:
+    """Where a rule's table goes: blank_after_heading.md for the default, blank_after_heading-RULE.md else."""
+    return RESULTS_DIR / ("blank_after_heading.md" if rule == "default" else f"blank_after_heading-{rule}.md")
+
+
 REAL_HEADINGS = 512  # headings of a real text read (at random, seeded)
 BATCH = 64
 
@@ -134,7 +141,7 @@ def main(argv: list[str] | None = None) -> None:
     for prompt, contexts in rule_contexts(store, model_fingerprint(model), args.rule).items():
         lines.append(table_row(f"{args.rule}, {prompt}", contexts, model, twin))
         print(lines[-1], flush=True)
-    atomic_write_bytes(OUT, ("\n".join(lines) + "\n").encode())
+    atomic_write_bytes(out_path(args.rule), ("\n".join(lines) + "\n").encode())
 
 
 if __name__ == "__main__":
