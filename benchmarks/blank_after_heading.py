@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import REPO_ROOT, SHARED_DATA, load_model, load_twin, thread_count
+from benchmarks.common import SHARED_DATA, load_model, load_twin, thread_count
 from benchmarks.heldout import HELDOUT_TEXT
 from benchmarks.sampling_quality import model_fingerprint
 from benchmarks.structure import heading_name
@@ -34,16 +34,13 @@ from benchmarks.structure_suite import PROMPTS, RESULTS, RULES, load_store
 from mdlm_hf import MDLM
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 
-RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
+REAL_HEADINGS = 512  # headings of a real text read (at random, seeded)
+BATCH = 64
 
 
 def out_path(rule: str) -> Path:
     """Where a rule's table goes: blank_after_heading.md for the default, blank_after_heading-RULE.md else."""
-    return RESULTS_DIR / ("blank_after_heading.md" if rule == "default" else f"blank_after_heading-{rule}.md")
-
-
-REAL_HEADINGS = 512  # headings of a real text read (at random, seeded)
-BATCH = 64
+    return RESULTS.parent / ("blank_after_heading.md" if rule == "default" else f"blank_after_heading-{rule}.md")
 
 
 def after_headings(text: str) -> list[int]:

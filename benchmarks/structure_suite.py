@@ -319,7 +319,8 @@ def main() -> None:
                 continue  # a template: the twin writes left to right only
             for seed in args.seeds:
                 key = row_key(fingerprint, rule, prompt, seed)
-                if key in load_store(store_path) and load_store(store_path)[key].get("twin") == made_by.get("twin"):
+                stored = load_store(store_path).get(key)  # read once: the store is parsed whole
+                if stored is not None and stored.get("twin") == made_by.get("twin"):
                     continue
                 texts, written, passes, seconds = sample_texts(writer, rule, PROMPTS[prompt], seed, args.samples)
                 store = load_store(store_path)  # other processes may have added rows meanwhile

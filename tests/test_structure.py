@@ -109,20 +109,21 @@ def test_a_loop_is_a_long_span_repeated_verbatim():
     assert repeated_span("short") is None
 
 
-def test_the_suite_refuses_a_device_it_cannot_use_in_one_line(monkeypatch, capsys):
+def suite_refusal(monkeypatch, capsys, flags: list[str]) -> str:
+    """The last line the structure suite's command line prints when it refuses `flags` (exit status 2, argparse's)."""
     from benchmarks import structure_suite
 
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr("sys.argv", ["structure_suite", "--rules", "default", "--device", "cuda"])
+    monkeypatch.setattr("sys.argv", ["structure_suite", *flags])
     with pytest.raises(SystemExit) as stopped:
         structure_suite.main()
     assert stopped.value.code == 2
-    assert (
-        capsys.readouterr()
-        .err.strip()
-        .splitlines()[-1]
-        .endswith("--device cuda: CUDA is not available here; use --device cpu (or auto)")
-    )
+    return capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_the_suite_refuses_a_device_it_cannot_use_in_one_line(monkeypatch, capsys):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    refusal = suite_refusal(monkeypatch, capsys, ["--rules", "default", "--device", "cuda"])
+    assert refusal.endswith("--device cuda: CUDA is not available here; use --device cpu (or auto)")
 
 
 def test_the_character_after_each_heading_is_found():
@@ -152,18 +153,8 @@ def test_blank_odds_read_the_text_before_the_position_only(causal):
 @pytest.mark.parametrize("threads", ["-1", "100000", "two"])
 def test_a_benchmark_refuses_threads_it_cannot_run_in_one_line(monkeypatch, capsys, threads):
     # structure_suite --threads -1 ended in a traceback from torch.set_num_threads; 100,000 crashed torch
-    from benchmarks import structure_suite
-
-    monkeypatch.setattr("sys.argv", ["structure_suite", "--rules", "default", "--threads", threads])
-    with pytest.raises(SystemExit) as stopped:
-        structure_suite.main()
-    assert stopped.value.code == 2
-    assert (
-        capsys.readouterr()
-        .err.strip()
-        .splitlines()[-1]
-        .endswith(f"argument --threads: must be a whole number from 1 to {max_threads()}, got '{threads}'")
-    )
+    refusal = suite_refusal(monkeypatch, capsys, ["--rules", "default", "--threads", threads])
+    assert refusal.endswith(f"argument --threads: must be a whole number from 1 to {max_threads()}, got '{threads}'")
 
 
 @pytest.mark.parametrize(
@@ -177,13 +168,7 @@ def test_a_benchmark_refuses_threads_it_cannot_run_in_one_line(monkeypatch, caps
     ],
 )
 def test_the_suite_refuses_flags_it_cannot_run_in_one_line(monkeypatch, capsys, flags, says):
-    from benchmarks import structure_suite
-
-    monkeypatch.setattr("sys.argv", ["structure_suite", *flags])
-    with pytest.raises(SystemExit) as stopped:
-        structure_suite.main()
-    assert stopped.value.code == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(says)
+    assert suite_refusal(monkeypatch, capsys, flags).endswith(says)
 
 
 @pytest.mark.parametrize(("content", "says"), [(b"\x80\x81", "codec can't decode"), (b"[1]", "it holds list")])
