@@ -107,16 +107,21 @@ def table_row(name: str, contexts: list[tuple[str, int]], model: MDLM, twin: MDL
     return f"| {name} | {len(contexts)} | {drawn:.4f} | {mean:.4f} | {twin_mean} |"
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def odds_parser(description: str, default_rule: str = "default") -> argparse.ArgumentParser:
+    """The flags this benchmark and its siblings (benchmarks/same_speaker.py) share."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="a model directory (default: the shipped model)")
     parser.add_argument("--twin", help="its autoregressive twin's directory (default: the shipped one; none: skip)")
     parser.add_argument(
-        "--rule", default="default", choices=list(RULES), help="the structure suite rule whose stored texts are read"
+        "--rule", default=default_rule, choices=list(RULES), help="the structure suite rule whose stored texts are read"
     )
     parser.add_argument("--store", default=str(RESULTS / "texts.json"), help="the structure suite's store")
     parser.add_argument("--threads", type=thread_count, default=2)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def load_odds_inputs(args: argparse.Namespace) -> tuple[dict, MDLM, MDLM | None, dict[str, str]]:
+    """The store, the model (exact fp32), the twin (None: skipped) and the real texts, the store checked first."""
     store = load_store(Path(args.store))  # a file that is not a store is refused before minutes of passes
     torch.set_num_threads(args.threads)
     model = load_model(args.model, exact=True)[0].eval()
@@ -125,6 +130,12 @@ def main(argv: list[str] | None = None) -> None:
     texts = {"training split": train, "validation split": validation}
     if HELDOUT_TEXT.is_file():
         texts["held-out plays"] = read_text(HELDOUT_TEXT)
+    return store, model, twin, texts
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = odds_parser(__doc__).parse_args(argv)
+    store, model, twin, texts = load_odds_inputs(args)
     lines = [
         f"p(line break right after a heading), the text before it known: model {args.model or 'shipped'}, "
         f"rule {args.rule}'s stored texts",

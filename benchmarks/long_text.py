@@ -109,11 +109,12 @@ def quality(model, rule: str, contexts: list[int], seeds: list[int], samples: in
 
 def row(label: str, samples: list[Sample], context: dict, passes: str = "-") -> str:
     """One table row: the structure metrics of `samples` pooled, and their share with a loop."""
-    m = metrics(count_structure(samples, context["speakers"], context["words"], context["judge"]))
+    m = metrics(count_structure(samples, context["speakers"], context["words"], context["judge"], context["cast"]))
     loops = sum(repeated_span(s.text) is not None for s in samples)
     return (
         f"| {label} | {len(samples)} | {passes} | {fmt(m['headings_per_1k'], 1)} | {fmt(m['real_names'])} | "
-        f"{fmt(m['empty_speeches'])} | {fmt(m['same_speaker_twice'])} | {fmt(m['repeated_lines'])} | "
+        f"{fmt(m['empty_speeches'])} | {fmt(m['same_speaker_twice'])} | {fmt(m['strangers'])} | "
+        f"{fmt(m['repeated_lines'])} | "
         f"{fmt(m['long_lines'], 3)} | {fmt(m['run_on_headings'])} | {fmt(m['valid_words'], 3)} | "
         f"{fmt(m['judge_nll'])} | {loops} |"
     )
@@ -126,9 +127,9 @@ def report(model, store_path: Path) -> str:
     store = {k: v for k, v in load_store(store_path).items() if k.startswith(fingerprint + "|")}
     lines = [
         f"{LENGTH}-character texts. Held-out text: {context['heldout_name']}. Targets: {TARGETS}.\n",
-        "| text | samples | passes | headings/1k | names | empty | twice | repeated lines | long lines "
+        "| text | samples | passes | headings/1k | names | empty | twice | strangers | repeated lines | long lines "
         "| run-on headings | valid words | judge NLL | loops |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         row("held-out Shakespeare", heldout_samples(context["reference"], 48, 0, LENGTH), context),
     ]
 

@@ -12,6 +12,10 @@ written), the last when it stops mid-line.
   held-out plays) or one that a given line of the same sample names.
 - An **empty speech** is a heading followed by a blank line or by another heading.
 - **Same speaker twice** is a heading naming the speaker of the heading before it.
+- **Strangers** are two speakers in a row (a heading and the one before it, different names, both of the cast
+  map) who never speak within CAST_SPAN lines of each other in the reference texts: casts of two plays mixed.
+  TinyShakespeare marks no play's end, so a span of about a play's length stands in for "the same play"; speakers
+  at the seam of two plays pass as one cast, so the count is a floor. Real text has none by definition.
 - A **repeated line** is a speech line (not blank, not a heading) that already occurred earlier in the text.
 - A **long line** is a speech line over LONG_LINE characters (real text has none: its verse and its wrapped prose
   stay under it); a **run-on heading** is an all-capitals name and its colon with the speech run on after it in the
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -35,6 +40,7 @@ from mdlm_hf.metrics import words
 JUDGE_HISTORY = 16  # characters of history handed to the judge (it reads its last order - 1 of them)
 LOOP_SPAN = 64  # characters a verbatim repeat must span to count as a loop
 LONG_LINE = 80  # characters a speech line must exceed to count as long
+CAST_SPAN = 3000  # lines within which two speakers count as one play's cast (TinyShakespeare's plays: 3-4k lines)
 NAME = re.compile(r"[A-Z][A-Za-z'\-&,]*(?: (?:[A-Z&][A-Za-z'\-&,]*|of|the|and|de|la)){0,4}")
 
 
@@ -51,6 +57,26 @@ def runs_on(line: str) -> bool:
     """Whether a line is a heading with its speech run on after the colon (`LADY CAPULET:will require you`)."""
     name, colon, rest = line.partition(":")
     return bool(colon and rest.strip() and len(name) >= 3 and name.isupper() and NAME.fullmatch(name))
+
+
+def castmates(texts: Iterable[str], span: int = CAST_SPAN) -> dict[str, set[str]]:
+    """Per speaker of the texts, every speaker with a heading within `span` lines of one of theirs (themselves too)."""
+    cast: dict[str, set[str]] = {}
+    for text in texts:
+        lines = text.split("\n")
+        window: deque[tuple[int, str]] = deque()  # the headings of the last `span` lines
+        in_window: Counter[str] = Counter()
+        for i, line in enumerate(lines):
+            if (name := heading_name(line, lines[i - 1] if i else None)) is None:
+                continue
+            while window and window[0][0] < i - span:
+                in_window[window.popleft()[1]] -= 1
+            window.append((i, name))
+            in_window[name] += 1
+            for other in +in_window:  # the names still in the window
+                cast.setdefault(name, set()).add(other)
+                cast.setdefault(other, set()).add(name)
+    return cast
 
 
 def speakers(text: str) -> set[str]:
@@ -82,6 +108,8 @@ class Counts:
     empty: int = 0
     preceded: int = 0  # headings with a heading before them in the text
     twice: int = 0
+    paired: int = 0  # headings after a heading of another speaker, both of the cast map
+    strangers: int = 0
     speech_lines: int = 0
     repeated_lines: int = 0
     long_lines: int = 0
@@ -98,8 +126,10 @@ def scored_line_range(sample: Sample, lines: list[str]) -> range:
     return range(first, max(first, last))
 
 
-def count_sample(sample: Sample, counts: Counts, known_speakers: set[str], known_words: set[str], judge) -> None:
-    """Adds one sample's structure to `counts`."""
+def count_sample(
+    sample: Sample, counts: Counts, known_speakers: set[str], known_words: set[str], judge, cast: dict | None = None
+) -> None:
+    """Adds one sample's structure to `counts` (strangers only with a cast map, `castmates`)."""
     lines = sample.text.split("\n")
     starts = [0]
     for line in lines[:-1]:
@@ -139,6 +169,9 @@ def count_sample(sample: Sample, counts: Counts, known_speakers: set[str], known
             if previous_names[i] is not None:
                 counts.preceded += 1
                 counts.twice += previous_names[i] == name
+                if cast and previous_names[i] != name and name in cast and previous_names[i] in cast:
+                    counts.paired += 1
+                    counts.strangers += previous_names[i] not in cast[name]
         elif runs_on(line):
             counts.run_on += 1
         elif line.strip():
@@ -151,14 +184,18 @@ def count_sample(sample: Sample, counts: Counts, known_speakers: set[str], known
 
 
 def count_structure(
-    samples: Iterable[Sample], known_speakers: set[str], known_words: set[str], judge: KneserNeyJudge | None = None
+    samples: Iterable[Sample],
+    known_speakers: set[str],
+    known_words: set[str],
+    judge: KneserNeyJudge | None = None,
+    cast: dict[str, set[str]] | None = None,
 ) -> Counts:
-    """The structure of a set of samples, pooled."""
+    """The structure of a set of samples, pooled; `cast` (from `castmates`) counts strangers."""
     counts = Counts()
     for sample in samples:
         if len(sample.written) != len(sample.text):
             raise ValueError("a sample's written flags must match its text, one per character")
-        count_sample(sample, counts, known_speakers, known_words, judge)
+        count_sample(sample, counts, known_speakers, known_words, judge, cast)
     return counts
 
 
@@ -173,6 +210,7 @@ def metrics(counts: Counts) -> dict[str, float]:
         "real_names": ratio(counts.real_headings, counts.headings),
         "empty_speeches": ratio(counts.empty, counts.followed),
         "same_speaker_twice": ratio(counts.twice, counts.preceded),
+        "strangers": ratio(counts.strangers, counts.paired),
         "repeated_lines": ratio(counts.repeated_lines, counts.speech_lines),
         "long_lines": ratio(counts.long_lines, counts.speech_lines),
         "run_on_headings": ratio(counts.run_on, counts.headings + counts.run_on),

@@ -6,7 +6,16 @@ import pytest
 import torch
 
 from benchmarks.blank_after_heading import after_headings, blank_probabilities
-from benchmarks.structure import Sample, count_structure, heading_name, metrics, repeated_span, speakers
+from benchmarks.same_speaker import headings_after_headings, name_probabilities
+from benchmarks.structure import (
+    Sample,
+    castmates,
+    count_structure,
+    heading_name,
+    metrics,
+    repeated_span,
+    speakers,
+)
 from benchmarks.structure_suite import PROMPTS, meets, template
 from mdlm_hf import MDLM, CharTokenizer
 from mdlm_hf.devices import max_threads
@@ -37,6 +46,19 @@ def test_a_continued_play_has_its_known_counts():
     assert counts.chars == len(WRITTEN)
     assert m["headings_per_1k"] == pytest.approx(4000 / len(WRITTEN))
     assert m["judge_nll"] == pytest.approx(math.log(2))
+
+
+def test_speakers_of_two_plays_in_a_row_are_strangers():
+    verona = "ROMEO:\nHi.\n\nJULIET:\nHo.\n\nROMEO:\nAy.\n"
+    elsinore = "HAMLET:\nWho?\n\nHORATIO:\nI.\n"
+    cast = castmates([verona + "\n" * 20 + elsinore], span=10)
+    assert cast["ROMEO"] == {"ROMEO", "JULIET"} and cast["HAMLET"] == {"HAMLET", "HORATIO"}
+    text = "x\n\nROMEO:\nHi.\n\nHAMLET:\nHo.\n\nJULIET:\nAy.\n\nROMEO:\nNo.\n\nOOPEY:\nWhat?\n\nOOPEY:\nYes.\n"
+    m = metrics(count_structure([Sample.all_written(text)], set(cast), set(), None, cast))
+    # HAMLET after ROMEO and JULIET after HAMLET are strangers, ROMEO after JULIET is not; OOPEY, no one's castmate,
+    # and OOPEY after OOPEY are not pairs of the cast
+    assert m["strangers"] == 2 / 3
+    assert math.isnan(metrics(count_structure([Sample.all_written(text)], set(cast), set(), None))["strangers"])
 
 
 def test_long_lines_and_run_on_headings_are_counted():
@@ -150,6 +172,39 @@ def test_blank_odds_read_the_text_before_the_position_only(causal):
     assert odds[0] == pytest.approx(expected.item(), rel=1e-4)
 
 
+def test_each_heading_is_paired_with_the_heading_above_it():
+    text = "x\n\nROMEO:\nHi.\n\nJULIET:\n\nNurse:\nAy.\n\nNurse:\nNo.\n"
+    pairs = headings_after_headings(text)
+    assert [(previous, name) for _, _, previous, name in pairs] == [
+        ("ROMEO", "JULIET"),
+        ("JULIET", "Nurse"),
+        ("Nurse", "Nurse"),
+    ]
+    assert [text[start : start + len(name)] for _, start, _, name in pairs] == ["JULIET", "Nurse", "Nurse"]
+    assert [text[above : above + len(previous)] for above, _, previous, _ in pairs] == ["ROMEO", "JULIET", "Nurse"]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_name_odds_spell_the_name_left_to_right_from_the_text_before(causal):
+    torch.manual_seed(0)
+    vocab = CharTokenizer.from_text(TINY_TEXT + "ROME:").vocab
+    model = MDLM(vocab, n_layer=2, n_head=2, n_embd=32, block_size=64, causal=causal).eval()
+    text, other = "to be or\n\nROMEO:\nnot that is", "to be or\n\nnot tis nobler\n"
+    start = 10  # the same 10 characters before it; what follows differs
+    odds = name_probabilities(model, [(text, start, "ROMEO"), (other, start, "ROMEO")])
+    assert odds[0] == pytest.approx(odds[1], rel=1e-5)
+    expected, spelt = 1.0, model.tokenizer.encode("ROMEO:")
+    with torch.no_grad():
+        for k, char in enumerate(spelt):  # each character with the ones before it known and nothing after
+            known = model.tokenizer.encode(text[:start]) + spelt[:k]
+            if causal:
+                expected *= model(torch.tensor([known])).softmax(-1)[0, -1, char].item()
+            else:
+                canvas = known + [model.mask_id] * (len(text) - len(known))
+                expected *= model(torch.tensor([canvas])).softmax(-1)[0, len(known), char].item()
+    assert odds[0] == pytest.approx(expected, rel=1e-4)
+
+
 @pytest.mark.parametrize("threads", ["-1", "100000", "two"])
 def test_a_benchmark_refuses_threads_it_cannot_run_in_one_line(monkeypatch, capsys, threads):
     # structure_suite --threads -1 ended in a traceback from torch.set_num_threads; 100,000 crashed torch
@@ -191,3 +246,15 @@ def test_the_blank_odds_benchmark_refuses_bad_flags_before_the_model(tmp_path, c
     (tmp_path / "store.json").write_bytes(b"\x80")
     with pytest.raises(ValueError, match="is not a structure suite store"):
         blank_after_heading.main(["--store", str(tmp_path / "store.json")])
+
+
+def test_the_same_speaker_benchmark_refuses_bad_flags_before_the_model(tmp_path, capsys, monkeypatch):
+    from benchmarks import blank_after_heading, same_speaker
+
+    monkeypatch.setattr(blank_after_heading, "load_model", lambda *a, **k: pytest.fail("the model was loaded"))
+    with pytest.raises(SystemExit) as stopped:
+        same_speaker.main(["--rule", "defualt"])
+    assert stopped.value.code == 2 and "argument --rule: invalid choice: 'defualt'" in capsys.readouterr().err
+    (tmp_path / "store.json").write_bytes(b"\x80")
+    with pytest.raises(ValueError, match="is not a structure suite store"):
+        same_speaker.main(["--store", str(tmp_path / "store.json")])
