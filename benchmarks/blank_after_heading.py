@@ -20,8 +20,10 @@ goes to benchmarks/results/blank_after_heading.md (another rule's to blank_after
 from __future__ import annotations
 
 import argparse
+import itertools
 import random
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -67,23 +69,29 @@ def real_contexts(text: str, count: int, seed: int, length: int = 256) -> list[t
     return contexts
 
 
+def row_log_probs(model: MDLM, rows: list[list[int]]) -> Iterator[tuple[int, torch.Tensor]]:
+    """(index, its (T, V) log-probabilities) for each row of token ids, run in batches of at most BATCH rows of one
+    length: a diffusion model's canvas is its row, and padding one would lengthen the canvas it reads."""
+    device = next(model.parameters()).device
+    by_length = sorted(range(len(rows)), key=lambda i: len(rows[i]))
+    for _, same_length in itertools.groupby(by_length, key=lambda i: len(rows[i])):
+        indices = list(same_length)
+        for first in range(0, len(indices), BATCH):
+            batch = indices[first : first + BATCH]
+            log_probs = model(torch.tensor([rows[i] for i in batch], device=device)).log_softmax(dim=-1)  # (B, T, V)
+            yield from zip(batch, log_probs, strict=True)
+
+
 @torch.no_grad()
 def blank_probabilities(model: MDLM, contexts: list[tuple[str, int]]) -> list[float]:
     """p(line break at `position` | the text before it) for each (text, position): a diffusion model reads the rest
-    masked, a causal model (the twin) its prefix."""
+    of the text's canvas masked, a causal model (the twin) its prefix."""
     newline = model.tokenizer.encode("\n")[0]
-    probabilities = []
-    for start in range(0, len(contexts), BATCH):
-        chunk = contexts[start : start + BATCH]
-        width = max(len(text) for text, _ in chunk)
-        rows = []
-        for text, position in chunk:
-            ids = model.tokenizer.encode(text[:position])
-            rows.append(ids + [model.mask_id] * (width - len(ids)))  # masks: nothing after is known
-        tokens = torch.tensor(rows, device=next(model.parameters()).device)
-        probs = model(tokens).softmax(dim=-1)  # (B, T, V)
-        shift = 1 if model.causal else 0  # a causal model's logits at i are of the character after i
-        probabilities += [probs[row, position - shift, newline].item() for row, (_, position) in enumerate(chunk)]
+    rows = [model.tokenizer.encode(text[:p]) + [model.mask_id] * (len(text) - p) for text, p in contexts]
+    shift = 1 if model.causal else 0  # a causal model's logits at i are of the character after i
+    probabilities = [0.0] * len(contexts)
+    for i, log_probs in row_log_probs(model, rows):
+        probabilities[i] = log_probs[contexts[i][1] - shift, newline].exp().item()
     return probabilities
 
 
@@ -107,13 +115,13 @@ def table_row(name: str, contexts: list[tuple[str, int]], model: MDLM, twin: MDL
     return f"| {name} | {len(contexts)} | {drawn:.4f} | {mean:.4f} | {twin_mean} |"
 
 
-def odds_parser(description: str, default_rule: str = "default") -> argparse.ArgumentParser:
+def odds_parser(description: str) -> argparse.ArgumentParser:
     """The flags this benchmark and its siblings (benchmarks/same_speaker.py) share."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="a model directory (default: the shipped model)")
     parser.add_argument("--twin", help="its autoregressive twin's directory (default: the shipped one; none: skip)")
     parser.add_argument(
-        "--rule", default=default_rule, choices=list(RULES), help="the structure suite rule whose stored texts are read"
+        "--rule", default="default", choices=list(RULES), help="the structure suite rule whose stored texts are read"
     )
     parser.add_argument("--store", default=str(RESULTS / "texts.json"), help="the structure suite's store")
     parser.add_argument("--threads", type=thread_count, default=2)

@@ -19,13 +19,14 @@ same_speaker-RULE.md).
 
 from __future__ import annotations
 
+import math
 import random
 import sys
 from pathlib import Path
 
 import torch
 
-from benchmarks.blank_after_heading import BATCH, REAL_HEADINGS, load_odds_inputs, odds_parser
+from benchmarks.blank_after_heading import REAL_HEADINGS, load_odds_inputs, odds_parser, row_log_probs
 from benchmarks.sampling_quality import model_fingerprint
 from benchmarks.structure import heading_name
 from benchmarks.structure_suite import PROMPTS, RESULTS
@@ -95,7 +96,9 @@ def spelling_rows(model: MDLM, contexts: list[Context]) -> tuple[list[list[int]]
             rows.append(before + spelt)
             reads += [(index, len(rows) - 1, start - 1 + k, char) for k, char in enumerate(spelt)]
             continue
-        for k, char in enumerate(spelt):  # a pass per character: the ones before it known, the rest masked
+        for k, char in enumerate(
+            spelt
+        ):  # a pass per character: the ones before it known, the rest of the canvas masked
             rows.append(before + spelt[:k] + [model.mask_id] * (len(text) - start - k))
             reads.append((index, len(rows) - 1, start + k, char))
     return rows, reads
@@ -105,17 +108,14 @@ def spelling_rows(model: MDLM, contexts: list[Context]) -> tuple[list[list[int]]
 def name_probabilities(model: MDLM, contexts: list[Context]) -> list[float]:
     """p(the previous speaker's name and a colon, spelt from `start` | the text before it), per context."""
     rows, reads = spelling_rows(model, contexts)
-    device = next(model.parameters()).device
+    reads_by_row: dict[int, list[tuple[int, int, int]]] = {}
+    for index, row, position, char in reads:
+        reads_by_row.setdefault(row, []).append((index, position, char))
     log_probs = [0.0] * len(contexts)
-    for first in range(0, len(rows), BATCH):
-        chunk = rows[first : first + BATCH]
-        width = max(map(len, chunk))
-        padded = [row + [model.mask_id] * (width - len(row)) for row in chunk]  # only the twin's rows differ
-        logp = model(torch.tensor(padded, device=device)).log_softmax(dim=-1)  # (B, T, V)
-        for index, row, position, char in reads:
-            if first <= row < first + len(chunk):
-                log_probs[index] += logp[row - first, position, char].item()
-    return [float(torch.tensor(lp).exp()) for lp in log_probs]
+    for row, scores in row_log_probs(model, rows):
+        for index, position, char in reads_by_row[row]:
+            log_probs[index] += scores[position, char].item()
+    return [math.exp(lp) for lp in log_probs]
 
 
 def table_row(name: str, contexts: list[Context], model: MDLM, twin: MDLM | None) -> str:

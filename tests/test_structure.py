@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from benchmarks.blank_after_heading import after_headings, blank_probabilities
+from benchmarks.blank_after_heading import after_headings, blank_probabilities, row_log_probs
 from benchmarks.same_speaker import headings_after_headings, name_probabilities
 from benchmarks.structure import (
     Sample,
@@ -158,8 +158,8 @@ def test_the_character_after_each_heading_is_found():
 def test_blank_odds_read_the_text_before_the_position_only(causal):
     torch.manual_seed(0)
     model = MDLM(CharTokenizer.from_text(TINY_TEXT).vocab, n_layer=2, n_head=2, n_embd=32, block_size=64, causal=causal)
-    text, other = "to be or\nnot that is\nthe question", "to be or\nnot tis nobler\n\nwhether"
-    position = 10  # the same 10 characters before it; what follows differs
+    text, other = "to be or\nnot that is\nthe question", "to be or\nnot tis nobler\n\nwhether,"
+    position = 10  # the same 10 characters before it on canvases of one length; what follows differs
     odds = blank_probabilities(model.eval(), [(text, position), (other, position)])
     assert odds[0] == pytest.approx(odds[1])
     newline, ids = model.tokenizer.encode("\n")[0], model.tokenizer.encode(text[:position])
@@ -185,12 +185,12 @@ def test_each_heading_is_paired_with_the_heading_above_it():
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_name_odds_spell_the_name_left_to_right_from_the_text_before(causal):
+def test_name_odds_spell_the_name_left_to_right_from_the_text_before(causal, monkeypatch):
     torch.manual_seed(0)
     vocab = CharTokenizer.from_text(TINY_TEXT + "ROME:").vocab
     model = MDLM(vocab, n_layer=2, n_head=2, n_embd=32, block_size=64, causal=causal).eval()
-    text, other = "to be or\n\nROMEO:\nnot that is", "to be or\n\nnot tis nobler\n"
-    start = 10  # the same 10 characters before it; what follows differs
+    text, other = "to be or\n\nROMEO:\nnot that is", "to be or\n\nnot tis nobler\nsir"
+    start = 10  # the same 10 characters before it on canvases of one length; what follows differs
     odds = name_probabilities(model, [(text, start, "ROMEO"), (other, start, "ROMEO")])
     assert odds[0] == pytest.approx(odds[1], rel=1e-5)
     expected, spelt = 1.0, model.tokenizer.encode("ROMEO:")
@@ -203,6 +203,22 @@ def test_name_odds_spell_the_name_left_to_right_from_the_text_before(causal):
                 canvas = known + [model.mask_id] * (len(text) - len(known))
                 expected *= model(torch.tensor([canvas])).softmax(-1)[0, len(known), char].item()
     assert odds[0] == pytest.approx(expected, rel=1e-4)
+    from benchmarks import blank_after_heading
+
+    monkeypatch.setattr(blank_after_heading, "BATCH", 1)  # every spelt character in a batch of its own: the same odds
+    assert name_probabilities(model, [(text, start, "ROMEO"), (other, start, "ROMEO")]) == pytest.approx(odds, rel=1e-5)
+
+
+def test_each_row_is_read_on_its_own_canvas_whatever_else_is_batched():
+    # rows of several lengths were padded with masks to the longest: a longer canvas than the text's
+    torch.manual_seed(0)
+    model = MDLM(CharTokenizer.from_text(TINY_TEXT).vocab, n_layer=2, n_head=2, n_embd=32, block_size=64).eval()
+    rows = [[1, 2, model.mask_id], [3] + [model.mask_id] * 7, [2, model.mask_id]]
+    with torch.no_grad():
+        together = dict(row_log_probs(model, rows))
+        for i, row in enumerate(rows):
+            alone = model(torch.tensor([row])).log_softmax(dim=-1)[0]
+            assert together[i].shape == alone.shape and torch.allclose(together[i], alone, atol=1e-5)
 
 
 @pytest.mark.parametrize("threads", ["-1", "100000", "two"])
