@@ -23,8 +23,10 @@ import argparse
 import itertools
 import random
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -38,11 +40,6 @@ from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 
 REAL_HEADINGS = 512  # headings of a real text read (at random, seeded)
 BATCH = 64
-
-
-def out_path(rule: str) -> Path:
-    """Where a rule's table goes: blank_after_heading.md for the default, blank_after_heading-RULE.md else."""
-    return RESULTS.parent / ("blank_after_heading.md" if rule == "default" else f"blank_after_heading-{rule}.md")
 
 
 def after_headings(text: str) -> list[int]:
@@ -95,28 +92,13 @@ def blank_probabilities(model: MDLM, contexts: list[tuple[str, int]]) -> list[fl
     return probabilities
 
 
-def rule_contexts(store: dict, fingerprint: str, rule: str) -> dict[str, list[tuple[str, int]]]:
-    """Per prompt, (text, position) after every written heading of a rule's stored texts of this model."""
-    by_prompt: dict[str, list[tuple[str, int]]] = {}
-    for key, row in store.items():
-        made_by, name, prompt, _ = key.split("|")
-        if made_by != fingerprint or name != rule:
-            continue
-        for text in row["texts"]:
-            by_prompt.setdefault(prompt, []).extend((text, p) for p in after_headings(text) if row["written"][p])
-    return {prompt: by_prompt[prompt] for prompt in PROMPTS if prompt in by_prompt}
-
-
-def table_row(name: str, contexts: list[tuple[str, int]], model: MDLM, twin: MDLM | None) -> str:
-    """One line of the table: the texts' own rate and the mean probabilities."""
-    drawn = sum(text[p] == "\n" for text, p in contexts) / len(contexts)
-    mean = sum(blank_probabilities(model, contexts)) / len(contexts)
-    twin_mean = "-" if twin is None else f"{sum(blank_probabilities(twin, contexts)) / len(contexts):.4f}"
-    return f"| {name} | {len(contexts)} | {drawn:.4f} | {mean:.4f} | {twin_mean} |"
+def contexts_in(text: str, written: list[bool]) -> list[tuple[str, int]]:
+    """(text, position) after every heading of a sampled text whose next character the sampler wrote."""
+    return [(text, p) for p in after_headings(text) if written[p]]
 
 
 def odds_parser(description: str) -> argparse.ArgumentParser:
-    """The flags this benchmark and its siblings (benchmarks/same_speaker.py) share."""
+    """The flags of the odds benchmarks (this one and benchmarks/same_speaker.py)."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="a model directory (default: the shipped model)")
     parser.add_argument("--twin", help="its autoregressive twin's directory (default: the shipped one; none: skip)")
@@ -141,23 +123,70 @@ def load_odds_inputs(args: argparse.Namespace) -> tuple[dict, MDLM, MDLM | None,
     return store, model, twin, texts
 
 
+@dataclass(frozen=True)
+class OddsBenchmark:
+    """What an odds benchmark reads: its contexts in real text and in a sampled text, p(the event | the text before)
+    per context, and whether a context's own text has the event."""
+
+    title: str  # the table's first words
+    stem: str  # its file: benchmarks/results/STEM.md for the default's texts, STEM-RULE.md for another rule's
+    real_contexts: Callable[[str, int, int], list]  # (text, count, seed) -> contexts
+    contexts_in: Callable[[str, list[bool]], list]  # (a sampled text, its written flags) -> contexts
+    probabilities: Callable[[MDLM, list], list[float]]
+    has_event: Callable[[Any], bool]
+
+    def out_path(self, rule: str) -> Path:
+        """Where a rule's table goes."""
+        return RESULTS.parent / (f"{self.stem}.md" if rule == "default" else f"{self.stem}-{rule}.md")
+
+    def rule_contexts(self, store: dict, fingerprint: str, rule: str) -> dict[str, list]:
+        """Per prompt with any, the contexts of a rule's stored texts of this model."""
+        by_prompt: dict[str, list] = {}
+        for key, row in store.items():
+            made_by, name, prompt, _ = key.split("|")
+            if made_by == fingerprint and name == rule:
+                for text in row["texts"]:
+                    by_prompt.setdefault(prompt, []).extend(self.contexts_in(text, row["written"]))
+        return {prompt: by_prompt[prompt] for prompt in PROMPTS if by_prompt.get(prompt)}
+
+    def table_row(self, name: str, contexts: list, model: MDLM, twin: MDLM | None) -> str:
+        """One line of the table: how often the texts have the event, and the models' mean probabilities of it."""
+        drawn = sum(map(self.has_event, contexts)) / len(contexts)
+        mean = sum(self.probabilities(model, contexts)) / len(contexts)
+        twin_mean = "-" if twin is None else f"{sum(self.probabilities(twin, contexts)) / len(contexts):.4f}"
+        return f"| {name} | {len(contexts)} | {drawn:.4f} | {mean:.4f} | {twin_mean} |"
+
+    def run(self, argv: list[str] | None, description: str) -> None:
+        """Parses the flags, reads real texts and the rule's texts, and writes the table."""
+        args = odds_parser(description).parse_args(argv)
+        store, model, twin, texts = load_odds_inputs(args)
+        lines = [
+            f"{self.title}, the text before it known: model {args.model or 'shipped'}, rule {args.rule}'s stored texts",
+            "",
+            "| text | headings | drawn | model | twin |",
+            "|---|---|---|---|---|",
+        ]
+        real = {name: self.real_contexts(text, REAL_HEADINGS, 0) for name, text in texts.items()}
+        sampled = self.rule_contexts(store, model_fingerprint(model), args.rule)
+        rows = {**{n: c for n, c in real.items() if c}, **{f"{args.rule}, {p}": c for p, c in sampled.items()}}
+        for name, contexts in rows.items():
+            lines.append(self.table_row(name, contexts, model, twin))
+            print(lines[-1], flush=True)
+        atomic_write_bytes(self.out_path(args.rule), ("\n".join(lines) + "\n").encode())
+
+
+BLANK_ODDS = OddsBenchmark(
+    title="p(line break right after a heading)",
+    stem="blank_after_heading",
+    real_contexts=real_contexts,
+    contexts_in=contexts_in,
+    probabilities=blank_probabilities,
+    has_event=lambda context: context[0][context[1]] == "\n",
+)
+
+
 def main(argv: list[str] | None = None) -> None:
-    args = odds_parser(__doc__).parse_args(argv)
-    store, model, twin, texts = load_odds_inputs(args)
-    lines = [
-        f"p(line break right after a heading), the text before it known: model {args.model or 'shipped'}, "
-        f"rule {args.rule}'s stored texts",
-        "",
-        "| text | headings | drawn | model | twin |",
-        "|---|---|---|---|---|",
-    ]
-    for name, text in texts.items():
-        lines.append(table_row(name, real_contexts(text, REAL_HEADINGS, seed=0), model, twin))
-        print(lines[-1], flush=True)
-    for prompt, contexts in rule_contexts(store, model_fingerprint(model), args.rule).items():
-        lines.append(table_row(f"{args.rule}, {prompt}", contexts, model, twin))
-        print(lines[-1], flush=True)
-    atomic_write_bytes(out_path(args.rule), ("\n".join(lines) + "\n").encode())
+    BLANK_ODDS.run(argv, __doc__)
 
 
 if __name__ == "__main__":

@@ -22,23 +22,14 @@ from __future__ import annotations
 import math
 import random
 import sys
-from pathlib import Path
 
 import torch
 
-from benchmarks.blank_after_heading import REAL_HEADINGS, load_odds_inputs, odds_parser, row_log_probs
-from benchmarks.sampling_quality import model_fingerprint
+from benchmarks.blank_after_heading import OddsBenchmark, row_log_probs
 from benchmarks.structure import heading_name
-from benchmarks.structure_suite import PROMPTS, RESULTS
 from mdlm_hf import MDLM
-from mdlm_hf.data import atomic_write_bytes
 
 Context = tuple[str, int, str]  # (text, where a heading begins, the previous speaker's name)
-
-
-def out_path(rule: str) -> Path:
-    """Where a rule's table goes: same_speaker.md for the default, same_speaker-RULE.md else."""
-    return RESULTS.parent / ("same_speaker.md" if rule == "default" else f"same_speaker-{rule}.md")
 
 
 def headings_after_headings(text: str) -> list[tuple[int, int, str, str]]:
@@ -62,7 +53,7 @@ def real_contexts(text: str, count: int, seed: int, length: int = 256) -> list[C
     pairs = [
         (above, start, previous)
         for above, start, previous, _ in headings_after_headings(text)
-        if start - above <= 220 and start + length <= len(text)
+        if start - above <= 220 and 220 <= start and start + length <= len(text)  # any window fits in the text
     ]
     contexts = []
     for above, start, previous in rng.sample(pairs, min(count, len(pairs))):
@@ -71,20 +62,13 @@ def real_contexts(text: str, count: int, seed: int, length: int = 256) -> list[C
     return contexts
 
 
-def rule_contexts(store: dict, fingerprint: str, rule: str) -> dict[str, list[Context]]:
-    """Per prompt, every heading a rule began in its stored texts of this model, with a heading above it."""
-    by_prompt: dict[str, list[Context]] = {}
-    for key, row in store.items():
-        made_by, name, prompt, _ = key.split("|")
-        if made_by != fingerprint or name != rule:
-            continue
-        for text in row["texts"]:
-            by_prompt.setdefault(prompt, []).extend(
-                (text, start, previous)
-                for _, start, previous, _ in headings_after_headings(text)
-                if row["written"][start] and start + len(previous) < len(text)  # the name fits on the canvas
-            )
-    return {prompt: by_prompt[prompt] for prompt in PROMPTS if prompt in by_prompt}
+def contexts_in(text: str, written: list[bool]) -> list[Context]:
+    """Every heading the sampler began in a sampled text, with a heading above it and room for that one's name."""
+    return [
+        (text, start, previous)
+        for _, start, previous, _ in headings_after_headings(text)
+        if written[start] and start + len(previous) < len(text)  # the name fits on the canvas
+    ]
 
 
 def spelling_rows(model: MDLM, contexts: list[Context]) -> tuple[list[list[int]], list[tuple[int, int, int, int]]]:
@@ -96,9 +80,8 @@ def spelling_rows(model: MDLM, contexts: list[Context]) -> tuple[list[list[int]]
             rows.append(before + spelt)
             reads += [(index, len(rows) - 1, start - 1 + k, char) for k, char in enumerate(spelt)]
             continue
-        for k, char in enumerate(
-            spelt
-        ):  # a pass per character: the ones before it known, the rest of the canvas masked
+        # a pass per character: the ones before it known, the rest of the canvas masked
+        for k, char in enumerate(spelt):
             rows.append(before + spelt[:k] + [model.mask_id] * (len(text) - start - k))
             reads.append((index, len(rows) - 1, start + k, char))
     return rows, reads
@@ -118,31 +101,18 @@ def name_probabilities(model: MDLM, contexts: list[Context]) -> list[float]:
     return [math.exp(lp) for lp in log_probs]
 
 
-def table_row(name: str, contexts: list[Context], model: MDLM, twin: MDLM | None) -> str:
-    """One line of the table: the texts' own rate and the mean probabilities."""
-    drawn = sum(text[start : start + len(previous) + 1] == previous + ":" for text, start, previous in contexts)
-    mean = sum(name_probabilities(model, contexts)) / len(contexts)
-    twin_mean = "-" if twin is None else f"{sum(name_probabilities(twin, contexts)) / len(contexts):.4f}"
-    return f"| {name} | {len(contexts)} | {drawn / len(contexts):.4f} | {mean:.4f} | {twin_mean} |"
+SAME_SPEAKER_ODDS = OddsBenchmark(
+    title="p(a heading names the speaker of the heading above)",
+    stem="same_speaker",
+    real_contexts=real_contexts,
+    contexts_in=contexts_in,
+    probabilities=name_probabilities,
+    has_event=lambda context: context[0][context[1] : context[1] + len(context[2]) + 1] == context[2] + ":",
+)
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = odds_parser(__doc__).parse_args(argv)
-    store, model, twin, texts = load_odds_inputs(args)
-    lines = [
-        f"p(a heading names the speaker of the heading above), the text before it known: model "
-        f"{args.model or 'shipped'}, rule {args.rule}'s stored texts",
-        "",
-        "| text | headings | drawn | model | twin |",
-        "|---|---|---|---|---|",
-    ]
-    for name, text in texts.items():
-        lines.append(table_row(name, real_contexts(text, REAL_HEADINGS, seed=0), model, twin))
-        print(lines[-1], flush=True)
-    for prompt, contexts in rule_contexts(store, model_fingerprint(model), args.rule).items():
-        lines.append(table_row(f"{args.rule}, {prompt}", contexts, model, twin))
-        print(lines[-1], flush=True)
-    atomic_write_bytes(out_path(args.rule), ("\n".join(lines) + "\n").encode())
+    SAME_SPEAKER_ODDS.run(argv, __doc__)
 
 
 if __name__ == "__main__":

@@ -127,7 +127,12 @@ def scored_line_range(sample: Sample, lines: list[str]) -> range:
 
 
 def count_sample(
-    sample: Sample, counts: Counts, known_speakers: set[str], known_words: set[str], judge, cast: dict | None = None
+    sample: Sample,
+    counts: Counts,
+    known_speakers: set[str],
+    known_words: set[str],
+    judge,
+    cast: dict[str, set[str]] | None = None,
 ) -> None:
     """Adds one sample's structure to `counts` (strangers only with a cast map, `castmates`)."""
     lines = sample.text.split("\n")

@@ -184,6 +184,21 @@ def test_each_heading_is_paired_with_the_heading_above_it():
     assert [text[above : above + len(previous)] for above, _, previous, _ in pairs] == ["ROMEO", "JULIET", "Nurse"]
 
 
+def test_real_windows_hold_the_heading_and_the_one_above_it():
+    # a heading near the text's start once gave a window starting before the text: an empty string, a crash
+    from benchmarks.same_speaker import real_contexts
+
+    play = "".join(f"{('JULIET', 'ROMEO')[i % 2]}:\n{'Ay, ' * (i % 7 + 1)}me.\n\n" for i in range(400))
+    contexts = real_contexts(play, 300, seed=0)
+    assert len(contexts) == 300
+    for window, before, previous in contexts:
+        assert len(window) == 256 and 40 <= before <= 220
+        line = window[before:].split("\n")[0]
+        assert window[before - 2 : before] == "\n\n" and heading_name(line, "") not in (None, previous)
+        assert f"\n{previous}:\n" in "\n" + window[:before]
+    assert real_contexts(play[:300], 5, seed=0) == []  # no heading with 220 characters before it and a window after
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_name_odds_spell_the_name_left_to_right_from_the_text_before(causal, monkeypatch):
     torch.manual_seed(0)
