@@ -236,6 +236,35 @@ def test_each_row_is_read_on_its_own_canvas_whatever_else_is_batched():
             assert together[i].shape == alone.shape and torch.allclose(together[i], alone, atol=1e-5)
 
 
+@pytest.mark.parametrize("name", ["blank_after_heading", "same_speaker"])
+def test_an_odds_benchmark_writes_its_table_from_real_and_sampled_texts(name, tmp_path, monkeypatch, capsys):
+    import importlib
+
+    from benchmarks import blank_after_heading
+    from benchmarks.sampling_quality import model_fingerprint
+
+    module = importlib.import_module(f"benchmarks.{name}")
+    odds = module.BLANK_ODDS if name == "blank_after_heading" else module.SAME_SPEAKER_ODDS
+    torch.manual_seed(0)
+    vocab = CharTokenizer.from_text(TINY_TEXT + "ROMEJULIT:.\n").vocab
+    model = MDLM(vocab, n_layer=1, n_head=2, n_embd=16, block_size=256).eval()
+    play = "".join(f"{('JULIET', 'ROMEO')[i % 2]}:\nto be or not.\n\n" for i in range(40))  # headings 30 apart
+    sampled = play[:120]
+    store = {f"{model_fingerprint(model)}|default|free|0": dict(texts=[sampled], written=[True] * len(sampled))}
+    inputs = (store, model, None, {"training split": play, "too short": play[:100]})
+    monkeypatch.setattr(blank_after_heading, "load_odds_inputs", lambda args: inputs)
+    monkeypatch.setattr(blank_after_heading, "RESULTS", tmp_path / "structure")
+    odds.run([], "doc")
+    table = (tmp_path / f"{odds.stem}.md").read_text().splitlines()
+    assert table[2:4] == ["| text | headings | drawn | model | twin |", "|---|---|---|---|---|"]
+    texts = [line.split(" | ")[0] for line in table[4:]]
+    assert texts == ["| training split", "| default, free"]  # a text with no context gives no row
+    for line in table[4:]:
+        _, count, drawn, mean, twin = line.strip("| ").split(" | ")
+        assert int(count) > 0 and float(drawn) == 0.0 and 0 <= float(mean) < 1 and twin == "-"
+    assert capsys.readouterr().out.splitlines() == table[4:]
+
+
 @pytest.mark.parametrize("threads", ["-1", "100000", "two"])
 def test_a_benchmark_refuses_threads_it_cannot_run_in_one_line(monkeypatch, capsys, threads):
     # structure_suite --threads -1 ended in a traceback from torch.set_num_threads; 100,000 crashed torch
