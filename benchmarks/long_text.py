@@ -25,8 +25,17 @@ import torch
 
 from benchmarks.common import REPO_ROOT, load_model, load_twin, thread_count, whole_number
 from benchmarks.sampling_quality import model_fingerprint
-from benchmarks.structure import Sample, count_structure, metrics, repeated_span
-from benchmarks.structure_suite import RULES, fmt, heldout_samples, load_store, report_context, rule_options, save_store
+from benchmarks.structure import Sample, repeated_span
+from benchmarks.structure_suite import (
+    RULES,
+    context_metrics,
+    fmt,
+    heldout_samples,
+    load_store,
+    report_context,
+    rule_options,
+    save_store,
+)
 from mdlm_hf import sample
 from mdlm_hf.pipeline import prompt_canvas
 from mdlm_hf.sampler import final_state
@@ -109,7 +118,7 @@ def quality(model, rule: str, contexts: list[int], seeds: list[int], samples: in
 
 def row(label: str, samples: list[Sample], context: dict, passes: str = "-") -> str:
     """One table row: the structure metrics of `samples` pooled, and their share with a loop."""
-    m = metrics(count_structure(samples, context["speakers"], context["words"], context["judge"], context["cast"]))
+    m = context_metrics(samples, context)
     loops = sum(repeated_span(s.text) is not None for s in samples)
     return (
         f"| {label} | {len(samples)} | {passes} | {fmt(m['headings_per_1k'], 1)} | {fmt(m['real_names'])} | "

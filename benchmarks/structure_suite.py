@@ -261,11 +261,15 @@ def report(store: dict, fingerprint: str, context: dict, rules: list[str]) -> st
     return "\n".join(lines) + "\n"
 
 
+def context_metrics(samples: list[Sample], context: dict) -> dict:
+    """The suite's metrics of `samples` pooled, against a `report_context` (its speakers, words, judge and casts)."""
+    return metrics(count_structure(samples, context["speakers"], context["words"], context["judge"], context["cast"]))
+
+
 def pooled(context: dict, rows: list[dict]) -> dict:
     """Metrics of the rows' samples pooled, with the mean forward passes."""
     samples = [Sample(t, r["written"]) for r in rows for t in r["texts"]]
-    counts = count_structure(samples, context["speakers"], context["words"], context["judge"], context["cast"])
-    return {**metrics(counts), "passes": sum(r["passes"] for r in rows) / len(rows)}
+    return {**context_metrics(samples, context), "passes": sum(r["passes"] for r in rows) / len(rows)}
 
 
 def report_context() -> dict:
@@ -338,15 +342,7 @@ def main() -> None:
                 print(f"{rule} / {prompt} / seed {seed}: {passes} passes, {seconds:.1f} s", flush=True)
     if args.report:
         context = report_context()
-        context["heldout"] = metrics(
-            count_structure(
-                heldout_samples(context["reference"], HELDOUT_WINDOWS, 0),
-                context["speakers"],
-                context["words"],
-                context["judge"],
-                context["cast"],
-            )
-        )
+        context["heldout"] = context_metrics(heldout_samples(context["reference"], HELDOUT_WINDOWS, 0), context)
         store = {k: v for path in [*args.also, store_path] for k, v in load_store(Path(path)).items()}
         rules = list(dict.fromkeys([*RULES, *(k.split("|")[1] for k in store)]))
         table = report(store, fingerprint, context, rules)

@@ -295,26 +295,18 @@ def test_a_store_that_is_not_one_is_named(tmp_path, content, says):
         load_store(tmp_path / "store.json")
 
 
-def test_the_blank_odds_benchmark_refuses_bad_flags_before_the_model(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("name", ["blank_after_heading", "same_speaker"])
+def test_an_odds_benchmark_refuses_bad_flags_before_the_model(name, tmp_path, capsys, monkeypatch):
     # a misspelt rule wrote a table of real text only over the committed one; a bad store failed after minutes
+    import importlib
+
     from benchmarks import blank_after_heading
 
+    main = importlib.import_module(f"benchmarks.{name}").main
     monkeypatch.setattr(blank_after_heading, "load_model", lambda *a, **k: pytest.fail("the model was loaded"))
     with pytest.raises(SystemExit) as stopped:
-        blank_after_heading.main(["--rule", "defualt"])
+        main(["--rule", "defualt"])
     assert stopped.value.code == 2 and "argument --rule: invalid choice: 'defualt'" in capsys.readouterr().err
     (tmp_path / "store.json").write_bytes(b"\x80")
     with pytest.raises(ValueError, match="is not a structure suite store"):
-        blank_after_heading.main(["--store", str(tmp_path / "store.json")])
-
-
-def test_the_same_speaker_benchmark_refuses_bad_flags_before_the_model(tmp_path, capsys, monkeypatch):
-    from benchmarks import blank_after_heading, same_speaker
-
-    monkeypatch.setattr(blank_after_heading, "load_model", lambda *a, **k: pytest.fail("the model was loaded"))
-    with pytest.raises(SystemExit) as stopped:
-        same_speaker.main(["--rule", "defualt"])
-    assert stopped.value.code == 2 and "argument --rule: invalid choice: 'defualt'" in capsys.readouterr().err
-    (tmp_path / "store.json").write_bytes(b"\x80")
-    with pytest.raises(ValueError, match="is not a structure suite store"):
-        same_speaker.main(["--store", str(tmp_path / "store.json")])
+        main(["--store", str(tmp_path / "store.json")])
