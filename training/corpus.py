@@ -2,7 +2,9 @@
 bigger than memory trains.
 
 `--data` may name several files: they are read in the order given, joined by a newline, and split as one
-text (the first 90 % trains, the last 10 % validates, as `mdlm_hf.data.split_text` splits a string). The
+text (the first 90 % trains, the last 10 % validates, as `mdlm_hf.data.split_text` splits a string).
+`--train-extra` files join the training split only, after a newline: more text to learn from, while the
+validation split stays the one of `--data` (training/build_corpus.py writes Shakespeare's other plays). The
 files are streamed in chunks, never held whole: one pass finds the characters and the text's hash, a
 second writes the ids (uint16, or uint32 for a vocabulary of more than 65,536 characters). The token files
 live in the run directory beside tokens.json, which records the text's hash and the vocabulary they were
@@ -110,13 +112,22 @@ class Corpus:
         return self.meta["vocab"]
 
 
-def tokenize(paths: Iterable[str | Path], directory: str | Path, facts: TextFacts, vocab: str | None = None) -> Corpus:
+def tokenize(
+    paths: Iterable[str | Path],
+    directory: str | Path,
+    facts: TextFacts,
+    vocab: str | None = None,
+    extra_paths: Iterable[str | Path] = (),
+    extra: TextFacts | None = None,
+) -> Corpus:
     """The token files of the text in `directory`, written unless tokens.json says they already hold this text
-    with this vocabulary (default: the text's own characters). A character outside `vocab` is a ValueError."""
-    paths, directory = [Path(p) for p in paths], Path(directory)
-    vocab = facts.characters if vocab is None else vocab
+    with this vocabulary (default: the text's own characters). `extra_paths` (scanned as `extra`) join the training
+    split only. A character outside `vocab` is a ValueError."""
+    paths, directory, extra_paths = [Path(p) for p in paths], Path(directory), [Path(p) for p in extra_paths]
+    characters = "".join(sorted(set(facts.characters) | set(extra.characters if extra else "")))
+    vocab = characters if vocab is None else vocab
     known = set(vocab)
-    unknown = [c for c in facts.characters if c not in known]
+    unknown = [c for c in characters if c not in known]
     if unknown:
         raise ValueError(
             f"the training text has {len(unknown)} character(s) outside the run's vocabulary: "
@@ -129,15 +140,19 @@ def tokenize(paths: Iterable[str | Path], directory: str | Path, facts: TextFact
         "md5": facts.md5,
         "vocab": vocab,
         "dtype": dtype.name,
-        "train_tokens": facts.train_chars,
+        "train_tokens": facts.train_chars + (len(SEPARATOR) + extra.chars if extra else 0),
         "val_tokens": facts.val_chars,
         "files": [str(p) for p in paths],
+        "train_extra": {"files": [str(p) for p in extra_paths], "sha256": extra.sha256, "chars": extra.chars}
+        if extra
+        else None,
     }
     if not _holds(directory, meta):
-        print(f"tokenizing {facts.chars:,} characters into {directory / 'train.bin'} and val.bin...", flush=True)
+        total = facts.chars + (extra.chars if extra else 0)
+        print(f"tokenizing {total:,} characters into {directory / 'train.bin'} and val.bin...", flush=True)
         directory.mkdir(parents=True, exist_ok=True)
         (directory / TOKENS_META).unlink(missing_ok=True)  # never a record that describes half-written files
-        _write_tokens(paths, directory, facts, vocab, dtype)
+        _write_tokens(paths, directory, facts, vocab, dtype, extra_paths, extra)
         atomic_write_bytes(directory / TOKENS_META, json.dumps(meta, indent=2).encode())
     return load_tokens(directory)
 
@@ -157,6 +172,8 @@ def _holds(directory: Path, meta: dict) -> bool:
     except (OSError, ValueError):
         return False
     keys = ("sha256", "vocab", "dtype", "train_tokens", "val_tokens")
+    if (stored.get("train_extra") or {}).get("sha256") != (meta["train_extra"] or {}).get("sha256"):
+        return False
     if not isinstance(stored, dict) or any(stored.get(k) != meta[k] for k in keys):
         return False
     itemsize = np.dtype(meta["dtype"]).itemsize
@@ -165,8 +182,17 @@ def _holds(directory: Path, meta: dict) -> bool:
     return all(f.is_file() and f.stat().st_size == size for f, size in zip(files, sizes, strict=True))
 
 
-def _write_tokens(paths: list[Path], directory: Path, facts: TextFacts, vocab: str, dtype: np.dtype) -> None:
-    """Second pass: the ids of the first train_chars characters to train.bin, the rest to val.bin (atomically)."""
+def _write_tokens(
+    paths: list[Path],
+    directory: Path,
+    facts: TextFacts,
+    vocab: str,
+    dtype: np.dtype,
+    extra_paths: list[Path],
+    extra: TextFacts | None,
+) -> None:
+    """Second pass: the ids of the first train_chars characters to train.bin, the rest to val.bin, then a newline
+    and the extra files' ids to train.bin (atomically)."""
     lookup = np.zeros(MAX_CODE_POINT + 1, dtype=dtype)  # code point -> id
     lookup[[ord(c) for c in vocab]] = np.arange(len(vocab), dtype=dtype)
     temporaries = [tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp") for name in TOKEN_FILES]
@@ -180,6 +206,14 @@ def _write_tokens(paths: list[Path], directory: Path, facts: TextFacts, vocab: s
                 train.write(ids[:head].tobytes())
                 val.write(ids[head:].tobytes())
                 position += len(ids)
+            if extra is not None:
+                extra_sha256 = hashlib.sha256()
+                train.write(lookup[np.frombuffer(SEPARATOR.encode("utf-32-le"), dtype=np.uint32)].tobytes())
+                for chunk in text_chunks(extra_paths):
+                    extra_sha256.update(chunk.encode("utf-8"))
+                    train.write(lookup[np.frombuffer(chunk.encode("utf-32-le"), dtype=np.uint32)].tobytes())
+                if extra_sha256.hexdigest() != extra.sha256:
+                    raise ValueError("the --train-extra text changed while it was being read; run again")
             for file in (train, val):
                 file.flush()
                 os.fsync(file.fileno())

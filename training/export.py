@@ -44,9 +44,10 @@ from huggingface_hub import EvalResult
 from mdlm_hf import MDLM, ElboResult, elbo
 from mdlm_hf.autoregressive import autoregressive_nll
 from mdlm_hf.data import TINYSHAKESPEARE_MD5, TRAIN_FRACTION, atomic_write_bytes, split_text
+from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
 from mdlm_hf.metrics import save_word_list
 from training.checkpoints import RunError, build_model, load_checkpoint, prepare_dir
-from training.corpus import read_texts
+from training.corpus import SEPARATOR, read_texts
 from training.evaluate import evaluate_model, plot_accuracy
 from training.plots import training_curve_figure
 from training.run_options import DIFFUSION_ONLY, add_card_arguments, check_license, repo_id_problem
@@ -479,6 +480,7 @@ def export_model(
     print(f"export: evaluating the {weights_facts['weights_dtype']} weights for the model card...", flush=True)
     report = {**evaluate_model(model, val_text, ELBO_SAMPLES, nelbo=nelbo, progress=True), **weights_facts}
     print(f"export: writing {export_dir}...", flush=True)
+    model = model.cpu()  # the files are written from host memory, wherever the evaluation ran
     staging = Path(tempfile.mkdtemp(dir=export_dir.parent, prefix=f".{export_dir.name}."))
     try:
         name = repo_id.split("/")[-1] if repo_id else export_dir.name
@@ -567,10 +569,13 @@ def export_run(
     dataset_name: str | None = None,
     license: str | None = None,
     language: str | None = None,
+    train_extra: Iterable[Path | str] = (),
+    device: str = "cpu",
 ) -> dict:
     """Exports the best checkpoint of a run (the latest if none was kept) and optionally uploads it.
 
-    `data_path`: the training text, or its files in the order training joined them.
+    `data_path`: the training text, or its files in the order training joined them. `train_extra`: the files that
+    joined the training split only (training's --train-extra). `device`: where the export's evaluation runs.
     `private`: the pushed repo is private. `recipe_root`: the directory the recipe's images may come from
     (default: the recipe's own). `dataset_name`, `license`, `language`: what the card says of the text and the
     model's terms (default: the data files' names, and none; TinyShakespeare's own for it).
@@ -583,9 +588,13 @@ def export_run(
     run = load_checkpoint(latest)
     best_path = run_dir / "best.pt"
     model = build_model(load_checkpoint(best_path), best_path) if best_path.is_file() else build_model(run, latest)
+    model = model.to(device)
     data_paths = [data_path] if isinstance(data_path, (str, Path)) else list(data_path)
     train_text, val_text = split_text(read_texts(data_paths))
-    file_names = " + ".join(Path(p).stem for p in data_paths)
+    extra_paths = list(train_extra)
+    if extra_paths:
+        train_text += SEPARATOR + read_texts(extra_paths)
+    file_names = " + ".join(Path(p).stem for p in [*data_paths, *extra_paths])
     data = describe_training_data(model, train_text, val_text, dataset_name, license, language, file_names)
     recipe_notes, attachments = recipe_with_images(recipe_path, recipe_root) if recipe_path else ("", [])
     report = export_model(
@@ -620,6 +629,10 @@ def main(argv: list[str] | None = None) -> None:
         help="the training text, or its files in the order training was given them (for the validation split and "
         "word list)",
     )
+    parser.add_argument(
+        "--train-extra", nargs="+", default=[], metavar="FILE", help="the files training's --train-extra named"
+    )
+    parser.add_argument("--device", default="cpu", help=f"where the evaluation runs: {DEVICE_HELP}")
     parser.add_argument("--push-to-hub", default=None, metavar="REPO_ID")
     add_card_arguments(parser)
     parser.add_argument(
@@ -646,6 +659,8 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--recipe-root needs --recipe")
     if args.push_to_hub is not None and (problem := repo_id_problem(args.push_to_hub)):
         parser.error(f"--push-to-hub {problem}")
+    if problem := device_problem(args.device):
+        parser.error(problem)
     try:
         export_run(
             Path(args.run_dir),
@@ -659,6 +674,8 @@ def main(argv: list[str] | None = None) -> None:
             dataset_name=args.dataset_name,
             license=args.license,
             language=args.language,
+            train_extra=[Path(name) for name in args.train_extra],
+            device=str(choose_device(args.device)),
         )
     except (ValueError, RunError) as error:  # bad input, no network or credentials: one line, no traceback
         sys.exit(f"error: {error}")

@@ -79,6 +79,14 @@ def add_data_flags(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="UTF-8 text file(s), joined by a newline in the order given (default: download TinyShakespeare)",
     )
+    p.add_argument(
+        "--train-extra",
+        type=str,
+        nargs="+",
+        default=None,
+        metavar="FILE",
+        help="UTF-8 text file(s) that join the training split only (the validation split stays --data's)",
+    )
     p.add_argument("--out-dir", type=str, default="runs/default", help="checkpoints, history and export go here")
     p.add_argument("--resume", action="store_true", help="continue from OUT_DIR/ckpt.pt")
     p.add_argument(

@@ -206,6 +206,8 @@ def prepare_corpus(args: argparse.Namespace, processes: Processes, files: list[P
     corpus = None
     if processes.is_main:
         facts = scan_text(files)
+        extra_files = [Path(name) for name in getattr(args, "train_extra", None) or []]
+        extra = scan_text(extra_files) if extra_files else None
         if args.resume and not args.new_data:
             check_same_text(out_dir, facts, files)
         if facts.train_chars <= args.block_size or facts.val_chars < 1:
@@ -213,7 +215,7 @@ def prepare_corpus(args: argparse.Namespace, processes: Processes, files: list[P
                 f"text of {facts.chars} characters is too short for --block-size {args.block_size}: "
                 f"the training split ({facts.train_chars} chars) must be longer than one block"
             )
-        corpus = tokenize(files, out_dir, facts, vocab)
+        corpus = tokenize(files, out_dir, facts, vocab, extra_files, extra)
     if processes.distributed:
         dist.barrier()  # a failure on rank 0 ends the run: torchrun stops the other ranks
     return corpus if corpus is not None else load_tokens(out_dir)
@@ -660,7 +662,15 @@ def main(argv: list[str] | None = None) -> dict:
             from training.export import export_run
 
             card = {"dataset_name": args.dataset_name, "license": args.license, "language": args.language}
-            export_run(out_dir, Path(args.export_dir), files, args.push_to_hub, private=args.private, **card)
+            export_run(
+                out_dir,
+                Path(args.export_dir),
+                files,
+                args.push_to_hub,
+                private=args.private,
+                train_extra=[Path(name) for name in args.train_extra or []],
+                **card,
+            )
         else:
             print(f"export skipped: the run stopped at step {p.step} of {args.max_steps}; resume to finish and export")
     if processes.distributed:

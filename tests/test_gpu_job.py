@@ -1,0 +1,93 @@
+"""The GPU job rehearsed on the CPU at a tiny size, its packing, and the --train-extra text it trains on."""
+
+import json
+import tarfile
+
+import numpy as np
+import pytest
+
+from training import gpu_job
+from training.corpus import load_tokens, scan_text, tokenize
+
+
+def write_text(path, lines: int, speaker: str = "CLAUDIUS") -> str:
+    speakers = speaker.split("+")
+    text = "".join(
+        f"{speakers[i % len(speakers)]}:\nThis is line {i} of a small play, for a test.\n\n" for i in range(lines)
+    )
+    path.write_text(text)
+    return text
+
+
+def test_train_extra_joins_the_training_split_only(tmp_path):
+    data = write_text(tmp_path / "data.txt", 40)
+    extra = write_text(tmp_path / "extra.txt", 10, speaker="BERNARDO")
+    paths, extra_paths = [tmp_path / "data.txt"], [tmp_path / "extra.txt"]
+    corpus = tokenize(paths, tmp_path / "run", scan_text(paths), None, extra_paths, scan_text(extra_paths))
+    cut = int(len(data) * 0.9)
+    decode = "".join
+    vocab = corpus.vocab
+    assert decode(vocab[i] for i in np.asarray(corpus.train)) == data[:cut] + "\n" + extra
+    assert decode(vocab[i] for i in np.asarray(corpus.val)) == data[cut:]
+    assert json.loads((tmp_path / "run" / "tokens.json").read_text())["train_extra"]["chars"] == len(extra)
+    # another extra text is another corpus: the token files are written again
+    write_text(tmp_path / "extra.txt", 12, speaker="BERNARDO")
+    corpus = tokenize(paths, tmp_path / "run", scan_text(paths), None, extra_paths, scan_text(extra_paths))
+    assert (
+        len(load_tokens(tmp_path / "run").train)
+        == cut + 1 + 12 * len("BERNARDO:\nThis is line 0 of a small play, for a test.\n\n") + 2
+    )
+
+
+def test_pack_splits_an_export_into_parts(tmp_path, monkeypatch):
+    export = tmp_path / "model"
+    export.mkdir()
+    (export / "model.safetensors").write_bytes(bytes(range(256)) * 64)
+    monkeypatch.setattr(gpu_job, "PART_BYTES", 4096)
+    names = gpu_job.pack(export, tmp_path)
+    assert len(names) > 1 and all((tmp_path / name).stat().st_size <= 4096 for name in names)
+    (tmp_path / "joined.tar").write_bytes(b"".join((tmp_path / name).read_bytes() for name in names))
+    with tarfile.open(tmp_path / "joined.tar") as tar:
+        assert tar.extractfile("model/model.safetensors").read() == bytes(range(256)) * 64
+
+
+@pytest.mark.slow
+def test_the_job_runs_end_to_end_at_a_tiny_size(tmp_path):
+    data, extra, heldout = (tmp_path / name for name in ("tiny.txt", "extra.txt", "heldout.txt"))
+    write_text(data, 600, speaker="CLAUDIUS+BERNARDO")
+    write_text(extra, 60, speaker="BERNARDO")
+    write_text(heldout, 40, speaker="BERNARDO")
+    out = tmp_path / "out"
+    argv = ["--tiny", "--data", str(data), "--train-extra", str(extra), "--heldout", str(heldout)]
+    argv += ["--out", str(out), "--work", str(tmp_path / "work"), "--steps", "6", "--batch-size", "4"]
+    metrics = gpu_job.main(argv)
+    assert metrics["failed"] == []
+    assert set(metrics["scores"]) == {run.name for run in gpu_job.RUNS}
+    assert metrics["scores"]["plays-d320"]["val_elbo"] > 0 and metrics["scores"]["twin-plays-d320"]["val_nll"] > 0
+    returned = {run.name for run in gpu_job.RUNS if run.returned}
+    assert sorted(metrics["files"]) == sorted(f"{name}.tar" for name in returned)
+    with tarfile.open(out / "plays-d320.tar") as tar:
+        assert {"plays-d320/model.safetensors", "plays-d320/README.md", "plays-d320/metrics.json"} <= set(
+            tar.getnames()
+        )
+    assert json.loads((out / "metrics.json").read_text())["curves"]["tiny-d320"]["val"]
+    assert (out / "curves.png").stat().st_size > 0
+    assert len(list(out.iterdir())) <= 8  # the device returns at most 8 files
+
+
+def test_the_job_refuses_held_out_characters_the_model_cannot_read(tmp_path, capsys):
+    for name, speaker in (("tiny.txt", "CLAUDIUS"), ("extra.txt", "BERNARDO"), ("heldout.txt", "OTHELLO")):
+        write_text(tmp_path / name, 5, speaker)
+    argv = ["--tiny", "--data", str(tmp_path / "tiny.txt"), "--train-extra", str(tmp_path / "extra.txt")]
+    with pytest.raises(SystemExit):
+        gpu_job.main([*argv, "--heldout", str(tmp_path / "heldout.txt"), "--out", str(tmp_path / "out")])
+    assert "--heldout has characters the training text lacks: 'H'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_job_refuses_a_missing_file_in_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        gpu_job.main(
+            ["--tiny", "--data", str(tmp_path / "nope.txt"), "--train-extra", "x", "--heldout", "y", "--out", "o"]
+        )
+    assert "does not exist" in capsys.readouterr().err

