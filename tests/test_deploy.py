@@ -1,0 +1,92 @@
+"""The Space's deploy command, with the Hub intercepted: what it uploads, how much, and a valid front matter."""
+
+import types
+
+import pytest
+import yaml
+from huggingface_hub import HfApi, SpaceCardData, hf_api
+
+from mdlm_space import deploy
+
+REPO_ROOT = deploy.REPO_ROOT
+SPACE_COLORS = {"red", "yellow", "green", "blue", "indigo", "purple", "pink", "gray"}
+
+
+@pytest.fixture
+def hub(monkeypatch):
+    """Records the repo creation and the commit that `upload_folder` builds; nothing reaches the network."""
+    calls = {}
+
+    def create_repo(self, repo_id, **kwargs):
+        calls["create_repo"] = (repo_id, kwargs)
+
+    def create_commit(self, repo_id, operations, **kwargs):
+        calls["commit"] = (repo_id, list(operations), kwargs)
+        return types.SimpleNamespace(commit_url=f"https://huggingface.co/spaces/{repo_id}/commit/0")
+
+    def validate_yaml(self, content, repo_type=None, token=None):  # the Hub checks the card's front matter online
+        calls["validated"] = (content, repo_type)
+
+    monkeypatch.setattr(HfApi, "create_repo", create_repo)
+    monkeypatch.setattr(HfApi, "create_commit", create_commit)
+    monkeypatch.setattr(HfApi, "_validate_yaml", validate_yaml)
+    # the one-commit path: with hf_xet installed, upload_folder streams through Xet's pipeline instead
+    monkeypatch.setattr(hf_api, "is_xet_available", lambda: False)
+    return calls
+
+
+def test_deploy_uploads_the_app_the_package_and_the_models_only(hub, capsys):
+    deploy.main(["someone/mdlm-space"])
+    assert "deployed: https://huggingface.co/spaces/someone/mdlm-space/commit/0" in capsys.readouterr().out
+    repo_id, kwargs = hub["create_repo"]
+    assert repo_id == "someone/mdlm-space" and kwargs["repo_type"] == "space" and kwargs["space_sdk"] == "gradio"
+    assert hub["validated"] == ((REPO_ROOT / "README.md").read_text(encoding="utf-8"), "space")
+    repo_id, operations, kwargs = hub["commit"]
+    assert kwargs["repo_type"] == "space"
+    paths = {op.path_in_repo for op in operations}
+    for needed in ("app.py", "README.md", "requirements.txt", "mdlm_hf/__init__.py", "mdlm_hf/model_card.md"):
+        assert needed in paths
+    assert "pretrained/mdlm-shakespeare-char/model.safetensors" in paths
+    assert "pretrained/mdlm-shakespeare-char-ar/model.safetensors" in paths
+    assert any(p.startswith("mdlm_space/") for p in paths)
+    top_folders = {p.split("/")[0] for p in paths if "/" in p}
+    assert top_folders == {"mdlm_hf", "mdlm_space", "pretrained"}  # no runs/, tests/, training/, benchmarks/, docs/
+    assert not any("__pycache__" in p or p.endswith(".pyc") for p in paths)
+    assert sorted(paths) == sorted(p.as_posix() for p in deploy.space_files())  # the dry run lists the same
+    size = sum((REPO_ROOT / p).stat().st_size for p in paths)
+    assert size < 25e6, f"the Space is {size / 1e6:.1f} MB"
+
+
+def test_deploy_dry_run_uploads_nothing(hub, capsys):
+    deploy.main(["someone/mdlm-space", "--dry-run"])
+    assert hub == {}
+    assert "app.py" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("repo_id", ["bad id", "no-owner", "a/b/c"])
+def test_deploy_refuses_a_bad_repo_id_in_one_line(hub, repo_id, capsys):
+    with pytest.raises(SystemExit):
+        deploy.main([repo_id])
+    assert "repo_id" in capsys.readouterr().err and hub == {}
+
+
+def test_a_failed_upload_is_one_line(monkeypatch, capsys):
+    def offline(self, repo_id, **kwargs):
+        raise ConnectionError("no network")
+
+    monkeypatch.setattr(HfApi, "create_repo", offline)
+    with pytest.raises(SystemExit, match="could not deploy to someone/mdlm-space: ConnectionError: no network"):
+        deploy.main(["someone/mdlm-space"])
+
+
+def test_readme_front_matter_is_a_valid_space_config():
+    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    assert text.startswith("---\n")
+    front = yaml.safe_load(text.split("---\n")[1])
+    SpaceCardData(**front)  # the Hub's own model of a Space's card data accepts it
+    assert front["sdk"] == "gradio" and (REPO_ROOT / front["app_file"]).is_file()
+    import gradio
+
+    assert front["sdk_version"] == gradio.__version__  # what the Space installs is what the tests ran
+    assert front["colorFrom"] in SPACE_COLORS and front["colorTo"] in SPACE_COLORS
+    assert len(front["short_description"]) <= 60 and front["title"]
