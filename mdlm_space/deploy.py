@@ -5,7 +5,7 @@
 
 The Space runs `app.py` with the packages in requirements.txt; README.md's front matter configures it. Uploaded:
 the app (`app.py`, `mdlm_space/`), the package (`mdlm_hf/`), the shipped models (`pretrained/`),
-requirements.txt and README.md. Never `runs/`, tests, training or benchmark output. The Hub stores the weights
+requirements.txt, README.md and its picture. Never `runs/`, tests, training or benchmark output. The Hub stores the weights
 and images as large files on its own (no `.gitattributes` needed with this upload). Log in first with
 `hf auth login`, or set HF_TOKEN.
 """
@@ -20,6 +20,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 ALLOW_PATTERNS = [
     "app.py",
     "README.md",
+    "docs/app.png",  # the README's picture
     "requirements.txt",
     "mdlm_space/**/*.py",
     "mdlm_hf/*.py",
