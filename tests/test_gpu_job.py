@@ -91,3 +91,12 @@ def test_the_job_refuses_a_missing_file_in_one_line(tmp_path, capsys):
             ["--tiny", "--data", str(tmp_path / "nope.txt"), "--train-extra", "x", "--heldout", "y", "--out", "o"]
         )
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_the_job_refuses_an_unknown_run(tmp_path, capsys):
+    for name in ("tiny.txt", "extra.txt", "heldout.txt"):
+        write_text(tmp_path / name, 5)
+    argv = ["--tiny", "--data", str(tmp_path / "tiny.txt"), "--train-extra", str(tmp_path / "extra.txt")]
+    with pytest.raises(SystemExit):
+        gpu_job.main([*argv, "--heldout", str(tmp_path / "heldout.txt"), "--out", str(tmp_path / "o"), "--runs", "x"])
+    assert "--runs: no run named x" in capsys.readouterr().err

@@ -229,6 +229,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--n-layer", type=int, default=6)
     parser.add_argument("--seed", type=int, default=1337)
+    parser.add_argument(
+        "--runs", nargs="+", default=None, help=f"only these runs (of {', '.join(r.name for r in RUNS)})"
+    )
     parser.add_argument("--tiny", action="store_true", help="a CPU rehearsal at a tiny size")
     args = parser.parse_args(argv)
     for path in [args.data, *args.train_extra, args.heldout]:
@@ -241,6 +244,10 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error("no GPU here: pass --tiny for the CPU rehearsal")
     args.device = "cpu" if args.tiny else "cuda"
     runs = TINY_RUNS if args.tiny else RUNS
+    if args.runs:
+        if unknown := set(args.runs) - {run.name for run in runs}:
+            parser.error(f"--runs: no run named {', '.join(sorted(unknown))}")
+        runs = tuple(run for run in runs if run.name in args.runs)
     out, work = Path(args.out), Path(args.work)
     out.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
