@@ -27,7 +27,7 @@ from gradio_client import Client
 
 import app
 from benchmarks.common import load_model
-from benchmarks.structure_suite import rule_options
+from evals.structure_suite import rule_options
 from mdlm_hf import SamplerOptions
 from mdlm_hf.sampler import OPTION_SPECS
 from mdlm_space import handlers, worker

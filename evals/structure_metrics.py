@@ -34,7 +34,7 @@ from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from benchmarks.judge import KneserNeyJudge
+from evals.text_metrics import KneserNeyJudge
 from mdlm_hf.metrics import words
 
 JUDGE_HISTORY = 16  # characters of history handed to the judge (it reads its last order - 1 of them)

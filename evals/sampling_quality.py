@@ -1,10 +1,10 @@
 """Sampling study: quality vs steps vs speed for every reveal order, on the trained model.
 
-    python -m benchmarks.sampling_quality [--model DIR] [--steps 8 16 32 64 128 256] [--samples 32]
-    python -m benchmarks.sampling_quality --orders confidence --order-temperatures 0.25 0.5   # soft orders
-    python -m benchmarks.sampling_quality --orders confidence --order-temperatures 0.25 --steps 64 \\
+    python -m evals.sampling_quality [--model DIR] [--steps 8 16 32 64 128 256] [--samples 32]
+    python -m evals.sampling_quality --orders confidence --order-temperatures 0.25 0.5   # soft orders
+    python -m evals.sampling_quality --orders confidence --order-temperatures 0.25 --steps 64 \\
         --prior-weights 0 0.6 --remask-ratios 0 0.5 --spacings 0 1                            # reveal rules
-    python -m benchmarks.sampling_quality --orders confidence --order-temperatures 0.25 --prior-weights 0.35 \\
+    python -m evals.sampling_quality --orders confidence --order-temperatures 0.25 --prior-weights 0.35 \\
         --remask-ratios 0.75 --spacings 1 --steps 32 64 --entropy-bounds 0 4 --seeds 0 1      # adaptive rule
 
 Each setting is the plain sampler core (`SamplerOptions.plain()`, every option off) with the options the
@@ -35,8 +35,13 @@ from pathlib import Path
 import torch
 
 from benchmarks.common import REPO_ROOT, SHARED_DATA, load_model, reveal_rules
-from benchmarks.judge import KneserNeyJudge, char_entropy, distinct_n
-from benchmarks.plots import label_colours, quality_vs_speed_figure, quality_vs_steps_figure, words_vs_diversity_figure
+from evals.sampling_plots import (
+    label_colours,
+    quality_vs_speed_figure,
+    quality_vs_steps_figure,
+    words_vs_diversity_figure,
+)
+from evals.text_metrics import KneserNeyJudge, char_entropy, distinct_n
 from mdlm_hf import ORDERS, SamplerOptions, sample
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 from mdlm_hf.metrics import valid_word_rate, word_list

@@ -1,26 +1,45 @@
-"""Where empty speeches come from: how likely the model says a speech ends before it begins (a line break right
-after a speaker's heading), as it writes left to right, on real text and on a rule's own texts, beside the
-autoregressive twin's odds on the same characters.
+"""Two questions about headings, asked of the model as it writes left to right, on real text and on a rule's own
+texts, beside the autoregressive twin's odds on the same characters:
 
-    python -m benchmarks.blank_after_heading                      # the shipped model and twin, the default's texts
-    python -m benchmarks.blank_after_heading --model DIR --rule default
-    python -m benchmarks.blank_after_heading --rule joint         # the model's own left-to-right texts
+- blank: where empty speeches come from. How likely the model says a speech ends before it begins (a line break
+  right after a speaker's heading).
+- same-speaker: what drives the same speaker twice. How likely the model says a heading names the speaker of the
+  heading before it.
 
-An empty speech (benchmarks/structure.py) is a heading followed by a blank line. For each heading of a text, the
+    python -m evals.heading_odds blank                          # the shipped model and twin, the default's texts
+    python -m evals.heading_odds blank --model DIR --rule default
+    python -m evals.heading_odds blank --rule joint             # the model's own left-to-right texts
+    python -m evals.heading_odds same-speaker [--rule joint]
+
+An empty speech (evals/structure_metrics.py) is a heading followed by a blank line. For each heading of a text, the
 model reads everything before the character after the heading's line break and nothing after it (the diffusion
 model: the rest of the canvas masked; the twin: its causal context), and gives the probability that this character
 is a line break. On real text that probability should match how often real text has one there; on a rule's texts
 it says whether the rule's draw or the model's beliefs write the empty speeches ("drawn" is how often the texts
 have one). Real text is read in windows of 256 characters, the scored character 40 to 220 characters in (at random);
-a rule's texts (benchmarks/results/structure/texts.json, the structure suite's store) as they were sampled, the
-prompt's given characters included, at every heading the rule wrote whose next character it wrote too. The table
-goes to benchmarks/results/blank_after_heading.md (another rule's to blank_after_heading-RULE.md).
+a rule's texts as they were sampled, the prompt's given characters included, at every heading the rule wrote whose
+next character it wrote too.
+
+"The same speaker twice" (evals/structure_metrics.py) is a heading that names the speaker of the nearest heading
+above it. In real text a speaker never follows themselves (8 of TinyShakespeare's 7,219 headings do, where its scrape
+lost the speech between). For each heading with a heading above it in the text, the model reads everything before
+the heading's first character and nothing after it, and spells the previous speaker's name and colon there one
+character at a time, left to right (the diffusion model: a pass for each character, the rest of the canvas masked;
+the twin: its causal context). The product is p(this heading names the previous speaker | the text before). "Drawn"
+is how often the texts' headings do. Real text is read in windows of 256 characters that begin 40 to 220 characters
+before the heading and hold the heading above it (so the speech between is short); a rule's texts as they were
+sampled, at every heading the rule began.
+
+A rule's texts are the structure suite's store (--store; default the committed one,
+evals/results/structure/texts.json.gz). The table goes to runs/evals/heading_odds/blank_after_heading.md or
+same_speaker.md (another rule's to STEM-RULE.md); the committed tables the docs cite are in evals/results/heading_odds/.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import random
 import sys
 from collections.abc import Callable, Iterator
@@ -30,16 +49,20 @@ from typing import Any
 
 import torch
 
-from benchmarks.common import SHARED_DATA, load_model, load_twin, thread_count
-from benchmarks.heldout import HELDOUT_TEXT
-from benchmarks.sampling_quality import model_fingerprint
-from benchmarks.structure import heading_name
-from benchmarks.structure_suite import PROMPTS, RESULTS, RULES, load_store
+from benchmarks.common import RUNS, SHARED_DATA, load_model, load_twin, thread_count
+from evals.heldout_plays import HELDOUT_TEXT
+from evals.sampling_quality import model_fingerprint
+from evals.structure_metrics import heading_name
+from evals.structure_suite import COMMITTED_STORE, PROMPTS, RULES, load_store
 from mdlm_hf import MDLM
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 
+OUT_DIR = RUNS / "evals" / "heading_odds"  # where the tables go
 REAL_HEADINGS = 512  # headings of a real text read (at random, seeded)
 BATCH = 64
+
+
+# --- a line break right after a heading ---
 
 
 def after_headings(text: str) -> list[int]:
@@ -53,7 +76,7 @@ def after_headings(text: str) -> list[int]:
     return positions
 
 
-def real_contexts(text: str, count: int, seed: int, length: int = 256) -> list[tuple[str, int]]:
+def real_heading_contexts(text: str, count: int, seed: int, length: int = 256) -> list[tuple[str, int]]:
     """(window, position) pairs: `count` headings of a real text, each in a window that holds `length` characters
     and reaches 40 to 220 characters before the character after the heading."""
     rng = random.Random(seed)
@@ -92,20 +115,20 @@ def blank_probabilities(model: MDLM, contexts: list[tuple[str, int]]) -> list[fl
     return probabilities
 
 
-def contexts_in(text: str, written: list[bool]) -> list[tuple[str, int]]:
+def blank_contexts_in(text: str, written: list[bool]) -> list[tuple[str, int]]:
     """(text, position) after every heading of a sampled text whose next character the sampler wrote."""
     return [(text, p) for p in after_headings(text) if written[p]]
 
 
 def odds_parser(description: str) -> argparse.ArgumentParser:
-    """The flags of the odds benchmarks (this one and benchmarks/same_speaker.py)."""
+    """The flags both questions take."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="a model directory (default: the shipped model)")
     parser.add_argument("--twin", help="its autoregressive twin's directory (default: the shipped one; none: skip)")
     parser.add_argument(
         "--rule", default="default", choices=list(RULES), help="the structure suite rule whose stored texts are read"
     )
-    parser.add_argument("--store", default=str(RESULTS / "texts.json"), help="the structure suite's store")
+    parser.add_argument("--store", default=str(COMMITTED_STORE), help="the structure suite's store")
     parser.add_argument("--threads", type=thread_count, default=2)
     return parser
 
@@ -124,12 +147,12 @@ def load_odds_inputs(args: argparse.Namespace) -> tuple[dict, MDLM, MDLM | None,
 
 
 @dataclass(frozen=True)
-class OddsBenchmark:
-    """What an odds benchmark reads: its contexts in real text and in a sampled text, p(the event | the text before)
+class OddsQuestion:
+    """What an odds question reads: its contexts in real text and in a sampled text, p(the event | the text before)
     per context, and whether a context's own text has the event."""
 
     title: str  # the table's first words
-    stem: str  # its file: benchmarks/results/STEM.md for the default's texts, STEM-RULE.md for another rule's
+    stem: str  # its file: OUT_DIR/STEM.md for the default's texts, STEM-RULE.md for another rule's
     real_contexts: Callable[[str, int, int], list]  # (text, count, seed) -> contexts
     contexts_in: Callable[[str, list[bool]], list]  # (a sampled text, its written flags) -> contexts
     probabilities: Callable[[MDLM, list], list[float]]
@@ -137,7 +160,7 @@ class OddsBenchmark:
 
     def out_path(self, rule: str) -> Path:
         """Where a rule's table goes."""
-        return RESULTS.parent / (f"{self.stem}.md" if rule == "default" else f"{self.stem}-{rule}.md")
+        return OUT_DIR / (f"{self.stem}.md" if rule == "default" else f"{self.stem}-{rule}.md")
 
     def rule_contexts(self, store: dict, fingerprint: str, rule: str) -> dict[str, list]:
         """Per prompt with any, the contexts of a rule's stored texts of this model."""
@@ -158,7 +181,10 @@ class OddsBenchmark:
 
     def run(self, argv: list[str] | None, description: str) -> None:
         """Parses the flags, reads real texts and the rule's texts, and writes the table."""
-        args = odds_parser(description).parse_args(argv)
+        self.write_table(odds_parser(description).parse_args(argv))
+
+    def write_table(self, args: argparse.Namespace) -> None:
+        """Reads real texts and the rule's texts, and writes the table (and prints its rows)."""
         store, model, twin, texts = load_odds_inputs(args)
         lines = [
             f"{self.title}, the text before it known: model {args.model or 'shipped'}, rule {args.rule}'s stored texts",
@@ -175,18 +201,109 @@ class OddsBenchmark:
         atomic_write_bytes(self.out_path(args.rule), ("\n".join(lines) + "\n").encode())
 
 
-BLANK_ODDS = OddsBenchmark(
+BLANK_ODDS = OddsQuestion(
     title="p(line break right after a heading)",
     stem="blank_after_heading",
-    real_contexts=real_contexts,
-    contexts_in=contexts_in,
+    real_contexts=real_heading_contexts,
+    contexts_in=blank_contexts_in,
     probabilities=blank_probabilities,
     has_event=lambda context: context[0][context[1]] == "\n",
 )
 
 
+# --- the same speaker twice ---
+
+Context = tuple[str, int, str]  # (text, where a heading begins, the previous speaker's name)
+
+
+def headings_after_headings(text: str) -> list[tuple[int, int, str, str]]:
+    """(start of the heading above, start of this heading, that speaker, this speaker) for each heading of a text
+    with another heading above it."""
+    lines, found, start, above = text.split("\n"), [], 0, None
+    for i, line in enumerate(lines):
+        name = heading_name(line, lines[i - 1] if i else None)
+        if name is not None:
+            if above is not None:
+                found.append((above[0], start, above[1], name))
+            above = (start, name)
+        start += len(line) + 1
+    return found
+
+
+def real_speaker_contexts(text: str, count: int, seed: int, length: int = 256) -> list[Context]:
+    """`count` headings of a real text whose heading above lies within 220 characters, each in a window that holds
+    `length` characters, that heading, and 40 to 220 characters before this one."""
+    rng = random.Random(seed)
+    pairs = [
+        (above, start, previous)
+        for above, start, previous, _ in headings_after_headings(text)
+        if start - above <= 220 and 220 <= start and start + length <= len(text)  # any window fits in the text
+    ]
+    contexts = []
+    for above, start, previous in rng.sample(pairs, min(count, len(pairs))):
+        before = rng.randint(max(40, start - above), 220)
+        contexts.append((text[start - before : start - before + length], before, previous))
+    return contexts
+
+
+def speaker_contexts_in(text: str, written: list[bool]) -> list[Context]:
+    """Every heading the sampler began in a sampled text, with a heading above it and room for that one's name."""
+    return [
+        (text, start, previous)
+        for _, start, previous, _ in headings_after_headings(text)
+        if written[start] and start + len(previous) < len(text)  # the name fits on the canvas
+    ]
+
+
+def spelling_rows(model: MDLM, contexts: list[Context]) -> tuple[list[list[int]], list[tuple[int, int, int, int]]]:
+    """The canvases to run and, per spelt character, (context, row, position read, character id)."""
+    rows, reads = [], []
+    for index, (text, start, name) in enumerate(contexts):
+        before, spelt = model.tokenizer.encode(text[:start]), model.tokenizer.encode(name + ":")
+        if model.causal:  # one pass: its logits at i are of the character after i
+            rows.append(before + spelt)
+            reads += [(index, len(rows) - 1, start - 1 + k, char) for k, char in enumerate(spelt)]
+            continue
+        # a pass per character: the ones before it known, the rest of the canvas masked
+        for k, char in enumerate(spelt):
+            rows.append(before + spelt[:k] + [model.mask_id] * (len(text) - start - k))
+            reads.append((index, len(rows) - 1, start + k, char))
+    return rows, reads
+
+
+@torch.no_grad()
+def name_probabilities(model: MDLM, contexts: list[Context]) -> list[float]:
+    """p(the previous speaker's name and a colon, spelt from `start` | the text before it), per context."""
+    rows, reads = spelling_rows(model, contexts)
+    reads_by_row: dict[int, list[tuple[int, int, int]]] = {}
+    for index, row, position, char in reads:
+        reads_by_row.setdefault(row, []).append((index, position, char))
+    log_probs = [0.0] * len(contexts)
+    for row, scores in row_log_probs(model, rows):
+        for index, position, char in reads_by_row[row]:
+            log_probs[index] += scores[position, char].item()
+    return [math.exp(lp) for lp in log_probs]
+
+
+SAME_SPEAKER_ODDS = OddsQuestion(
+    title="p(a heading names the speaker of the heading above)",
+    stem="same_speaker",
+    real_contexts=real_speaker_contexts,
+    contexts_in=speaker_contexts_in,
+    probabilities=name_probabilities,
+    has_event=lambda context: context[0][context[1] : context[1] + len(context[2]) + 1] == context[2] + ":",
+)
+
+
+ODDS = {"blank": BLANK_ODDS, "same-speaker": SAME_SPEAKER_ODDS}  # the question on the command line -> its reader
+
+
 def main(argv: list[str] | None = None) -> None:
-    BLANK_ODDS.run(argv, __doc__)
+    """Parses the question and its flags, and writes the question's table."""
+    parser = odds_parser(__doc__)
+    parser.add_argument("question", choices=list(ODDS), help="blank: a line break after a heading; same-speaker")
+    args = parser.parse_args(argv)
+    ODDS[args.question].write_table(args)
 
 
 if __name__ == "__main__":

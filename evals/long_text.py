@@ -1,17 +1,16 @@
-"""Writing past the context (issue 23): speed, and the structure suite over 2,000-character texts.
+"""Writing past the context: the structure suite over 2,000-character texts, for each window context.
 
-    python -m benchmarks.long_text speed [--length 2000] [--repeats 5]      # interleaved with generate(256)
-    python -m benchmarks.long_text quality --contexts 32 64 128 --seeds 0 1 2 --samples 16 [--rule default]
-    python -m benchmarks.long_text quality --rule twin                   # the autoregressive twin's texts
-    python -m benchmarks.long_text report                                  # the table, from the stored texts
+    python -m evals.long_text quality --contexts 32 64 128 --seeds 0 1 2 --samples 16 [--rule default]
+    python -m evals.long_text quality --rule twin                   # the autoregressive twin's texts
+    python -m evals.long_text report                                  # the table, from the stored texts
+    python -m evals.long_text report --store evals/results/long_text/texts.json.gz   # the docs' table, texts.md
 
-Speed times `generate(length)` and `generate(256)` in turns, with the same seeds, and reports forward passes per
-1,000 characters and the ratio; the target (2,000 characters in <= 3 s where `generate(256)` takes 0.34 s) is a
-ratio of 8.8. The autoregressive twin (--twin, default the shipped one) writes the same length in the same rounds,
-with its key-value cache. Quality samples free text and the suite's heading prompt, LENGTH characters each, for each
-`window_context` under a structure suite rule (`--rule`, default "default": `SamplerOptions()`), and stores the
-texts in benchmarks/results/long/texts.json; the report adds held-out windows of
-the same length and loops (a 64-character span repeated verbatim in a text, benchmarks/structure.py).
+Quality samples free text and the suite's heading prompt, LENGTH characters each, for each `window_context` under a
+structure suite rule (`--rule`, default "default": `SamplerOptions()`), and stores the texts in
+runs/evals/long_text/texts.json (--store; the texts behind the docs' table are committed gzipped in
+evals/results/long_text/); the report adds held-out windows of the same length and loops (a 64-character span
+repeated verbatim in a text, evals/structure_metrics.py), and writes the table beside the store. The speed of long
+generation is benchmarks/long_text_speed.py.
 """
 
 from __future__ import annotations
@@ -23,10 +22,10 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import REPO_ROOT, load_model, load_twin, thread_count, whole_number
-from benchmarks.sampling_quality import model_fingerprint
-from benchmarks.structure import Sample, repeated_span
-from benchmarks.structure_suite import (
+from benchmarks.common import RUNS, load_model, load_twin, thread_count, whole_number
+from evals.sampling_quality import model_fingerprint
+from evals.structure_metrics import Sample, repeated_span
+from evals.structure_suite import (
     RULES,
     context_metrics,
     fmt,
@@ -35,51 +34,17 @@ from benchmarks.structure_suite import (
     report_context,
     rule_options,
     save_store,
+    table_path,
 )
 from mdlm_hf import sample
 from mdlm_hf.pipeline import prompt_canvas
 from mdlm_hf.sampler import final_state
 
-RESULTS = REPO_ROOT / "benchmarks" / "results" / "long"
+STORE = RUNS / "evals" / "long_text" / "texts.json"  # where sampled texts go unless --store names another
 LENGTH = 2000
-REFERENCE_SECONDS = 0.34  # generate(256) on the machine the issue's 3 s target was set on
 PROMPTS = {"free": "", "heading": "KING HENRY:\nWhat news"}
 OWN_CONTEXT = "own"  # the twin's rows: it slides its context itself (mdlm_hf.autoregressive.KEPT_CONTEXT)
 TARGETS = "names >= 0.90, empty <= 0.03, repeated lines <= held-out + 0.02, no loop"
-
-
-def speed(model, twin, length: int, repeats: int) -> None:
-    """generate(length) against generate(256) and the autoregressive twin's generate(length) (when there is a `twin`),
-    interleaved; prints medians, passes per 1,000 and the ratios."""
-    passes = {}
-    for n in (256, length):
-        passes[n] = final_state(sample(model, prompt_canvas(model, "", n), seed=0)).num_forward_passes
-    ways = {
-        "generate(256)": lambda seed: model.generate(256, seed=seed),
-        f"generate({length})": lambda seed: model.generate(length, seed=seed),
-    }
-    if twin is not None:
-        ways[f"twin generate({length})"] = lambda seed: twin.generate(length, seed=seed)
-    times: dict[str, list[float]] = {way: [] for way in ways}
-    for repeat in range(repeats + 1):  # the first round warms up
-        for way in list(ways) if repeat % 2 else list(ways)[::-1]:
-            start = time.perf_counter()
-            ways[way](repeat)
-            if repeat:
-                times[way].append(time.perf_counter() - start)
-    short, long, *cached = (times[way] for way in ways)
-    rows = [("generate(256)", short, passes[256], 256), (f"generate({length})", long, passes[length], length)]
-    for way, measured, num_passes, chars in rows + [(f"twin generate({length})", t, length, length) for t in cached]:
-        per_1000 = 1000 * num_passes / chars
-        print(f"{way}: {statistics.median(measured):.2f} s, {num_passes} passes ({per_1000:.0f} per 1,000 chars)")
-    ratio = statistics.median(b / a for a, b in zip(short, long, strict=True))
-    print(
-        f"generate({length}) / generate(256), median per repeat ({repeats} repeats interleaved): {ratio:.2f}x; where "
-        f"generate(256) takes {REFERENCE_SECONDS} s: {ratio * REFERENCE_SECONDS:.1f} s (target <= 3 s)"
-    )
-    for twin_times in cached:
-        against = statistics.median(b / a for a, b in zip(twin_times, long, strict=True))
-        print(f"generate({length}) / the twin's generate({length}), with its key-value cache: {against:.2f}x the time")
 
 
 def quality(model, rule: str, contexts: list[int], seeds: list[int], samples: int, store_path: Path, twin=None) -> None:
@@ -162,36 +127,27 @@ def report(model, store_path: Path) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=("speed", "quality", "report"))
+    parser.add_argument("what", choices=("quality", "report"))
     parser.add_argument("--model", default=None)
     parser.add_argument("--twin", default=None, help="the autoregressive twin's directory (default: the shipped one)")
-    parser.add_argument("--length", type=int, default=LENGTH, help="speed: characters to write")
-    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rule", default="default", choices=list(RULES), help="quality: the structure suite's rule")
     parser.add_argument("--contexts", type=int, nargs="*", default=[64])
     parser.add_argument("--seeds", type=whole_number(0), nargs="*", default=[0, 1, 2])
     parser.add_argument("--samples", type=whole_number(1), default=16)
     parser.add_argument("--threads", type=thread_count, default=2)
-    parser.add_argument("--store", default=str(RESULTS / "texts.json"))
+    parser.add_argument("--store", default=str(STORE), help="where texts are stored and read")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     model, source = load_model(args.model)
     print(f"model: {source} ({model.denoise_dtype}), {args.threads} threads")
     store_path = Path(args.store)
-    if args.what == "speed":
-        try:
-            twin = load_twin(args.twin, model)[0]
-        except ValueError as error:  # no twin here: the diffusion model's figures alone
-            print(f"without the autoregressive twin: {error}")
-            twin = None
-        speed(model, twin, args.length, args.repeats)
-    elif args.what == "quality":
+    if args.what == "quality":
         twin = load_twin(args.twin, model)[0] if args.rule == "twin" else None
         quality(model, args.rule, args.contexts, args.seeds, args.samples, store_path, twin)
     else:
         table = report(model, store_path)
         store_path.parent.mkdir(parents=True, exist_ok=True)
-        store_path.with_suffix(".md").write_text(table)
+        table_path(store_path).write_text(table)
         print(table)
 
 

