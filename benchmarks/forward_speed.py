@@ -25,12 +25,12 @@ from unittest import mock
 import torch
 import torch.nn as nn
 
-from benchmarks.common import REPO_ROOT, SHARED_DATA, load_model, thread_count
+from benchmarks.common import RUNS, SHARED_DATA, load_model, thread_count
 from mdlm_hf import model as model_module
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 from mdlm_hf.diffusion import elbo
 
-RESULTS = REPO_ROOT / "benchmarks" / "results" / "forward_speed.md"
+OUT = RUNS / "benchmarks" / "forward_speed.md"  # the table as last committed: benchmarks/results/forward_speed.md
 
 
 class Candidate(nn.Module):
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--passes", type=int, default=16, help="passes in a row per path and round")
     parser.add_argument("--nelbo-chars", type=int, default=16384, help="0 = skip the NELBO")
     parser.add_argument("--compile", action="store_true", help="also torch.compile (slow to build)")
-    parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--out", default=str(OUT), help="where the table goes")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     model, source = load_model(args.model)
@@ -195,6 +195,7 @@ def main(argv: list[str] | None = None) -> None:
         rows.append(row)
         print(f"{name}: {1000 * seconds[name]:.1f} ms", flush=True)
     table = report(rows, source, args.threads, args.rounds, args.passes, failed)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(Path(args.out), (table + "\n").encode())
     print(table)
 

@@ -198,6 +198,7 @@ class OddsQuestion:
         for name, contexts in rows.items():
             lines.append(self.table_row(name, contexts, model, twin))
             print(lines[-1], flush=True)
+        self.out_path(args.rule).parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(self.out_path(args.rule), ("\n".join(lines) + "\n").encode())
 
 

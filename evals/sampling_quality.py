@@ -17,10 +17,12 @@ the same way for reference), plus chars/s and the forward passes a sample needed
 with an adaptive rule). Each of `--seeds` is its own row; the report averages them and gives the
 seed-to-seed spread. The model samples as `from_pretrained` loads it (the fast path where this machine
 chose it: the rows record the weights' dtype); `--exact` samples with the fp32 model. Results accumulate in
-benchmarks/results/sampling_quality*.json (so the grid can be run in parts, by parallel processes with their
-own --results-file); the markdown table and PNG plots are rebuilt from every stored row measured on the same
-weights (a fingerprint of the model's parameters is stored with the rows, so a retrained model never mixes with
-old numbers).
+runs/evals/sampling_quality/sampling_quality*.json (--out-dir; so the grid can be run in parts, by parallel
+processes with their own --results-file); the markdown table and PNG plots are rebuilt from every stored row
+measured on the same weights (a fingerprint of the model's parameters is stored with the rows, so a retrained model
+never mixes with old numbers). The rows and tables of the study's rounds the docs cite are in
+evals/results/sampling_quality/ROUND/; `--out-dir evals/results/sampling_quality/round4 --report-only` rebuilds
+round 4's table and figures from its rows (on the weights that measured them).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import REPO_ROOT, SHARED_DATA, load_model, reveal_rules
+from benchmarks.common import RUNS, SHARED_DATA, load_model, reveal_rules
 from evals.sampling_plots import (
     label_colours,
     quality_vs_speed_figure,
@@ -47,7 +49,7 @@ from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 from mdlm_hf.metrics import valid_word_rate, word_list
 from mdlm_hf.sampler import REVEAL_RULE_OPTIONS, orders_using
 
-RESULTS = REPO_ROOT / "benchmarks" / "results"
+OUT_DIR = RUNS / "evals" / "sampling_quality"  # rows, table and figures unless --out-dir names another
 
 
 def score(texts: list[str], judge: KneserNeyJudge, known_words: set[str]) -> dict:
@@ -134,12 +136,16 @@ def run_setting(model, setting: dict, num_samples: int, length: int, seed: int) 
     return [model.tokenizer.decode(row) for row in tokens], seconds, float(passes.mean())
 
 
-def make_report(results: list[dict], reference: dict, out_dir: Path) -> str:
-    """Markdown table and the plots from all results so far (one row per setting, its seeds averaged)."""
+def averaged_settings(results: list[dict]) -> list[dict]:
+    """One row per setting, its seeds' rows averaged."""
     by_setting: dict[tuple, list[dict]] = {}
     for r in results:
         by_setting.setdefault(setting_key(r), []).append(r)
-    results = [averaged(rows) for rows in by_setting.values()]
+    return [averaged(rows) for rows in by_setting.values()]
+
+
+def settings_table(results: list[dict], reference: dict) -> list[str]:
+    """The markdown table of every setting (its seeds averaged) against real validation text."""
     lines = [
         f"Real validation text ({reference['num_samples']} windows of {reference['length']} chars): "
         f"valid-word rate {reference['valid_word_rate']:.3f}, judge perplexity {reference['judge_perplexity']:.2f}, "
@@ -156,34 +162,58 @@ def make_report(results: list[dict], reference: dict, out_dir: Path) -> str:
             f"{r['char_entropy_bits'] / reference['char_entropy_bits']:.3f} | {r['distinct_4']:.3f} | "
             f"{r['chars_per_s']:.0f} |"
         )
+    return lines
+
+
+def step_curves(plain: list[dict], labels: list[str]) -> list[tuple[str, float, list[dict]]]:
+    """(label, temperature, rows by steps) for the settings measured at three step counts or more (the rest are in
+    the diversity figure), hottest first."""
+    curves = []
+    temperatures = sorted({r["temperature"] for r in plain}, reverse=True)
+    for label in labels:
+        rows = [r for r in plain if order_label(r) == label]
+        if len({r["num_steps"] for r in rows}) < 3:
+            continue
+        for temperature in temperatures:
+            at_temperature = sorted((r for r in rows if r["temperature"] == temperature), key=lambda r: r["num_steps"])
+            if at_temperature:
+                curves.append((label, temperature, at_temperature))
+    return curves
+
+
+def pass_curves(plain: list[dict], labels: list[str]) -> list[tuple[str, float, list[dict]]]:
+    """(label, 1.0, rows by forward passes): every setting at temperature 1.0 that an adaptive rule or a step
+    count varies."""
+    curves = []
+    for label in labels:
+        rows = sorted((r for r in plain if order_label(r) == label and r["temperature"] == 1.0), key=passes_of)
+        if rows:
+            curves.append((label, 1.0, rows))
+    return curves
+
+
+def save_figures(results: list[dict], reference: dict, out_dir: Path) -> None:
+    """The study's four figures of the averaged settings, as PNGs in `out_dir`."""
     plain = [r for r in results if not r["extra"]]
     labels = ordered_labels(plain)
     colours = label_colours(labels)
     at_64 = [r for r in plain if r["num_steps"] == 64 and r["temperature"] == 1.0]
     points = sorted(((order_label(r), r) for r in at_64), key=lambda point: labels.index(point[0]))
     words_vs_diversity_figure(points, reference, colours, 64).savefig(out_dir / "quality_vs_diversity.png", dpi=110)
-    curves = []  # only for settings measured at several step counts; the rest are in the diversity plot
-    for label in labels:
-        rows = [r for r in plain if order_label(r) == label]
-        if len({r["num_steps"] for r in rows}) >= 3:
-            for temperature in sorted({r["temperature"] for r in plain}, reverse=True):
-                at_temperature = sorted(
-                    (r for r in rows if r["temperature"] == temperature), key=lambda r: r["num_steps"]
-                )
-                if at_temperature:
-                    curves.append((label, temperature, at_temperature))
-    quality_vs_steps_figure(curves, reference, colours).savefig(out_dir / "quality_vs_steps.png", dpi=110)
-    by_passes = []  # every setting at temperature 1.0 that an adaptive rule or a step count varies
-    for label in labels:
-        rows = sorted((r for r in plain if order_label(r) == label and r["temperature"] == 1.0), key=passes_of)
-        if rows:
-            by_passes.append((label, 1.0, rows))
-    figure = quality_vs_steps_figure(by_passes, reference, colours, x="forward_passes")
-    figure.savefig(out_dir / "quality_vs_passes.png", dpi=110)
+    steps = quality_vs_steps_figure(step_curves(plain, labels), reference, colours)
+    steps.savefig(out_dir / "quality_vs_steps.png", dpi=110)
+    passes = quality_vs_steps_figure(pass_curves(plain, labels), reference, colours, x="forward_passes")
+    passes.savefig(out_dir / "quality_vs_passes.png", dpi=110)
     groups = {label: [r for r in plain if order_label(r) == label] for label in labels}
     extras = [r for r in results if r["extra"]]
     quality_vs_speed_figure(groups, extras, colours).savefig(out_dir / "quality_vs_speed.png", dpi=110)
-    return "\n".join(headline_table(results, reference) + [""] + lines)
+
+
+def make_report(results: list[dict], reference: dict, out_dir: Path) -> str:
+    """Markdown tables and the figures from all results so far (one row per setting, its seeds averaged)."""
+    settings = averaged_settings(results)
+    save_figures(settings, reference, out_dir)
+    return "\n".join(headline_table(settings, reference) + [""] + settings_table(settings, reference))
 
 
 def passes_of(row: dict) -> float:
@@ -212,7 +242,8 @@ def headline_table(results: list[dict], reference: dict, temperature: float = 1.
     return lines
 
 
-def main(argv: list[str] | None = None) -> None:
+def study_parser() -> argparse.ArgumentParser:
+    """The study's flags: the model, the grid of settings, the samples and where rows are stored."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=None)
     parser.add_argument(
@@ -239,14 +270,91 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--samples", type=int, default=32)
     parser.add_argument("--length", type=int, default=256)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="one row per seed; the report averages")
-    parser.add_argument("--out-dir", default=str(RESULTS))
+    parser.add_argument("--out-dir", default=str(OUT_DIR), help="where rows, the table and the figures go")
     parser.add_argument(
         "--results-file",
         default="sampling_quality.json",
         help="where this process stores its rows; give parallel processes different files",
     )
     parser.add_argument("--report-only", action="store_true", help="rebuild the table and plots from stored rows")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def grid_settings(args: argparse.Namespace) -> list[dict]:
+    """The settings the flags name, cheapest first (few steps, then the 64-step extras), so a stopped run has still
+    measured the most."""
+    if args.report_only:
+        return []
+    rules = reveal_rules(args.orders, args.order_temperatures, args.prior_weights, args.remask_ratios, args.spacings)
+    settings = sorted(
+        [
+            dict(num_steps=s, temperature=t, **rule, **({"entropy_bound": b} if b else {}))
+            for t in args.temperatures
+            for s in args.steps
+            for b in args.entropy_bounds
+            for rule in rules
+            if not (b and rule["order"] not in orders_using("entropy_bound"))  # streams order refuses one
+        ],
+        key=lambda setting: setting["num_steps"],
+    )
+    if not args.extras:
+        return settings
+    cut = sum(setting["num_steps"] <= 64 for setting in settings)
+    return settings[:cut] + extra_settings(args.temperatures) + settings[cut:]
+
+
+def extra_settings(temperatures: list[float]) -> list[dict]:
+    """The settings beside the grid, at 64 steps: threshold mode (0.9, 0.6) and semi-autoregressive blocks of 32."""
+    thresholds = [
+        dict(order="confidence", num_steps=64, temperature=t, threshold=h) for t in temperatures for h in (0.9, 0.6)
+    ]
+    return thresholds + [dict(order="confidence", num_steps=64, temperature=t, block_length=32) for t in temperatures]
+
+
+def extra_label(setting: dict) -> str:
+    """How an extra setting samples (threshold mode, semi-autoregressive blocks); empty for the grid's."""
+    if "threshold" in setting:
+        return f"threshold {setting['threshold']}"
+    return "blocks of 32" if "block_length" in setting else ""
+
+
+def measured_row(model, setting: dict, seed: int, args: argparse.Namespace, scoring: tuple) -> dict:
+    """Samples one setting with one seed and returns its row: the setting, its scores, its speed and an example.
+    `scoring` is (judge, known words, the weights' dtype name)."""
+    judge, known_words, weights = scoring
+    texts, seconds, passes = run_setting(model, setting, args.samples, args.length, seed)
+    return {
+        "order": setting["order"],
+        **{name: setting.get(name, 0) for name in REVEAL_RULE_OPTIONS},  # the extras leave them off
+        "entropy_bound": setting.get("entropy_bound", 0),
+        "weights": weights,
+        "seed": seed,
+        "forward_passes": passes,
+        "num_steps": setting["num_steps"],
+        "temperature": setting["temperature"],
+        "extra": extra_label(setting),
+        **score(texts, judge, known_words),
+        "chars_per_s": args.samples * args.length / seconds,
+        "example": texts[0],
+    }
+
+
+def stored_rows(out_dir: Path, fingerprint: str) -> list[dict]:
+    """Every process's rows in `out_dir` measured on these weights, one per row key."""
+    rows = {}
+    for path in sorted(out_dir.glob("sampling_quality*.json")):
+        part = json.loads(path.read_text())
+        if part.get("model_fingerprint") != fingerprint:
+            print(f"skipping {path.name}: measured on other weights", flush=True)
+            continue
+        for r in part["results"]:
+            rows[row_key(r)] = r
+    return list(rows.values())
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Measures the settings the flags name (rows stored as they come), then rebuilds the table and figures."""
+    args = study_parser().parse_args(argv)
     model, source = load_model(args.model, exact=args.exact)
     weights = str(model.denoise_dtype).removeprefix("torch.")
     train_text, val_text = split_text(read_text(args.data))
@@ -259,73 +367,18 @@ def main(argv: list[str] | None = None) -> None:
     fingerprint = model_fingerprint(model)
     stored = json.loads(store.read_text()) if store.is_file() else {}
     results = stored.get("results", []) if stored.get("model_fingerprint") == fingerprint else []
-
-    # cheapest first (few steps, then the 64-step extras), so a stopped run has still measured the most
-    settings = (
-        []
-        if args.report_only
-        else sorted(
-            [
-                dict(num_steps=s, temperature=t, **rule, **({"entropy_bound": b} if b else {}))
-                for t in args.temperatures
-                for s in args.steps
-                for b in args.entropy_bounds
-                for rule in reveal_rules(
-                    args.orders, args.order_temperatures, args.prior_weights, args.remask_ratios, args.spacings
-                )
-                if not (b and rule["order"] not in orders_using("entropy_bound"))  # streams order refuses one
-            ],
-            key=lambda setting: setting["num_steps"],
-        )
-    )
-    if args.extras and not args.report_only:
-        extras = [
-            dict(order="confidence", num_steps=64, temperature=t, threshold=h)
-            for t in args.temperatures
-            for h in (0.9, 0.6)
-        ]
-        extras += [dict(order="confidence", num_steps=64, temperature=t, block_length=32) for t in args.temperatures]
-        cut = sum(setting["num_steps"] <= 64 for setting in settings)
-        settings = settings[:cut] + extras + settings[cut:]
-    for setting, seed in itertools.product(settings, args.seeds):
-        extra = (
-            f"threshold {setting['threshold']}"
-            if "threshold" in setting
-            else ("blocks of 32" if "block_length" in setting else "")
-        )
-        texts, seconds, passes = run_setting(model, setting, args.samples, args.length, seed)
-        row = {
-            "order": setting["order"],
-            **{name: setting.get(name, 0) for name in REVEAL_RULE_OPTIONS},  # the extras leave them off
-            "entropy_bound": setting.get("entropy_bound", 0),
-            "weights": weights,
-            "seed": seed,
-            "forward_passes": passes,
-            "num_steps": setting["num_steps"],
-            "temperature": setting["temperature"],
-            "extra": extra,
-            **score(texts, judge, known_words),
-            "chars_per_s": args.samples * args.length / seconds,
-            "example": texts[0],
-        }
+    for setting, seed in itertools.product(grid_settings(args), args.seeds):
+        row = measured_row(model, setting, seed, args, (judge, known_words, weights))
         results = [r for r in results if row_key(r) != row_key(row)] + [row]
         payload = {"model": source, "model_fingerprint": fingerprint, "reference": reference, "results": results}
         atomic_write_bytes(store, json.dumps(payload, indent=1).encode())
         print(
             f"{setting} seed {seed} -> valid words {row['valid_word_rate']:.3f}, judge ppl "
-            f"{row['judge_perplexity']:.2f}, entropy {row['char_entropy_bits']:.3f} bits, {passes:.1f} passes, "
-            f"{row['chars_per_s']:.0f} chars/s",
+            f"{row['judge_perplexity']:.2f}, entropy {row['char_entropy_bits']:.3f} bits, "
+            f"{row['forward_passes']:.1f} passes, {row['chars_per_s']:.0f} chars/s",
             flush=True,
         )
-    rows = {}  # every process's rows measured on these weights, one per setting
-    for path in sorted(out_dir.glob("sampling_quality*.json")):
-        part = json.loads(path.read_text())
-        if part.get("model_fingerprint") != fingerprint:
-            print(f"skipping {path.name}: measured on other weights", flush=True)
-            continue
-        for r in part["results"]:
-            rows[row_key(r)] = r
-    table = make_report(list(rows.values()), reference, out_dir)
+    table = make_report(stored_rows(out_dir, fingerprint), reference, out_dir)
     (out_dir / "sampling_quality.md").write_text(table + "\n")
     print(table)
 

@@ -308,6 +308,26 @@ def report_context() -> dict:
     )
 
 
+def sample_rule(rule: str, model, twin, args: argparse.Namespace, store_path: Path) -> None:
+    """Samples and stores the rows of one rule that the store lacks, for the prompts and seeds the flags name."""
+    fingerprint = model_fingerprint(model)
+    writer = twin if rule == "twin" else model  # the twin's rows sit with its diffusion model's, its own named
+    made_by = {"twin": model_fingerprint(twin)} if rule == "twin" else {}
+    for prompt in args.prompts:
+        if rule == "twin" and BLANK in PROMPTS[prompt]:
+            continue  # a template: the twin writes left to right only
+        for seed in args.seeds:
+            key = row_key(fingerprint, rule, prompt, seed)
+            stored = load_store(store_path).get(key)  # read once: the store is parsed whole
+            if stored is not None and stored.get("twin") == made_by.get("twin"):
+                continue
+            texts, written, passes, seconds = sample_texts(writer, rule, PROMPTS[prompt], seed, args.samples)
+            store = load_store(store_path)  # other processes may have added rows meanwhile
+            store[key] = dict(texts=texts, written=written, passes=passes, seconds=seconds, seed=seed, **made_by)
+            save_store(store_path, store)
+            print(f"{rule} / {prompt} / seed {seed}: {passes} passes, {seconds:.1f} s", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="a model directory (default: the shipped model)")
@@ -342,30 +362,15 @@ def main() -> None:
     exact = device.type != "cpu"  # the fast path's bf16 copy is a CPU choice; elsewhere the weights as saved
     model = load_model(args.model, exact)[0].to(device)
     twin = load_twin(args.twin, model, exact)[0].to(device) if "twin" in args.rules else None
-    fingerprint = model_fingerprint(model)
     store_path = Path(args.store)
     for rule in args.rules:
-        writer = twin if rule == "twin" else model  # the twin's rows sit with its diffusion model's, its own named
-        made_by = {"twin": model_fingerprint(twin)} if rule == "twin" else {}
-        for prompt in args.prompts:
-            if rule == "twin" and BLANK in PROMPTS[prompt]:
-                continue  # a template: the twin writes left to right only
-            for seed in args.seeds:
-                key = row_key(fingerprint, rule, prompt, seed)
-                stored = load_store(store_path).get(key)  # read once: the store is parsed whole
-                if stored is not None and stored.get("twin") == made_by.get("twin"):
-                    continue
-                texts, written, passes, seconds = sample_texts(writer, rule, PROMPTS[prompt], seed, args.samples)
-                store = load_store(store_path)  # other processes may have added rows meanwhile
-                store[key] = dict(texts=texts, written=written, passes=passes, seconds=seconds, seed=seed, **made_by)
-                save_store(store_path, store)
-                print(f"{rule} / {prompt} / seed {seed}: {passes} passes, {seconds:.1f} s", flush=True)
+        sample_rule(rule, model, twin, args, store_path)
     if args.report:
         context = report_context()
         context["heldout"] = context_metrics(heldout_samples(context["reference"], HELDOUT_WINDOWS, 0), context)
         store = {k: v for path in [*args.also, store_path] for k, v in load_store(Path(path)).items()}
         rules = list(dict.fromkeys([*RULES, *(k.split("|")[1] for k in store)]))
-        table = report(store, fingerprint, context, rules)
+        table = report(store, model_fingerprint(model), context, rules)
         store_path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(table_path(store_path), table.encode())
         print(table)

@@ -297,6 +297,36 @@ def test_a_store_that_is_not_one_is_named(tmp_path, content, says):
         load_store(tmp_path / "store.json")
 
 
+def test_a_gzipped_store_round_trips_byte_for_byte_and_its_table_sits_beside_it(tmp_path):
+    from evals.structure_suite import load_store, save_store, table_path
+
+    store = {"f|default|free|0": dict(texts=["ROMEO:\nAy.\n"], written=[True] * 11, passes=1, seconds=0.1, seed=0)}
+    save_store(tmp_path / "texts.json.gz", store)
+    first = (tmp_path / "texts.json.gz").read_bytes()
+    assert load_store(tmp_path / "texts.json.gz") == store
+    save_store(tmp_path / "texts.json.gz", store)
+    assert (tmp_path / "texts.json.gz").read_bytes() == first  # no timestamp in the gzip header
+    assert table_path(tmp_path / "texts.json.gz") == table_path(tmp_path / "texts.json") == tmp_path / "texts.md"
+    (tmp_path / "plain.json.gz").write_bytes(b"{}")  # not gzip
+    with pytest.raises(ValueError, match="is not a structure suite store"):
+        load_store(tmp_path / "plain.json.gz")
+
+
+def test_the_committed_stores_hold_rows_of_texts():
+    from evals.long_text import PROMPTS as LONG_PROMPTS
+    from evals.structure_suite import COMMITTED_STORE, REPO_ROOT, load_store
+
+    for path, prompts in (
+        (COMMITTED_STORE, PROMPTS),
+        (REPO_ROOT / "evals/results/long_text/texts.json.gz", LONG_PROMPTS),
+    ):
+        store = load_store(path)
+        assert store, path
+        for key, row in store.items():
+            assert key.split("|")[-2] in prompts and len(row["texts"]) > 0
+            assert all(len(text) == len(row["written"]) for text in row["texts"])
+
+
 @pytest.mark.parametrize("question", ["blank", "same-speaker"])
 def test_an_odds_question_refuses_bad_flags_before_the_model(question, tmp_path, capsys, monkeypatch):
     # a misspelt rule wrote a table of real text only over the committed one; a bad store failed after minutes
