@@ -42,10 +42,13 @@ class Candidate(nn.Module):
         self.mask_id, self.block_size = model.mask_id, model.block_size
 
     def forward(self, tokens: torch.Tensor, t: torch.Tensor | None = None) -> torch.Tensor:
+        """The candidate's logits, in fp32 whatever it computes in."""
         return self.run(tokens, t).float()
 
 
 def autocast_bf16(model: nn.Module) -> Candidate:
+    """The fp32 model run under bf16 autocast."""
+
     def run(tokens: torch.Tensor, t: torch.Tensor | None) -> torch.Tensor:
         with torch.autocast(tokens.device.type, dtype=torch.bfloat16):
             return model(tokens, t)
@@ -72,6 +75,7 @@ def bf16_fused_attention(model: nn.Module) -> Candidate:
 
 
 def torchao_int8(model: nn.Module, weight_only: bool) -> Candidate:
+    """torchao int8: weights only, or dynamic activations and weights."""
     from torchao.quantization import Int8DynamicActivationInt8WeightConfig, Int8WeightOnlyConfig, quantize_
 
     quantized = copy.deepcopy(model)
@@ -80,6 +84,7 @@ def torchao_int8(model: nn.Module, weight_only: bool) -> Candidate:
 
 
 def legacy_int8(model: nn.Module) -> Candidate:
+    """torch.ao's dynamic int8 quantization of the linear layers."""
     with warnings.catch_warnings():  # torch.ao.quantization is deprecated (torchao is its home now)
         warnings.simplefilter("ignore")
         quantized = torch.ao.quantization.quantize_dynamic(copy.deepcopy(model), {nn.Linear}, dtype=torch.qint8)
@@ -87,6 +92,7 @@ def legacy_int8(model: nn.Module) -> Candidate:
 
 
 def compiled(model: nn.Module, bf16: bool) -> Candidate:
+    """torch.compile of the model, on bf16 weights or fp32."""
     inner = copy.deepcopy(model).to(torch.bfloat16) if bf16 else model
     return Candidate(inner, torch.compile(inner))
 
@@ -156,6 +162,7 @@ def report(rows: list[dict], source: str, threads: int, rounds: int, passes: int
 
 @torch.no_grad()
 def main(argv: list[str] | None = None) -> None:
+    """Parses the flags, times every candidate interleaved, measures what each costs, and writes the table."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=None)
     parser.add_argument("--data", default=str(SHARED_DATA), help="the validation split gives the NELBO's text")

@@ -25,6 +25,7 @@ WAYS = {"previous default": rule_options("streams-t120-caps50"), "default": Samp
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
+    """Parses the flags, times both rules interleaved and prints (and returns) the medians and their ratio."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=None)
     parser.add_argument("--length", type=int, default=256)

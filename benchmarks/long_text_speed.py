@@ -17,7 +17,7 @@ import time
 import torch
 
 from benchmarks.common import load_model, load_twin, thread_count
-from mdlm_hf import sample
+from mdlm_hf import MDLM, sample
 from mdlm_hf.pipeline import prompt_canvas
 from mdlm_hf.sampler import final_state
 
@@ -25,7 +25,7 @@ LENGTH = 2000
 REFERENCE_SECONDS = 0.34  # generate(256) on the machine the 3 s target was set on
 
 
-def speed(model, twin, length: int, repeats: int) -> None:
+def speed(model: MDLM, twin: MDLM | None, length: int, repeats: int) -> None:
     """generate(length) against generate(256) and the autoregressive twin's generate(length) (when there is a `twin`),
     interleaved; prints medians, passes per 1,000 and the ratios."""
     passes = {}

@@ -16,9 +16,10 @@ import time
 import torch
 
 from benchmarks.common import load_model, load_twin, thread_count
+from mdlm_hf import MDLM
 
 
-def speed(model, twin, lengths: list[int], repeats: int) -> None:
+def speed(model: MDLM, twin: MDLM, lengths: list[int], repeats: int) -> None:
     """generate(n) of both models for each length, interleaved; medians and the median per-repeat ratio."""
     ways = {(who, n): writer for n in lengths for who, writer in (("diffusion", model), ("twin", twin))}
     times: dict[tuple[str, int], list[float]] = {way: [] for way in ways}

@@ -36,7 +36,7 @@ from evals.structure_suite import (
     save_store,
     table_path,
 )
-from mdlm_hf import sample
+from mdlm_hf import MDLM, sample
 from mdlm_hf.pipeline import prompt_canvas
 from mdlm_hf.sampler import final_state
 
@@ -47,7 +47,15 @@ OWN_CONTEXT = "own"  # the twin's rows: it slides its context itself (mdlm_hf.au
 TARGETS = "names >= 0.90, empty <= 0.03, repeated lines <= held-out + 0.02, no loop"
 
 
-def quality(model, rule: str, contexts: list[int], seeds: list[int], samples: int, store_path: Path, twin=None) -> None:
+def quality(
+    model: MDLM,
+    rule: str,
+    contexts: list[int],
+    seeds: list[int],
+    samples: int,
+    store_path: Path,
+    twin: MDLM | None = None,
+) -> None:
     """Samples and stores LENGTH-character texts of `rule` for each window_context, prompt and seed not yet stored
     (rule "twin": of the autoregressive `twin`, which slides its own context, OWN_CONTEXT; stored with its model's
     texts and its own fingerprint)."""
@@ -94,7 +102,7 @@ def row(label: str, samples: list[Sample], context: dict, passes: str = "-") -> 
     )
 
 
-def report(model, store_path: Path) -> str:
+def report(model: MDLM, store_path: Path) -> str:
     """The markdown table of the stored texts of these weights, beside held-out windows of LENGTH characters."""
     context = report_context()
     fingerprint = model_fingerprint(model)
@@ -126,6 +134,7 @@ def report(model, store_path: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Parses the flags, then samples texts (quality) or writes the table of the stored ones (report)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("what", choices=("quality", "report"))
     parser.add_argument("--model", default=None)

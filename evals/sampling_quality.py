@@ -44,7 +44,7 @@ from evals.sampling_plots import (
     words_vs_diversity_figure,
 )
 from evals.text_metrics import KneserNeyJudge, char_entropy, distinct_n
-from mdlm_hf import ORDERS, SamplerOptions, sample
+from mdlm_hf import MDLM, ORDERS, SamplerOptions, sample
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 from mdlm_hf.metrics import valid_word_rate, word_list
 from mdlm_hf.sampler import REVEAL_RULE_OPTIONS, orders_using
@@ -121,7 +121,7 @@ def ordered_labels(rows: list[dict]) -> list[str]:
     return sorted(keys, key=keys.get)
 
 
-def run_setting(model, setting: dict, num_samples: int, length: int, seed: int) -> tuple[list[str], float, float]:
+def run_setting(model: MDLM, setting: dict, num_samples: int, length: int, seed: int) -> tuple[list[str], float, float]:
     """Generates num_samples texts in one batch; returns them, the wall time and the forward passes a text needed
     on average (the batch runs until its slowest row is done; alone, a row stops when it has no mask left)."""
     canvas = torch.full((num_samples, length), model.mask_id)
@@ -318,7 +318,7 @@ def extra_label(setting: dict) -> str:
     return "blocks of 32" if "block_length" in setting else ""
 
 
-def measured_row(model, setting: dict, seed: int, args: argparse.Namespace, scoring: tuple) -> dict:
+def measured_row(model: MDLM, setting: dict, seed: int, args: argparse.Namespace, scoring: tuple) -> dict:
     """Samples one setting with one seed and returns its row: the setting, its scores, its speed and an example.
     `scoring` is (judge, known words, the weights' dtype name)."""
     judge, known_words, weights = scoring

@@ -94,6 +94,7 @@ class Sample:
 
     @classmethod
     def all_written(cls, text: str) -> Sample:
+        """A sample every character of which the sampler wrote (a real window, both ends ragged)."""
         return cls(text, [True] * len(text))
 
 
@@ -131,7 +132,7 @@ def count_sample(
     counts: Counts,
     known_speakers: set[str],
     known_words: set[str],
-    judge,
+    judge: KneserNeyJudge | None,
     cast: dict[str, set[str]] | None = None,
 ) -> None:
     """Adds one sample's structure to `counts` (strangers only with a cast map, `castmates`)."""
@@ -205,6 +206,7 @@ def count_structure(
 
 
 def ratio(numerator: float, denominator: float) -> float:
+    """numerator / denominator, NaN where there is nothing to divide by."""
     return numerator / denominator if denominator else math.nan
 
 

@@ -39,7 +39,7 @@ from evals.heldout_plays import HELDOUT_TEXT, text_digest
 from evals.sampling_quality import model_fingerprint
 from evals.structure_metrics import Sample, castmates, count_structure, metrics, speakers
 from evals.text_metrics import KneserNeyJudge
-from mdlm_hf import SamplerOptions, sample
+from mdlm_hf import MDLM, SamplerOptions, sample
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
 from mdlm_hf.metrics import word_list
@@ -149,13 +149,16 @@ TARGETS = (
 
 
 def options_for(rule: str, canvas: torch.Tensor, mask_id: int) -> SamplerOptions:
+    """A rule's options on this canvas: the joint takes a pass per mask."""
     options = rule_options(rule)
     if rule == "joint":
         options = options.replace(num_steps=int((canvas == mask_id).sum(dim=1).max()))
     return options
 
 
-def sample_texts(model, rule: str, prompt: str, seed: int, count: int) -> tuple[list[str], list[bool], int, float]:
+def sample_texts(
+    model: MDLM, rule: str, prompt: str, seed: int, count: int
+) -> tuple[list[str], list[bool], int, float]:
     """`count` samples of one rule on one prompt: texts, the written flags (shared), forward passes, seconds."""
     canvas = text_to_canvas(model, template(prompt), BLANK)
     batch = canvas.expand(count, -1).clone()
@@ -217,10 +220,12 @@ def table_path(store_path: Path) -> Path:
 
 
 def row_key(fingerprint: str, rule: str, prompt: str, seed: int) -> str:
+    """A row's key in the store: the weights, the rule, the prompt and the seed."""
     return f"{fingerprint}|{rule}|{prompt}|{seed}"
 
 
 def fmt(value: float, digits: int = 2) -> str:
+    """A table cell: the value to `digits` places, "-" where there is none."""
     return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
 
 
@@ -308,7 +313,7 @@ def report_context() -> dict:
     )
 
 
-def sample_rule(rule: str, model, twin, args: argparse.Namespace, store_path: Path) -> None:
+def sample_rule(rule: str, model: MDLM, twin: MDLM | None, args: argparse.Namespace, store_path: Path) -> None:
     """Samples and stores the rows of one rule that the store lacks, for the prompts and seeds the flags name."""
     fingerprint = model_fingerprint(model)
     writer = twin if rule == "twin" else model  # the twin's rows sit with its diffusion model's, its own named
@@ -329,6 +334,7 @@ def sample_rule(rule: str, model, twin, args: argparse.Namespace, store_path: Pa
 
 
 def main() -> None:
+    """Parses the flags, samples the rows the store lacks for the rules named, and writes the table on --report."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="a model directory (default: the shipped model)")
     parser.add_argument("--twin", help="the autoregressive twin's directory, for rule twin (default: the shipped one)")

@@ -20,7 +20,7 @@ import torch
 
 from benchmarks.common import SHARED_DATA, load_model, load_twin, thread_count
 from evals.heldout_plays import HELDOUT_TEXT
-from mdlm_hf import elbo
+from mdlm_hf import MDLM, elbo
 from mdlm_hf.autoregressive import autoregressive_nll
 from mdlm_hf.data import read_text, split_text
 from mdlm_hf.diffusion import exact_nll
@@ -38,7 +38,7 @@ def texts() -> dict[str, str]:
     return found
 
 
-def likelihood(model, twin) -> None:
+def likelihood(model: MDLM, twin: MDLM) -> None:
     """Prints the markdown table: per text, the twin's NLL, the diffusion model's ELBO and exact NLL."""
     print("| text | characters | twin: exact NLL | diffusion: ELBO (bound) | diffusion: exact NLL, left to right |")
     print("|---|---|---|---|---|")
