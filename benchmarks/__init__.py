@@ -1,1 +1,1 @@
-"""Benchmarks and the sampling study, run from the repository root as `python -m benchmarks.NAME`."""
+"""Speed benchmarks, run from the repository root as `python -m benchmarks.NAME` (quality: the evals package)."""

@@ -27,8 +27,8 @@ from gradio_client import Client
 
 import app
 from benchmarks.common import load_model
-from benchmarks.structure_suite import rule_options
-from mdlm_hf import SamplerOptions
+from evals.structure_suite import rule_options
+from mdlm_hf import MDLM, SamplerOptions
 from mdlm_hf.sampler import OPTION_SPECS
 from mdlm_space import handlers, worker
 from mdlm_space.texts import SONNET_18
@@ -65,7 +65,7 @@ WAYS = {  # name -> (the model's fast switch, Generate's controls)
 }
 
 
-def serve(model) -> tuple[object, str, float]:
+def serve(model: MDLM) -> tuple[object, str, float]:
     """Builds and launches the app on a free port; returns it, its URL and the seconds until the page is served."""
     start = time.perf_counter()
     demo = worker.on_model_thread(app.build_demo, model)  # as app.main does: every torch call on the app's model thread
@@ -107,10 +107,11 @@ SCORE_WAYS = {  # name -> (characters per forward pass, fast path)
 
 
 def bits_of(summary: str) -> float:
+    """The bits per character a Score summary reports (its first bold figure)."""
     return float(summary.split("**")[1].split()[0])
 
 
-def score_main(client: Client, model, length: int, repeats: int) -> None:
+def score_main(client: Client, model: MDLM, length: int, repeats: int) -> None:
     """Score's time in each of SCORE_WAYS and `generate(256)`'s, interleaved (the first round warms up); the ratio
     to `generate(256)` carries the 2 s target over from the machine it was set on (0.34 s for `generate(256)`)."""
     text = (SONNET_18 * (1 + length // len(SONNET_18)))[:length]
@@ -145,6 +146,7 @@ def score_main(client: Client, model, length: int, repeats: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Parses the flags and times the app's start-up and Generate (or, with --score, the Score tab)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=None)
     parser.add_argument("--length", type=int, default=256)

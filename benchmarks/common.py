@@ -1,4 +1,4 @@
-"""Shared helpers for the benchmark scripts."""
+"""Shared helpers of the speed benchmarks (benchmarks/) and the quality evals (evals/): paths, flags, models."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_MODEL = REPO_ROOT / "pretrained" / "mdlm-shakespeare-char"
 SHIPPED_TWIN = REPO_ROOT / "pretrained" / "mdlm-shakespeare-char-ar"  # its autoregressive twin
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data" / "tinyshakespeare.txt"
+RUNS = REPO_ROOT / "runs"  # where every benchmark and eval writes its raw output (ignored by git)
 
 
 def whole_number(low: int, high: Callable[[], int] | None = None) -> Callable[[str], int]:

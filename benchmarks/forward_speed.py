@@ -25,12 +25,12 @@ from unittest import mock
 import torch
 import torch.nn as nn
 
-from benchmarks.common import REPO_ROOT, SHARED_DATA, load_model, thread_count
+from benchmarks.common import RUNS, SHARED_DATA, load_model, thread_count
 from mdlm_hf import model as model_module
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 from mdlm_hf.diffusion import elbo
 
-RESULTS = REPO_ROOT / "benchmarks" / "results" / "forward_speed.md"
+OUT = RUNS / "benchmarks" / "forward_speed.md"  # the table as last committed: benchmarks/results/forward_speed.md
 
 
 class Candidate(nn.Module):
@@ -42,10 +42,13 @@ class Candidate(nn.Module):
         self.mask_id, self.block_size = model.mask_id, model.block_size
 
     def forward(self, tokens: torch.Tensor, t: torch.Tensor | None = None) -> torch.Tensor:
+        """The candidate's logits, in fp32 whatever it computes in."""
         return self.run(tokens, t).float()
 
 
 def autocast_bf16(model: nn.Module) -> Candidate:
+    """The fp32 model run under bf16 autocast."""
+
     def run(tokens: torch.Tensor, t: torch.Tensor | None) -> torch.Tensor:
         with torch.autocast(tokens.device.type, dtype=torch.bfloat16):
             return model(tokens, t)
@@ -72,6 +75,7 @@ def bf16_fused_attention(model: nn.Module) -> Candidate:
 
 
 def torchao_int8(model: nn.Module, weight_only: bool) -> Candidate:
+    """torchao int8: weights only, or dynamic activations and weights."""
     from torchao.quantization import Int8DynamicActivationInt8WeightConfig, Int8WeightOnlyConfig, quantize_
 
     quantized = copy.deepcopy(model)
@@ -80,6 +84,7 @@ def torchao_int8(model: nn.Module, weight_only: bool) -> Candidate:
 
 
 def legacy_int8(model: nn.Module) -> Candidate:
+    """torch.ao's dynamic int8 quantization of the linear layers."""
     with warnings.catch_warnings():  # torch.ao.quantization is deprecated (torchao is its home now)
         warnings.simplefilter("ignore")
         quantized = torch.ao.quantization.quantize_dynamic(copy.deepcopy(model), {nn.Linear}, dtype=torch.qint8)
@@ -87,6 +92,7 @@ def legacy_int8(model: nn.Module) -> Candidate:
 
 
 def compiled(model: nn.Module, bf16: bool) -> Candidate:
+    """torch.compile of the model, on bf16 weights or fp32."""
     inner = copy.deepcopy(model).to(torch.bfloat16) if bf16 else model
     return Candidate(inner, torch.compile(inner))
 
@@ -156,6 +162,7 @@ def report(rows: list[dict], source: str, threads: int, rounds: int, passes: int
 
 @torch.no_grad()
 def main(argv: list[str] | None = None) -> None:
+    """Parses the flags, times every candidate interleaved, measures what each costs, and writes the table."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=None)
     parser.add_argument("--data", default=str(SHARED_DATA), help="the validation split gives the NELBO's text")
@@ -164,7 +171,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--passes", type=int, default=16, help="passes in a row per path and round")
     parser.add_argument("--nelbo-chars", type=int, default=16384, help="0 = skip the NELBO")
     parser.add_argument("--compile", action="store_true", help="also torch.compile (slow to build)")
-    parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--out", default=str(OUT), help="where the table goes")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     model, source = load_model(args.model)
@@ -195,6 +202,7 @@ def main(argv: list[str] | None = None) -> None:
         rows.append(row)
         print(f"{name}: {1000 * seconds[name]:.1f} ms", flush=True)
     table = report(rows, source, args.threads, args.rounds, args.passes, failed)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(Path(args.out), (table + "\n").encode())
     print(table)
 

@@ -4,7 +4,7 @@
 
 Each repeat times one `model.generate` of each rule, the order alternating, with the same seed; the model is
 loaded as `from_pretrained` loads it (the fast path where this machine chose it). The structure suite's rules
-(`benchmarks.structure_suite.RULES`) name the previous default. Target: the default is no slower (the median of
+(`evals.structure_suite.RULES`) name the previous default. Target: the default is no slower (the median of
 the per-repeat ratios, which a shared machine's drift moves least, at most 1).
 """
 
@@ -17,7 +17,7 @@ import time
 import torch
 
 from benchmarks.common import load_model, thread_count
-from benchmarks.structure_suite import rule_options
+from evals.structure_suite import rule_options
 from mdlm_hf import SamplerOptions
 
 # the default before word streams order (streams order, min-p 0.1, temperature 1.2, 0.6 after a capital)
@@ -25,6 +25,7 @@ WAYS = {"previous default": rule_options("streams-t120-caps50"), "default": Samp
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
+    """Parses the flags, times both rules interleaved and prints (and returns) the medians and their ratio."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=None)
     parser.add_argument("--length", type=int, default=256)

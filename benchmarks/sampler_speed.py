@@ -16,10 +16,12 @@ import time
 import torch
 
 from benchmarks.common import load_model, reveal_rules
-from mdlm_hf import ORDERS, SamplerOptions, sample
+from mdlm_hf import MDLM, ORDERS, SamplerOptions, sample
 
 
-def interleaved_timing(model, canvas: torch.Tensor, num_steps: int, seed: int, **reveal_rule) -> tuple[float, float]:
+def interleaved_timing(
+    model: MDLM, canvas: torch.Tensor, num_steps: int, seed: int, **reveal_rule: str | float
+) -> tuple[float, float]:
     """(sampler seconds, bare-forward seconds): one bare forward timed right after every sampler step; the
     sampler is the plain core with the given reveal rule."""
     states = sample(model, canvas, SamplerOptions.plain(), num_steps=num_steps, seed=seed, **reveal_rule)
@@ -38,6 +40,7 @@ def interleaved_timing(model, canvas: torch.Tensor, num_steps: int, seed: int, *
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
+    """Parses the flags and prints (and returns) the sampler's overhead per order and step count."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=None)
     parser.add_argument("--length", type=int, default=256)

@@ -5,9 +5,9 @@
 
 The Space runs `app.py` with the packages in requirements.txt; README.md's front matter configures it. Uploaded:
 the app (`app.py`, `mdlm_space/`), the package (`mdlm_hf/`), the shipped models (`pretrained/`),
-requirements.txt, README.md and its picture. Never `runs/`, tests, training or benchmark output. The Hub stores the weights
-and images as large files on its own (no `.gitattributes` needed with this upload). Log in first with
-`hf auth login`, or set HF_TOKEN.
+requirements.txt, README.md and its picture. Never `runs/`, tests, training or benchmark output. The Hub stores
+the weights and images as large files on its own (no `.gitattributes` needed with this upload). Log in first
+with `hf auth login`, or set HF_TOKEN.
 """
 
 from __future__ import annotations

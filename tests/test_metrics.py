@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from benchmarks.judge import KneserNeyJudge, char_entropy, distinct_n
+from evals.text_metrics import KneserNeyJudge, char_entropy, distinct_n
 from mdlm_hf.metrics import load_word_list, save_word_list, valid_word_rate, word_list, words
 
 TRAIN = (

@@ -5,9 +5,14 @@ import math
 import pytest
 import torch
 
-from benchmarks.blank_after_heading import after_headings, blank_probabilities, row_log_probs
-from benchmarks.same_speaker import headings_after_headings, name_probabilities
-from benchmarks.structure import (
+from evals.heading_odds import (
+    after_headings,
+    blank_probabilities,
+    headings_after_headings,
+    name_probabilities,
+    row_log_probs,
+)
+from evals.structure_metrics import (
     Sample,
     castmates,
     count_structure,
@@ -16,7 +21,7 @@ from benchmarks.structure import (
     repeated_span,
     speakers,
 )
-from benchmarks.structure_suite import PROMPTS, meets, template
+from evals.structure_suite import PROMPTS, meets, template
 from mdlm_hf import MDLM, CharTokenizer
 from mdlm_hf.devices import max_threads
 from tests.conftest import TINY_TEXT
@@ -133,7 +138,7 @@ def test_a_loop_is_a_long_span_repeated_verbatim():
 
 def suite_refusal(monkeypatch, capsys, flags: list[str]) -> str:
     """The last line the structure suite's command line prints when it refuses `flags` (exit status 2, argparse's)."""
-    from benchmarks import structure_suite
+    from evals import structure_suite
 
     monkeypatch.setattr("sys.argv", ["structure_suite", *flags])
     with pytest.raises(SystemExit) as stopped:
@@ -186,7 +191,7 @@ def test_each_heading_is_paired_with_the_heading_above_it():
 
 def test_real_windows_hold_the_heading_and_the_one_above_it():
     # a heading near the text's start once gave a window starting before the text: an empty string, a crash
-    from benchmarks.same_speaker import real_contexts
+    from evals.heading_odds import real_speaker_contexts as real_contexts
 
     play = "".join(f"{('JULIET', 'ROMEO')[i % 2]}:\n{'Ay, ' * (i % 7 + 1)}me.\n\n" for i in range(400))
     contexts = real_contexts(play, 300, seed=0)
@@ -218,9 +223,9 @@ def test_name_odds_spell_the_name_left_to_right_from_the_text_before(causal, mon
                 canvas = known + [model.mask_id] * (len(text) - len(known))
                 expected *= model(torch.tensor([canvas])).softmax(-1)[0, len(known), char].item()
     assert odds[0] == pytest.approx(expected, rel=1e-4)
-    from benchmarks import blank_after_heading
+    from evals import heading_odds
 
-    monkeypatch.setattr(blank_after_heading, "BATCH", 1)  # every spelt character in a batch of its own: the same odds
+    monkeypatch.setattr(heading_odds, "BATCH", 1)  # every spelt character in a batch of its own: the same odds
     assert name_probabilities(model, [(text, start, "ROMEO"), (other, start, "ROMEO")]) == pytest.approx(odds, rel=1e-5)
 
 
@@ -236,15 +241,12 @@ def test_each_row_is_read_on_its_own_canvas_whatever_else_is_batched():
             assert together[i].shape == alone.shape and torch.allclose(together[i], alone, atol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["blank_after_heading", "same_speaker"])
-def test_an_odds_benchmark_writes_its_table_from_real_and_sampled_texts(name, tmp_path, monkeypatch, capsys):
-    import importlib
+@pytest.mark.parametrize("question", ["blank", "same-speaker"])
+def test_an_odds_question_writes_its_table_from_real_and_sampled_texts(question, tmp_path, monkeypatch, capsys):
+    from evals import heading_odds
+    from evals.sampling_quality import model_fingerprint
 
-    from benchmarks import blank_after_heading
-    from benchmarks.sampling_quality import model_fingerprint
-
-    module = importlib.import_module(f"benchmarks.{name}")
-    odds = module.BLANK_ODDS if name == "blank_after_heading" else module.SAME_SPEAKER_ODDS
+    odds = heading_odds.ODDS[question]
     torch.manual_seed(0)
     vocab = CharTokenizer.from_text(TINY_TEXT + "ROMEJULIT:.\n").vocab
     model = MDLM(vocab, n_layer=1, n_head=2, n_embd=16, block_size=256).eval()
@@ -252,8 +254,8 @@ def test_an_odds_benchmark_writes_its_table_from_real_and_sampled_texts(name, tm
     sampled = play[:120]
     store = {f"{model_fingerprint(model)}|default|free|0": dict(texts=[sampled], written=[True] * len(sampled))}
     inputs = (store, model, None, {"training split": play, "too short": play[:100]})
-    monkeypatch.setattr(blank_after_heading, "load_odds_inputs", lambda args: inputs)
-    monkeypatch.setattr(blank_after_heading, "RESULTS", tmp_path / "structure")
+    monkeypatch.setattr(heading_odds, "load_odds_inputs", lambda args: inputs)
+    monkeypatch.setattr(heading_odds, "OUT_DIR", tmp_path)
     odds.run([], "doc")
     table = (tmp_path / f"{odds.stem}.md").read_text().splitlines()
     assert table[2:4] == ["| text | headings | drawn | model | twin |", "|---|---|---|---|---|"]
@@ -288,25 +290,52 @@ def test_the_suite_refuses_flags_it_cannot_run_in_one_line(monkeypatch, capsys, 
 
 @pytest.mark.parametrize(("content", "says"), [(b"\x80\x81", "codec can't decode"), (b"[1]", "it holds list")])
 def test_a_store_that_is_not_one_is_named(tmp_path, content, says):
-    from benchmarks.structure_suite import load_store
+    from evals.structure_suite import load_store
 
     (tmp_path / "store.json").write_bytes(content)
     with pytest.raises(ValueError, match=f"{tmp_path / 'store.json'} is not a structure suite store .*{says}"):
         load_store(tmp_path / "store.json")
 
 
-@pytest.mark.parametrize("name", ["blank_after_heading", "same_speaker"])
-def test_an_odds_benchmark_refuses_bad_flags_before_the_model(name, tmp_path, capsys, monkeypatch):
+def test_a_gzipped_store_round_trips_byte_for_byte_and_its_table_sits_beside_it(tmp_path):
+    from evals.structure_suite import load_store, save_store, table_path
+
+    store = {"f|default|free|0": dict(texts=["ROMEO:\nAy.\n"], written=[True] * 11, passes=1, seconds=0.1, seed=0)}
+    save_store(tmp_path / "texts.json.gz", store)
+    first = (tmp_path / "texts.json.gz").read_bytes()
+    assert load_store(tmp_path / "texts.json.gz") == store
+    save_store(tmp_path / "texts.json.gz", store)
+    assert (tmp_path / "texts.json.gz").read_bytes() == first  # no timestamp in the gzip header
+    assert table_path(tmp_path / "texts.json.gz") == table_path(tmp_path / "texts.json") == tmp_path / "texts.md"
+    (tmp_path / "plain.json.gz").write_bytes(b"{}")  # not gzip
+    with pytest.raises(ValueError, match="is not a structure suite store"):
+        load_store(tmp_path / "plain.json.gz")
+
+
+def test_the_committed_stores_hold_rows_of_texts():
+    from evals.long_text import PROMPTS as LONG_PROMPTS
+    from evals.structure_suite import COMMITTED_STORE, REPO_ROOT, load_store
+
+    for path, prompts in (
+        (COMMITTED_STORE, PROMPTS),
+        (REPO_ROOT / "evals/results/long_text/texts.json.gz", LONG_PROMPTS),
+    ):
+        store = load_store(path)
+        assert store, path
+        for key, row in store.items():
+            assert key.split("|")[-2] in prompts and len(row["texts"]) > 0
+            assert all(len(text) == len(row["written"]) for text in row["texts"])
+
+
+@pytest.mark.parametrize("question", ["blank", "same-speaker"])
+def test_an_odds_question_refuses_bad_flags_before_the_model(question, tmp_path, capsys, monkeypatch):
     # a misspelt rule wrote a table of real text only over the committed one; a bad store failed after minutes
-    import importlib
+    from evals import heading_odds
 
-    from benchmarks import blank_after_heading
-
-    main = importlib.import_module(f"benchmarks.{name}").main
-    monkeypatch.setattr(blank_after_heading, "load_model", lambda *a, **k: pytest.fail("the model was loaded"))
+    monkeypatch.setattr(heading_odds, "load_model", lambda *a, **k: pytest.fail("the model was loaded"))
     with pytest.raises(SystemExit) as stopped:
-        main(["--rule", "defualt"])
+        heading_odds.main([question, "--rule", "defualt"])
     assert stopped.value.code == 2 and "argument --rule: invalid choice: 'defualt'" in capsys.readouterr().err
     (tmp_path / "store.json").write_bytes(b"\x80")
     with pytest.raises(ValueError, match="is not a structure suite store"):
-        main(["--store", str(tmp_path / "store.json")])
+        heading_odds.main([question, "--store", str(tmp_path / "store.json")])

