@@ -1,0 +1,21 @@
+"""The invented-words eval: its counts on hand-written texts, and its lexicon from the sdist and TinyShakespeare."""
+
+import math
+
+from evals import invented_words
+
+
+def test_word_counts_on_hand_written_text():
+    lexicon = {"to", "be", "or", "not", "o'er"}
+    row = invented_words.word_counts(["To be, or not to bex.", "O'er porelian"], lexicon)
+    assert row["words"] == 8
+    assert row["valid"] == 6 / 8
+    assert row["invented_per_1k"] == 1000 * 2 / (len("To be, or not to bex.") + len("O'er porelian"))
+    assert math.isnan(invented_words.word_counts(["..."], lexicon)["valid"])
+
+
+def test_lexicon_joins_the_works_and_tinyshakespeare(tmp_path, monkeypatch):
+    tiny = tmp_path / "tiny.txt"
+    tiny.write_text("ROMEO:\nWherefore art thou?\n")
+    monkeypatch.setattr(invented_words, "fetch_texts", lambda directory: {"hamlet": "To be, or not to be."})
+    assert invented_words.shakespeare_lexicon(tiny) == {"romeo", "wherefore", "art", "thou", "to", "be", "or", "not"}
