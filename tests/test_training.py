@@ -431,8 +431,10 @@ def test_export_refuses_directories_it_would_destroy(text_file, tmp_path):
     assert not (tmp_path / "third").exists()
     assert sorted(p.name for p in out.iterdir()) == run_files and (users / "notes.txt").read_text() == "a user's file"
     # a new directory, and then that export again, are fine
-    export.export_run(out, tmp_path / "export", text_file, weights_dtype="float32")
-    (tmp_path / "export" / "study.png").write_bytes(b"\x89PNG fake")  # an image a recipe attached
+    (tmp_path / "study.png").write_bytes(b"\x89PNG fake")
+    (tmp_path / "RECIPE.md").write_text("![study](study.png)")
+    export.export_run(out, tmp_path / "export", text_file, weights_dtype="float32", recipe_path=tmp_path / "RECIPE.md")
+    assert (tmp_path / "export" / "study.png").is_file()  # an image a recipe attached
     export.export_run(out, tmp_path / "export", text_file, weights_dtype="float32")
     assert sorted(p.name for p in (tmp_path / "export").iterdir()) == sorted(export.EXPORT_FILES)
 
@@ -1403,3 +1405,174 @@ def test_a_resume_takes_the_threads_of_its_own_machine():
     assert merged.threads == 0 and merged.batch_size == 7 and flag_problem(merged) is None
     args, explicit = train.parse_args(["--resume", "--out-dir", "somewhere", "--threads", "1"])
     assert resumed_args(args, explicit, {"threads": 100_000}).threads == 1
+
+
+def export_cli(*flags):
+    return subprocess.run(
+        [sys.executable, "-m", "training.export", *map(str, flags)], capture_output=True, text=True, cwd=REPO_ROOT
+    )
+
+
+def test_the_export_keeps_a_sibling_named_like_its_backup(text_file, tmp_path):
+    out, export_dir = tmp_path / "run", tmp_path / "e" / "model"
+    run(text_file, out, "--max-steps", "2")
+    (tmp_path / "e" / ".model.old").mkdir(parents=True)
+    (tmp_path / "e" / ".model.old" / "mine.txt").write_text("a user's file")
+    result = export_cli("--run-dir", out, "--export-dir", export_dir, "--data", text_file)
+    assert result.returncode == 1 and result.stderr.count("\n") == 1 and ".model.old is in the way" in result.stderr
+    assert (tmp_path / "e" / ".model.old" / "mine.txt").read_text() == "a user's file"
+    with pytest.raises(ValueError, match="is in the way"):  # train refuses before it trains
+        run(text_file, tmp_path / "run2", "--max-steps", "2", "--export-dir", str(export_dir))
+    assert not (tmp_path / "run2").exists()
+
+
+def test_the_export_replaces_only_the_files_it_wrote(text_file, tmp_path):
+    out, users = tmp_path / "run", tmp_path / "mine"
+    run(text_file, out, "--max-steps", "2")
+    users.mkdir()
+    mine = {
+        "config.json": json.dumps({"vocab": "abc"}).encode(),
+        "model.safetensors": b"weights",
+        "family_photo.png": b"\x89PNG a photo",
+        "README.md": b"# my own notes",
+    }
+    for name, payload in mine.items():
+        (users / name).write_bytes(payload)
+    result = export_cli("--run-dir", out, "--export-dir", users, "--data", text_file)
+    assert result.returncode == 1 and result.stderr.count("\n") == 1 and "not an earlier export" in result.stderr
+    assert {p.name: p.read_bytes() for p in users.iterdir()} == mine
+    # an earlier export with a file the user added beside it: that file is not the export's to replace
+    export.export_run(out, tmp_path / "export", text_file, weights_dtype="float32")
+    manifest = json.loads((tmp_path / "export" / ".mdlm_export.json").read_text())
+    assert sorted(manifest["files"]) == sorted(set(export.EXPORT_FILES) - {".mdlm_export.json"})
+    (tmp_path / "export" / "family_photo.png").write_bytes(b"\x89PNG a photo")
+    with pytest.raises(ValueError, match="not an earlier export \\(family_photo.png\\)"):
+        export.export_run(out, tmp_path / "export", text_file, weights_dtype="float32")
+    assert (tmp_path / "export" / "family_photo.png").read_bytes() == b"\x89PNG a photo"
+
+
+def test_the_export_refuses_a_text_the_run_did_not_train_on(text_file, tmp_path, tiny_text):
+    out = tmp_path / "run"
+    run(text_file, out, "--max-steps", "2")
+    other = tmp_path / "other.txt"
+    other.write_text((tiny_text * 3)[::-1])  # the same characters, another text
+    result = export_cli("--run-dir", out, "--export-dir", tmp_path / "export", "--data", other)
+    assert result.returncode == 1 and result.stderr.count("\n") == 1
+    assert f"--data {other} is not the text the run trained on ({text_file})" in result.stderr
+    assert "--other-data" in result.stderr and not (tmp_path / "export").exists()
+    with pytest.raises(ValueError, match="is not the text the run trained on"):  # an extra text it never had
+        export.export_run(out, tmp_path / "export", text_file, train_extra=[other])
+    result = export_cli(
+        "--run-dir", out, "--export-dir", tmp_path / "export", "--data", other, "--other-data", "--weights-dtype",
+        "float32",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    val_chars = json.loads((tmp_path / "export" / "metrics.json").read_text())["val_chars"]
+    assert val_chars == len(split_text(other.read_text())[1])
+
+
+def flip_bytes(path: Path, record_size: int | None = None) -> str:
+    """Flips 16 bytes in the middle of a tensor record of a zip checkpoint (the largest, or one of `record_size`
+    bytes), as a disk might; returns the record's name."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        records = [i for i in archive.infolist() if "/data/" in i.filename and not i.filename.endswith("id")]
+    if record_size is not None:
+        records = [i for i in records if i.file_size == record_size]
+    info = max(records, key=lambda i: i.file_size)
+    payload = bytearray(path.read_bytes())
+    header = payload[info.header_offset : info.header_offset + 30]
+    name_length, extra_length = int.from_bytes(header[26:28], "little"), int.from_bytes(header[28:30], "little")
+    start = info.header_offset + 30 + name_length + extra_length + info.file_size // 2
+    payload[start : start + 16] = bytes(b ^ 0xFF for b in payload[start : start + 16])
+    path.write_bytes(bytes(payload))
+    return info.filename
+
+
+@pytest.mark.parametrize("record", ["weights", "rng"])
+def test_a_checkpoint_damaged_on_disk_is_refused_in_one_line(text_file, tmp_path, record):
+    out = tmp_path / "run"
+    run(text_file, out, "--max-steps", "4", "--stop-at-step", "2")
+    rng_size = torch.get_rng_state().numel()  # the random streams' states, stored as byte tensors of this size
+    name = flip_bytes(out / "ckpt.pt", rng_size if record == "rng" else None)
+    with pytest.raises(SystemExit) as stopped:
+        train.cli(["--data", str(text_file), "--out-dir", str(out), "--resume"])
+    message = str(stopped.value)
+    assert message.startswith(f"error: {out / 'ckpt.pt'} is damaged: its record {name} does not match its checksum")
+    assert "\n" not in message
+    result = export_cli("--run-dir", out, "--export-dir", tmp_path / "export", "--data", text_file)
+    assert result.returncode == 1 and result.stderr.count("\n") == 1 and "is damaged" in result.stderr
+
+
+def test_tokenizing_onto_a_full_disk_is_one_line(text_file, tmp_path, monkeypatch):
+    def disk_full(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as stopped:
+        train.cli(["--data", str(text_file), "--out-dir", str(out), *TINY_ARGS, "--max-steps", "2"])
+    message = str(stopped.value)
+    assert message.startswith(f"error: could not write the token files in {out} (No space left on device)")
+    assert "free some space" in message and "\n" not in message
+    assert sorted(p.name for p in out.iterdir()) == []  # nothing half-written is kept
+
+
+def test_tokenizing_past_the_file_size_limit_is_one_line(text_file, tmp_path):
+    import resource
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    command = [sys.executable, "-m", "training.train", "--data", str(text_file), "--out-dir", str(tmp_path / "run")]
+    result = subprocess.run(
+        [*command, *TINY_ARGS, "--max-steps", "2"], capture_output=True, text=True, cwd=REPO_ROOT,
+        preexec_fn=small_files,
+    )  # fmt: skip
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("error: could not write the token files")
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_the_export_files_follow_the_umask(text_file, tmp_path, umask):
+    run(text_file, tmp_path / "run", "--max-steps", "2")
+    before = os.umask(umask)
+    try:
+        export.export_run(tmp_path / "run", tmp_path / "export", text_file, weights_dtype="float32")
+    finally:
+        os.umask(before)
+    assert (tmp_path / "export").stat().st_mode & 0o777 == 0o777 & ~umask
+    modes = {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "export").iterdir()}
+    assert modes == {name: 0o666 & ~umask for name in export.EXPORT_FILES}
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("step", "three", "its step is malformed ('three', expected a whole number >= 0)"),
+        ("history", None, "its history is malformed (None, expected a dict of train and val lists)"),
+        ("args", "nonsense", "its args is malformed ('nonsense', expected a dict of the run's flags)"),
+        ("best_val", "low", "its best_val is malformed"),
+        ("rng", {"data": 1}, "its rng is malformed"),
+    ],
+)
+def test_a_checkpoint_field_that_is_malformed_is_named_in_one_line(text_file, tmp_path, field, value, says):
+    out = tmp_path / "run"
+    run(text_file, out, "--max-steps", "4", "--stop-at-step", "2")
+    checkpoint = torch.load(out / "ckpt.pt", weights_only=True)
+    checkpoint[field] = value
+    torch.save(checkpoint, out / "ckpt.pt")
+    with pytest.raises(SystemExit) as stopped:
+        train.cli(["--data", str(text_file), "--out-dir", str(out), "--resume"])
+    message = str(stopped.value)
+    assert message.startswith(f"error: {out / 'ckpt.pt'}: {says}") and "\n" not in message
+    with pytest.raises(ValueError, match=re.escape(says)):
+        export.export_run(out, tmp_path / "export", text_file)
+
+
+def test_new_data_without_resume_is_refused_as_private_without_push_is(capsys):
+    for flags, words in [(["--new-data"], "--new-data needs --resume"), (["--private"], "--private needs --push")]:
+        with pytest.raises(SystemExit):
+            train.parse_args(flags)
+        assert f"error: {words}" in capsys.readouterr().err.strip().splitlines()[-1]

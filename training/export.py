@@ -7,10 +7,12 @@ The export holds model.safetensors, config.json, a model card README.md with mea
 training_curve.png, accuracy_vs_mask_ratio.png, metrics.json, words.txt (the training split's
 word list, used by the app's valid-word metric) and demo.json (the app's title subject, prompt, infill
 examples and sample text for this model), plus the images beside or below the --recipe
-markdown that it links. It is written to a temporary directory and then swapped in, so an interrupted
-export never leaves a half-written model behind. The swap replaces the export directory, so that must
-be new, empty or an earlier export; anything else is refused. words.txt holds every word of the
-training text: --private keeps the pushed repo private.
+markdown that it links, and .mdlm_export.json, the list of the files it wrote. It is written to a temporary
+directory and then swapped in, so an interrupted export never leaves a half-written model behind. The swap
+replaces the export directory, so that must be new, empty or an earlier export holding only the files its
+list names; anything else is refused. --data must be the text the run trained on (its tokens.json records
+the text's hash); --other-data measures the card's metrics on another text. words.txt holds every word of
+the training text: --private keeps the pushed repo private.
 
 The card describes the run's own data: --dataset-name, its size, --license and --language in the front
 matter (omitted when not given), the measured validation NELBO as a model-index entry, a usage example
@@ -47,7 +49,7 @@ from mdlm_hf.data import TINYSHAKESPEARE_MD5, TRAIN_FRACTION, atomic_write_bytes
 from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
 from mdlm_hf.metrics import save_word_list
 from training.checkpoints import RunError, build_model, load_checkpoint, prepare_dir
-from training.corpus import SEPARATOR, read_texts
+from training.corpus import SEPARATOR, read_texts, scan_text, texts_trained_on
 from training.evaluate import evaluate_model, plot_accuracy
 from training.plots import training_curve_figure
 from training.run_options import DIFFUSION_ONLY, add_card_arguments, check_license, repo_id_problem
@@ -65,7 +67,9 @@ EXPORT_FILES = (
     "model.safetensors",
     "training_curve.png",
     "words.txt",
+    ".mdlm_export.json",
 )
+MANIFEST = ".mdlm_export.json"  # the export's list of the files it wrote, which the next export may replace
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp")  # what a recipe may attach
 TINYSHAKESPEARE_HUB_ID = "karpathy/tiny_shakespeare"
 SHAKESPEARE_USAGE = ("ROMEO:\n", "To be, or not to be, ________ is the question:")  # the card's prompt and infill
@@ -77,7 +81,8 @@ DEMO_SAMPLE_CHARS = 1000  # the app's sample text: its first line is the forward
 
 def check_export_dir(export_dir: Path, run_dir: Path | None = None) -> None:
     """Refuses an export directory that the export's swap would destroy: anything but a new directory, an empty
-    one or an earlier export (only the export's files and images, with an mdlm_hf config.json)."""
+    one or an earlier export whose every file its manifest (.mdlm_export.json) lists; and a `.NAME.old` beside it
+    that is not an earlier export (the swap's backup name)."""
     export_dir = Path(os.path.abspath(export_dir))
     if run_dir is not None:
         run_dir = Path(os.path.abspath(run_dir))
@@ -88,33 +93,73 @@ def check_export_dir(export_dir: Path, run_dir: Path | None = None) -> None:
             )
     if export_dir.is_symlink() or (export_dir.exists() and not export_dir.is_dir()):
         raise ValueError(f"--export-dir {export_dir} exists and is not a directory; give a new directory")
+    backup = backup_path(export_dir)
+    if (backup.exists() or backup.is_symlink()) and foreign_entries(backup) != []:
+        raise ValueError(
+            f"{backup} is in the way: the export uses that name while it swaps {export_dir.name} in, and it is not "
+            "an earlier export; move it elsewhere"
+        )
     if not export_dir.exists():
         return
-    foreign = sorted(
-        entry.name + ("/" if entry.is_dir() else "")
-        for entry in export_dir.iterdir()
-        if entry.is_symlink()
-        or not entry.is_file()
-        or (entry.name not in EXPORT_FILES and entry.suffix.lower() not in IMAGE_SUFFIXES)
-    )
-    if foreign or not is_earlier_export(export_dir):
-        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "") if foreign else "no mdlm_hf config.json"
+    foreign = foreign_entries(export_dir)
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
         raise ValueError(
-            f"--export-dir {export_dir} is not empty and not an earlier export ({shown}); the export replaces the "
-            "whole directory, so give a new one"
+            f"--export-dir {export_dir} is not empty and not an earlier export ({shown}); the export replaces only "
+            f"the files it wrote itself (those its {MANIFEST} lists), so give a new directory"
         )
 
 
-def is_earlier_export(directory: Path) -> bool:
-    """Whether a non-empty directory looks like an export: config.json with a vocab, and model.safetensors."""
-    if not any(directory.iterdir()):
-        return True
+def foreign_entries(directory: Path) -> list[str] | None:
+    """The entries of `directory` an export did not write (its manifest does not list them), sorted; None when
+    `directory` is not a directory at all."""
+    if directory.is_symlink() or not directory.is_dir():
+        return None
+    own = manifest_files(directory)
+    return sorted(
+        entry.name + ("/" if entry.is_dir() else "")
+        for entry in directory.iterdir()
+        if entry.is_symlink() or not entry.is_file() or (entry.name not in own and entry.name != MANIFEST)
+    )
+
+
+def manifest_files(directory: Path) -> set[str]:
+    """The file names an earlier export's manifest lists (none if it has no readable manifest)."""
     try:
-        config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+        manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
-    has_vocab = isinstance(config, dict) and isinstance(config.get("vocab"), str)
-    return has_vocab and (directory / "model.safetensors").is_file()
+        return set()
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(files, list):
+        return set()
+    return {name for name in files if isinstance(name, str) and name and Path(name).name == name}
+
+
+def write_manifest(staging: Path) -> None:
+    """Lists the files the export wrote, so that the next export into the directory replaces those and no other."""
+    files = sorted(entry.name for entry in staging.iterdir())
+    payload = {"written_by": "python -m training.export", "files": files}
+    (staging / MANIFEST).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+
+
+def backup_path(export_dir: Path) -> Path:
+    """Where the swap keeps the previous export until the new one is in place."""
+    return export_dir.with_name(f".{export_dir.name}.old")
+
+
+def current_umask() -> int:
+    """The process's umask (read by setting it, then setting it back)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
+
+
+def apply_umask(staging: Path) -> None:
+    """Gives the staging directory and its files the modes the umask gives (mkdtemp's is 0700, mkstemp's 0600)."""
+    umask = current_umask()
+    for entry in staging.iterdir():
+        entry.chmod(0o666 & ~umask)
+    staging.chmod(0o777 & ~umask)
 
 
 def replace_directory(staging: Path, export_dir: Path) -> None:
@@ -122,11 +167,12 @@ def replace_directory(staging: Path, export_dir: Path) -> None:
 
     A swap killed half-way leaves `.NAME.old` beside it: the previous export, which the next swap removes
     (when NAME is missing, the kill came between the two renames, and `.NAME.old` is all that was there).
+    Anything else by that name is a user's, and is refused rather than deleted.
     """
-    old = export_dir.with_name(f".{export_dir.name}.old")
-    if old.is_symlink() or old.is_file():
-        old.unlink()
-    elif old.exists():
+    old = backup_path(export_dir)
+    if old.exists() or old.is_symlink():
+        if foreign_entries(old) != []:
+            raise ValueError(f"{old} is in the way and is not an earlier export; move it elsewhere")
         shutil.rmtree(old)
     if export_dir.exists():
         export_dir.rename(old)
@@ -497,6 +543,8 @@ def export_model(
             shutil.copyfile(attachment, staging / Path(attachment).name)
         facts = {k: run.get(k) for k in ("step", "tokens_seen", "wall_time")}
         (staging / "metrics.json").write_text(json.dumps({**report, "training": facts}, indent=2))
+        write_manifest(staging)
+        apply_umask(staging)
         replace_directory(staging, export_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -571,6 +619,7 @@ def export_run(
     language: str | None = None,
     train_extra: Iterable[Path | str] = (),
     device: str = "cpu",
+    other_data: bool = False,
 ) -> dict:
     """Exports the best checkpoint of a run (the latest if none was kept) and optionally uploads it.
 
@@ -578,7 +627,8 @@ def export_run(
     joined the training split only (training's --train-extra). `device`: where the export's evaluation runs.
     `private`: the pushed repo is private. `recipe_root`: the directory the recipe's images may come from
     (default: the recipe's own). `dataset_name`, `license`, `language`: what the card says of the text and the
-    model's terms (default: the data files' names, and none; TinyShakespeare's own for it).
+    model's terms (default: the data files' names, and none; TinyShakespeare's own for it). The text must be one
+    the run trained on (its tokens.json says which), unless `other_data` asks for another.
     """
     run_dir = Path(run_dir)
     check_export_dir(Path(export_dir), run_dir)
@@ -590,8 +640,10 @@ def export_run(
     model = build_model(load_checkpoint(best_path), best_path) if best_path.is_file() else build_model(run, latest)
     model = model.to(device)
     data_paths = [data_path] if isinstance(data_path, (str, Path)) else list(data_path)
-    train_text, val_text = split_text(read_texts(data_paths))
     extra_paths = list(train_extra)
+    if not other_data:
+        check_run_text(run_dir, data_paths, extra_paths)
+    train_text, val_text = split_text(read_texts(data_paths))
     if extra_paths:
         train_text += SEPARATOR + read_texts(extra_paths)
     file_names = " + ".join(Path(p).stem for p in [*data_paths, *extra_paths])
@@ -617,6 +669,27 @@ def export_run(
     return report
 
 
+def check_run_text(run_dir: Path, data_paths: list[Path | str], extra_paths: list[Path | str]) -> None:
+    """A ValueError when --data (with --train-extra) is not a text the run trained on, by the hashes its tokens.json
+    records: the card's metrics would come from text the run never saw. A run without tokens.json is not checked."""
+    trained = texts_trained_on(run_dir)
+    if not trained:
+        return
+    given = (scan_text(data_paths).sha256, scan_text(extra_paths).sha256 if extra_paths else None)
+    if given in {(record["sha256"], record["train_extra_sha256"]) for record in trained}:
+        return
+    files = trained[0]["files"] if isinstance(trained[0]["files"], list) else []
+    named = ", ".join(map(str, files)) or "(unnamed)"
+    extra = " with --train-extra" if trained[0]["train_extra_sha256"] else ""
+    typed = " ".join(map(str, data_paths))
+    if extra_paths:
+        typed += f" --train-extra {' '.join(map(str, extra_paths))}"
+    raise ValueError(
+        f"--data {typed} is not the text the run trained on ({named}{extra}), so the card's metrics would describe "
+        "text it never saw: give the run's own files in its order, or pass --other-data to export on this text anyway"
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--run-dir", required=True)
@@ -631,6 +704,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "--train-extra", nargs="+", default=[], metavar="FILE", help="the files training's --train-extra named"
+    )
+    parser.add_argument(
+        "--other-data",
+        action="store_true",
+        help="measure the card's metrics on --data even though it is not the text the run trained on",
     )
     parser.add_argument("--device", default="cpu", help=f"where the evaluation runs: {DEVICE_HELP}")
     parser.add_argument("--push-to-hub", default=None, metavar="REPO_ID")
@@ -676,6 +754,7 @@ def main(argv: list[str] | None = None) -> None:
             language=args.language,
             train_extra=[Path(name) for name in args.train_extra],
             device=str(choose_device(args.device)),
+            other_data=args.other_data,
         )
     except (ValueError, RunError) as error:  # bad input, no network or credentials: one line, no traceback
         sys.exit(f"error: {error}")

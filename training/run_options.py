@@ -289,6 +289,8 @@ def settings_problem(args: argparse.Namespace) -> str | None:
         return f"--push-to-hub {problem}"
     if args.private and not args.push_to_hub:
         return "--private needs --push-to-hub"
+    if getattr(args, "new_data", False) and not args.resume:
+        return "--new-data needs --resume: a new run trains on its --data anyway"
     if args.stream_masks > 0 and args.loss_weighting != "uniform":
         return "--stream-masks needs --loss-weighting uniform: stream masks have no mask ratio t to weigh"
     if getattr(args, "objective", "diffusion") == "ar":

@@ -51,7 +51,16 @@ from training.checkpoints import (
     starting_point,
     write_or_explain,
 )
-from training.corpus import TOKENS_META, Corpus, TextFacts, download_tinyshakespeare, load_tokens, scan_text, tokenize
+from training.corpus import (
+    TOKENS_META,
+    Corpus,
+    TextFacts,
+    download_tinyshakespeare,
+    load_tokens,
+    scan_text,
+    texts_trained_on,
+    tokenize,
+)
 from training.ema import EMA
 from training.export import check_export_dir, score_name
 from training.optimizers import build_optimizers, set_learning_rates
@@ -215,7 +224,9 @@ def prepare_corpus(args: argparse.Namespace, processes: Processes, files: list[P
                 f"text of {facts.chars} characters is too short for --block-size {args.block_size}: "
                 f"the training split ({facts.train_chars} chars) must be longer than one block"
             )
-        corpus = tokenize(files, out_dir, facts, vocab, extra_files, extra)
+        # a resume on --new-data keeps the texts it trained on before: an export may describe any of them
+        earlier = (texts_trained_on(out_dir) or []) if args.resume else []
+        corpus = tokenize(files, out_dir, facts, vocab, extra_files, extra, earlier)
     if processes.distributed:
         dist.barrier()  # a failure on rank 0 ends the run: torchrun stops the other ranks
     return corpus if corpus is not None else load_tokens(out_dir)
