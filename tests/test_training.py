@@ -17,6 +17,11 @@ import numpy as np
 import pytest
 import torch
 
+import training.card
+import training.checkpoints
+import training.processes
+import training.trainer
+import training.weights
 from mdlm_hf import MDLM, CharTokenizer
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 from training import export, run_options, train
@@ -149,7 +154,7 @@ def test_export_round_trips_and_push_is_intercepted(text_file, tmp_path, monkeyp
     reference.load_state_dict(best["model"])
     metrics = json.loads((export_dir / "metrics.json").read_text())
     if metrics["weights_dtype"] == "bfloat16":  # shipped as bf16 because that cost (almost) nothing
-        reference = export.bf16_rounded(reference)
+        reference = training.weights.bf16_rounded(reference)
     assert torch.equal(loaded(tokens), reference.eval()(tokens))
     card = (export_dir / "README.md").read_text()
     assert f"{metrics['val_nelbo_nats_per_char']:.4f} nats/char" in card and "## Samples" in card
@@ -320,7 +325,7 @@ def test_ema_weights_round_trip_through_checkpoint_and_export(text_file, tmp_pat
     ema.load_state_dict(a["ema"])
     best = torch.load(tmp_path / "split" / "best.pt", weights_only=True)
     best.update(weights="ema", model=ema.weights(straight["model"]))
-    train.save_checkpoint(tmp_path / "split" / "best.pt", best)
+    training.checkpoints.save_checkpoint(tmp_path / "split" / "best.pt", best)
     export.export_run(tmp_path / "split", tmp_path / "export", text_file, weights_dtype="float32")
     loaded = MDLM.from_pretrained(tmp_path / "export")
     for name, shadow in a["ema"]["shadow"].items():
@@ -370,19 +375,19 @@ def test_export_stores_bf16_weights_when_they_cost_almost_nothing(text_file, tmp
         assert {t.dtype for t in stored.values()} == {getattr(torch, report["weights_dtype"])}
     metrics = json.loads((tmp_path / "auto" / "metrics.json").read_text())
     cost = metrics["nelbo_bfloat16_weights"] - metrics["nelbo_float32_weights"]
-    assert metrics["weights_dtype"] == ("bfloat16" if cost <= export.BF16_TOLERANCE else "float32")
+    assert metrics["weights_dtype"] == ("bfloat16" if cost <= training.weights.BF16_TOLERANCE else "float32")
     assert metrics["val_nelbo_nats_per_char"] == metrics[f"nelbo_{metrics['weights_dtype']}_weights"]
     # the bf16 file loads (upcast to fp32) as exactly the rounded weights the metrics were measured on
     best = torch.load(tmp_path / "run" / "best.pt", weights_only=True)
     original = MDLM(**best["model_config"])
     original.load_state_dict(best["model"])
     loaded = MDLM.from_pretrained(tmp_path / "bfloat16")
-    for name, weight in export.bf16_rounded(original).state_dict().items():
+    for name, weight in training.weights.bf16_rounded(original).state_dict().items():
         assert loaded.state_dict()[name].dtype == torch.float32
         assert torch.equal(loaded.state_dict()[name], weight), name
     assert "stored as bfloat16" in (tmp_path / "bfloat16" / "README.md").read_text()
     with pytest.raises(ValueError, match="weights dtype"):
-        export.choose_weights(original, "abc", "float16")
+        training.weights.choose_weights(original, "abc", "float16")
 
 
 def test_ctrl_c_resume_is_bit_identical_to_an_uninterrupted_run(text_file, tmp_path):
@@ -693,7 +698,7 @@ def test_max_minutes_is_this_invocations_budget_and_a_skipped_export_says_so(tex
     # a run that has already trained for a long time gets the full budget on resume
     checkpoint = torch.load(out / "ckpt.pt", weights_only=True)
     checkpoint["wall_time"] = 10_000.0
-    train.save_checkpoint(out / "ckpt.pt", checkpoint)
+    training.checkpoints.save_checkpoint(out / "ckpt.pt", checkpoint)
     resumed = run(text_file, out, "--resume", "--max-steps", "4", "--max-minutes", "2")
     assert resumed["step"] == 4 and resumed["wall_time"] > 10_000  # the run's wall time still adds up
     stopped = run(text_file, out, "--resume", "--max-steps", "6", "--max-minutes", "1e-9")
@@ -704,7 +709,7 @@ def test_max_minutes_is_this_invocations_budget_and_a_skipped_export_says_so(tex
 
 def test_checkpoints_are_saved_every_save_minutes(text_file, tmp_path, monkeypatch):
     saved_at, written = [], []
-    save, save_checkpoint = train.Trainer.save, train.save_checkpoint
+    save, save_checkpoint = train.Trainer.save, training.trainer.save_checkpoint
 
     def recording_save(self):
         saved_at.append(self.progress.step)
@@ -716,7 +721,7 @@ def test_checkpoints_are_saved_every_save_minutes(text_file, tmp_path, monkeypat
         save_checkpoint(path, payload)
 
     monkeypatch.setattr(train.Trainer, "save", recording_save)
-    monkeypatch.setattr(train, "save_checkpoint", recording_write)
+    monkeypatch.setattr(training.trainer, "save_checkpoint", recording_write)
     run(text_file, tmp_path / "run", "--max-steps", "4", "--eval-interval", "1000", "--save-minutes", "1e-9")
     assert saved_at == [1, 2, 3, 4, 4]  # every step here; at the end, the evaluation's save and the final one
     assert written == [1, 2, 3, 4]  # ... which finds the last step already on disk
@@ -724,7 +729,7 @@ def test_checkpoints_are_saved_every_save_minutes(text_file, tmp_path, monkeypat
     # a checkpoint written before --save-minutes and --private existed resumes, with either typed
     checkpoint = torch.load(tmp_path / "run" / "ckpt.pt", weights_only=True)
     del checkpoint["args"]["save_minutes"], checkpoint["args"]["private"]
-    train.save_checkpoint(tmp_path / "run" / "ckpt.pt", checkpoint)
+    training.checkpoints.save_checkpoint(tmp_path / "run" / "ckpt.pt", checkpoint)
     resume = ["--resume", "--max-steps", "6", "--eval-interval", "1000", "--save-minutes", "0"]  # a resumable change
     run(text_file, tmp_path / "run", *resume)
     assert saved_at == [6, 6]
@@ -811,7 +816,7 @@ def test_batches_come_from_memory_mapped_token_files_with_the_same_windows_as_be
     for seed in range(3):
         new, old = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed)
         for _ in range(3):
-            batch = train.get_batch(tokens.train, 8, 32, new)
+            batch = training.trainer.get_batch(tokens.train, 8, 32, new)
             assert batch.dtype == torch.long and torch.equal(batch, old_get_batch(text, 8, 32, old))
         assert torch.equal(new.get_state(), old.get_state())
     summary = run(text_file, tmp_path / "trained", "--max-steps", "2")
@@ -898,7 +903,7 @@ def test_a_checkpoint_of_the_older_format_says_it_cannot_be_resumed(text_file, t
     run(text_file, tmp_path / "old", "--max-steps", "4")
     checkpoint = torch.load(tmp_path / "old" / "ckpt.pt", weights_only=True)
     checkpoint["optimizer"] = checkpoint.pop("optimizers")[-1]  # one AdamW state, as before Muon and EMA
-    train.save_checkpoint(tmp_path / "old" / "ckpt.pt", checkpoint)
+    training.checkpoints.save_checkpoint(tmp_path / "old" / "ckpt.pt", checkpoint)
     with pytest.raises(ValueError, match="older mdlm_hf .* cannot be resumed; its weights still export"):
         train.main(["--data", str(text_file), "--out-dir", str(tmp_path / "old"), "--resume", "--max-steps", "6"])
 
@@ -990,7 +995,7 @@ def test_tinyshakespeare_alone_gets_the_shakespeare_card(text_file, tmp_path, mo
     import huggingface_hub
 
     run(text_file, tmp_path / "run", "--max-steps", "2", "--block-size", "64")  # the infill example fits
-    monkeypatch.setattr(export, "TINYSHAKESPEARE_MD5", hashlib.md5(text_file.read_bytes()).hexdigest())
+    monkeypatch.setattr(training.card, "TINYSHAKESPEARE_MD5", hashlib.md5(text_file.read_bytes()).hexdigest())
     export.export_run(tmp_path / "run", tmp_path / "export", text_file, weights_dtype="float32")
     card = (tmp_path / "export" / "README.md").read_text()
     assert "# mdlm_hf: a masked diffusion language model of Shakespeare, character by character" in card
@@ -1006,12 +1011,12 @@ def test_tinyshakespeare_alone_gets_the_shakespeare_card(text_file, tmp_path, mo
 
 def test_the_card_names_the_hardware_the_run_trained_on(text_file, tmp_path, monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H200")
-    assert train.hardware_description(torch.device("cuda", 1)) == "NVIDIA H200"
-    assert train.hardware_description(torch.device("cuda"), processes=8) == "8 x NVIDIA H200"
-    assert train.hardware_description(torch.device("mps")) == "an Apple GPU (mps)"
+    assert training.processes.hardware_description(torch.device("cuda", 1)) == "NVIDIA H200"
+    assert training.processes.hardware_description(torch.device("cuda"), processes=8) == "8 x NVIDIA H200"
+    assert training.processes.hardware_description(torch.device("mps")) == "an Apple GPU (mps)"
     monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
-    cpu = train.hardware_description(torch.device("cpu"))
-    assert cpu.endswith(", 1 thread") and train.hardware_description(torch.device("cpu"), 2).endswith(
+    cpu = training.processes.hardware_description(torch.device("cpu"))
+    assert cpu.endswith(", 1 thread") and training.processes.hardware_description(torch.device("cpu"), 2).endswith(
         ", 2 threads in 2 processes"
     )
     run(text_file, tmp_path / "run", "--max-steps", "2", "--block-size", "64")
@@ -1022,7 +1027,7 @@ def test_the_card_names_the_hardware_the_run_trained_on(text_file, tmp_path, mon
     torch.save(checkpoint, tmp_path / "run" / "ckpt.pt")
     run(text_file, tmp_path / "run", "--max-steps", "3", "--block-size", "64", "--resume")
     assert torch.load(tmp_path / "run" / "ckpt.pt", weights_only=True)["hardware"] == f"NVIDIA H200, then {cpu}"
-    monkeypatch.setattr(export, "TINYSHAKESPEARE_MD5", hashlib.md5(text_file.read_bytes()).hexdigest())
+    monkeypatch.setattr(training.card, "TINYSHAKESPEARE_MD5", hashlib.md5(text_file.read_bytes()).hexdigest())
     export.export_run(tmp_path / "run", tmp_path / "export", text_file, weights_dtype="float32")
     card = (tmp_path / "export" / "README.md").read_text()
     minutes = torch.load(tmp_path / "run" / "ckpt.pt", weights_only=True)["wall_time"] / 60
@@ -1034,16 +1039,22 @@ def test_the_card_names_the_hardware_the_run_trained_on(text_file, tmp_path, mon
     torch.save(checkpoint, tmp_path / "run" / "ckpt.pt")
     export.export_run(tmp_path / "run", tmp_path / "old", text_file, weights_dtype="float32")
     assert "minutes on an unrecorded machine" in (tmp_path / "old" / "README.md").read_text()
-    assert train.joined_hardware(None, cpu) == cpu and train.joined_hardware(f"A, then {cpu}", cpu) == f"A, then {cpu}"
+    assert (
+        training.processes.joined_hardware(None, cpu) == cpu
+        and training.processes.joined_hardware(f"A, then {cpu}", cpu) == f"A, then {cpu}"
+    )
 
 
 def test_usage_examples_come_from_the_validation_text():
     text = "the cut line\nFirst Citizen:\nBefore we proceed any further, hear me speak.\nAll:\nSpeak, speak.\n"
     model = MDLM(CharTokenizer.from_text(text).vocab, n_layer=1, n_head=2, n_embd=16, block_size=64)
-    assert export.usage_examples(model, text) == ("First Citizen:\n", "Before we proceed any ________ hear me speak.")
+    assert training.card.usage_examples(model, text) == (
+        "First Citizen:\n",
+        "Before we proceed any ________ hear me speak.",
+    )
     prose = "cut\nIt was a bright cold day in April, and the clocks were striking thirteen.\n"
     model = MDLM(CharTokenizer.from_text(prose).vocab, n_layer=1, n_head=2, n_embd=16, block_size=256)
-    assert export.usage_examples(model, prose) == (
+    assert training.card.usage_examples(model, prose) == (
         "It was a bright cold day in April, and",
         "It was a bright cold day in ______ and the clocks were striking thirteen.",
     )
@@ -1054,8 +1065,8 @@ def test_demo_metadata_gives_the_app_text_the_model_writes(tmp_path):
 
     text = "the cut line\nFirst Citizen:\nBefore we proceed any further, hear me speak.\nAll:\nSpeak, speak.\n"
     model = MDLM(CharTokenizer.from_text(text).vocab, n_layer=1, n_head=2, n_embd=16, block_size=64)
-    data = export.describe_training_data(model, text, text, name="Plays")
-    metadata = export.demo_metadata(model, data, text)
+    data = training.card.describe_training_data(model, text, text, name="Plays")
+    metadata = training.card.demo_metadata(model, data, text)
     assert metadata == {
         "prompt": "First Citizen:\n",
         "examples": ["Before we proceed any ________ hear me speak."],
@@ -1067,7 +1078,7 @@ def test_demo_metadata_gives_the_app_text_the_model_writes(tmp_path):
     assert (texts.subject, texts.prompt, texts.examples) == ("Plays", "First Citizen:\n", tuple(metadata["examples"]))
     assert texts.sample == metadata["sample"] and texts.sample_name == metadata["sample_name"]
     shakespeare = dataclasses.replace(data, tinyshakespeare=True)
-    assert export.demo_metadata(model, shakespeare, text) == {"subject": "Shakespeare"}
+    assert training.card.demo_metadata(model, shakespeare, text) == {"subject": "Shakespeare"}
 
 
 def tensorboard_events(log_dir: Path):
@@ -1190,7 +1201,7 @@ def test_redraw_samples_rewrites_only_the_samples_of_an_export(text_file, tmp_pa
     metrics = json.loads(metrics_path.read_text())
     old = {**metrics, "samples": ["an old sample"] * 3, "sampling": {"length": 32, "order": "confidence"}}
     metrics_path.write_text(json.dumps(old, indent=2))
-    card_path.write_text(redraw_samples.SECTION.sub(export.samples_section(old) + "\n", card_path.read_text()))
+    card_path.write_text(redraw_samples.SECTION.sub(training.card.samples_section(old) + "\n", card_path.read_text()))
     before, after_section = card_path.read_text().split("## Samples")[0], card_path.read_text().split("## Limit")[1]
     redraw_samples.main([str(export_dir)])
     card, redrawn = card_path.read_text(), json.loads(metrics_path.read_text())
@@ -1259,7 +1270,7 @@ def test_a_license_that_is_no_hub_identifier_is_refused_with_the_nearest(capsys,
         args, _ = train.parse_args(["--data", str(text_file), "--license", good])
         assert args.license == good
     with pytest.raises(ValueError, match="'GPL' is not a Hub license identifier"):
-        export.check_license("GPL")
+        run_options.check_license("GPL")
 
 
 def test_the_card_is_a_template_with_no_figure_written_by_hand():

@@ -72,10 +72,12 @@ class TextFacts:
 
     @property
     def train_chars(self) -> int:
+        """The characters of the training split."""
         return int(self.chars * TRAIN_FRACTION)  # split_text's cut
 
     @property
     def val_chars(self) -> int:
+        """The characters of the validation split."""
         return self.chars - self.train_chars
 
 
@@ -106,6 +108,7 @@ class Corpus:
 
     @property
     def vocab(self) -> str:
+        """The characters the ids stand for, in id order."""
         return self.meta["vocab"]
 
 
@@ -280,4 +283,5 @@ def download_tinyshakespeare(destination: Path) -> Path:
 
 
 def md5_of(payload: bytes) -> str:
+    """The hex md5 of `payload` (how TinyShakespeare is recognised)."""
     return hashlib.md5(payload).hexdigest()

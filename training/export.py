@@ -28,8 +28,6 @@ accuracy_vs_mask_ratio.png.
 from __future__ import annotations
 
 import argparse
-import copy
-import hashlib
 import json
 import os
 import re
@@ -37,26 +35,20 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-from huggingface_hub import EvalResult
-
-from mdlm_hf import MDLM, ElboResult, elbo
-from mdlm_hf.autoregressive import autoregressive_nll
-from mdlm_hf.data import TINYSHAKESPEARE_MD5, TRAIN_FRACTION, atomic_write_bytes, split_text
+from mdlm_hf import MDLM
+from mdlm_hf.data import atomic_write_bytes, split_text
 from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
 from mdlm_hf.metrics import save_word_list
+from training.card import TrainingData, demo_metadata, describe_training_data, model_card_details, python_string
 from training.checkpoints import RunError, build_model, load_checkpoint, prepare_dir
 from training.corpus import SEPARATOR, read_texts, scan_text, texts_trained_on
 from training.evaluate import evaluate_model, plot_accuracy
+from training.export_dir import apply_umask, check_export_dir, replace_directory, write_manifest
 from training.plots import training_curve_figure
-from training.run_options import DIFFUSION_ONLY, add_card_arguments, check_license, repo_id_problem
-
-WEIGHTS_DTYPES = ("auto", "float32", "bfloat16")
-ELBO_SAMPLES = 4  # mask draws per validation window in the exported metrics
-BF16_TOLERANCE = 0.003  # nats/char a bf16 weights file may cost on the validation split; beyond it ship fp32
+from training.run_options import add_card_arguments, repo_id_problem
+from training.weights import BF16_TOLERANCE, ELBO_SAMPLES, WEIGHTS_DTYPES, choose_weights, score_name, write_weights
 
 EXPORT_FILES = (
     "README.md",
@@ -69,337 +61,9 @@ EXPORT_FILES = (
     "words.txt",
     ".mdlm_export.json",
 )
-MANIFEST = ".mdlm_export.json"  # the export's list of the files it wrote, which the next export may replace
+
+
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp")  # what a recipe may attach
-TINYSHAKESPEARE_HUB_ID = "karpathy/tiny_shakespeare"
-SHAKESPEARE_USAGE = ("ROMEO:\n", "To be, or not to be, ________ is the question:")  # the card's prompt and infill
-SPEAKER_LINE = re.compile(r"[^\W\d_][^:]{0,30}:")  # "ROMEO:", "First Citizen:": a prompt a play would continue
-PROMPT_CHARS = 40  # the longest prompt the usage example takes from the text
-INFILL_CHARS = 80  # the longest line it blanks a word of
-DEMO_SAMPLE_CHARS = 1000  # the app's sample text: its first line is the forward process's, all of it the plot's
-
-
-def check_export_dir(export_dir: Path, run_dir: Path | None = None) -> None:
-    """Refuses an export directory that the export's swap would destroy: anything but a new directory, an empty
-    one or an earlier export whose every file its manifest (.mdlm_export.json) lists; and a `.NAME.old` beside it
-    that is not an earlier export (the swap's backup name)."""
-    export_dir = Path(os.path.abspath(export_dir))
-    if run_dir is not None:
-        run_dir = Path(os.path.abspath(run_dir))
-        if export_dir == run_dir or export_dir in run_dir.parents:
-            raise ValueError(
-                f"--export-dir {export_dir} is the run's directory or holds it: the export replaces its directory, "
-                "so give it one of its own (e.g. a new one inside the run's)"
-            )
-    if export_dir.is_symlink() or (export_dir.exists() and not export_dir.is_dir()):
-        raise ValueError(f"--export-dir {export_dir} exists and is not a directory; give a new directory")
-    backup = backup_path(export_dir)
-    if (backup.exists() or backup.is_symlink()) and foreign_entries(backup) != []:
-        raise ValueError(
-            f"{backup} is in the way: the export uses that name while it swaps {export_dir.name} in, and it is not "
-            "an earlier export; move it elsewhere"
-        )
-    if not export_dir.exists():
-        return
-    foreign = foreign_entries(export_dir)
-    if foreign:
-        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
-        raise ValueError(
-            f"--export-dir {export_dir} is not empty and not an earlier export ({shown}); the export replaces only "
-            f"the files it wrote itself (those its {MANIFEST} lists), so give a new directory"
-        )
-
-
-def foreign_entries(directory: Path) -> list[str] | None:
-    """The entries of `directory` an export did not write (its manifest does not list them), sorted; None when
-    `directory` is not a directory at all."""
-    if directory.is_symlink() or not directory.is_dir():
-        return None
-    own = manifest_files(directory)
-    return sorted(
-        entry.name + ("/" if entry.is_dir() else "")
-        for entry in directory.iterdir()
-        if entry.is_symlink() or not entry.is_file() or (entry.name not in own and entry.name != MANIFEST)
-    )
-
-
-def manifest_files(directory: Path) -> set[str]:
-    """The file names an earlier export's manifest lists (none if it has no readable manifest)."""
-    try:
-        manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return set()
-    files = manifest.get("files") if isinstance(manifest, dict) else None
-    if not isinstance(files, list):
-        return set()
-    return {name for name in files if isinstance(name, str) and name and Path(name).name == name}
-
-
-def write_manifest(staging: Path) -> None:
-    """Lists the files the export wrote, so that the next export into the directory replaces those and no other."""
-    files = sorted(entry.name for entry in staging.iterdir())
-    payload = {"written_by": "python -m training.export", "files": files}
-    (staging / MANIFEST).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-
-
-def backup_path(export_dir: Path) -> Path:
-    """Where the swap keeps the previous export until the new one is in place."""
-    return export_dir.with_name(f".{export_dir.name}.old")
-
-
-def current_umask() -> int:
-    """The process's umask (read by setting it, then setting it back)."""
-    umask = os.umask(0)
-    os.umask(umask)
-    return umask
-
-
-def apply_umask(staging: Path) -> None:
-    """Gives the staging directory and its files the modes the umask gives (mkdtemp's is 0700, mkstemp's 0600)."""
-    umask = current_umask()
-    for entry in staging.iterdir():
-        entry.chmod(0o666 & ~umask)
-    staging.chmod(0o777 & ~umask)
-
-
-def replace_directory(staging: Path, export_dir: Path) -> None:
-    """Swaps the finished staging directory in for `export_dir` (an earlier export, which is deleted).
-
-    A swap killed half-way leaves `.NAME.old` beside it: the previous export, which the next swap removes
-    (when NAME is missing, the kill came between the two renames, and `.NAME.old` is all that was there).
-    Anything else by that name is a user's, and is refused rather than deleted.
-    """
-    old = backup_path(export_dir)
-    if old.exists() or old.is_symlink():
-        if foreign_entries(old) != []:
-            raise ValueError(f"{old} is in the way and is not an earlier export; move it elsewhere")
-        shutil.rmtree(old)
-    if export_dir.exists():
-        export_dir.rename(old)
-    staging.rename(export_dir)
-    shutil.rmtree(old, ignore_errors=True)
-
-
-@dataclass(frozen=True)
-class TrainingData:
-    """What the model card says of the training text, and the terms the run gives its model (None: not stated)."""
-
-    name: str
-    chars: int
-    val_chars: int
-    tinyshakespeare: bool = False
-    hub_id: str | None = None  # the Hub dataset it is
-    license: str | None = None
-    language: str | None = None
-    prompt: str = SHAKESPEARE_USAGE[0]  # the usage example's
-    infill: str | None = SHAKESPEARE_USAGE[1]  # None: the example has no infill line
-
-
-def describe_training_data(
-    model: MDLM,
-    train_text: str,
-    val_text: str,
-    name: str | None = None,
-    license: str | None = None,
-    language: str | None = None,
-    default_name: str = "its training text",
-) -> TrainingData:
-    """The card's facts of the text: TinyShakespeare (by md5) gets its name, Hub id, license mit and language en
-    unless given; any other text its `name` (else `default_name`), the given terms only, and usage examples drawn
-    from its validation split."""
-    if license is not None:
-        check_license(license)
-    text_md5 = hashlib.md5((train_text + val_text).encode("utf-8")).hexdigest()
-    size = {"chars": len(train_text) + len(val_text), "val_chars": len(val_text)}
-    terms = {"license": license, "language": language}
-    if text_md5 == TINYSHAKESPEARE_MD5:
-        terms = {"license": license or "mit", "language": language or "en"}
-        return TrainingData(
-            name or "TinyShakespeare", tinyshakespeare=True, hub_id=TINYSHAKESPEARE_HUB_ID, **size, **terms
-        )
-    prompt, infill = usage_examples(model, val_text)
-    return TrainingData(name or default_name, prompt=prompt, infill=infill, **size, **terms)
-
-
-def usage_examples(model: MDLM, val_text: str) -> tuple[str, str | None]:
-    """A prompt and an infill template from the validation text, in the model's characters: the first speaker-like
-    line ("NAME:") of its first 200 lines, else the first words of its first line; and its first line of 3 or more
-    words with the middle word blanked (None if it has none). Its first line, perhaps cut by the split, is skipped.
-    """
-    longest_prompt = max(1, min(PROMPT_CHARS, model.block_size // 2))
-    lines = [line.strip() for line in val_text.split("\n")[1:]] or [val_text.strip()]
-    lines = [line for line in lines if line and not model.tokenizer.unknown_chars(line)]
-    speaker = next((line for line in lines[:200] if len(line) < longest_prompt and SPEAKER_LINE.fullmatch(line)), None)
-    if speaker:
-        prompt = speaker + "\n"
-    elif lines and len(lines[0]) < longest_prompt:
-        prompt = lines[0] + "\n"
-    elif lines:
-        cut = lines[0][:longest_prompt]
-        prompt = cut.rsplit(" ", 1)[0] if " " in cut.strip() else cut
-    else:
-        prompt = ""
-    infill = None
-    for line in lines:
-        words = list(re.finditer(r"\S+", line))
-        if len(words) >= 3 and "_" not in line and len(line) <= min(INFILL_CHARS, model.block_size):
-            middle = words[len(words) // 2]
-            infill = line[: middle.start()] + "_" * len(middle.group()) + line[middle.end() :]
-            break
-    return prompt, infill
-
-
-def demo_metadata(model: MDLM, data: TrainingData, val_text: str) -> dict:
-    """What the app (app.py) shows for the model, saved as demo.json: its subject, default prompt and infill
-    examples (each "_" a blank) and a sample text from the validation split; TinyShakespeare's are the app's own
-    (Shakespeare's), so its demo.json names only the subject."""
-    if data.tinyshakespeare:
-        return {"subject": "Shakespeare"}
-    lines = [line for line in val_text.split("\n")[1:] if line.strip() and not model.tokenizer.unknown_chars(line)]
-    sample = "\n".join(lines)[:DEMO_SAMPLE_CHARS]
-    metadata = {"prompt": data.prompt, "examples": [data.infill] if data.infill else []}
-    if data.name != "its training text":  # describe_training_data's stand-in for no name
-        metadata["subject"] = data.name
-    if sample:
-        metadata |= {"sample": sample, "sample_name": f"the validation text of {data.name} (unseen in training)"}
-    return metadata
-
-
-def python_string(text: str) -> str:
-    """`text` as a double-quoted Python string literal (JSON's escapes are Python's)."""
-    return json.dumps(text, ensure_ascii=False)
-
-
-def character_count(chars: int) -> str:
-    return f"about {chars / 1e6:.1f} million characters" if chars >= 10**6 else f"{chars:,} characters"
-
-
-def samples_section(report: dict) -> str:
-    """The card's Samples section: its heading (length and sampling options) and each sample in a code block."""
-    options = ", ".join(f"{name} {value}" for name, value in report["sampling"].items() if name != "length")
-    samples = "\n\n".join(f"```\n{t}\n```" for t in report["samples"])
-    return f"## Samples ({report['sampling']['length']} characters; sampling options: {options})\n\n{samples}\n"
-
-
-# the autoregressive reference the card names beside a TinyShakespeare model's exact NLL: nanoGPT's character
-# model (github.com/karpathy/nanoGPT, shakespeare_char), its validation loss on the same split
-NANOGPT_REFERENCE = {"name": "nanoGPT's autoregressive character model", "nats": 1.47}
-# the run's settings the card's recipe line names, in this order
-RECIPE_KEYS = (
-    "n_layer n_head n_embd block_size dropout position_encoding norm mlp qk_norm zero_init_residual batch_size "
-    "max_steps optimizer lr min_lr muon_lr muon_weight_decay warmup_steps weight_decay beta2 grad_clip ema "
-    "objective loss_weighting t_min stream_masks"
-).split()
-
-
-def model_card_details(
-    model: MDLM,
-    report: dict,
-    run: dict,
-    recipe_notes: str = "",
-    *,
-    data: TrainingData,
-    repo_id: str | None = None,
-    model_name: str = "mdlm_hf",
-) -> dict:
-    """Values for the model card template (mdlm_hf/model_card.md): front matter, usage example, and the measured
-    figures of `report` (metrics.json) and `run` (the checkpoint) that its sections show. `data`: the training
-    text's facts; `repo_id`: where it is pushed (None: not yet); `model_name`: the model-index entry's name."""
-    block = model.block_size
-    prompt = data.prompt[: block - 1]
-    kind = "a masked diffusion language model"
-    if model.causal:
-        kind = f"the autoregressive twin of {kind}"
-    return {
-        "title": f"mdlm_hf: {kind} of {'Shakespeare' if data.tinyshakespeare else data.name}, character by character",
-        "card_data": card_front_matter(report, data, model_name),
-        "repo_id": repo_id,
-        "prompt": python_string(prompt) if prompt else "",
-        "infill": python_string(data.infill) if data.infill and len(data.infill) <= block else "",
-        "generate_length": min(256, block),
-        "complete_length": min(200, block - len(prompt)),
-        "block_size": block,
-        "validation_percent": round(100 * (1 - TRAIN_FRACTION)),
-        "evaluation": evaluation_facts(report),
-        "training": training_facts(model, report, run, data),
-        "reference": NANOGPT_REFERENCE if data.tinyshakespeare else None,
-        "recipe_notes": recipe_notes,
-        "samples": samples_section(report),
-    }
-
-
-def evaluation_facts(report: dict) -> dict:
-    """The card's Evaluation section from metrics.json: the validation score (a diffusion model's NELBO, mask draws
-    and accuracy by mask ratio; a twin's exact NLL) and the exact NLL on the split's first characters."""
-    exact_nll = [
-        {"order": order.replace("_", "-"), "chars": report["exact_nll_chars"], "nats": nats}
-        for order, nats in report.get("exact_nll_nats_per_char", {}).items()
-    ]
-    if "val_nll_nats_per_char" in report:  # an autoregressive twin
-        nll = {"nll": report["val_nll_nats_per_char"], "nll_bits": report["val_nll_bits_per_char"]}
-        return {"val_chars": report["val_chars"], **nll, "exact_nll": exact_nll}
-    return {
-        "val_chars": report["val_chars"],
-        "nelbo": report["val_nelbo_nats_per_char"],
-        "nelbo_bits": report["val_nelbo_bits_per_char"],
-        "mask_draws": report["elbo_mask_samples_per_window"],
-        "exact_nll": exact_nll,
-        "accuracy": report["accuracy_by_mask_ratio"],
-    }
-
-
-def card_front_matter(report: dict, data: TrainingData, model_name: str) -> dict:
-    """The card's front matter: the text's terms and the model-index entry of the validation NELBO (a twin's NLL)."""
-    name = "nll" if "val_nll_nats_per_char" in report else "nelbo"
-    nelbo = EvalResult(
-        task_type="text-generation",
-        task_name="Character-level language modelling",
-        dataset_type=data.hub_id or data.name,
-        dataset_name=data.name,
-        metric_type=name,
-        metric_name=f"validation {name.upper()}, last 10 % of the text (nats/char)",
-        metric_value=round(report[f"val_{name}_nats_per_char"], 4),
-    )
-    datasets = [data.hub_id] if data.hub_id else None
-    return {
-        "license": data.license,
-        "language": data.language,
-        "datasets": datasets,
-        "model_name": model_name,
-        "eval_results": [nelbo],
-    }
-
-
-def training_facts(model: MDLM, report: dict, run: dict, data: TrainingData) -> dict:
-    """The card's Training section and Limitations: the text, the weights, and the run's steps, time and recipe."""
-    args, minutes = run.get("args", {}), run.get("wall_time", 0) / 60
-    return {
-        "data_name": data.name,
-        "hub_id": data.hub_id,
-        "chars": data.chars,
-        "size_words": character_count(data.chars),
-        "license": data.license,
-        "tinyshakespeare": data.tinyshakespeare,
-        "parameters": model.num_parameters(),
-        "weights_dtype": report.get("weights_dtype", "float32"),
-        "nelbo_bf16": report.get("nelbo_bfloat16_weights"),
-        "nelbo_fp32": report.get("nelbo_float32_weights"),
-        "nll_bf16": report.get("nll_bfloat16_weights"),
-        "nll_fp32": report.get("nll_float32_weights"),
-        "bf16_tolerance": BF16_TOLERANCE,
-        "tokens_seen": run.get("tokens_seen", 0),
-        "steps": run.get("step", 0),
-        "minutes": minutes,
-        "duration": f"{minutes:.1f} minutes" if minutes >= 1 else "under a minute",
-        "hardware": run.get("hardware") or "an unrecorded machine",  # checkpoints from before the field
-        "recipe": ", ".join(f"{k}={args[k]}" for k in RECIPE_KEYS if k in args and not unused_by_run(k, args)),
-        "init_from": args.get("init_from"),
-    }
-
-
-def unused_by_run(key: str, args: dict) -> bool:
-    """Whether a recipe setting did nothing in this run: the diffusion loss's own in an autoregressive run."""
-    return args.get("objective") == "ar" and key in DIFFUSION_ONLY
 
 
 def recipe_with_images(recipe_path: Path, image_root: Path | None = None) -> tuple[str, list[Path]]:
@@ -441,58 +105,6 @@ def recipe_with_images(recipe_path: Path, image_root: Path | None = None) -> tup
         return f"![{alt}]({image.name})"
 
     return re.sub(r"!\[([^\]]*)\]\(([^)\s]+)\)", relink, notes), list(images.values())
-
-
-def bf16_rounded(model: MDLM) -> MDLM:
-    """A copy whose parameters are what a bf16 weights file loads back as: rounded to bf16, upcast to fp32."""
-    rounded = copy.deepcopy(model)  # keeps the embedding/output tie
-    for p in rounded.parameters():
-        p.data = p.data.to(torch.bfloat16).float()
-    return rounded
-
-
-def score_name(model: MDLM) -> str:
-    """The validation score an export measures and its keys name: "nelbo", or an autoregressive twin's exact "nll"."""
-    return "nll" if model.causal else "nelbo"
-
-
-def choose_weights(model: MDLM, val_text: str, weights_dtype: str = "auto") -> tuple[MDLM, dict, ElboResult | None]:
-    """The model to ship (as is, or bf16-rounded), the measurement behind the choice, and the shipped one's ELBO.
-
-    "auto" compares the validation NELBO of both with the same masks (a paired difference, so the only
-    change is the rounding) and takes bf16, half the download, when it costs at most BF16_TOLERANCE. An
-    autoregressive twin's exact NLL is compared instead (and no ELBO is returned).
-    """
-    if weights_dtype not in WEIGHTS_DTYPES:
-        raise ValueError(f"weights dtype must be one of {WEIGHTS_DTYPES}, got {weights_dtype!r}")
-    if weights_dtype == "float32":
-        return model, {"weights_dtype": weights_dtype}, None
-    rounded = bf16_rounded(model)
-    if weights_dtype == "bfloat16":
-        return rounded, {"weights_dtype": weights_dtype}, None
-    tokens = torch.tensor(model.tokenizer.encode(val_text), dtype=torch.long)
-    candidates = (("float32", model), ("bfloat16", rounded))
-    if model.causal:
-        nats = {name: autoregressive_nll(candidate.eval(), tokens) for name, candidate in candidates}
-        nelbo = None
-    else:
-        nelbo = {
-            name: elbo(candidate.eval(), tokens, ELBO_SAMPLES, torch.Generator().manual_seed(0))
-            for name, candidate in candidates
-        }
-        nats = {name: result.nats_per_char for name, result in nelbo.items()}
-    chosen = "bfloat16" if nats["bfloat16"] - nats["float32"] <= BF16_TOLERANCE else "float32"
-    facts = {"weights_dtype": chosen, **{f"{score_name(model)}_{name}_weights": v for name, v in nats.items()}}
-    return (rounded if chosen == "bfloat16" else model), facts, None if nelbo is None else nelbo[chosen]
-
-
-def write_weights(model: MDLM, directory: Path, weights_dtype: str) -> None:
-    """Rewrites model.safetensors with bf16 tensors (from_pretrained upcasts them); fp32 stays as saved."""
-    if weights_dtype == "bfloat16":
-        import safetensors.torch
-
-        half = copy.deepcopy(model).to(torch.bfloat16)
-        safetensors.torch.save_model(half, str(directory / "model.safetensors"), metadata={"format": "pt"})
 
 
 def export_model(
@@ -632,12 +244,7 @@ def export_run(
     """
     run_dir = Path(run_dir)
     check_export_dir(Path(export_dir), run_dir)
-    latest = run_dir / "ckpt.pt"
-    if not latest.is_file():
-        raise ValueError(f"{run_dir} has no ckpt.pt: is it a training run's --out-dir?")
-    run = load_checkpoint(latest)
-    best_path = run_dir / "best.pt"
-    model = build_model(load_checkpoint(best_path), best_path) if best_path.is_file() else build_model(run, latest)
+    run, model = load_run(run_dir)
     model = model.to(device)
     data_paths = [data_path] if isinstance(data_path, (str, Path)) else list(data_path)
     extra_paths = list(train_extra)
@@ -669,6 +276,17 @@ def export_run(
     return report
 
 
+def load_run(run_dir: Path) -> tuple[dict, MDLM]:
+    """The run's latest checkpoint (its counters and history) and the model of its best one (else the latest)."""
+    latest = run_dir / "ckpt.pt"
+    if not latest.is_file():
+        raise ValueError(f"{run_dir} has no ckpt.pt: is it a training run's --out-dir?")
+    run = load_checkpoint(latest)
+    best_path = run_dir / "best.pt"
+    model = build_model(load_checkpoint(best_path), best_path) if best_path.is_file() else build_model(run, latest)
+    return run, model
+
+
 def check_run_text(run_dir: Path, data_paths: list[Path | str], extra_paths: list[Path | str]) -> None:
     """A ValueError when --data (with --train-extra) is not a text the run trained on, by the hashes its tokens.json
     records: the card's metrics would come from text the run never saw. A run without tokens.json is not checked."""
@@ -690,7 +308,8 @@ def check_run_text(run_dir: Path, data_paths: list[Path | str], extra_paths: lis
     )
 
 
-def main(argv: list[str] | None = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's flags, with the module's docstring as its help."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--run-dir", required=True)
     parser.add_argument("--export-dir", required=True)
@@ -730,6 +349,12 @@ def main(argv: list[str] | None = None) -> None:
         default="auto",
         help=f"auto: bf16 tensors (half the size) when they cost <= {BF16_TOLERANCE} nats/char of validation NELBO",
     )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m training.export`: the flags checked before any work, then the export, its failures as one line."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.private and not args.push_to_hub:
         parser.error("--private needs --push-to-hub")
