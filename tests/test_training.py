@@ -1587,3 +1587,23 @@ def test_new_data_without_resume_is_refused_as_private_without_push_is(capsys):
         with pytest.raises(SystemExit):
             train.parse_args(flags)
         assert f"error: {words}" in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("args", {"lr": "x"}, "its args are malformed (--lr is 'x', not a number)"),
+        ("args", {"max_steps": "x"}, "its args are malformed (--max-steps is 'x', not a whole number)"),
+        ("optimizers", ["x", "y"], "its optimizers is malformed (['x', 'y'], expected a list of optimizer states)"),
+    ],
+)
+def test_a_checkpoint_setting_of_the_wrong_type_is_named_in_one_line(text_file, tmp_path, field, value, says):
+    out = tmp_path / "run"
+    run(text_file, out, "--max-steps", "4", "--stop-at-step", "2")
+    checkpoint = torch.load(out / "ckpt.pt", weights_only=True)
+    checkpoint[field] = {**checkpoint[field], **value} if isinstance(value, dict) else value
+    torch.save(checkpoint, out / "ckpt.pt")
+    with pytest.raises(SystemExit) as stopped:
+        train.cli(["--data", str(text_file), "--out-dir", str(out), "--resume"])
+    message = str(stopped.value)
+    assert message.startswith(f"error: {out / 'ckpt.pt'}: {says}") and "\n" not in message

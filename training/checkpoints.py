@@ -83,7 +83,7 @@ def load_checkpoint(path: Path, required: tuple[str, ...] = MODEL_KEYS) -> dict:
     if (record := damaged_record(path)) is not None:
         raise ValueError(
             f"{path} is damaged: its record {record} does not match its checksum (the file changed on disk after it "
-            "was written); restore it from a copy, or start a new run (best.pt, if intact, still exports)"
+            "was written), so it is not used: restore it from a copy"
         )
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
@@ -140,7 +140,7 @@ FIELD_CHECKS = {
     "history": ("a dict of train and val lists", _is_history),
     "args": ("a dict of the run's flags", lambda v: isinstance(v, dict)),
     "rng": ("a list of random-number states", lambda v: isinstance(v, list)),
-    "optimizers": ("a list of optimizer states", lambda v: isinstance(v, list)),
+    "optimizers": ("a list of optimizer states", lambda v: isinstance(v, list) and all(isinstance(o, dict) for o in v)),
     "hardware": ("a description or None", lambda v: v is None or isinstance(v, str)),
 }
 

@@ -42,7 +42,7 @@ from training.corpus import (
 )
 from training.export_dir import check_export_dir
 from training.processes import Processes, StopRequest, setup_processes
-from training.run_options import SHAPE_FLAGS, flag_problem, resumed_args, settings_problem
+from training.run_options import SHAPE_FLAGS, flag_problem, resumed_args, saved_setting_problem, settings_problem
 from training.run_options import parse_args as parse_run_options
 from training.tracking import open_tracker
 from training.trainer import Trainer
@@ -75,6 +75,8 @@ def run_settings(argv: list[str] | None) -> tuple[argparse.Namespace, set[str], 
     saved = dict(checkpoint.get("args", {}))
     # a checkpoint from before --objective trained what its config says: compared as any flag of the run
     saved.setdefault("objective", "ar" if checkpoint["model_config"].get("causal") else "diffusion")
+    if problem := saved_setting_problem(saved):
+        raise ValueError(f"{ckpt_path}: its args are malformed ({problem}): not as saved")
     args = resumed_args(args, explicit, saved)
     problem = flag_problem(args) or settings_problem(args)  # the run's own settings with the typed changes
     if problem:
