@@ -1607,3 +1607,15 @@ def test_a_checkpoint_setting_of_the_wrong_type_is_named_in_one_line(text_file, 
         train.cli(["--data", str(text_file), "--out-dir", str(out), "--resume"])
     message = str(stopped.value)
     assert message.startswith(f"error: {out / 'ckpt.pt'}: {says}") and "\n" not in message
+
+
+def test_a_training_text_that_cannot_be_read_is_one_line(text_file, tmp_path, monkeypatch):
+    from training import corpus
+
+    def unreadable(path, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(corpus, "open", unreadable, raising=False)
+    with pytest.raises(SystemExit) as stopped:
+        train.cli(["--data", str(text_file), "--out-dir", str(tmp_path / "run"), *TINY_ARGS, "--max-steps", "2"])
+    assert str(stopped.value) == f"error: training text {text_file} could not be read (Permission denied)"

@@ -1,8 +1,10 @@
 """Checkpoints of a training run: written atomically, read back safely (tensors and plain values only), and turned
 into a model; and `RunError`, the failure a user can act on, which every command line prints as one line.
 
-Both `training.train` (which writes and resumes checkpoints) and `training.export` (which reads the best one)
-import this module, so neither imports the other for it.
+A checkpoint that loads is checked against the CRCs its zip records (torch.load does not check them) and its plain
+values against what the trainer saves, so a file damaged on disk or edited by hand is one line, never trained on.
+`training.train` and its trainer (which resume and write checkpoints) and `training.export` (which reads the best
+one) all import this module, so none imports another for it.
 """
 
 from __future__ import annotations

@@ -37,8 +37,9 @@ MAX_CODE_POINT = 0x10FFFF
 
 
 def text_chunks(paths: Iterable[str | Path]) -> Iterator[str]:
-    """The text of the files, joined by SEPARATOR, in chunks; a missing, non-UTF-8 or empty file is a ValueError
-    naming it (as `mdlm_hf.data.read_text` says it). Newlines are read as `read_text` reads them (universal)."""
+    """The text of the files, joined by SEPARATOR, in chunks; a missing, unreadable, non-UTF-8 or empty file is a
+    ValueError naming it (as `mdlm_hf.data.read_text` says it). Newlines are read as `read_text` reads them
+    (universal)."""
     for index, path in enumerate(map(Path, paths)):
         if not path.is_file():
             raise ValueError(f"training text {path} does not exist or is not a file")
@@ -52,6 +53,8 @@ def text_chunks(paths: Iterable[str | Path]) -> Iterator[str]:
                     yield chunk
         except UnicodeDecodeError as error:
             raise ValueError(f"training text {path} is not valid UTF-8 ({error})") from error
+        except OSError as error:  # unreadable (permissions, a failing disk): the file is named, not traced back
+            raise ValueError(f"training text {path} could not be read ({error.strerror or error})") from error
         if not has_text:
             raise ValueError(f"training text {path} is empty")
 

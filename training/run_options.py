@@ -425,7 +425,7 @@ def license_flag(value: str) -> str:
 
 
 def add_card_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of what the export says and where it goes, shared by train.py (--export-dir) and this script."""
+    """The flags of what the export says and where it goes, shared by train.py (--export-dir) and export.py."""
     parser.add_argument(
         "--private",
         action="store_true",
