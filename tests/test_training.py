@@ -17,6 +17,11 @@ import numpy as np
 import pytest
 import torch
 
+import training.card
+import training.checkpoints
+import training.processes
+import training.trainer
+import training.weights
 from mdlm_hf import MDLM, CharTokenizer
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 from training import export, run_options, train
@@ -149,7 +154,7 @@ def test_export_round_trips_and_push_is_intercepted(text_file, tmp_path, monkeyp
     reference.load_state_dict(best["model"])
     metrics = json.loads((export_dir / "metrics.json").read_text())
     if metrics["weights_dtype"] == "bfloat16":  # shipped as bf16 because that cost (almost) nothing
-        reference = export.bf16_rounded(reference)
+        reference = training.weights.bf16_rounded(reference)
     assert torch.equal(loaded(tokens), reference.eval()(tokens))
     card = (export_dir / "README.md").read_text()
     assert f"{metrics['val_nelbo_nats_per_char']:.4f} nats/char" in card and "## Samples" in card
@@ -320,7 +325,7 @@ def test_ema_weights_round_trip_through_checkpoint_and_export(text_file, tmp_pat
     ema.load_state_dict(a["ema"])
     best = torch.load(tmp_path / "split" / "best.pt", weights_only=True)
     best.update(weights="ema", model=ema.weights(straight["model"]))
-    train.save_checkpoint(tmp_path / "split" / "best.pt", best)
+    training.checkpoints.save_checkpoint(tmp_path / "split" / "best.pt", best)
     export.export_run(tmp_path / "split", tmp_path / "export", text_file, weights_dtype="float32")
     loaded = MDLM.from_pretrained(tmp_path / "export")
     for name, shadow in a["ema"]["shadow"].items():
@@ -370,19 +375,19 @@ def test_export_stores_bf16_weights_when_they_cost_almost_nothing(text_file, tmp
         assert {t.dtype for t in stored.values()} == {getattr(torch, report["weights_dtype"])}
     metrics = json.loads((tmp_path / "auto" / "metrics.json").read_text())
     cost = metrics["nelbo_bfloat16_weights"] - metrics["nelbo_float32_weights"]
-    assert metrics["weights_dtype"] == ("bfloat16" if cost <= export.BF16_TOLERANCE else "float32")
+    assert metrics["weights_dtype"] == ("bfloat16" if cost <= training.weights.BF16_TOLERANCE else "float32")
     assert metrics["val_nelbo_nats_per_char"] == metrics[f"nelbo_{metrics['weights_dtype']}_weights"]
     # the bf16 file loads (upcast to fp32) as exactly the rounded weights the metrics were measured on
     best = torch.load(tmp_path / "run" / "best.pt", weights_only=True)
     original = MDLM(**best["model_config"])
     original.load_state_dict(best["model"])
     loaded = MDLM.from_pretrained(tmp_path / "bfloat16")
-    for name, weight in export.bf16_rounded(original).state_dict().items():
+    for name, weight in training.weights.bf16_rounded(original).state_dict().items():
         assert loaded.state_dict()[name].dtype == torch.float32
         assert torch.equal(loaded.state_dict()[name], weight), name
     assert "stored as bfloat16" in (tmp_path / "bfloat16" / "README.md").read_text()
     with pytest.raises(ValueError, match="weights dtype"):
-        export.choose_weights(original, "abc", "float16")
+        training.weights.choose_weights(original, "abc", "float16")
 
 
 def test_ctrl_c_resume_is_bit_identical_to_an_uninterrupted_run(text_file, tmp_path):
@@ -431,8 +436,10 @@ def test_export_refuses_directories_it_would_destroy(text_file, tmp_path):
     assert not (tmp_path / "third").exists()
     assert sorted(p.name for p in out.iterdir()) == run_files and (users / "notes.txt").read_text() == "a user's file"
     # a new directory, and then that export again, are fine
-    export.export_run(out, tmp_path / "export", text_file, weights_dtype="float32")
-    (tmp_path / "export" / "study.png").write_bytes(b"\x89PNG fake")  # an image a recipe attached
+    (tmp_path / "study.png").write_bytes(b"\x89PNG fake")
+    (tmp_path / "RECIPE.md").write_text("![study](study.png)")
+    export.export_run(out, tmp_path / "export", text_file, weights_dtype="float32", recipe_path=tmp_path / "RECIPE.md")
+    assert (tmp_path / "export" / "study.png").is_file()  # an image a recipe attached
     export.export_run(out, tmp_path / "export", text_file, weights_dtype="float32")
     assert sorted(p.name for p in (tmp_path / "export").iterdir()) == sorted(export.EXPORT_FILES)
 
@@ -691,7 +698,7 @@ def test_max_minutes_is_this_invocations_budget_and_a_skipped_export_says_so(tex
     # a run that has already trained for a long time gets the full budget on resume
     checkpoint = torch.load(out / "ckpt.pt", weights_only=True)
     checkpoint["wall_time"] = 10_000.0
-    train.save_checkpoint(out / "ckpt.pt", checkpoint)
+    training.checkpoints.save_checkpoint(out / "ckpt.pt", checkpoint)
     resumed = run(text_file, out, "--resume", "--max-steps", "4", "--max-minutes", "2")
     assert resumed["step"] == 4 and resumed["wall_time"] > 10_000  # the run's wall time still adds up
     stopped = run(text_file, out, "--resume", "--max-steps", "6", "--max-minutes", "1e-9")
@@ -702,7 +709,7 @@ def test_max_minutes_is_this_invocations_budget_and_a_skipped_export_says_so(tex
 
 def test_checkpoints_are_saved_every_save_minutes(text_file, tmp_path, monkeypatch):
     saved_at, written = [], []
-    save, save_checkpoint = train.Trainer.save, train.save_checkpoint
+    save, save_checkpoint = train.Trainer.save, training.trainer.save_checkpoint
 
     def recording_save(self):
         saved_at.append(self.progress.step)
@@ -714,7 +721,7 @@ def test_checkpoints_are_saved_every_save_minutes(text_file, tmp_path, monkeypat
         save_checkpoint(path, payload)
 
     monkeypatch.setattr(train.Trainer, "save", recording_save)
-    monkeypatch.setattr(train, "save_checkpoint", recording_write)
+    monkeypatch.setattr(training.trainer, "save_checkpoint", recording_write)
     run(text_file, tmp_path / "run", "--max-steps", "4", "--eval-interval", "1000", "--save-minutes", "1e-9")
     assert saved_at == [1, 2, 3, 4, 4]  # every step here; at the end, the evaluation's save and the final one
     assert written == [1, 2, 3, 4]  # ... which finds the last step already on disk
@@ -722,7 +729,7 @@ def test_checkpoints_are_saved_every_save_minutes(text_file, tmp_path, monkeypat
     # a checkpoint written before --save-minutes and --private existed resumes, with either typed
     checkpoint = torch.load(tmp_path / "run" / "ckpt.pt", weights_only=True)
     del checkpoint["args"]["save_minutes"], checkpoint["args"]["private"]
-    train.save_checkpoint(tmp_path / "run" / "ckpt.pt", checkpoint)
+    training.checkpoints.save_checkpoint(tmp_path / "run" / "ckpt.pt", checkpoint)
     resume = ["--resume", "--max-steps", "6", "--eval-interval", "1000", "--save-minutes", "0"]  # a resumable change
     run(text_file, tmp_path / "run", *resume)
     assert saved_at == [6, 6]
@@ -809,7 +816,7 @@ def test_batches_come_from_memory_mapped_token_files_with_the_same_windows_as_be
     for seed in range(3):
         new, old = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed)
         for _ in range(3):
-            batch = train.get_batch(tokens.train, 8, 32, new)
+            batch = training.trainer.get_batch(tokens.train, 8, 32, new)
             assert batch.dtype == torch.long and torch.equal(batch, old_get_batch(text, 8, 32, old))
         assert torch.equal(new.get_state(), old.get_state())
     summary = run(text_file, tmp_path / "trained", "--max-steps", "2")
@@ -896,7 +903,7 @@ def test_a_checkpoint_of_the_older_format_says_it_cannot_be_resumed(text_file, t
     run(text_file, tmp_path / "old", "--max-steps", "4")
     checkpoint = torch.load(tmp_path / "old" / "ckpt.pt", weights_only=True)
     checkpoint["optimizer"] = checkpoint.pop("optimizers")[-1]  # one AdamW state, as before Muon and EMA
-    train.save_checkpoint(tmp_path / "old" / "ckpt.pt", checkpoint)
+    training.checkpoints.save_checkpoint(tmp_path / "old" / "ckpt.pt", checkpoint)
     with pytest.raises(ValueError, match="older mdlm_hf .* cannot be resumed; its weights still export"):
         train.main(["--data", str(text_file), "--out-dir", str(tmp_path / "old"), "--resume", "--max-steps", "6"])
 
@@ -988,7 +995,7 @@ def test_tinyshakespeare_alone_gets_the_shakespeare_card(text_file, tmp_path, mo
     import huggingface_hub
 
     run(text_file, tmp_path / "run", "--max-steps", "2", "--block-size", "64")  # the infill example fits
-    monkeypatch.setattr(export, "TINYSHAKESPEARE_MD5", hashlib.md5(text_file.read_bytes()).hexdigest())
+    monkeypatch.setattr(training.card, "TINYSHAKESPEARE_MD5", hashlib.md5(text_file.read_bytes()).hexdigest())
     export.export_run(tmp_path / "run", tmp_path / "export", text_file, weights_dtype="float32")
     card = (tmp_path / "export" / "README.md").read_text()
     assert "# mdlm_hf: a masked diffusion language model of Shakespeare, character by character" in card
@@ -1004,12 +1011,12 @@ def test_tinyshakespeare_alone_gets_the_shakespeare_card(text_file, tmp_path, mo
 
 def test_the_card_names_the_hardware_the_run_trained_on(text_file, tmp_path, monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H200")
-    assert train.hardware_description(torch.device("cuda", 1)) == "NVIDIA H200"
-    assert train.hardware_description(torch.device("cuda"), processes=8) == "8 x NVIDIA H200"
-    assert train.hardware_description(torch.device("mps")) == "an Apple GPU (mps)"
+    assert training.processes.hardware_description(torch.device("cuda", 1)) == "NVIDIA H200"
+    assert training.processes.hardware_description(torch.device("cuda"), processes=8) == "8 x NVIDIA H200"
+    assert training.processes.hardware_description(torch.device("mps")) == "an Apple GPU (mps)"
     monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
-    cpu = train.hardware_description(torch.device("cpu"))
-    assert cpu.endswith(", 1 thread") and train.hardware_description(torch.device("cpu"), 2).endswith(
+    cpu = training.processes.hardware_description(torch.device("cpu"))
+    assert cpu.endswith(", 1 thread") and training.processes.hardware_description(torch.device("cpu"), 2).endswith(
         ", 2 threads in 2 processes"
     )
     run(text_file, tmp_path / "run", "--max-steps", "2", "--block-size", "64")
@@ -1020,7 +1027,7 @@ def test_the_card_names_the_hardware_the_run_trained_on(text_file, tmp_path, mon
     torch.save(checkpoint, tmp_path / "run" / "ckpt.pt")
     run(text_file, tmp_path / "run", "--max-steps", "3", "--block-size", "64", "--resume")
     assert torch.load(tmp_path / "run" / "ckpt.pt", weights_only=True)["hardware"] == f"NVIDIA H200, then {cpu}"
-    monkeypatch.setattr(export, "TINYSHAKESPEARE_MD5", hashlib.md5(text_file.read_bytes()).hexdigest())
+    monkeypatch.setattr(training.card, "TINYSHAKESPEARE_MD5", hashlib.md5(text_file.read_bytes()).hexdigest())
     export.export_run(tmp_path / "run", tmp_path / "export", text_file, weights_dtype="float32")
     card = (tmp_path / "export" / "README.md").read_text()
     minutes = torch.load(tmp_path / "run" / "ckpt.pt", weights_only=True)["wall_time"] / 60
@@ -1032,16 +1039,22 @@ def test_the_card_names_the_hardware_the_run_trained_on(text_file, tmp_path, mon
     torch.save(checkpoint, tmp_path / "run" / "ckpt.pt")
     export.export_run(tmp_path / "run", tmp_path / "old", text_file, weights_dtype="float32")
     assert "minutes on an unrecorded machine" in (tmp_path / "old" / "README.md").read_text()
-    assert train.joined_hardware(None, cpu) == cpu and train.joined_hardware(f"A, then {cpu}", cpu) == f"A, then {cpu}"
+    assert (
+        training.processes.joined_hardware(None, cpu) == cpu
+        and training.processes.joined_hardware(f"A, then {cpu}", cpu) == f"A, then {cpu}"
+    )
 
 
 def test_usage_examples_come_from_the_validation_text():
     text = "the cut line\nFirst Citizen:\nBefore we proceed any further, hear me speak.\nAll:\nSpeak, speak.\n"
     model = MDLM(CharTokenizer.from_text(text).vocab, n_layer=1, n_head=2, n_embd=16, block_size=64)
-    assert export.usage_examples(model, text) == ("First Citizen:\n", "Before we proceed any ________ hear me speak.")
+    assert training.card.usage_examples(model, text) == (
+        "First Citizen:\n",
+        "Before we proceed any ________ hear me speak.",
+    )
     prose = "cut\nIt was a bright cold day in April, and the clocks were striking thirteen.\n"
     model = MDLM(CharTokenizer.from_text(prose).vocab, n_layer=1, n_head=2, n_embd=16, block_size=256)
-    assert export.usage_examples(model, prose) == (
+    assert training.card.usage_examples(model, prose) == (
         "It was a bright cold day in April, and",
         "It was a bright cold day in ______ and the clocks were striking thirteen.",
     )
@@ -1052,8 +1065,8 @@ def test_demo_metadata_gives_the_app_text_the_model_writes(tmp_path):
 
     text = "the cut line\nFirst Citizen:\nBefore we proceed any further, hear me speak.\nAll:\nSpeak, speak.\n"
     model = MDLM(CharTokenizer.from_text(text).vocab, n_layer=1, n_head=2, n_embd=16, block_size=64)
-    data = export.describe_training_data(model, text, text, name="Plays")
-    metadata = export.demo_metadata(model, data, text)
+    data = training.card.describe_training_data(model, text, text, name="Plays")
+    metadata = training.card.demo_metadata(model, data, text)
     assert metadata == {
         "prompt": "First Citizen:\n",
         "examples": ["Before we proceed any ________ hear me speak."],
@@ -1065,7 +1078,7 @@ def test_demo_metadata_gives_the_app_text_the_model_writes(tmp_path):
     assert (texts.subject, texts.prompt, texts.examples) == ("Plays", "First Citizen:\n", tuple(metadata["examples"]))
     assert texts.sample == metadata["sample"] and texts.sample_name == metadata["sample_name"]
     shakespeare = dataclasses.replace(data, tinyshakespeare=True)
-    assert export.demo_metadata(model, shakespeare, text) == {"subject": "Shakespeare"}
+    assert training.card.demo_metadata(model, shakespeare, text) == {"subject": "Shakespeare"}
 
 
 def tensorboard_events(log_dir: Path):
@@ -1188,7 +1201,7 @@ def test_redraw_samples_rewrites_only_the_samples_of_an_export(text_file, tmp_pa
     metrics = json.loads(metrics_path.read_text())
     old = {**metrics, "samples": ["an old sample"] * 3, "sampling": {"length": 32, "order": "confidence"}}
     metrics_path.write_text(json.dumps(old, indent=2))
-    card_path.write_text(redraw_samples.SECTION.sub(export.samples_section(old) + "\n", card_path.read_text()))
+    card_path.write_text(redraw_samples.SECTION.sub(training.card.samples_section(old) + "\n", card_path.read_text()))
     before, after_section = card_path.read_text().split("## Samples")[0], card_path.read_text().split("## Limit")[1]
     redraw_samples.main([str(export_dir)])
     card, redrawn = card_path.read_text(), json.loads(metrics_path.read_text())
@@ -1257,7 +1270,7 @@ def test_a_license_that_is_no_hub_identifier_is_refused_with_the_nearest(capsys,
         args, _ = train.parse_args(["--data", str(text_file), "--license", good])
         assert args.license == good
     with pytest.raises(ValueError, match="'GPL' is not a Hub license identifier"):
-        export.check_license("GPL")
+        run_options.check_license("GPL")
 
 
 def test_the_card_is_a_template_with_no_figure_written_by_hand():
@@ -1403,3 +1416,206 @@ def test_a_resume_takes_the_threads_of_its_own_machine():
     assert merged.threads == 0 and merged.batch_size == 7 and flag_problem(merged) is None
     args, explicit = train.parse_args(["--resume", "--out-dir", "somewhere", "--threads", "1"])
     assert resumed_args(args, explicit, {"threads": 100_000}).threads == 1
+
+
+def export_cli(*flags):
+    return subprocess.run(
+        [sys.executable, "-m", "training.export", *map(str, flags)], capture_output=True, text=True, cwd=REPO_ROOT
+    )
+
+
+def test_the_export_keeps_a_sibling_named_like_its_backup(text_file, tmp_path):
+    out, export_dir = tmp_path / "run", tmp_path / "e" / "model"
+    run(text_file, out, "--max-steps", "2")
+    (tmp_path / "e" / ".model.old").mkdir(parents=True)
+    (tmp_path / "e" / ".model.old" / "mine.txt").write_text("a user's file")
+    result = export_cli("--run-dir", out, "--export-dir", export_dir, "--data", text_file)
+    assert result.returncode == 1 and result.stderr.count("\n") == 1 and ".model.old is in the way" in result.stderr
+    assert (tmp_path / "e" / ".model.old" / "mine.txt").read_text() == "a user's file"
+    with pytest.raises(ValueError, match="is in the way"):  # train refuses before it trains
+        run(text_file, tmp_path / "run2", "--max-steps", "2", "--export-dir", str(export_dir))
+    assert not (tmp_path / "run2").exists()
+
+
+def test_the_export_replaces_only_the_files_it_wrote(text_file, tmp_path):
+    out, users = tmp_path / "run", tmp_path / "mine"
+    run(text_file, out, "--max-steps", "2")
+    users.mkdir()
+    mine = {
+        "config.json": json.dumps({"vocab": "abc"}).encode(),
+        "model.safetensors": b"weights",
+        "family_photo.png": b"\x89PNG a photo",
+        "README.md": b"# my own notes",
+    }
+    for name, payload in mine.items():
+        (users / name).write_bytes(payload)
+    result = export_cli("--run-dir", out, "--export-dir", users, "--data", text_file)
+    assert result.returncode == 1 and result.stderr.count("\n") == 1 and "not an earlier export" in result.stderr
+    assert {p.name: p.read_bytes() for p in users.iterdir()} == mine
+    # an earlier export with a file the user added beside it: that file is not the export's to replace
+    export.export_run(out, tmp_path / "export", text_file, weights_dtype="float32")
+    manifest = json.loads((tmp_path / "export" / ".mdlm_export.json").read_text())
+    assert sorted(manifest["files"]) == sorted(set(export.EXPORT_FILES) - {".mdlm_export.json"})
+    (tmp_path / "export" / "family_photo.png").write_bytes(b"\x89PNG a photo")
+    with pytest.raises(ValueError, match="not an earlier export \\(family_photo.png\\)"):
+        export.export_run(out, tmp_path / "export", text_file, weights_dtype="float32")
+    assert (tmp_path / "export" / "family_photo.png").read_bytes() == b"\x89PNG a photo"
+
+
+def test_the_export_refuses_a_text_the_run_did_not_train_on(text_file, tmp_path, tiny_text):
+    out = tmp_path / "run"
+    run(text_file, out, "--max-steps", "2")
+    other = tmp_path / "other.txt"
+    other.write_text((tiny_text * 3)[::-1])  # the same characters, another text
+    result = export_cli("--run-dir", out, "--export-dir", tmp_path / "export", "--data", other)
+    assert result.returncode == 1 and result.stderr.count("\n") == 1
+    assert f"--data {other} is not the text the run trained on ({text_file})" in result.stderr
+    assert "--other-data" in result.stderr and not (tmp_path / "export").exists()
+    with pytest.raises(ValueError, match="is not the text the run trained on"):  # an extra text it never had
+        export.export_run(out, tmp_path / "export", text_file, train_extra=[other])
+    result = export_cli(
+        "--run-dir", out, "--export-dir", tmp_path / "export", "--data", other, "--other-data", "--weights-dtype",
+        "float32",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    val_chars = json.loads((tmp_path / "export" / "metrics.json").read_text())["val_chars"]
+    assert val_chars == len(split_text(other.read_text())[1])
+
+
+def flip_bytes(path: Path, record_size: int | None = None) -> str:
+    """Flips 16 bytes in the middle of a tensor record of a zip checkpoint (the largest, or one of `record_size`
+    bytes), as a disk might; returns the record's name."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        records = [i for i in archive.infolist() if "/data/" in i.filename and not i.filename.endswith("id")]
+    if record_size is not None:
+        records = [i for i in records if i.file_size == record_size]
+    info = max(records, key=lambda i: i.file_size)
+    payload = bytearray(path.read_bytes())
+    header = payload[info.header_offset : info.header_offset + 30]
+    name_length, extra_length = int.from_bytes(header[26:28], "little"), int.from_bytes(header[28:30], "little")
+    start = info.header_offset + 30 + name_length + extra_length + info.file_size // 2
+    payload[start : start + 16] = bytes(b ^ 0xFF for b in payload[start : start + 16])
+    path.write_bytes(bytes(payload))
+    return info.filename
+
+
+@pytest.mark.parametrize("record", ["weights", "rng"])
+def test_a_checkpoint_damaged_on_disk_is_refused_in_one_line(text_file, tmp_path, record):
+    out = tmp_path / "run"
+    run(text_file, out, "--max-steps", "4", "--stop-at-step", "2")
+    rng_size = torch.get_rng_state().numel()  # the random streams' states, stored as byte tensors of this size
+    name = flip_bytes(out / "ckpt.pt", rng_size if record == "rng" else None)
+    with pytest.raises(SystemExit) as stopped:
+        train.cli(["--data", str(text_file), "--out-dir", str(out), "--resume"])
+    message = str(stopped.value)
+    assert message.startswith(f"error: {out / 'ckpt.pt'} is damaged: its record {name} does not match its checksum")
+    assert "\n" not in message
+    result = export_cli("--run-dir", out, "--export-dir", tmp_path / "export", "--data", text_file)
+    assert result.returncode == 1 and result.stderr.count("\n") == 1 and "is damaged" in result.stderr
+
+
+def test_tokenizing_onto_a_full_disk_is_one_line(text_file, tmp_path, monkeypatch):
+    def disk_full(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as stopped:
+        train.cli(["--data", str(text_file), "--out-dir", str(out), *TINY_ARGS, "--max-steps", "2"])
+    message = str(stopped.value)
+    assert message.startswith(f"error: could not write the token files in {out} (No space left on device)")
+    assert "free some space" in message and "\n" not in message
+    assert sorted(p.name for p in out.iterdir()) == []  # nothing half-written is kept
+
+
+def test_tokenizing_past_the_file_size_limit_is_one_line(text_file, tmp_path):
+    import resource
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    command = [sys.executable, "-m", "training.train", "--data", str(text_file), "--out-dir", str(tmp_path / "run")]
+    result = subprocess.run(
+        [*command, *TINY_ARGS, "--max-steps", "2"], capture_output=True, text=True, cwd=REPO_ROOT,
+        preexec_fn=small_files,
+    )  # fmt: skip
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("error: could not write the token files")
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_the_export_files_follow_the_umask(text_file, tmp_path, umask):
+    run(text_file, tmp_path / "run", "--max-steps", "2")
+    before = os.umask(umask)
+    try:
+        export.export_run(tmp_path / "run", tmp_path / "export", text_file, weights_dtype="float32")
+    finally:
+        os.umask(before)
+    assert (tmp_path / "export").stat().st_mode & 0o777 == 0o777 & ~umask
+    modes = {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "export").iterdir()}
+    assert modes == {name: 0o666 & ~umask for name in export.EXPORT_FILES}
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("step", "three", "its step is malformed ('three', expected a whole number >= 0)"),
+        ("history", None, "its history is malformed (None, expected a dict of train and val lists)"),
+        ("args", "nonsense", "its args is malformed ('nonsense', expected a dict of the run's flags)"),
+        ("best_val", "low", "its best_val is malformed"),
+        ("rng", {"data": 1}, "its rng is malformed"),
+    ],
+)
+def test_a_checkpoint_field_that_is_malformed_is_named_in_one_line(text_file, tmp_path, field, value, says):
+    out = tmp_path / "run"
+    run(text_file, out, "--max-steps", "4", "--stop-at-step", "2")
+    checkpoint = torch.load(out / "ckpt.pt", weights_only=True)
+    checkpoint[field] = value
+    torch.save(checkpoint, out / "ckpt.pt")
+    with pytest.raises(SystemExit) as stopped:
+        train.cli(["--data", str(text_file), "--out-dir", str(out), "--resume"])
+    message = str(stopped.value)
+    assert message.startswith(f"error: {out / 'ckpt.pt'}: {says}") and "\n" not in message
+    with pytest.raises(ValueError, match=re.escape(says)):
+        export.export_run(out, tmp_path / "export", text_file)
+
+
+def test_new_data_without_resume_is_refused_as_private_without_push_is(capsys):
+    for flags, words in [(["--new-data"], "--new-data needs --resume"), (["--private"], "--private needs --push")]:
+        with pytest.raises(SystemExit):
+            train.parse_args(flags)
+        assert f"error: {words}" in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("args", {"lr": "x"}, "its args are malformed (--lr is 'x', not a number)"),
+        ("args", {"max_steps": "x"}, "its args are malformed (--max-steps is 'x', not a whole number)"),
+        ("optimizers", ["x", "y"], "its optimizers is malformed (['x', 'y'], expected a list of optimizer states)"),
+    ],
+)
+def test_a_checkpoint_setting_of_the_wrong_type_is_named_in_one_line(text_file, tmp_path, field, value, says):
+    out = tmp_path / "run"
+    run(text_file, out, "--max-steps", "4", "--stop-at-step", "2")
+    checkpoint = torch.load(out / "ckpt.pt", weights_only=True)
+    checkpoint[field] = {**checkpoint[field], **value} if isinstance(value, dict) else value
+    torch.save(checkpoint, out / "ckpt.pt")
+    with pytest.raises(SystemExit) as stopped:
+        train.cli(["--data", str(text_file), "--out-dir", str(out), "--resume"])
+    message = str(stopped.value)
+    assert message.startswith(f"error: {out / 'ckpt.pt'}: {says}") and "\n" not in message
+
+
+def test_a_training_text_that_cannot_be_read_is_one_line(text_file, tmp_path, monkeypatch):
+    from training import corpus
+
+    def unreadable(path, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(corpus, "open", unreadable, raising=False)
+    with pytest.raises(SystemExit) as stopped:
+        train.cli(["--data", str(text_file), "--out-dir", str(tmp_path / "run"), *TINY_ARGS, "--max-steps", "2"])
+    assert str(stopped.value) == f"error: training text {text_file} could not be read (Permission denied)"

@@ -1,16 +1,20 @@
 """Checkpoints of a training run: written atomically, read back safely (tensors and plain values only), and turned
 into a model; and `RunError`, the failure a user can act on, which every command line prints as one line.
 
-Both `training.train` (which writes and resumes checkpoints) and `training.export` (which reads the best one)
-import this module, so neither imports the other for it.
+A checkpoint that loads is checked against the CRCs its zip records (torch.load does not check them) and its plain
+values against what the trainer saves, so a file damaged on disk or edited by hand is one line, never trained on.
+`training.train` and its trainer (which resume and write checkpoints) and `training.export` (which reads the best
+one) all import this module, so none imports another for it.
 """
 
 from __future__ import annotations
 
 import io
+import math
 import pickle
 import re
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -61,11 +65,28 @@ def unpickler_reason(error: pickle.UnpicklingError) -> str:
     return reason or "a file torch cannot read"
 
 
+def damaged_record(path: Path) -> str | None:
+    """The first record of a zip checkpoint whose bytes no longer match their CRC (damaged on disk), or None.
+
+    torch.load reads tensors without checking their CRCs, so a flipped byte would be trained on silently."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return archive.testzip()
+    except (OSError, zipfile.BadZipFile, EOFError, ValueError):
+        return None  # not a zip (or unreadable): torch.load says why
+
+
 def load_checkpoint(path: Path, required: tuple[str, ...] = MODEL_KEYS) -> dict:
     """Loads tensors and plain values only (weights_only: a crafted file cannot run code), or says why not.
 
     `required`: the keys the caller reads; a dict without them (another program's checkpoint) is a ValueError.
+    A file damaged on disk (a record whose CRC does not match) or a malformed counter is a ValueError too.
     """
+    if (record := damaged_record(path)) is not None:
+        raise ValueError(
+            f"{path} is damaged: its record {record} does not match its checksum (the file changed on disk after it "
+            "was written), so it is not used: restore it from a copy"
+        )
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as error:  # torch's message is many lines, and advises loading it unsafely
@@ -89,7 +110,41 @@ def load_checkpoint(path: Path, required: tuple[str, ...] = MODEL_KEYS) -> dict:
         raise ValueError(f"{path} is not an mdlm_hf checkpoint: it has no {', '.join(missing)}")
     if not isinstance(checkpoint["model_config"], dict) or not isinstance(checkpoint["model"], dict):
         raise ValueError(f"{path} is not an mdlm_hf checkpoint: its model_config and model are not dicts")
+    for key, (expected, valid) in FIELD_CHECKS.items():
+        if key in checkpoint and not valid(checkpoint[key]):
+            shown = repr(checkpoint[key])
+            shown = shown if len(shown) <= 40 else shown[:37] + "..."
+            raise ValueError(f"{path}: its {key} is malformed ({shown}, expected {expected}): not as saved")
     return checkpoint
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
+
+
+def _is_history(value: Any) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(value.get(part), list) and all(isinstance(row, dict) for row in value[part])
+        for part in ("train", "val")
+    )
+
+
+# the plain values a checkpoint carries beside its tensors: what each must be, and its test
+FIELD_CHECKS = {
+    "step": ("a whole number >= 0", _is_count),
+    "tokens_seen": ("a whole number >= 0", _is_count),
+    "wall_time": ("a number of seconds", lambda v: _is_number(v) and math.isfinite(v) and v >= 0),
+    "best_val": ("a number", _is_number),
+    "history": ("a dict of train and val lists", _is_history),
+    "args": ("a dict of the run's flags", lambda v: isinstance(v, dict)),
+    "rng": ("a list of random-number states", lambda v: isinstance(v, list)),
+    "optimizers": ("a list of optimizer states", lambda v: isinstance(v, list) and all(isinstance(o, dict) for o in v)),
+    "hardware": ("a description or None", lambda v: v is None or isinstance(v, str)),
+}
 
 
 def starting_point(model_id: str) -> dict:

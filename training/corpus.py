@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from mdlm_hf.data import TINYSHAKESPEARE_MD5, TRAIN_FRACTION, atomic_write_bytes, read_text
+from training.checkpoints import RunError
 
 TINYSHAKESPEARE_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 
@@ -36,8 +37,9 @@ MAX_CODE_POINT = 0x10FFFF
 
 
 def text_chunks(paths: Iterable[str | Path]) -> Iterator[str]:
-    """The text of the files, joined by SEPARATOR, in chunks; a missing, non-UTF-8 or empty file is a ValueError
-    naming it (as `mdlm_hf.data.read_text` says it). Newlines are read as `read_text` reads them (universal)."""
+    """The text of the files, joined by SEPARATOR, in chunks; a missing, unreadable, non-UTF-8 or empty file is a
+    ValueError naming it (as `mdlm_hf.data.read_text` says it). Newlines are read as `read_text` reads them
+    (universal)."""
     for index, path in enumerate(map(Path, paths)):
         if not path.is_file():
             raise ValueError(f"training text {path} does not exist or is not a file")
@@ -51,6 +53,8 @@ def text_chunks(paths: Iterable[str | Path]) -> Iterator[str]:
                     yield chunk
         except UnicodeDecodeError as error:
             raise ValueError(f"training text {path} is not valid UTF-8 ({error})") from error
+        except OSError as error:  # unreadable (permissions, a failing disk): the file is named, not traced back
+            raise ValueError(f"training text {path} could not be read ({error.strerror or error})") from error
         if not has_text:
             raise ValueError(f"training text {path} is empty")
 
@@ -71,15 +75,13 @@ class TextFacts:
 
     @property
     def train_chars(self) -> int:
+        """The characters of the training split."""
         return int(self.chars * TRAIN_FRACTION)  # split_text's cut
 
     @property
     def val_chars(self) -> int:
+        """The characters of the validation split."""
         return self.chars - self.train_chars
-
-    @property
-    def is_tinyshakespeare(self) -> bool:
-        return self.md5 == TINYSHAKESPEARE_MD5
 
 
 def scan_text(paths: Iterable[str | Path]) -> TextFacts:
@@ -109,6 +111,7 @@ class Corpus:
 
     @property
     def vocab(self) -> str:
+        """The characters the ids stand for, in id order."""
         return self.meta["vocab"]
 
 
@@ -119,10 +122,12 @@ def tokenize(
     vocab: str | None = None,
     extra_paths: Iterable[str | Path] = (),
     extra: TextFacts | None = None,
+    earlier_texts: Iterable[dict] = (),
 ) -> Corpus:
     """The token files of the text in `directory`, written unless tokens.json says they already hold this text
     with this vocabulary (default: the text's own characters). `extra_paths` (scanned as `extra`) join the training
-    split only. A character outside `vocab` is a ValueError."""
+    split only. A character outside `vocab` is a ValueError; a write that fails (a full disk) is a RunError.
+    `earlier_texts`: what a resumed run trained on before this text (`text_record`s), kept in tokens.json."""
     paths, directory, extra_paths = [Path(p) for p in paths], Path(directory), [Path(p) for p in extra_paths]
     characters = "".join(sorted(set(facts.characters) | set(extra.characters if extra else "")))
     vocab = characters if vocab is None else vocab
@@ -147,14 +152,47 @@ def tokenize(
         if extra
         else None,
     }
+    hashes = {(meta["sha256"], (meta["train_extra"] or {}).get("sha256"))}
+    earlier = []
+    for record in earlier_texts:  # each text once, the current one not among them
+        if (key := (record.get("sha256"), record.get("train_extra_sha256"))) not in hashes:
+            hashes.add(key)
+            earlier.append(record)
+    if earlier:
+        meta["earlier_texts"] = earlier
     if not _holds(directory, meta):
         total = facts.chars + (extra.chars if extra else 0)
         print(f"tokenizing {total:,} characters into {directory / 'train.bin'} and val.bin...", flush=True)
-        directory.mkdir(parents=True, exist_ok=True)
-        (directory / TOKENS_META).unlink(missing_ok=True)  # never a record that describes half-written files
-        _write_tokens(paths, directory, facts, vocab, dtype, extra_paths, extra)
-        atomic_write_bytes(directory / TOKENS_META, json.dumps(meta, indent=2).encode())
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            (directory / TOKENS_META).unlink(missing_ok=True)  # never a record that describes half-written files
+            _write_tokens(paths, directory, facts, vocab, dtype, extra_paths, extra)
+            atomic_write_bytes(directory / TOKENS_META, json.dumps(meta, indent=2).encode())
+        except OSError as error:
+            raise RunError(
+                f"could not write the token files in {directory} ({error.strerror or error}); nothing half-written "
+                "is kept: free some space and run again"
+            ) from error
     return load_tokens(directory)
+
+
+def text_record(meta: dict) -> dict:
+    """Which text a tokens.json describes: its files and the hashes of the text and of its --train-extra text."""
+    extra = meta.get("train_extra") or {}
+    return {"files": meta.get("files"), "sha256": meta.get("sha256"), "train_extra_sha256": extra.get("sha256")}
+
+
+def texts_trained_on(directory: str | Path) -> list[dict] | None:
+    """The `text_record`s of every text a run's tokens.json says it trained on, the current first; None when the
+    run has no readable tokens.json (a run from before it)."""
+    try:
+        meta = json.loads((Path(directory) / TOKENS_META).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict):
+        return None
+    earlier = meta.get("earlier_texts")
+    return [text_record(meta), *(r for r in (earlier if isinstance(earlier, list) else []) if isinstance(r, dict))]
 
 
 def load_tokens(directory: str | Path) -> Corpus:
@@ -248,4 +286,5 @@ def download_tinyshakespeare(destination: Path) -> Path:
 
 
 def md5_of(payload: bytes) -> str:
+    """The hex md5 of `payload` (how TinyShakespeare is recognised)."""
     return hashlib.md5(payload).hexdigest()

@@ -125,6 +125,7 @@ def out_problem(out: Path) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> dict:
+    """`python -m training.evaluate`: measures a saved model on its text's validation split; returns the report."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", required=True, help="local directory or Hub repo id")
     parser.add_argument(
@@ -168,7 +169,19 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error("--num-samples draws masks for the ELBO; an autoregressive model's NLL draws none")
     _, val_text = split_text(read_texts(args.data))
     report = evaluate_model(model, val_text, args.num_samples, nll_chars=args.nll_chars, progress=True)
-    name, key = ("NLL", "val_nll") if model.causal else ("NELBO", "val_nelbo")
+    print_report(report, model.causal)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "metrics.json").write_text(json.dumps(report, indent=2))
+        if "accuracy_by_mask_ratio" in report:  # a diffusion model's
+            plot_accuracy(report["accuracy_by_mask_ratio"], out / "accuracy_vs_mask_ratio.png")
+    return report
+
+
+def print_report(report: dict, causal: bool) -> None:
+    """The report's figures and samples, as the command line shows them (`causal`: an autoregressive model's)."""
+    name, key = ("NLL", "val_nll") if causal else ("NELBO", "val_nelbo")
     print(
         f"validation {name}: {report[key + '_nats_per_char']:.4f} nats/char, "
         f"{report[key + '_bits_per_char']:.4f} bits/char over {report['val_chars']:,} chars"
@@ -181,13 +194,6 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"{ratio:10.1f} | {accuracy:.3f}")
     for i, text in enumerate(report["samples"]):
         print(f"--- sample {i} ---\n{text}")
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "metrics.json").write_text(json.dumps(report, indent=2))
-        if "accuracy_by_mask_ratio" in report:  # a diffusion model's
-            plot_accuracy(report["accuracy_by_mask_ratio"], out / "accuracy_vs_mask_ratio.png")
-    return report
 
 
 if __name__ == "__main__":

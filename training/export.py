@@ -7,10 +7,12 @@ The export holds model.safetensors, config.json, a model card README.md with mea
 training_curve.png, accuracy_vs_mask_ratio.png, metrics.json, words.txt (the training split's
 word list, used by the app's valid-word metric) and demo.json (the app's title subject, prompt, infill
 examples and sample text for this model), plus the images beside or below the --recipe
-markdown that it links. It is written to a temporary directory and then swapped in, so an interrupted
-export never leaves a half-written model behind. The swap replaces the export directory, so that must
-be new, empty or an earlier export; anything else is refused. words.txt holds every word of the
-training text: --private keeps the pushed repo private.
+markdown that it links, and .mdlm_export.json, the list of the files it wrote. It is written to a temporary
+directory and then swapped in, so an interrupted export never leaves a half-written model behind. The swap
+replaces the export directory, so that must be new, empty or an earlier export holding only the files its
+list names; anything else is refused. --data must be the text the run trained on (its tokens.json records
+the text's hash); --other-data measures the card's metrics on another text. words.txt holds every word of
+the training text: --private keeps the pushed repo private.
 
 The card describes the run's own data: --dataset-name, its size, --license and --language in the front
 matter (omitted when not given), the measured validation NELBO as a model-index entry, a usage example
@@ -26,8 +28,6 @@ accuracy_vs_mask_ratio.png.
 from __future__ import annotations
 
 import argparse
-import copy
-import hashlib
 import json
 import os
 import re
@@ -35,26 +35,20 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-from huggingface_hub import EvalResult
-
-from mdlm_hf import MDLM, ElboResult, elbo
-from mdlm_hf.autoregressive import autoregressive_nll
-from mdlm_hf.data import TINYSHAKESPEARE_MD5, TRAIN_FRACTION, atomic_write_bytes, split_text
+from mdlm_hf import MDLM
+from mdlm_hf.data import atomic_write_bytes, split_text
 from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
 from mdlm_hf.metrics import save_word_list
+from training.card import TrainingData, demo_metadata, describe_training_data, model_card_details, python_string
 from training.checkpoints import RunError, build_model, load_checkpoint, prepare_dir
-from training.corpus import SEPARATOR, read_texts
+from training.corpus import SEPARATOR, read_texts, scan_text, texts_trained_on
 from training.evaluate import evaluate_model, plot_accuracy
+from training.export_dir import apply_umask, check_export_dir, replace_directory, write_manifest
 from training.plots import training_curve_figure
-from training.run_options import DIFFUSION_ONLY, add_card_arguments, check_license, repo_id_problem
-
-WEIGHTS_DTYPES = ("auto", "float32", "bfloat16")
-ELBO_SAMPLES = 4  # mask draws per validation window in the exported metrics
-BF16_TOLERANCE = 0.003  # nats/char a bf16 weights file may cost on the validation split; beyond it ship fp32
+from training.run_options import add_card_arguments, repo_id_problem
+from training.weights import BF16_TOLERANCE, ELBO_SAMPLES, WEIGHTS_DTYPES, choose_weights, score_name, write_weights
 
 EXPORT_FILES = (
     "README.md",
@@ -65,295 +59,11 @@ EXPORT_FILES = (
     "model.safetensors",
     "training_curve.png",
     "words.txt",
+    ".mdlm_export.json",
 )
+
+
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp")  # what a recipe may attach
-TINYSHAKESPEARE_HUB_ID = "karpathy/tiny_shakespeare"
-SHAKESPEARE_USAGE = ("ROMEO:\n", "To be, or not to be, ________ is the question:")  # the card's prompt and infill
-SPEAKER_LINE = re.compile(r"[^\W\d_][^:]{0,30}:")  # "ROMEO:", "First Citizen:": a prompt a play would continue
-PROMPT_CHARS = 40  # the longest prompt the usage example takes from the text
-INFILL_CHARS = 80  # the longest line it blanks a word of
-DEMO_SAMPLE_CHARS = 1000  # the app's sample text: its first line is the forward process's, all of it the plot's
-
-
-def check_export_dir(export_dir: Path, run_dir: Path | None = None) -> None:
-    """Refuses an export directory that the export's swap would destroy: anything but a new directory, an empty
-    one or an earlier export (only the export's files and images, with an mdlm_hf config.json)."""
-    export_dir = Path(os.path.abspath(export_dir))
-    if run_dir is not None:
-        run_dir = Path(os.path.abspath(run_dir))
-        if export_dir == run_dir or export_dir in run_dir.parents:
-            raise ValueError(
-                f"--export-dir {export_dir} is the run's directory or holds it: the export replaces its directory, "
-                "so give it one of its own (e.g. a new one inside the run's)"
-            )
-    if export_dir.is_symlink() or (export_dir.exists() and not export_dir.is_dir()):
-        raise ValueError(f"--export-dir {export_dir} exists and is not a directory; give a new directory")
-    if not export_dir.exists():
-        return
-    foreign = sorted(
-        entry.name + ("/" if entry.is_dir() else "")
-        for entry in export_dir.iterdir()
-        if entry.is_symlink()
-        or not entry.is_file()
-        or (entry.name not in EXPORT_FILES and entry.suffix.lower() not in IMAGE_SUFFIXES)
-    )
-    if foreign or not is_earlier_export(export_dir):
-        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "") if foreign else "no mdlm_hf config.json"
-        raise ValueError(
-            f"--export-dir {export_dir} is not empty and not an earlier export ({shown}); the export replaces the "
-            "whole directory, so give a new one"
-        )
-
-
-def is_earlier_export(directory: Path) -> bool:
-    """Whether a non-empty directory looks like an export: config.json with a vocab, and model.safetensors."""
-    if not any(directory.iterdir()):
-        return True
-    try:
-        config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    has_vocab = isinstance(config, dict) and isinstance(config.get("vocab"), str)
-    return has_vocab and (directory / "model.safetensors").is_file()
-
-
-def replace_directory(staging: Path, export_dir: Path) -> None:
-    """Swaps the finished staging directory in for `export_dir` (an earlier export, which is deleted).
-
-    A swap killed half-way leaves `.NAME.old` beside it: the previous export, which the next swap removes
-    (when NAME is missing, the kill came between the two renames, and `.NAME.old` is all that was there).
-    """
-    old = export_dir.with_name(f".{export_dir.name}.old")
-    if old.is_symlink() or old.is_file():
-        old.unlink()
-    elif old.exists():
-        shutil.rmtree(old)
-    if export_dir.exists():
-        export_dir.rename(old)
-    staging.rename(export_dir)
-    shutil.rmtree(old, ignore_errors=True)
-
-
-@dataclass(frozen=True)
-class TrainingData:
-    """What the model card says of the training text, and the terms the run gives its model (None: not stated)."""
-
-    name: str
-    chars: int
-    val_chars: int
-    tinyshakespeare: bool = False
-    hub_id: str | None = None  # the Hub dataset it is
-    license: str | None = None
-    language: str | None = None
-    prompt: str = SHAKESPEARE_USAGE[0]  # the usage example's
-    infill: str | None = SHAKESPEARE_USAGE[1]  # None: the example has no infill line
-
-
-def describe_training_data(
-    model: MDLM,
-    train_text: str,
-    val_text: str,
-    name: str | None = None,
-    license: str | None = None,
-    language: str | None = None,
-    default_name: str = "its training text",
-) -> TrainingData:
-    """The card's facts of the text: TinyShakespeare (by md5) gets its name, Hub id, license mit and language en
-    unless given; any other text its `name` (else `default_name`), the given terms only, and usage examples drawn
-    from its validation split."""
-    if license is not None:
-        check_license(license)
-    text_md5 = hashlib.md5((train_text + val_text).encode("utf-8")).hexdigest()
-    size = {"chars": len(train_text) + len(val_text), "val_chars": len(val_text)}
-    terms = {"license": license, "language": language}
-    if text_md5 == TINYSHAKESPEARE_MD5:
-        terms = {"license": license or "mit", "language": language or "en"}
-        return TrainingData(
-            name or "TinyShakespeare", tinyshakespeare=True, hub_id=TINYSHAKESPEARE_HUB_ID, **size, **terms
-        )
-    prompt, infill = usage_examples(model, val_text)
-    return TrainingData(name or default_name, prompt=prompt, infill=infill, **size, **terms)
-
-
-def usage_examples(model: MDLM, val_text: str) -> tuple[str, str | None]:
-    """A prompt and an infill template from the validation text, in the model's characters: the first speaker-like
-    line ("NAME:") of its first 200 lines, else the first words of its first line; and its first line of 3 or more
-    words with the middle word blanked (None if it has none). Its first line, perhaps cut by the split, is skipped.
-    """
-    longest_prompt = max(1, min(PROMPT_CHARS, model.block_size // 2))
-    lines = [line.strip() for line in val_text.split("\n")[1:]] or [val_text.strip()]
-    lines = [line for line in lines if line and not model.tokenizer.unknown_chars(line)]
-    speaker = next((line for line in lines[:200] if len(line) < longest_prompt and SPEAKER_LINE.fullmatch(line)), None)
-    if speaker:
-        prompt = speaker + "\n"
-    elif lines and len(lines[0]) < longest_prompt:
-        prompt = lines[0] + "\n"
-    elif lines:
-        cut = lines[0][:longest_prompt]
-        prompt = cut.rsplit(" ", 1)[0] if " " in cut.strip() else cut
-    else:
-        prompt = ""
-    infill = None
-    for line in lines:
-        words = list(re.finditer(r"\S+", line))
-        if len(words) >= 3 and "_" not in line and len(line) <= min(INFILL_CHARS, model.block_size):
-            middle = words[len(words) // 2]
-            infill = line[: middle.start()] + "_" * len(middle.group()) + line[middle.end() :]
-            break
-    return prompt, infill
-
-
-def demo_metadata(model: MDLM, data: TrainingData, val_text: str) -> dict:
-    """What the app (app.py) shows for the model, saved as demo.json: its subject, default prompt and infill
-    examples (each "_" a blank) and a sample text from the validation split; TinyShakespeare's are the app's own
-    (Shakespeare's), so its demo.json names only the subject."""
-    if data.tinyshakespeare:
-        return {"subject": "Shakespeare"}
-    lines = [line for line in val_text.split("\n")[1:] if line.strip() and not model.tokenizer.unknown_chars(line)]
-    sample = "\n".join(lines)[:DEMO_SAMPLE_CHARS]
-    metadata = {"prompt": data.prompt, "examples": [data.infill] if data.infill else []}
-    if data.name != "its training text":  # describe_training_data's stand-in for no name
-        metadata["subject"] = data.name
-    if sample:
-        metadata |= {"sample": sample, "sample_name": f"the validation text of {data.name} (unseen in training)"}
-    return metadata
-
-
-def python_string(text: str) -> str:
-    """`text` as a double-quoted Python string literal (JSON's escapes are Python's)."""
-    return json.dumps(text, ensure_ascii=False)
-
-
-def character_count(chars: int) -> str:
-    return f"about {chars / 1e6:.1f} million characters" if chars >= 10**6 else f"{chars:,} characters"
-
-
-def samples_section(report: dict) -> str:
-    """The card's Samples section: its heading (length and sampling options) and each sample in a code block."""
-    options = ", ".join(f"{name} {value}" for name, value in report["sampling"].items() if name != "length")
-    samples = "\n\n".join(f"```\n{t}\n```" for t in report["samples"])
-    return f"## Samples ({report['sampling']['length']} characters; sampling options: {options})\n\n{samples}\n"
-
-
-# the autoregressive reference the card names beside a TinyShakespeare model's exact NLL: nanoGPT's character
-# model (github.com/karpathy/nanoGPT, shakespeare_char), its validation loss on the same split
-NANOGPT_REFERENCE = {"name": "nanoGPT's autoregressive character model", "nats": 1.47}
-# the run's settings the card's recipe line names, in this order
-RECIPE_KEYS = (
-    "n_layer n_head n_embd block_size dropout position_encoding norm mlp qk_norm zero_init_residual batch_size "
-    "max_steps optimizer lr min_lr muon_lr muon_weight_decay warmup_steps weight_decay beta2 grad_clip ema "
-    "objective loss_weighting t_min stream_masks"
-).split()
-
-
-def model_card_details(
-    model: MDLM,
-    report: dict,
-    run: dict,
-    recipe_notes: str = "",
-    *,
-    data: TrainingData,
-    repo_id: str | None = None,
-    model_name: str = "mdlm_hf",
-) -> dict:
-    """Values for the model card template (mdlm_hf/model_card.md): front matter, usage example, and the measured
-    figures of `report` (metrics.json) and `run` (the checkpoint) that its sections show. `data`: the training
-    text's facts; `repo_id`: where it is pushed (None: not yet); `model_name`: the model-index entry's name."""
-    block = model.block_size
-    prompt = data.prompt[: block - 1]
-    kind = "a masked diffusion language model"
-    if model.causal:
-        kind = f"the autoregressive twin of {kind}"
-    return {
-        "title": f"mdlm_hf: {kind} of {'Shakespeare' if data.tinyshakespeare else data.name}, character by character",
-        "card_data": card_front_matter(report, data, model_name),
-        "repo_id": repo_id,
-        "prompt": python_string(prompt) if prompt else "",
-        "infill": python_string(data.infill) if data.infill and len(data.infill) <= block else "",
-        "generate_length": min(256, block),
-        "complete_length": min(200, block - len(prompt)),
-        "block_size": block,
-        "validation_percent": round(100 * (1 - TRAIN_FRACTION)),
-        "evaluation": evaluation_facts(report),
-        "training": training_facts(model, report, run, data),
-        "reference": NANOGPT_REFERENCE if data.tinyshakespeare else None,
-        "recipe_notes": recipe_notes,
-        "samples": samples_section(report),
-    }
-
-
-def evaluation_facts(report: dict) -> dict:
-    """The card's Evaluation section from metrics.json: the validation score (a diffusion model's NELBO, mask draws
-    and accuracy by mask ratio; a twin's exact NLL) and the exact NLL on the split's first characters."""
-    exact_nll = [
-        {"order": order.replace("_", "-"), "chars": report["exact_nll_chars"], "nats": nats}
-        for order, nats in report.get("exact_nll_nats_per_char", {}).items()
-    ]
-    if "val_nll_nats_per_char" in report:  # an autoregressive twin
-        nll = {"nll": report["val_nll_nats_per_char"], "nll_bits": report["val_nll_bits_per_char"]}
-        return {"val_chars": report["val_chars"], **nll, "exact_nll": exact_nll}
-    return {
-        "val_chars": report["val_chars"],
-        "nelbo": report["val_nelbo_nats_per_char"],
-        "nelbo_bits": report["val_nelbo_bits_per_char"],
-        "mask_draws": report["elbo_mask_samples_per_window"],
-        "exact_nll": exact_nll,
-        "accuracy": report["accuracy_by_mask_ratio"],
-    }
-
-
-def card_front_matter(report: dict, data: TrainingData, model_name: str) -> dict:
-    """The card's front matter: the text's terms and the model-index entry of the validation NELBO (a twin's NLL)."""
-    name = "nll" if "val_nll_nats_per_char" in report else "nelbo"
-    nelbo = EvalResult(
-        task_type="text-generation",
-        task_name="Character-level language modelling",
-        dataset_type=data.hub_id or data.name,
-        dataset_name=data.name,
-        metric_type=name,
-        metric_name=f"validation {name.upper()}, last 10 % of the text (nats/char)",
-        metric_value=round(report[f"val_{name}_nats_per_char"], 4),
-    )
-    datasets = [data.hub_id] if data.hub_id else None
-    return {
-        "license": data.license,
-        "language": data.language,
-        "datasets": datasets,
-        "model_name": model_name,
-        "eval_results": [nelbo],
-    }
-
-
-def training_facts(model: MDLM, report: dict, run: dict, data: TrainingData) -> dict:
-    """The card's Training section and Limitations: the text, the weights, and the run's steps, time and recipe."""
-    args, minutes = run.get("args", {}), run.get("wall_time", 0) / 60
-    return {
-        "data_name": data.name,
-        "hub_id": data.hub_id,
-        "chars": data.chars,
-        "size_words": character_count(data.chars),
-        "license": data.license,
-        "tinyshakespeare": data.tinyshakespeare,
-        "parameters": model.num_parameters(),
-        "weights_dtype": report.get("weights_dtype", "float32"),
-        "nelbo_bf16": report.get("nelbo_bfloat16_weights"),
-        "nelbo_fp32": report.get("nelbo_float32_weights"),
-        "nll_bf16": report.get("nll_bfloat16_weights"),
-        "nll_fp32": report.get("nll_float32_weights"),
-        "bf16_tolerance": BF16_TOLERANCE,
-        "tokens_seen": run.get("tokens_seen", 0),
-        "steps": run.get("step", 0),
-        "minutes": minutes,
-        "duration": f"{minutes:.1f} minutes" if minutes >= 1 else "under a minute",
-        "hardware": run.get("hardware") or "an unrecorded machine",  # checkpoints from before the field
-        "recipe": ", ".join(f"{k}={args[k]}" for k in RECIPE_KEYS if k in args and not unused_by_run(k, args)),
-        "init_from": args.get("init_from"),
-    }
-
-
-def unused_by_run(key: str, args: dict) -> bool:
-    """Whether a recipe setting did nothing in this run: the diffusion loss's own in an autoregressive run."""
-    return args.get("objective") == "ar" and key in DIFFUSION_ONLY
 
 
 def recipe_with_images(recipe_path: Path, image_root: Path | None = None) -> tuple[str, list[Path]]:
@@ -395,58 +105,6 @@ def recipe_with_images(recipe_path: Path, image_root: Path | None = None) -> tup
         return f"![{alt}]({image.name})"
 
     return re.sub(r"!\[([^\]]*)\]\(([^)\s]+)\)", relink, notes), list(images.values())
-
-
-def bf16_rounded(model: MDLM) -> MDLM:
-    """A copy whose parameters are what a bf16 weights file loads back as: rounded to bf16, upcast to fp32."""
-    rounded = copy.deepcopy(model)  # keeps the embedding/output tie
-    for p in rounded.parameters():
-        p.data = p.data.to(torch.bfloat16).float()
-    return rounded
-
-
-def score_name(model: MDLM) -> str:
-    """The validation score an export measures and its keys name: "nelbo", or an autoregressive twin's exact "nll"."""
-    return "nll" if model.causal else "nelbo"
-
-
-def choose_weights(model: MDLM, val_text: str, weights_dtype: str = "auto") -> tuple[MDLM, dict, ElboResult | None]:
-    """The model to ship (as is, or bf16-rounded), the measurement behind the choice, and the shipped one's ELBO.
-
-    "auto" compares the validation NELBO of both with the same masks (a paired difference, so the only
-    change is the rounding) and takes bf16, half the download, when it costs at most BF16_TOLERANCE. An
-    autoregressive twin's exact NLL is compared instead (and no ELBO is returned).
-    """
-    if weights_dtype not in WEIGHTS_DTYPES:
-        raise ValueError(f"weights dtype must be one of {WEIGHTS_DTYPES}, got {weights_dtype!r}")
-    if weights_dtype == "float32":
-        return model, {"weights_dtype": weights_dtype}, None
-    rounded = bf16_rounded(model)
-    if weights_dtype == "bfloat16":
-        return rounded, {"weights_dtype": weights_dtype}, None
-    tokens = torch.tensor(model.tokenizer.encode(val_text), dtype=torch.long)
-    candidates = (("float32", model), ("bfloat16", rounded))
-    if model.causal:
-        nats = {name: autoregressive_nll(candidate.eval(), tokens) for name, candidate in candidates}
-        nelbo = None
-    else:
-        nelbo = {
-            name: elbo(candidate.eval(), tokens, ELBO_SAMPLES, torch.Generator().manual_seed(0))
-            for name, candidate in candidates
-        }
-        nats = {name: result.nats_per_char for name, result in nelbo.items()}
-    chosen = "bfloat16" if nats["bfloat16"] - nats["float32"] <= BF16_TOLERANCE else "float32"
-    facts = {"weights_dtype": chosen, **{f"{score_name(model)}_{name}_weights": v for name, v in nats.items()}}
-    return (rounded if chosen == "bfloat16" else model), facts, None if nelbo is None else nelbo[chosen]
-
-
-def write_weights(model: MDLM, directory: Path, weights_dtype: str) -> None:
-    """Rewrites model.safetensors with bf16 tensors (from_pretrained upcasts them); fp32 stays as saved."""
-    if weights_dtype == "bfloat16":
-        import safetensors.torch
-
-        half = copy.deepcopy(model).to(torch.bfloat16)
-        safetensors.torch.save_model(half, str(directory / "model.safetensors"), metadata={"format": "pt"})
 
 
 def export_model(
@@ -497,6 +155,8 @@ def export_model(
             shutil.copyfile(attachment, staging / Path(attachment).name)
         facts = {k: run.get(k) for k in ("step", "tokens_seen", "wall_time")}
         (staging / "metrics.json").write_text(json.dumps({**report, "training": facts}, indent=2))
+        write_manifest(staging)
+        apply_umask(staging)
         replace_directory(staging, export_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -571,6 +231,7 @@ def export_run(
     language: str | None = None,
     train_extra: Iterable[Path | str] = (),
     device: str = "cpu",
+    other_data: bool = False,
 ) -> dict:
     """Exports the best checkpoint of a run (the latest if none was kept) and optionally uploads it.
 
@@ -578,20 +239,18 @@ def export_run(
     joined the training split only (training's --train-extra). `device`: where the export's evaluation runs.
     `private`: the pushed repo is private. `recipe_root`: the directory the recipe's images may come from
     (default: the recipe's own). `dataset_name`, `license`, `language`: what the card says of the text and the
-    model's terms (default: the data files' names, and none; TinyShakespeare's own for it).
+    model's terms (default: the data files' names, and none; TinyShakespeare's own for it). The text must be one
+    the run trained on (its tokens.json says which), unless `other_data` asks for another.
     """
     run_dir = Path(run_dir)
     check_export_dir(Path(export_dir), run_dir)
-    latest = run_dir / "ckpt.pt"
-    if not latest.is_file():
-        raise ValueError(f"{run_dir} has no ckpt.pt: is it a training run's --out-dir?")
-    run = load_checkpoint(latest)
-    best_path = run_dir / "best.pt"
-    model = build_model(load_checkpoint(best_path), best_path) if best_path.is_file() else build_model(run, latest)
+    run, model = load_run(run_dir)
     model = model.to(device)
     data_paths = [data_path] if isinstance(data_path, (str, Path)) else list(data_path)
-    train_text, val_text = split_text(read_texts(data_paths))
     extra_paths = list(train_extra)
+    if not other_data:
+        check_run_text(run_dir, data_paths, extra_paths)
+    train_text, val_text = split_text(read_texts(data_paths))
     if extra_paths:
         train_text += SEPARATOR + read_texts(extra_paths)
     file_names = " + ".join(Path(p).stem for p in [*data_paths, *extra_paths])
@@ -617,7 +276,40 @@ def export_run(
     return report
 
 
-def main(argv: list[str] | None = None) -> None:
+def load_run(run_dir: Path) -> tuple[dict, MDLM]:
+    """The run's latest checkpoint (its counters and history) and the model of its best one (else the latest)."""
+    latest = run_dir / "ckpt.pt"
+    if not latest.is_file():
+        raise ValueError(f"{run_dir} has no ckpt.pt: is it a training run's --out-dir?")
+    run = load_checkpoint(latest)
+    best_path = run_dir / "best.pt"
+    model = build_model(load_checkpoint(best_path), best_path) if best_path.is_file() else build_model(run, latest)
+    return run, model
+
+
+def check_run_text(run_dir: Path, data_paths: list[Path | str], extra_paths: list[Path | str]) -> None:
+    """A ValueError when --data (with --train-extra) is not a text the run trained on, by the hashes its tokens.json
+    records: the card's metrics would come from text the run never saw. A run without tokens.json is not checked."""
+    trained = texts_trained_on(run_dir)
+    if not trained:
+        return
+    given = (scan_text(data_paths).sha256, scan_text(extra_paths).sha256 if extra_paths else None)
+    if given in {(record["sha256"], record["train_extra_sha256"]) for record in trained}:
+        return
+    files = trained[0]["files"] if isinstance(trained[0]["files"], list) else []
+    named = ", ".join(map(str, files)) or "(unnamed)"
+    extra = " with --train-extra" if trained[0]["train_extra_sha256"] else ""
+    typed = " ".join(map(str, data_paths))
+    if extra_paths:
+        typed += f" --train-extra {' '.join(map(str, extra_paths))}"
+    raise ValueError(
+        f"--data {typed} is not the text the run trained on ({named}{extra}), so the card's metrics would describe "
+        "text it never saw: give the run's own files in its order, or pass --other-data to export on this text anyway"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's flags, with the module's docstring as its help."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--run-dir", required=True)
     parser.add_argument("--export-dir", required=True)
@@ -631,6 +323,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "--train-extra", nargs="+", default=[], metavar="FILE", help="the files training's --train-extra named"
+    )
+    parser.add_argument(
+        "--other-data",
+        action="store_true",
+        help="measure the card's metrics on --data even though it is not the text the run trained on",
     )
     parser.add_argument("--device", default="cpu", help=f"where the evaluation runs: {DEVICE_HELP}")
     parser.add_argument("--push-to-hub", default=None, metavar="REPO_ID")
@@ -652,6 +349,12 @@ def main(argv: list[str] | None = None) -> None:
         default="auto",
         help=f"auto: bf16 tensors (half the size) when they cost <= {BF16_TOLERANCE} nats/char of validation NELBO",
     )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m training.export`: the flags checked before any work, then the export, its failures as one line."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.private and not args.push_to_hub:
         parser.error("--private needs --push-to-hub")
@@ -676,6 +379,7 @@ def main(argv: list[str] | None = None) -> None:
             language=args.language,
             train_extra=[Path(name) for name in args.train_extra],
             device=str(choose_device(args.device)),
+            other_data=args.other_data,
         )
     except (ValueError, RunError) as error:  # bad input, no network or credentials: one line, no traceback
         sys.exit(f"error: {error}")

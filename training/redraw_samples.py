@@ -17,8 +17,8 @@ from pathlib import Path
 
 from mdlm_hf import MDLM
 from mdlm_hf.data import atomic_write_bytes
+from training.card import samples_section
 from training.evaluate import draw_samples
-from training.export import samples_section
 
 SECTION = re.compile(r"^## Samples \(.*?(?=^## )", re.DOTALL | re.MULTILINE)
 

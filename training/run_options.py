@@ -210,12 +210,18 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--push-to-hub", type=str, default=None, metavar="REPO_ID", help="upload the export to this repo")
 
 
-def parse_args(argv: list[str] | None = None, description: str | None = None) -> tuple[argparse.Namespace, set[str]]:
-    """Command-line flags (every knob of the run is one of them) and the names of those given explicitly;
-    `description`: the --help text's (training.train's docstring)."""
+def build_parser(description: str | None = None) -> argparse.ArgumentParser:
+    """Every flag of a run, in its groups; `description`: the --help text's."""
     p = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     for add_flags in (add_data_flags, add_model_flags, add_optimisation_flags, add_run_flags, add_card_arguments):
         add_flags(p)
+    return p
+
+
+def parse_args(argv: list[str] | None = None, description: str | None = None) -> tuple[argparse.Namespace, set[str]]:
+    """Command-line flags (every knob of the run is one of them) and the names of those given explicitly;
+    `description`: the --help text's (training.train's docstring)."""
+    p = build_parser(description)
     # argparse fills in a default only where the namespace has no value yet: sentinels reveal what was typed
     given = p.parse_args(argv, namespace=argparse.Namespace(**{k: _NOT_GIVEN for k in vars(p.parse_args([]))}))
     explicit = {k for k, v in vars(given).items() if v is not _NOT_GIVEN}
@@ -289,6 +295,8 @@ def settings_problem(args: argparse.Namespace) -> str | None:
         return f"--push-to-hub {problem}"
     if args.private and not args.push_to_hub:
         return "--private needs --push-to-hub"
+    if getattr(args, "new_data", False) and not args.resume:
+        return "--new-data needs --resume: a new run trains on its --data anyway"
     if args.stream_masks > 0 and args.loss_weighting != "uniform":
         return "--stream-masks needs --loss-weighting uniform: stream masks have no mask ratio t to weigh"
     if getattr(args, "objective", "diffusion") == "ar":
@@ -336,6 +344,33 @@ def resumed_args(args: argparse.Namespace, explicit: set[str], saved: dict) -> a
     if changed:
         print(f"resuming with changed settings: {', '.join(sorted(changed))}")
     return argparse.Namespace(**merged)
+
+
+def saved_setting_problem(saved: dict) -> str | None:
+    """What is wrong with a checkpoint's saved flag whose value is not of its flag's type (a number for --lr, a whole
+    number for --max-steps...), or None; flags unknown to this version, and lists, are not checked."""
+    kinds = flag_kinds()
+    for name, value in sorted(saved.items()):
+        kind = kinds.get(name)
+        if kind is None or (value is None and kind is not bool):  # None: a flag that was not given
+            continue
+        # a float flag takes a whole number too; a bool is an int to isinstance, but never a count or a number
+        fits = isinstance(value, (int, float) if kind is float else kind) and (kind is bool or type(value) is not bool)
+        if not fits:
+            words = {bool: "true or false", int: "a whole number", float: "a number", str: "text"}[kind]
+            return f"{flag(name)} is {repr(value)[:40]}, not {words}"
+    return None
+
+
+def flag_kinds() -> dict[str, type]:
+    """Each single-valued flag's Python type (bool, int, float or str), by its name in the namespace."""
+    kinds = {}
+    for action in build_parser()._actions:
+        if isinstance(action, (argparse._StoreTrueAction, argparse.BooleanOptionalAction)):
+            kinds[action.dest] = bool
+        elif isinstance(action, argparse._StoreAction) and action.nargs is None:
+            kinds[action.dest] = action.type if action.type in (int, float) else str
+    return kinds
 
 
 def model_config_from_args(args: argparse.Namespace, vocab: str) -> dict:
@@ -390,7 +425,7 @@ def license_flag(value: str) -> str:
 
 
 def add_card_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of what the export says and where it goes, shared by train.py (--export-dir) and this script."""
+    """The flags of what the export says and where it goes, shared by train.py (--export-dir) and export.py."""
     parser.add_argument(
         "--private",
         action="store_true",

@@ -1,0 +1,253 @@
+"""What the model card (README.md, from mdlm_hf/model_card.md) and the app's demo.json say of an export: the
+training text's facts and terms, the usage example drawn from its validation split, and the sections built from
+the measured metrics (metrics.json) and the run's checkpoint. training.export writes the files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+
+from huggingface_hub import EvalResult
+
+from mdlm_hf import MDLM
+from mdlm_hf.data import TINYSHAKESPEARE_MD5, TRAIN_FRACTION
+from training.run_options import DIFFUSION_ONLY, check_license
+from training.weights import BF16_TOLERANCE
+
+TINYSHAKESPEARE_HUB_ID = "karpathy/tiny_shakespeare"
+
+SHAKESPEARE_USAGE = ("ROMEO:\n", "To be, or not to be, ________ is the question:")  # the card's prompt and infill
+
+SPEAKER_LINE = re.compile(r"[^\W\d_][^:]{0,30}:")  # "ROMEO:", "First Citizen:": a prompt a play would continue
+
+PROMPT_CHARS = 40  # the longest prompt the usage example takes from the text
+
+INFILL_CHARS = 80  # the longest line it blanks a word of
+
+DEMO_SAMPLE_CHARS = 1000  # the app's sample text: its first line is the forward process's, all of it the plot's
+
+# the autoregressive reference the card names beside a TinyShakespeare model's exact NLL: nanoGPT's character
+# model (github.com/karpathy/nanoGPT, shakespeare_char), its validation loss on the same split
+NANOGPT_REFERENCE = {"name": "nanoGPT's autoregressive character model", "nats": 1.47}
+
+# the run's settings the card's recipe line names, in this order
+RECIPE_KEYS = (
+    "n_layer n_head n_embd block_size dropout position_encoding norm mlp qk_norm zero_init_residual batch_size "
+    "max_steps optimizer lr min_lr muon_lr muon_weight_decay warmup_steps weight_decay beta2 grad_clip ema "
+    "objective loss_weighting t_min stream_masks"
+).split()
+
+
+@dataclass(frozen=True)
+class TrainingData:
+    """What the model card says of the training text, and the terms the run gives its model (None: not stated)."""
+
+    name: str
+    chars: int
+    val_chars: int
+    tinyshakespeare: bool = False
+    hub_id: str | None = None  # the Hub dataset it is
+    license: str | None = None
+    language: str | None = None
+    prompt: str = SHAKESPEARE_USAGE[0]  # the usage example's
+    infill: str | None = SHAKESPEARE_USAGE[1]  # None: the example has no infill line
+
+
+def describe_training_data(
+    model: MDLM,
+    train_text: str,
+    val_text: str,
+    name: str | None = None,
+    license: str | None = None,
+    language: str | None = None,
+    default_name: str = "its training text",
+) -> TrainingData:
+    """The card's facts of the text: TinyShakespeare (by md5) gets its name, Hub id, license mit and language en
+    unless given; any other text its `name` (else `default_name`), the given terms only, and usage examples drawn
+    from its validation split."""
+    if license is not None:
+        check_license(license)
+    text_md5 = hashlib.md5((train_text + val_text).encode("utf-8")).hexdigest()
+    size = {"chars": len(train_text) + len(val_text), "val_chars": len(val_text)}
+    terms = {"license": license, "language": language}
+    if text_md5 == TINYSHAKESPEARE_MD5:
+        terms = {"license": license or "mit", "language": language or "en"}
+        return TrainingData(
+            name or "TinyShakespeare", tinyshakespeare=True, hub_id=TINYSHAKESPEARE_HUB_ID, **size, **terms
+        )
+    prompt, infill = usage_examples(model, val_text)
+    return TrainingData(name or default_name, prompt=prompt, infill=infill, **size, **terms)
+
+
+def usage_examples(model: MDLM, val_text: str) -> tuple[str, str | None]:
+    """A prompt and an infill template from the validation text, in the model's characters: the first speaker-like
+    line ("NAME:") of its first 200 lines, else the first words of its first line; and its first line of 3 or more
+    words with the middle word blanked (None if it has none). Its first line, perhaps cut by the split, is skipped.
+    """
+    longest_prompt = max(1, min(PROMPT_CHARS, model.block_size // 2))
+    lines = [line.strip() for line in val_text.split("\n")[1:]] or [val_text.strip()]
+    lines = [line for line in lines if line and not model.tokenizer.unknown_chars(line)]
+    speaker = next((line for line in lines[:200] if len(line) < longest_prompt and SPEAKER_LINE.fullmatch(line)), None)
+    if speaker:
+        prompt = speaker + "\n"
+    elif lines and len(lines[0]) < longest_prompt:
+        prompt = lines[0] + "\n"
+    elif lines:
+        cut = lines[0][:longest_prompt]
+        prompt = cut.rsplit(" ", 1)[0] if " " in cut.strip() else cut
+    else:
+        prompt = ""
+    infill = None
+    for line in lines:
+        words = list(re.finditer(r"\S+", line))
+        if len(words) >= 3 and "_" not in line and len(line) <= min(INFILL_CHARS, model.block_size):
+            middle = words[len(words) // 2]
+            infill = line[: middle.start()] + "_" * len(middle.group()) + line[middle.end() :]
+            break
+    return prompt, infill
+
+
+def demo_metadata(model: MDLM, data: TrainingData, val_text: str) -> dict:
+    """What the app (app.py) shows for the model, saved as demo.json: its subject, default prompt and infill
+    examples (each "_" a blank) and a sample text from the validation split; TinyShakespeare's are the app's own
+    (Shakespeare's), so its demo.json names only the subject."""
+    if data.tinyshakespeare:
+        return {"subject": "Shakespeare"}
+    lines = [line for line in val_text.split("\n")[1:] if line.strip() and not model.tokenizer.unknown_chars(line)]
+    sample = "\n".join(lines)[:DEMO_SAMPLE_CHARS]
+    metadata = {"prompt": data.prompt, "examples": [data.infill] if data.infill else []}
+    if data.name != "its training text":  # describe_training_data's stand-in for no name
+        metadata["subject"] = data.name
+    if sample:
+        metadata |= {"sample": sample, "sample_name": f"the validation text of {data.name} (unseen in training)"}
+    return metadata
+
+
+def python_string(text: str) -> str:
+    """`text` as a double-quoted Python string literal (JSON's escapes are Python's)."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def character_count(chars: int) -> str:
+    """The text's size in words: "about 1.1 million characters", or the exact count below a million."""
+    return f"about {chars / 1e6:.1f} million characters" if chars >= 10**6 else f"{chars:,} characters"
+
+
+def samples_section(report: dict) -> str:
+    """The card's Samples section: its heading (length and sampling options) and each sample in a code block."""
+    options = ", ".join(f"{name} {value}" for name, value in report["sampling"].items() if name != "length")
+    samples = "\n\n".join(f"```\n{t}\n```" for t in report["samples"])
+    return f"## Samples ({report['sampling']['length']} characters; sampling options: {options})\n\n{samples}\n"
+
+
+def model_card_details(
+    model: MDLM,
+    report: dict,
+    run: dict,
+    recipe_notes: str = "",
+    *,
+    data: TrainingData,
+    repo_id: str | None = None,
+    model_name: str = "mdlm_hf",
+) -> dict:
+    """Values for the model card template (mdlm_hf/model_card.md): front matter, usage example, and the measured
+    figures of `report` (metrics.json) and `run` (the checkpoint) that its sections show. `data`: the training
+    text's facts; `repo_id`: where it is pushed (None: not yet); `model_name`: the model-index entry's name."""
+    block = model.block_size
+    prompt = data.prompt[: block - 1]
+    kind = "a masked diffusion language model"
+    if model.causal:
+        kind = f"the autoregressive twin of {kind}"
+    return {
+        "title": f"mdlm_hf: {kind} of {'Shakespeare' if data.tinyshakespeare else data.name}, character by character",
+        "card_data": card_front_matter(report, data, model_name),
+        "repo_id": repo_id,
+        "prompt": python_string(prompt) if prompt else "",
+        "infill": python_string(data.infill) if data.infill and len(data.infill) <= block else "",
+        "generate_length": min(256, block),
+        "complete_length": min(200, block - len(prompt)),
+        "block_size": block,
+        "validation_percent": round(100 * (1 - TRAIN_FRACTION)),
+        "evaluation": evaluation_facts(report),
+        "training": training_facts(model, report, run, data),
+        "reference": NANOGPT_REFERENCE if data.tinyshakespeare else None,
+        "recipe_notes": recipe_notes,
+        "samples": samples_section(report),
+    }
+
+
+def evaluation_facts(report: dict) -> dict:
+    """The card's Evaluation section from metrics.json: the validation score (a diffusion model's NELBO, mask draws
+    and accuracy by mask ratio; a twin's exact NLL) and the exact NLL on the split's first characters."""
+    exact_nll = [
+        {"order": order.replace("_", "-"), "chars": report["exact_nll_chars"], "nats": nats}
+        for order, nats in report.get("exact_nll_nats_per_char", {}).items()
+    ]
+    if "val_nll_nats_per_char" in report:  # an autoregressive twin
+        nll = {"nll": report["val_nll_nats_per_char"], "nll_bits": report["val_nll_bits_per_char"]}
+        return {"val_chars": report["val_chars"], **nll, "exact_nll": exact_nll}
+    return {
+        "val_chars": report["val_chars"],
+        "nelbo": report["val_nelbo_nats_per_char"],
+        "nelbo_bits": report["val_nelbo_bits_per_char"],
+        "mask_draws": report["elbo_mask_samples_per_window"],
+        "exact_nll": exact_nll,
+        "accuracy": report["accuracy_by_mask_ratio"],
+    }
+
+
+def card_front_matter(report: dict, data: TrainingData, model_name: str) -> dict:
+    """The card's front matter: the text's terms and the model-index entry of the validation NELBO (a twin's NLL)."""
+    name = "nll" if "val_nll_nats_per_char" in report else "nelbo"
+    nelbo = EvalResult(
+        task_type="text-generation",
+        task_name="Character-level language modelling",
+        dataset_type=data.hub_id or data.name,
+        dataset_name=data.name,
+        metric_type=name,
+        metric_name=f"validation {name.upper()}, last 10 % of the text (nats/char)",
+        metric_value=round(report[f"val_{name}_nats_per_char"], 4),
+    )
+    datasets = [data.hub_id] if data.hub_id else None
+    return {
+        "license": data.license,
+        "language": data.language,
+        "datasets": datasets,
+        "model_name": model_name,
+        "eval_results": [nelbo],
+    }
+
+
+def training_facts(model: MDLM, report: dict, run: dict, data: TrainingData) -> dict:
+    """The card's Training section and Limitations: the text, the weights, and the run's steps, time and recipe."""
+    args, minutes = run.get("args", {}), run.get("wall_time", 0) / 60
+    return {
+        "data_name": data.name,
+        "hub_id": data.hub_id,
+        "chars": data.chars,
+        "size_words": character_count(data.chars),
+        "license": data.license,
+        "tinyshakespeare": data.tinyshakespeare,
+        "parameters": model.num_parameters(),
+        "weights_dtype": report.get("weights_dtype", "float32"),
+        "nelbo_bf16": report.get("nelbo_bfloat16_weights"),
+        "nelbo_fp32": report.get("nelbo_float32_weights"),
+        "nll_bf16": report.get("nll_bfloat16_weights"),
+        "nll_fp32": report.get("nll_float32_weights"),
+        "bf16_tolerance": BF16_TOLERANCE,
+        "tokens_seen": run.get("tokens_seen", 0),
+        "steps": run.get("step", 0),
+        "minutes": minutes,
+        "duration": f"{minutes:.1f} minutes" if minutes >= 1 else "under a minute",
+        "hardware": run.get("hardware") or "an unrecorded machine",  # checkpoints from before the field
+        "recipe": ", ".join(f"{k}={args[k]}" for k in RECIPE_KEYS if k in args and not unused_by_run(k, args)),
+        "init_from": args.get("init_from"),
+    }
+
+
+def unused_by_run(key: str, args: dict) -> bool:
+    """Whether a recipe setting did nothing in this run: the diffusion loss's own in an autoregressive run."""
+    return args.get("objective") == "ar" and key in DIFFUSION_ONLY

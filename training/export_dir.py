@@ -1,0 +1,113 @@
+"""The directory an export is swapped into: what it may replace (a new or empty directory, or an earlier export whose
+every file its manifest lists), the manifest itself, and the swap, which never leaves a half-written model behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+MANIFEST = ".mdlm_export.json"  # the export's list of the files it wrote, which the next export may replace
+
+
+def check_export_dir(export_dir: Path, run_dir: Path | None = None) -> None:
+    """Refuses an export directory that the export's swap would destroy: anything but a new directory, an empty
+    one or an earlier export whose every file its manifest (.mdlm_export.json) lists; and a `.NAME.old` beside it
+    that is not an earlier export (the swap's backup name)."""
+    export_dir = Path(os.path.abspath(export_dir))
+    if run_dir is not None:
+        run_dir = Path(os.path.abspath(run_dir))
+        if export_dir == run_dir or export_dir in run_dir.parents:
+            raise ValueError(
+                f"--export-dir {export_dir} is the run's directory or holds it: the export replaces its directory, "
+                "so give it one of its own (e.g. a new one inside the run's)"
+            )
+    if export_dir.is_symlink() or (export_dir.exists() and not export_dir.is_dir()):
+        raise ValueError(f"--export-dir {export_dir} exists and is not a directory; give a new directory")
+    backup = backup_path(export_dir)
+    if (backup.exists() or backup.is_symlink()) and foreign_entries(backup) != []:
+        raise ValueError(
+            f"{backup} is in the way: the export uses that name while it swaps {export_dir.name} in, and it is not "
+            "an earlier export; move it elsewhere"
+        )
+    if not export_dir.exists():
+        return
+    foreign = foreign_entries(export_dir)
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+        raise ValueError(
+            f"--export-dir {export_dir} is not empty and not an earlier export ({shown}); the export replaces only "
+            f"the files it wrote itself (those its {MANIFEST} lists), so give a new directory"
+        )
+
+
+def foreign_entries(directory: Path) -> list[str] | None:
+    """The entries of `directory` an export did not write (its manifest does not list them), sorted; None when
+    `directory` is not a directory at all."""
+    if directory.is_symlink() or not directory.is_dir():
+        return None
+    own = manifest_files(directory)
+    return sorted(
+        entry.name + ("/" if entry.is_dir() else "")
+        for entry in directory.iterdir()
+        if entry.is_symlink() or not entry.is_file() or (entry.name not in own and entry.name != MANIFEST)
+    )
+
+
+def manifest_files(directory: Path) -> set[str]:
+    """The file names an earlier export's manifest lists (none if it has no readable manifest)."""
+    try:
+        manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(files, list):
+        return set()
+    return {name for name in files if isinstance(name, str) and name and Path(name).name == name}
+
+
+def write_manifest(staging: Path) -> None:
+    """Lists the files the export wrote, so that the next export into the directory replaces those and no other."""
+    files = sorted(entry.name for entry in staging.iterdir())
+    payload = {"written_by": "python -m training.export", "files": files}
+    (staging / MANIFEST).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+
+
+def backup_path(export_dir: Path) -> Path:
+    """Where the swap keeps the previous export until the new one is in place."""
+    return export_dir.with_name(f".{export_dir.name}.old")
+
+
+def current_umask() -> int:
+    """The process's umask (read by setting it, then setting it back)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
+
+
+def apply_umask(staging: Path) -> None:
+    """Gives the staging directory and its files the modes the umask gives (mkdtemp's is 0700, mkstemp's 0600)."""
+    umask = current_umask()
+    for entry in staging.iterdir():
+        entry.chmod(0o666 & ~umask)
+    staging.chmod(0o777 & ~umask)
+
+
+def replace_directory(staging: Path, export_dir: Path) -> None:
+    """Swaps the finished staging directory in for `export_dir` (an earlier export, which is deleted).
+
+    A swap killed half-way leaves `.NAME.old` beside it: the previous export, which the next swap removes
+    (when NAME is missing, the kill came between the two renames, and `.NAME.old` is all that was there).
+    Anything else by that name is a user's, and is refused rather than deleted.
+    """
+    old = backup_path(export_dir)
+    if old.exists() or old.is_symlink():
+        if foreign_entries(old) != []:
+            raise ValueError(f"{old} is in the way and is not an earlier export; move it elsewhere")
+        shutil.rmtree(old)
+    if export_dir.exists():
+        export_dir.rename(old)
+    staging.rename(export_dir)
+    shutil.rmtree(old, ignore_errors=True)
