@@ -1,0 +1,68 @@
+"""The order view: each character of a finished run tinted by the pass that wrote it, from the run's streamed states,
+so the order the sampler actually took reads at a glance (word streams order: stretches growing side by side)."""
+
+from __future__ import annotations
+
+import html
+
+import torch
+
+from mdlm_hf import MDLM, SamplerState
+from mdlm_space.render import LEGEND_TEXT, NEWLINE_GLYPH, SUBDUED_TEXT, canvas_box, colour_scale
+
+ORDER_HUE = 268  # violet: apart from the canvas's blue confidence and Score's orange surprise
+
+
+class PassRecorder:
+    """Which pass wrote each position, read from a run's states in turn: a position is written at the pass after
+    which its token stopped being a mask (the last such pass, should remasking take it back)."""
+
+    def __init__(self) -> None:
+        self.passes: torch.Tensor | None = None  # (B, T) the pass that wrote each position; 0: given or masked
+        self.was_masked: torch.Tensor | None = None
+        self.count = 0  # passes seen so far
+
+    def update(self, state: SamplerState) -> None:
+        """Takes the next state of the run (the first: before any pass)."""
+        masked = state.is_masked.cpu()
+        if self.passes is None:
+            self.passes = torch.zeros_like(masked, dtype=torch.long)
+        else:
+            self.count += 1
+            self.passes[self.was_masked & ~masked] = self.count
+            self.passes[masked] = 0  # taken back: it waits for the pass that writes it again
+        self.was_masked = masked
+
+
+def order_colour(written: int, num_passes: int) -> str:
+    """Background of a character written at pass `written` of `num_passes`: one hue, light for the first pass and
+    darker for later ones, the text keeping 4.5:1 (WCAG AA) on the darkest."""
+    share = (written - 1) / (num_passes - 1) if num_passes > 1 else 0.0
+    return f"hsl({ORDER_HUE},70%,{93 - 24 * share:.0f}%)"
+
+
+def order_cell(char: str, written: int, num_passes: int) -> str:
+    """One character of the order view: tinted by its pass, or plain and subdued where given."""
+    shown, tail = (NEWLINE_GLYPH, "\n") if char == "\n" else (html.escape(char), "")
+    if written == 0:
+        return f"<span class='mdlm-given' style='color:{SUBDUED_TEXT}'>{shown}</span>{tail}"
+    style = f"background:{order_colour(written, num_passes)}"
+    return f"<span class='mdlm-pass' data-pass='{written}' style='{style}' title='pass {written}'>{shown}</span>{tail}"
+
+
+def order_legend(num_passes: int) -> str:
+    """The scale under the view: pass 1 … N."""
+    scale = colour_scale(order_colour(1, num_passes), order_colour(num_passes, num_passes))
+    return (
+        f"<div class='mdlm-order-legend' style='{LEGEND_TEXT}'>the pass that wrote each character: pass 1 {scale} "
+        f"pass {num_passes} &nbsp; grey: kept as it was &nbsp; {NEWLINE_GLYPH} line break</div>"
+    )
+
+
+def order_view(model: MDLM, recorder: PassRecorder, tokens: torch.Tensor, row: int = 0, rows: int = 6) -> str:
+    """The finished text of `row` of `tokens` (B, T), each written character tinted by the pass that wrote it."""
+    text = model.tokenizer.decode(tokens[row].tolist())
+    passes = recorder.passes[row].tolist()
+    num_passes = max(1, recorder.count)
+    cells = [order_cell(char, written, num_passes) for char, written in zip(text, passes, strict=True)]
+    return canvas_box(cells, rows) + order_legend(num_passes)
