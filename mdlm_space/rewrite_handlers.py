@@ -11,7 +11,7 @@ import gradio as gr
 
 from mdlm_hf import MDLM, SamplerState, sample, span_bits_per_char
 from mdlm_hf.pipeline import check_text
-from mdlm_hf.rewriting import span_canvas
+from mdlm_hf.rewriting import check_span, span_canvas
 from mdlm_hf.windows import MAX_CANVAS
 from mdlm_space.checks import as_int, check_chars, run_seed
 from mdlm_space.handlers import control_overrides
@@ -32,13 +32,14 @@ def checked_span(model: MDLM, text: str | None, start: float, end: float) -> tup
         raise gr.Error("paste a text, or run Generate, Infill or Compare: its finished text comes here")
     check_chars(model, text, "text")
     start, end = as_int(start, "start", 0, MAX_CANVAS), as_int(end, "end", 0, MAX_CANVAS)
+    if start >= end:
+        raise gr.Error("select at least one character of the text to rewrite (From below To)")
+    check_span(model, text, start, end)  # the span within the text
     if end - start > model.block_size:
         raise gr.Error(
             f"the span has {end - start:,} characters; Rewrite ranks spans of at most {model.block_size} (the "
             "model's context): select fewer"
         )
-    if start >= end:
-        raise gr.Error("select at least one character of the text to rewrite (From below To)")
     return text, start, end
 
 

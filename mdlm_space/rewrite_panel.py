@@ -56,8 +56,8 @@ def span_controls(block_size: int) -> dict[str, gr.components.Component]:
     """The text, From and To (which the selection fills) and the line that says the span in words."""
     text = control("rewrite", "text", block_size, "", lines=6, elem_id="rewrite-text")
     with gr.Row():
-        start = control("rewrite", "start", block_size, precision=0, minimum=0, min_width=100, elem_id="rewrite-start")
-        end = control("rewrite", "end", block_size, precision=0, minimum=0, min_width=100, elem_id="rewrite-end")
+        start = control("rewrite", "start", block_size, minimum=0, min_width=100, elem_id="rewrite-start")
+        end = control("rewrite", "end", block_size, minimum=0, min_width=100, elem_id="rewrite-end")
     where = gr.Markdown(selection_line("", 0, 0), elem_id="rewrite-selection")
     text.select(selection, None, [start, end], **QUIET)
     for box in (text, start, end):
