@@ -10,7 +10,9 @@ import torch
 from mdlm_hf import MDLM, SamplerState
 from mdlm_space.render import LEGEND_TEXT, NEWLINE_GLYPH, SUBDUED_TEXT, canvas_box, colour_scale
 
-ORDER_HUE = 268  # violet: apart from the canvas's blue confidence and Score's orange surprise
+# yellow (first pass) through green and blue to violet (last), lighter to darker: the hue tells passes apart where
+# lightness alone would be too fine a scale, and the lightness still orders them for any colour vision
+FIRST_HUE, LAST_HUE, LIGHTEST, DARKEST = 60, 268, 90, 70
 
 
 class PassRecorder:
@@ -35,10 +37,11 @@ class PassRecorder:
 
 
 def order_colour(written: int, num_passes: int) -> str:
-    """Background of a character written at pass `written` of `num_passes`: one hue, light for the first pass and
-    darker for later ones, the text keeping 4.5:1 (WCAG AA) on the darkest."""
+    """Background of a character written at pass `written` of `num_passes`: a sequential scale from light yellow
+    (the first pass) to violet (the last), the text keeping 4.5:1 (WCAG AA) on the darkest."""
     share = (written - 1) / (num_passes - 1) if num_passes > 1 else 0.0
-    return f"hsl({ORDER_HUE},70%,{93 - 24 * share:.0f}%)"
+    hue, lightness = FIRST_HUE + (LAST_HUE - FIRST_HUE) * share, LIGHTEST - (LIGHTEST - DARKEST) * share
+    return f"hsl({hue:.0f},70%,{lightness:.0f}%)"
 
 
 def order_cell(char: str, written: int, num_passes: int) -> str:

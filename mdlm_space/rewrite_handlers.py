@@ -96,7 +96,7 @@ def rewrite_choices(
     bits = []
     for row, written in enumerate(texts):  # one choice a yield: other runs' steps interleave on the model thread
         bits.append(span_bits_per_char(model, written, start, end, fast=True))
-        labels[row] = f"Choice {row + 1}: {bits[-1]:.2f} bits per character"
+        labels[row] = f"Choice {row + 1}: {bits[-1]:.2f} bits/char"
         yield (*views, *labels, NO_ORDER, f"Scoring the rewrites… {row + 1} of {NUM_CHOICES}", None, seed)
     yield finished(model, state, recorder, ranked(texts, bits, start, end), (start, end), seed)
 
@@ -107,7 +107,7 @@ def finished(
     """The panel after the run: the choices ranked left to right, the best one's order of writing, the readout."""
     start, end = span
     views = [choice_view(model, state, c["choice"] - 1, c["text"], start, end) for c in choices]
-    labels = [f"**#{c['rank']}** · {c['bits_per_char']:.2f} bits per character" for c in choices]
+    labels = [f"**#{c['rank']}** · {c['bits_per_char']:.2f} bits/char" for c in choices]
     readout = (
         f"seed {seed} · {passes(state.num_forward_passes)} · ranked by the span's bits per "
         "character given the rest of the text (the exact chain rule over its characters; lower: likelier). "

@@ -45,7 +45,7 @@ HOW = (
 
 def choice_column(number: int) -> tuple[gr.Markdown, gr.HTML, gr.Button]:
     """One rewrite: its rank and score, its view, its Pick button. Narrow, so three sit side by side on a phone."""
-    with gr.Column(min_width=100):
+    with gr.Column(min_width=80):
         label = gr.Markdown(f"Choice {number}", elem_id=f"rewrite-label-{number}")
         view = gr.HTML(placeholder("Select a span, press Rewrite.", rows=CHOICE_ROWS), elem_id=f"rewrite-{number}")
         button = gr.Button(f"Pick #{number}", size="sm", elem_id=f"rewrite-pick-{number}")
@@ -94,6 +94,7 @@ def rewrite_panel(model: MDLM, demo: gr.Blocks) -> None:
             with gr.Row():
                 labels, views, picks = zip(*(choice_column(i + 1) for i in range(NUM_CHOICES)), strict=True)
             readout = gr.Markdown("Press Rewrite: the step and the ranking show here.", elem_id="rewrite-readout")
+            gr.Markdown("**Order of writing** of the best rewrite: the order the sampler took")
             order = gr.HTML(NO_ORDER, elem_id="rewrite-order")
     choices, history = gr.JSON(visible=False), gr.State([])
     inputs = {name: controls[name] for name in ENDPOINTS["rewrite"].names}

@@ -5,11 +5,11 @@ import re
 
 import pytest
 import torch
+from test_app import DESKTOP, PHONE, chromium, client, model_dir, server, twin_dir  # noqa: F401 (fixtures)
 
 from mdlm_hf import SamplerOptions, sample
 from mdlm_space import rewrite_handlers
 from mdlm_space.order_view import PassRecorder, order_view
-from test_app import DESKTOP, PHONE, chromium, client, model_dir, server, twin_dir  # noqa: F401 (fixtures)
 
 TEXT = "ROMEO:\nBut soft, what light through yonder window breaks?\n"
 SPAN = (12, 30)  # "oft, what light th"
@@ -28,7 +28,7 @@ def test_the_rewrite_endpoint_gives_three_ranked_rewrites_of_the_span_only(clien
     for c in choices:
         assert c["text"][: SPAN[0]] == TEXT[: SPAN[0]] and c["text"][SPAN[1] :] == TEXT[SPAN[1] :]
         assert c["span"] == c["text"][SPAN[0] : SPAN[1]]
-    assert label.startswith("**#1**") and f"{choices[0]['bits_per_char']:.2f} bits per character" in label
+    assert label.startswith("**#1**") and f"{choices[0]['bits_per_char']:.2f} bits/char" in label
     assert "pass 1" in order and "mdlm-pass" in order
     assert rewrite_call(client)[-2] == choices  # a fixed seed repeats the rewrites and their ranking
 
