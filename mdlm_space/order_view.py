@@ -8,7 +8,7 @@ import html
 import torch
 
 from mdlm_hf import MDLM, SamplerState
-from mdlm_space.render import LEGEND_TEXT, NEWLINE_GLYPH, SUBDUED_TEXT, canvas_box, colour_scale
+from mdlm_space.render import LEGEND_TEXT, NEWLINE_GLYPH, SUBDUED_TEXT, canvas_box
 
 # yellow (first pass) through green and blue to violet (last), lighter to darker: the hue tells passes apart where
 # lightness alone would be too fine a scale, and the lightness still orders them for any colour vision
@@ -55,7 +55,11 @@ def order_cell(char: str, written: int, num_passes: int) -> str:
 
 def order_legend(num_passes: int) -> str:
     """The scale under the view: pass 1 … N."""
-    scale = colour_scale(order_colour(1, num_passes), order_colour(num_passes, num_passes))
+    stops = ", ".join(order_colour(1 + round(i * (num_passes - 1) / 4), num_passes) for i in range(5))
+    scale = (  # stops along the scale: a gradient of its two ends alone would skip the hues between them
+        "<span style='display:inline-block; width:64px; height:0.9em; vertical-align:middle; "
+        f"background:linear-gradient(90deg, {stops}); border: 1px solid #d8d3c8'></span>"
+    )
     return (
         f"<div class='mdlm-order-legend' style='{LEGEND_TEXT}'>the pass that wrote each character: pass 1 {scale} "
         f"pass {num_passes} &nbsp; grey: kept as it was &nbsp; {NEWLINE_GLYPH} line break</div>"

@@ -134,10 +134,10 @@ def undo(history: list[str]) -> tuple:
     return history[-1], rest, gr.update(interactive=bool(rest)), "Undone: the text before the last pick."
 
 
-def selection(event: gr.SelectData) -> tuple[int, int]:
-    """The selected range of the text box, as From and To."""
+def selection(event: gr.SelectData) -> tuple[Any, Any]:
+    """The selected range of the text box, as From and To; a bare caret (typing, a click) keeps the last span."""
     first, last = sorted(event.index) if isinstance(event.index, (list, tuple)) else (event.index, event.index)
-    return first, last
+    return (first, last) if first != last else (gr.skip(), gr.skip())
 
 
 def selection_line(text: str | None, start: float | None, end: float | None) -> str:

@@ -59,7 +59,7 @@ def span_controls(block_size: int) -> dict[str, gr.components.Component]:
         start = control("rewrite", "start", block_size, minimum=0, min_width=100, elem_id="rewrite-start")
         end = control("rewrite", "end", block_size, minimum=0, min_width=100, elem_id="rewrite-end")
     where = gr.Markdown(selection_line("", 0, 0), elem_id="rewrite-selection")
-    text.select(selection, None, [start, end], **QUIET)
+    text.select(selection, None, [start, end], **QUIET, trigger_mode="always_last")
     for box in (text, start, end):
         box.change(selection_line, [text, start, end], where, **QUIET)
     return dict(text=text, start=start, end=end)

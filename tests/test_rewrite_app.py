@@ -5,9 +5,9 @@ import re
 
 import pytest
 import torch
-from test_app import DESKTOP, PHONE, chromium, client, model_dir, server, twin_dir  # noqa: F401 (fixtures)
+from test_app import DESKTOP, LOW_CONTRAST, PHONE, chromium, client, model_dir, server, twin_dir  # noqa: F401 (fixtures)
 
-from mdlm_hf import SamplerOptions, sample
+from mdlm_hf import MASK_GLYPH, SamplerOptions, sample
 from mdlm_space import rewrite_handlers
 from mdlm_space.order_view import PassRecorder, order_view
 
@@ -99,12 +99,9 @@ def test_browser_generate_then_rewrite_a_selected_span_pick_and_undo(server):  #
             panel_text = page.locator("#rewrite-text textarea")
             expect(panel_text).to_have_value(generated)  # the finished text came to the panel
             start, end = 10, 30
-            page.evaluate(SELECT, [start, end])
+            rewrite_span(page, start, end)
             expect(page.locator("#rewrite-start input")).to_have_value(str(start))
             expect(page.locator("#rewrite-end input")).to_have_value(str(end))
-            expect(page.locator("#rewrite-selection")).to_contain_text(f"characters {start}–{end}")
-            page.get_by_role("button", name="Rewrite", exact=True).click()
-            expect(page.locator("#rewrite-readout")).to_contain_text("ranked by", timeout=60_000)
             expect(page.locator("#rewrite-label-1")).to_contain_text("#1")
             expect(page.locator("#rewrite-order .mdlm-pass").first).to_be_visible()
             page.locator("#rewrite-pick-1").click()
@@ -114,7 +111,48 @@ def test_browser_generate_then_rewrite_a_selected_span_pick_and_undo(server):  #
             assert picked[end:] == generated[end:]  # only the span changed
             page.locator("#rewrite-readout").scroll_into_view_if_needed()
             page.screenshot(path=f"/tmp/rewrite-{where}.png", full_page=True)
+            assert page.evaluate(LOW_CONTRAST) == []  # the choices' and the order view's tints keep text readable
             page.locator("#rewrite-undo").click()
             expect(panel_text).to_have_value(generated)
             expect(page.locator("#rewrite-undo")).to_be_disabled()
+            if where == "desktop":
+                rewrite_pasted_text(page)
+                compare_text_comes_to_the_panel(page)
             page.close()
+
+
+def rewrite_span(page, start: int, end: int) -> None:
+    """Selects characters start to end of the panel's text and presses Rewrite, until the rewrites are ranked."""
+    from playwright.sync_api import expect
+
+    page.evaluate(SELECT, [start, end])
+    expect(page.locator("#rewrite-selection")).to_contain_text(f"characters {start}–{end}")
+    page.get_by_role("button", name="Rewrite", exact=True).click()
+    expect(page.locator("#rewrite-readout")).to_contain_text("ranked by", timeout=60_000)
+
+
+def rewrite_pasted_text(page) -> None:
+    """Text the visitor pastes is rewritten the same way."""
+    from playwright.sync_api import expect
+
+    panel_text = page.locator("#rewrite-text textarea")
+    panel_text.fill(TEXT)
+    page.wait_for_timeout(500)  # the page writes the typed value back into the box, caret at its end, after a moment
+    rewrite_span(page, *SPAN)
+    page.locator("#rewrite-pick-2").click()
+    expect(panel_text).not_to_have_value(TEXT)
+    picked = panel_text.input_value()
+    assert picked[: SPAN[0]] == TEXT[: SPAN[0]] and picked[SPAN[1] :] == TEXT[SPAN[1] :]
+
+
+def compare_text_comes_to_the_panel(page) -> None:
+    """A finished Compare run's text (its confidence-order side) replaces the panel's."""
+    from playwright.sync_api import expect
+
+    page.evaluate("window.scrollTo(0, 0)")
+    page.get_by_role("tab", name="Compare").click()
+    page.get_by_role("button", name="Compare", exact=True).click()
+    expect(page.locator("#compare-takeaway")).to_contain_text("Takeaway:", timeout=60_000)
+    canvas = page.locator("#compare-right-canvas .mdlm-canvas").inner_text().replace("↵", "")
+    expect(page.locator("#rewrite-text textarea")).to_have_value(canvas)
+    assert canvas.startswith("ROMEO:\n") and MASK_GLYPH not in canvas
