@@ -98,20 +98,28 @@ def rewrite_choices(
         bits.append(span_bits_per_char(model, written, start, end, fast=True))
         labels[row] = f"Choice {row + 1}: {bits[-1]:.2f} bits/char"
         yield (*views, *labels, NO_ORDER, f"Scoring the rewrites… {row + 1} of {NUM_CHOICES}", None, seed)
-    yield finished(model, state, recorder, ranked(texts, bits, start, end), (start, end), seed)
+    before = span_bits_per_char(model, text, start, end, fast=True)  # the span as it was: the bar to clear
+    yield finished(model, state, recorder, ranked(texts, bits, start, end), (start, end), seed, before)
 
 
 def finished(
-    model: MDLM, state: SamplerState, recorder: PassRecorder, choices: list[dict], span: tuple[int, int], seed: int
+    model: MDLM,
+    state: SamplerState,
+    recorder: PassRecorder,
+    choices: list[dict],
+    span: tuple[int, int],
+    seed: int,
+    before: float,
 ) -> tuple:
-    """The panel after the run: the choices ranked left to right, the best one's order of writing, the readout."""
+    """The panel after the run: the choices ranked left to right, the best one's order of writing, the readout
+    (with `before`, the bits per character of the span as it was)."""
     start, end = span
     views = [choice_view(model, state, c["choice"] - 1, c["text"], start, end) for c in choices]
     labels = [f"**#{c['rank']}** · {c['bits_per_char']:.2f} bits/char" for c in choices]
     readout = (
         f"seed {seed} · {passes(state.num_forward_passes)} · ranked by the span's bits per "
-        "character given the rest of the text (the exact chain rule over its characters; lower: likelier). "
-        "Pick one to keep it."
+        "character given the rest of the text (the exact chain rule over its characters; lower: likelier); the "
+        f"span as it was: {before:.2f} bits/char. Pick one to keep it."
     )
     best = order_view(model, recorder, state.tokens, choices[0]["choice"] - 1)
     return (*views, *labels, best, readout, choices, seed)

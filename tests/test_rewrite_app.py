@@ -23,6 +23,7 @@ def rewrite_call(client, **changes):  # noqa: F811 (the fixture)
 def test_the_rewrite_endpoint_gives_three_ranked_rewrites_of_the_span_only(client):  # noqa: F811
     *views, label, _, _, order, readout, choices, seed = rewrite_call(client)
     assert seed == 3 and len(choices) == 3 and "ranked by the span's bits per character" in readout
+    assert re.search(r"the span as it was: \d+\.\d\d bits/char", readout)
     assert [c["rank"] for c in choices] == [1, 2, 3]
     assert [c["bits_per_char"] for c in choices] == sorted(c["bits_per_char"] for c in choices)
     for c in choices:
