@@ -5,11 +5,11 @@ import re
 
 import pytest
 import torch
-from test_app import DESKTOP, LOW_CONTRAST, PHONE, chromium, client, model_dir, server, twin_dir  # noqa: F401 (fixtures)
 
 from mdlm_hf import MASK_GLYPH, SamplerOptions, sample
 from mdlm_space import rewrite_handlers
 from mdlm_space.order_view import PassRecorder, order_view
+from tests.test_app import DESKTOP, LOW_CONTRAST, PHONE, chromium, client, model_dir, server, twin_dir  # noqa: F401 (fixtures)
 
 TEXT = "ROMEO:\nBut soft, what light through yonder window breaks?\n"
 SPAN = (12, 30)  # "oft, what light th"
