@@ -4,7 +4,9 @@ so the order the sampler actually took reads at a glance (word streams order: st
 from __future__ import annotations
 
 import html
+import re
 
+import gradio as gr
 import torch
 
 from mdlm_hf import MDLM, SamplerState
@@ -66,10 +68,40 @@ def order_legend(num_passes: int) -> str:
     )
 
 
-def order_view(model: MDLM, recorder: PassRecorder, tokens: torch.Tensor, row: int = 0, rows: int = 6) -> str:
-    """The finished text of `row` of `tokens` (B, T), each written character tinted by the pass that wrote it."""
-    text = model.tokenizer.decode(tokens[row].tolist())
-    passes = recorder.passes[row].tolist()
-    num_passes = max(1, recorder.count)
+def order_html(text: str, passes: list[int], num_passes: int, rows: int = 6) -> str:
+    """`text` in a canvas box, each character tinted by its pass (0: kept as it was), with the legend."""
+    num_passes = max(1, num_passes)
     cells = [order_cell(char, written, num_passes) for char, written in zip(text, passes, strict=True)]
     return canvas_box(cells, rows) + order_legend(num_passes)
+
+
+def order_view(model: MDLM, recorder: PassRecorder, tokens: torch.Tensor, row: int = 0) -> str:
+    """The finished text of `row` of `tokens` (B, T), each written character tinted by the pass that wrote it."""
+    return order_html(model.tokenizer.decode(tokens[row].tolist()), recorder.passes[row].tolist(), recorder.count)
+
+
+# a position's cell on a streamed canvas (render.canvas_cells): its kind and its character, as drawn
+CELL = re.compile(r"<span class='mdlm-(mask|given|new|earlier)'[^>]*>([^<]*)</span>")
+
+
+def order_from_frames(canvases: list[str]) -> tuple[str, list[int], int] | None:
+    """The text, the pass that wrote each position and the number of passes of a finished run, from the canvases it
+    streamed (a tab's replay frames: one per state); None for a run not finished, or longer than the model's
+    context (its frames draw only the live window as cells)."""
+    frames = [CELL.findall(canvas) for canvas in canvases]
+    if len(frames) < 2 or any(len(cells) != len(frames[0]) for cells in frames) or "mdlm-window" in canvases[-1]:
+        return None
+    if any(kind == "mask" for kind, _ in frames[-1]):
+        return None
+    passes = [0] * len(frames[0])
+    for k, (before, after) in enumerate(zip(frames, frames[1:], strict=False), 1):
+        for i, ((was, _), (now, _)) in enumerate(zip(before, after, strict=True)):
+            passes[i] = 0 if now == "mask" else k if was == "mask" else passes[i]
+    text = "".join("\n" if shown == NEWLINE_GLYPH else html.unescape(shown) for _, shown in frames[-1])
+    return text, passes, len(frames) - 1
+
+
+def run_order(canvases: list[str] | None) -> object:
+    """The order view of a tab's run once it has finished, from its replay frames; no change before."""
+    found = order_from_frames(canvases or [])
+    return gr.skip() if found is None else order_html(*found)

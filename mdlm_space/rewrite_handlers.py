@@ -22,7 +22,7 @@ from mdlm_space.texts import passes
 NUM_CHOICES = 3
 CONTEXT = 80  # characters of the text shown on each side of the span in a choice's view
 CHOICE_ROWS = 7
-NO_ORDER = placeholder("After a rewrite: each character it wrote, tinted by the pass that wrote it.", rows=6)
+NO_ORDER = placeholder("After a run: each character it wrote, tinted by the pass that wrote it.", rows=6)
 
 
 def checked_span(model: MDLM, text: str | None, start: float, end: float) -> tuple[str, int, int]:

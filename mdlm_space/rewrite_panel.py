@@ -10,8 +10,9 @@ import json
 import gradio as gr
 
 from mdlm_hf import MASK_GLYPH, MDLM
-from mdlm_space.controls import control, run_buttons, seed_controls, stoppable
+from mdlm_space.controls import control, replay_slider, run_buttons, seed_controls, stoppable
 from mdlm_space.endpoints import ENDPOINTS, event
+from mdlm_space.order_view import run_order
 from mdlm_space.render import placeholder
 from mdlm_space.rewrite_handlers import (
     CHOICE_ROWS,
@@ -77,6 +78,13 @@ def feed_from_runs(demo: gr.Blocks, text: gr.Textbox) -> None:
             by_id[source].change(None, [by_id[source], text], text, js=js, **QUIET)
 
 
+def show_run_orders(demo: gr.Blocks, order: gr.HTML) -> None:
+    """Each finished Generate or Infill run's order of writing, from the frames its replay slider keeps."""
+    for fn in list(demo.fns.values()):
+        if fn.fn is replay_slider:  # its input: the session's list of a tab's streamed canvases
+            fn.inputs[0].change(run_order, fn.inputs[0], order, **QUIET)
+
+
 def rewrite_panel(model: MDLM, demo: gr.Blocks) -> None:
     """The panel: the text and its span, Rewrite and Undo, the options; three choices and the order view beside."""
     block_size = model.block_size
@@ -94,7 +102,7 @@ def rewrite_panel(model: MDLM, demo: gr.Blocks) -> None:
             with gr.Row():
                 labels, views, picks = zip(*(choice_column(i + 1) for i in range(NUM_CHOICES)), strict=True)
             readout = gr.Markdown("Press Rewrite: the step and the ranking show here.", elem_id="rewrite-readout")
-            gr.Markdown("**Order of writing** of the best rewrite: the order the sampler took")
+            gr.Markdown("**Order of writing** of the last run (Generate, Infill, or the best rewrite)")
             order = gr.HTML(NO_ORDER, elem_id="rewrite-order")
     choices, history = gr.JSON(visible=False), gr.State([])
     inputs = {name: controls[name] for name in ENDPOINTS["rewrite"].names}
@@ -105,3 +113,4 @@ def rewrite_panel(model: MDLM, demo: gr.Blocks) -> None:
         button.click(functools.partial(pick, rank), [controls["text"], choices, history], after_pick, **QUIET)
     undo_button.click(undo, history, after_pick, **QUIET)
     feed_from_runs(demo, controls["text"])
+    show_run_orders(demo, order)

@@ -3,12 +3,14 @@ rewritten, picked and undone. The server and browser fixtures are test_app's."""
 
 import re
 
+import gradio as gr
 import pytest
 import torch
 
 from mdlm_hf import MASK_GLYPH, SamplerOptions, sample
 from mdlm_space import rewrite_handlers
-from mdlm_space.order_view import PassRecorder, order_view
+from mdlm_space.order_view import PassRecorder, order_from_frames, order_view, run_order
+from mdlm_space.render import LEGEND, render_canvas
 from tests.test_app import DESKTOP, LOW_CONTRAST, PHONE, chromium, client, model_dir, server, twin_dir  # noqa: F401 (fixtures)
 
 TEXT = "ROMEO:\nBut soft, what light through yonder window breaks?\n"
@@ -80,6 +82,20 @@ def test_the_order_view_tints_each_written_character_by_the_pass_that_wrote_it(t
     assert sorted({int(p) for p in re.findall(r"data-pass='(\d+)'", view)}) == sorted(set(passes[5:30].tolist()))
 
 
+def test_the_order_view_of_a_tabs_run_reads_its_streamed_frames_as_the_states_say(tiny_model):
+    canvas = torch.tensor(tiny_model.tokenizer.encode("to be or not to be\nthat is the question\n"))
+    canvas[3:40] = tiny_model.mask_id
+    recorder, frames = PassRecorder(), []
+    for state in sample(tiny_model, canvas, SamplerOptions(num_steps=6), seed=1):
+        recorder.update(state)
+        frames.append(render_canvas(tiny_model, state) + LEGEND)
+    text, passes, num_passes = order_from_frames(frames)
+    assert text == tiny_model.tokenizer.decode(state.tokens[0]) and "\n" in text
+    assert passes == recorder.passes[0].tolist() and num_passes == recorder.count == 6
+    assert order_from_frames(frames[:-1]) is None  # not finished: masks left
+    assert run_order(frames[:3]) == gr.skip() and "mdlm-pass" in run_order(frames)
+
+
 SELECT = (
     "([start, end]) => { const box = document.querySelector('#rewrite-text textarea'); box.focus();"
     " box.setSelectionRange(start, end); box.dispatchEvent(new Event('select', {bubbles: true})); }"
@@ -99,6 +115,10 @@ def test_browser_generate_then_rewrite_a_selected_span_pick_and_undo(server):  #
             generated = page.locator("#generate-final-text textarea").input_value()
             panel_text = page.locator("#rewrite-text textarea")
             expect(panel_text).to_have_value(generated)  # the finished text came to the panel
+            order = page.locator("#rewrite-order")
+            expect(order.locator(".mdlm-pass").first).to_be_visible()  # and its order of writing
+            assert order.locator(".mdlm-pass").count() == 121  # every written character, the cut ones too
+            order.screenshot(path=f"/tmp/rewrite-order-{where}.png")
             start, end = 10, 30
             rewrite_span(page, start, end)
             expect(page.locator("#rewrite-start input")).to_have_value(str(start))
