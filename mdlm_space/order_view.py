@@ -68,7 +68,7 @@ def order_legend(num_passes: int) -> str:
     )
 
 
-def order_html(text: str, passes: list[int], num_passes: int, rows: int = 6) -> str:
+def order_html(text: str, passes: list[int], num_passes: int, rows: int = 8) -> str:
     """`text` in a canvas box, each character tinted by its pass (0: kept as it was), with the legend."""
     num_passes = max(1, num_passes)
     cells = [order_cell(char, written, num_passes) for char, written in zip(text, passes, strict=True)]

@@ -20,9 +20,11 @@ from mdlm_space.render import COMPARE_FONT_PX, SUBDUED_TEXT, canvas_box, canvas_
 from mdlm_space.texts import passes
 
 NUM_CHOICES = 3
-CONTEXT = 80  # characters of the text shown on each side of the span in a choice's view
+# characters of the text shown before and after the span in a choice's view: few before, so that on a phone's narrow
+# column the span is in the box's first lines, not below its fold
+BEFORE, AFTER = 40, 60
 CHOICE_ROWS = 7
-NO_ORDER = placeholder("After a run: each character it wrote, tinted by the pass that wrote it.", rows=6)
+NO_ORDER = placeholder("After a run: each character it wrote, tinted by the pass that wrote it.", rows=8)
 
 
 def checked_span(model: MDLM, text: str | None, start: float, end: float) -> tuple[str, int, int]:
@@ -50,12 +52,12 @@ def plain(text: str) -> str:
 
 
 def choice_view(model: MDLM, state: SamplerState, row: int, text: str, start: int, end: int) -> str:
-    """One rewrite as it is written: the span's cells (as on the canvas) between up to CONTEXT characters of the
-    text on each side."""
-    before, after = text[max(0, start - CONTEXT) : start], text[end : end + CONTEXT]
-    cells = [("…" if start > CONTEXT else "") + plain(before)]
+    """One rewrite as it is written: the span's cells (as on the canvas) between up to BEFORE and AFTER characters
+    of the text."""
+    before, after = text[max(0, start - BEFORE) : start], text[end : end + AFTER]
+    cells = [("…" if start > BEFORE else "") + plain(before)]
     cells += canvas_cells(model, state, row, slice(start, end))
-    cells.append(plain(after) + ("…" if end + CONTEXT < len(text) else ""))
+    cells.append(plain(after) + ("…" if end + AFTER < len(text) else ""))
     return canvas_box(cells, CHOICE_ROWS, COMPARE_FONT_PX)
 
 
