@@ -123,6 +123,8 @@ def finished(
         "character given the rest of the text (the exact chain rule over its characters; lower: likelier); the "
         f"span as it was: {before:.2f} bits/char. Pick one to keep it."
     )
+    if len({c["span"] for c in choices}) == 1:  # greedy drawing in a fixed order: nothing left to choose between
+        readout += " The three are the same: raise the temperature for different ones."
     best = order_view(model, recorder, state.tokens, choices[0]["choice"] - 1)
     return (*views, *labels, best, readout, choices, seed)
 

@@ -52,6 +52,14 @@ def test_the_rewrite_endpoint_refuses_a_bad_span_in_one_line(client, changes, sa
     assert says in str(error.value) and "\n" not in str(error.value).strip()
 
 
+def test_three_equal_rewrites_say_so(tiny_model):
+    *_, last = rewrite_handlers.rewrite_choices(
+        tiny_model, "to be or not to be\n", 3, 8, 0, True, num_steps=5, temperature=0.0, order="left_to_right"
+    )
+    choices, readout = last[-2], last[-3]
+    assert len({c["span"] for c in choices}) == 1 and "The three are the same: raise the temperature" in readout
+
+
 def test_pick_keeps_a_rewrite_and_undo_goes_back_one_pick():
     choices = [dict(rank=r, text=f"text {r}", bits_per_char=1.0 + r) for r in (1, 2, 3)]
     text, history, undo_button, note = rewrite_handlers.pick(2, "original", choices, [])
