@@ -103,5 +103,10 @@ def order_from_frames(canvases: list[str]) -> tuple[str, list[int], int] | None:
 
 def run_order(canvases: list[str] | None) -> object:
     """The order view of a tab's run once it has finished, from its replay frames; no change before."""
+    last = canvases[-1] if canvases else ""
+    # called at every frame of a run: only its last frame is looked at until it is the finished one, since reading
+    # all of a long run's frames at each of them would hold the server (and the model thread) for seconds
+    if "mdlm-window" in last or "class='mdlm-mask'" in last:
+        return gr.skip()
     found = order_from_frames(canvases or [])
     return gr.skip() if found is None else order_html(*found)
