@@ -3,6 +3,7 @@
 from mdlm_hf.diffusion import ElboResult, diffusion_loss, elbo, mask_tokens, sample_times
 from mdlm_hf.model import MDLM
 from mdlm_hf.pipeline import complete, infill
+from mdlm_hf.rewriting import rewrite, span_bits_per_char, stream_rewrite
 from mdlm_hf.sampler import ORDERS, SCHEDULES, SamplerOptions, SamplerState, sample
 from mdlm_hf.tokenizer import MASK_GLYPH, CharTokenizer
 
@@ -20,6 +21,9 @@ __all__ = [
     "elbo",
     "infill",
     "mask_tokens",
+    "rewrite",
     "sample",
     "sample_times",
+    "span_bits_per_char",
+    "stream_rewrite",
 ]

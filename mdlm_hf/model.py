@@ -2,7 +2,8 @@
 
 Read top to bottom like nanoGPT's model.py: rotary attention, MLP, block, then the model, which is
 also a `PyTorchModelHubMixin` so `save_pretrained` / `from_pretrained` / `push_to_hub` just work.
-Its text methods (generate, complete, infill, stream) are thin wrappers over mdlm_hf.pipeline.
+Its text methods (generate, complete, infill, stream) are thin wrappers over mdlm_hf.pipeline, rewrite over
+mdlm_hf.rewriting.
 
 With `causal=True` the same network is the autoregressive twin (mdlm_hf/autoregressive.py): each position sees
 only those before it and predicts the next character, and a `KVCache` keeps the keys and values of what it has read.
@@ -25,7 +26,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from huggingface_hub import ModelCard, ModelCardData, PyTorchModelHubMixin, hf_hub_download
 
-from mdlm_hf import pipeline
+from mdlm_hf import pipeline, rewriting
 from mdlm_hf.autoregressive import write_left_to_right
 from mdlm_hf.card import MODEL_CARD_TEMPLATE, REPO_URL, TWIN_CARD_TEMPLATE, TWIN_TAGS
 from mdlm_hf.fast import FastPath
@@ -441,6 +442,10 @@ class MDLM(
     def generate(self, length: int | None = None, options: SamplerOptions | None = None, **overrides: Any) -> str:
         """Generates `length` characters (default: block_size) from an all-mask canvas."""
         return pipeline.generate(self, length, options, **overrides)
+
+    def rewrite(self, text: str, start: int, end: int, options: SamplerOptions | None = None, **overrides: Any) -> str:
+        """`text` with `text[start:end]` masked and written again, reading both sides (mdlm_hf.rewriting)."""
+        return rewriting.rewrite(self, text, start, end, options, **overrides)
 
     def write_left_to_right(
         self, canvas: torch.Tensor, options: SamplerOptions, generator: torch.Generator

@@ -10,6 +10,9 @@ and launches it.
     race.py       the Compare tab's race (the two orders and the autoregressive twin) and its takeaway
     controls.py   controls shared by the tabs (options, seeds, run/Stop, replay)
     tabs/         one module per tab
+    rewrite_panel.py     the Rewrite panel below the tabs (three rewrites of a selected span, Pick, Undo)
+    rewrite_handlers.py  what its buttons run
+    order_view.py        each character of a run tinted by the pass that wrote it
     layout.py     build_demo
     loading.py    the model, its word list and demo.json, the warm-up pass
     serving.py    the checks of --host and --port, before the model loads

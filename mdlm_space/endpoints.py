@@ -61,6 +61,10 @@ PARAMS: dict[str, Param] = {
     "seed": Param("Seed", "number", 0, 0, MAX_SEED, info="the last run's seed"),
     "fixed_seed": Param("Fixed seed", "checkbox", False, info="off: a new random seed each run"),
     "autoregressive": Param("Left-to-right: one character per forward pass (autoregressive-like)", "checkbox", False),
+    # Rewrite: a text and the span of it to write again, text[start:end] (the selection fills them)
+    "text": Param("Text: select the span to rewrite, or paste your own", "textbox"),
+    "start": Param("From character", "number", 0, 0, MAX_CANVAS, info="the selection's start, from 0"),
+    "end": Param("To character", "number", 0, 0, MAX_CANVAS, info="the first character after it"),
 }
 
 
@@ -99,6 +103,11 @@ ENDPOINTS: dict[str, Endpoint] = {
             "num_steps": dict(label="Forward passes"),
             "temperature": dict(label="Temperature"),
         },
+    ),
+    # three rewrites of a span, side by side, each scored (mdlm_space/rewrite_panel.py)
+    "rewrite": Endpoint(
+        ("text", "start", "end", "num_steps", "temperature", "order", "seed", "fixed_seed"),
+        {"num_steps": dict(default=16)},
     ),
 }
 GENERATE_API, INFILL_API, COMPARE_API = (ENDPOINTS[name].names for name in ("generate", "infill", "compare"))

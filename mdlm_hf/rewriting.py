@@ -1,0 +1,109 @@
+"""Rewriting a span: mask `text[start:end]` and write it again, the model reading both sides of it.
+
+The same sampler core as infilling (`mdlm_hf.sampler.sample`), on a canvas whose only masks are the span, so the
+options (`num_steps`, `temperature`, `order`, ...), `seed` and `generator` are those of generate and infill:
+
+    rewrite(model, text, 10, 30, seed=0)           # the text with characters 10-29 written again
+    span_bits_per_char(model, text, 10, 30)        # how likely the model finds that span, given the rest
+
+`span_nats` scores a span by the exact left-to-right chain over its characters, as `exact_nll` scores a window, but
+with the text on both sides visible: row k of one batch holds the span's first k characters and masks after them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+import torch.nn as nn
+
+from mdlm_hf.autoregressive import is_causal
+from mdlm_hf.inference import evaluating
+from mdlm_hf.pipeline import check_text
+from mdlm_hf.sampler import SamplerOptions, SamplerState, final_state, sample
+from mdlm_hf.windows import check_canvas_length
+
+SCORE_ROWS = 16  # canvases per forward pass when scoring: one per character of the span
+
+
+def check_span(model: nn.Module, text: object, start: object, end: object) -> None:
+    """A ValueError, one line, when `text[start:end]` is not a span the model can rewrite or score."""
+    check_text(text, "text")
+    if is_causal(model):
+        raise ValueError("rewriting reads both sides of the span; an autoregressive model reads only the left")
+    for name, value in (("start", start), ("end", end)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValueError(f"{name} must be an integer, got {value!r}")
+    if not 0 <= start < end <= len(text):
+        raise ValueError(
+            f"the span must satisfy 0 <= start < end <= {len(text)} (the text's length), got {start}:{end}"
+        )
+    check_canvas_length(len(text), "text")
+    unknown = model.tokenizer.unknown_chars(text)
+    if unknown:
+        raise ValueError(f"the text has characters outside the model's vocabulary: {', '.join(map(repr, unknown))}")
+
+
+def span_canvas(model: nn.Module, text: str, start: int, end: int) -> torch.Tensor:
+    """The text's ids with `text[start:end]` masked; (T,) ids."""
+    check_span(model, text, start, end)
+    ids = torch.tensor(model.tokenizer.encode(text), dtype=torch.long)
+    ids[start:end] = model.mask_id
+    return ids
+
+
+def stream_rewrite(
+    model: nn.Module, text: str, start: int, end: int, options: SamplerOptions | None = None, **overrides: Any
+) -> Iterator[SamplerState]:
+    """Every state while writing `text[start:end]` again (`overrides`: single options, `seed`, `generator`)."""
+    return sample(model, span_canvas(model, text, start, end), options, **overrides)
+
+
+def rewrite(
+    model: nn.Module, text: str, start: int, end: int, options: SamplerOptions | None = None, **overrides: Any
+) -> str:
+    """The text with `text[start:end]` masked and written again; every other character stays exactly as given."""
+    state = final_state(stream_rewrite(model, text, start, end, options, **overrides))
+    return model.tokenizer.decode(state.tokens[0])
+
+
+def score_window(length: int, start: int, end: int, block_size: int) -> tuple[int, int]:
+    """The (from, to) of the text the scorer reads: all of it when it fits the model's context, else block_size
+    characters with the span in the middle, so that both sides are read as evenly as the text allows."""
+    if end - start > block_size:
+        raise ValueError(f"a span of {end - start} characters is longer than the model's context ({block_size})")
+    if length <= block_size:
+        return 0, length
+    low = min(max(0, start - (block_size - (end - start)) // 2), length - block_size)
+    return low, low + block_size
+
+
+@torch.no_grad()
+def span_nats(model: nn.Module, text: str, start: int, end: int, fast: bool = False) -> torch.Tensor:
+    """-log p, in nats, of each character of `text[start:end]` given the text on both sides and the span's earlier
+    characters, its later ones masked: the exact chain rule left to right over the span; (end - start,) on the CPU.
+    `fast`: the passes run where the sampler's do (`denoise`: bf16 weights where faster) instead of the exact fp32."""
+    check_span(model, text, start, end)
+    low, high = score_window(len(text), start, end, model.block_size)
+    device = next(model.parameters()).device
+    window = torch.tensor(model.tokenizer.encode(text[low:high]), device=device)  # (n,)
+    first, n = start - low, high - low
+    forward = model.denoise if fast else model
+    nats = []
+    with evaluating(model):
+        for chunk in torch.arange(end - start, device=device).split(SCORE_ROWS):
+            canvas = window.expand(len(chunk), -1).clone()  # (b, n): row k reveals the span's first k characters
+            positions = torch.arange(n, device=device)[None, :]
+            canvas[(positions >= first + chunk[:, None]) & (positions < end - low)] = model.mask_id
+            t = ((end - start) - chunk).float() / n  # each canvas's mask ratio
+            log_probs = forward(canvas, t).float().log_softmax(dim=-1)  # (b, n, V)
+            rows, at = torch.arange(len(chunk), device=device), first + chunk
+            nats.append(-log_probs[rows, at, window[at]])
+    return torch.cat(nats).cpu()
+
+
+def span_bits_per_char(model: nn.Module, text: str, start: int, end: int, fast: bool = False) -> float:
+    """Bits per character of `text[start:end]` given the rest of the text (`span_nats`, averaged, in bits)."""
+    return float(span_nats(model, text, start, end, fast).mean()) / math.log(2)

@@ -1,0 +1,167 @@
+"""What the Rewrite panel's buttons run: three rewrites of a selected span, streamed side by side and ranked by the
+span's bits per character; a pick, its undo, and the selection in words."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterator
+from typing import Any
+
+import gradio as gr
+
+from mdlm_hf import MDLM, SamplerState, sample, span_bits_per_char
+from mdlm_hf.pipeline import check_text
+from mdlm_hf.rewriting import check_span, span_canvas
+from mdlm_hf.windows import MAX_CANVAS
+from mdlm_space.checks import as_int, check_chars, run_seed
+from mdlm_space.handlers import control_overrides
+from mdlm_space.order_view import PassRecorder, order_view
+from mdlm_space.render import COMPARE_FONT_PX, SUBDUED_TEXT, canvas_box, canvas_cells, placeholder, shown_char
+from mdlm_space.texts import passes
+
+NUM_CHOICES = 3
+# characters of the text shown before and after the span in a choice's view: few before, so that on a phone's narrow
+# column the span is in the box's first lines, not below its fold
+BEFORE, AFTER = 40, 60
+CHOICE_ROWS = 7
+NO_ORDER = placeholder("After a run: each character it wrote, tinted by the pass that wrote it.", rows=8)
+
+
+def checked_span(model: MDLM, text: str | None, start: float, end: float) -> tuple[str, int, int]:
+    """The text and the span's bounds from the page or the API, or one gr.Error line naming what is wrong."""
+    check_text(text, "text")
+    if not text:
+        raise gr.Error("paste a text, or run Generate, Infill or Compare: its finished text comes here")
+    check_chars(model, text, "text")
+    start, end = as_int(start, "start", 0, MAX_CANVAS), as_int(end, "end", 0, MAX_CANVAS)
+    if start >= end:
+        raise gr.Error("select at least one character of the text to rewrite (From below To)")
+    check_span(model, text, start, end)  # the span within the text
+    if end - start > model.block_size:
+        raise gr.Error(
+            f"the span has {end - start:,} characters; Rewrite ranks spans of at most {model.block_size} (the "
+            "model's context): select fewer"
+        )
+    return text, start, end
+
+
+def plain(text: str) -> str:
+    """Context around a span: subdued, line breaks drawn and kept."""
+    shown = "".join(shown_char(c) + "\n" if c == "\n" else html.escape(c) for c in text)
+    return f"<span class='mdlm-context' style='color:{SUBDUED_TEXT}'>{shown}</span>"
+
+
+def choice_view(model: MDLM, state: SamplerState, row: int, text: str, start: int, end: int) -> str:
+    """One rewrite as it is written: the span's cells (as on the canvas) between up to BEFORE and AFTER characters
+    of the text."""
+    before, after = text[max(0, start - BEFORE) : start], text[end : end + AFTER]
+    cells = [("…" if start > BEFORE else "") + plain(before)]
+    cells += canvas_cells(model, state, row, slice(start, end))
+    cells.append(plain(after) + ("…" if end + AFTER < len(text) else ""))
+    return canvas_box(cells, CHOICE_ROWS, COMPARE_FONT_PX)
+
+
+def step_line(state: SamplerState, seed: int, start: int, end: int) -> str:
+    """The readout while the rewrites are written."""
+    return (
+        f"seed {seed} · step {state.step}/{state.num_steps} · {passes(state.num_forward_passes)} · "
+        f"characters {start:,}–{end:,} ({end - start:,}) written three times, reading both sides"
+    )
+
+
+def ranked(texts: list[str], bits: list[float], start: int, end: int) -> list[dict[str, Any]]:
+    """The rewrites, likeliest span first: each one's rank, whole text, span and bits per character."""
+    order = sorted(range(len(texts)), key=bits.__getitem__)
+    return [
+        dict(rank=rank, choice=i + 1, text=texts[i], span=texts[i][start:end], bits_per_char=round(bits[i], 4))
+        for rank, i in enumerate(order, 1)
+    ]
+
+
+def rewrite_choices(
+    model: MDLM, text: str | None, start: float, end: float, seed: float, fixed_seed: bool, **controls: Any
+) -> Iterator[tuple]:
+    """Rewrite: `text[start:end]` masked and written again three times (one batch, the current options), streamed
+    side by side, then ranked by the span's bits per character given the rest of the text (lower: likelier)."""
+    text, start, end = checked_span(model, text, start, end)
+    seed = run_seed(seed, fixed_seed)
+    overrides = control_overrides(controls)
+    overrides["num_steps"] = min(overrides.get("num_steps", end - start), end - start)  # one step per character
+    canvas = span_canvas(model, text, start, end).expand(NUM_CHOICES, -1)
+    recorder = PassRecorder()
+    for state in sample(model, canvas, seed=seed, **overrides):
+        recorder.update(state)
+        views = [choice_view(model, state, row, text, start, end) for row in range(NUM_CHOICES)]
+        labels = [f"Choice {row + 1}: writing…" for row in range(NUM_CHOICES)]
+        yield (*views, *labels, NO_ORDER, step_line(state, seed, start, end), None, seed)
+    texts = [model.tokenizer.decode(row) for row in state.tokens.tolist()]
+    bits = []
+    for row, written in enumerate(texts):  # one choice a yield: other runs' steps interleave on the model thread
+        bits.append(span_bits_per_char(model, written, start, end, fast=True))
+        labels[row] = f"Choice {row + 1}: {bits[-1]:.2f} bits/char"
+        yield (*views, *labels, NO_ORDER, f"Scoring the rewrites… {row + 1} of {NUM_CHOICES}", None, seed)
+    before = span_bits_per_char(model, text, start, end, fast=True)  # the span as it was: the bar to clear
+    yield finished(model, state, recorder, ranked(texts, bits, start, end), (start, end), seed, before)
+
+
+def finished(
+    model: MDLM,
+    state: SamplerState,
+    recorder: PassRecorder,
+    choices: list[dict],
+    span: tuple[int, int],
+    seed: int,
+    before: float,
+) -> tuple:
+    """The panel after the run: the choices ranked left to right, the best one's order of writing, the readout
+    (with `before`, the bits per character of the span as it was)."""
+    start, end = span
+    views = [choice_view(model, state, c["choice"] - 1, c["text"], start, end) for c in choices]
+    labels = [f"**#{c['rank']}** · {c['bits_per_char']:.2f} bits/char" for c in choices]
+    readout = (
+        f"seed {seed} · {passes(state.num_forward_passes)} · ranked by the span's bits per "
+        "character given the rest of the text (the exact chain rule over its characters; lower: likelier); the "
+        f"span as it was: {before:.2f} bits/char. Pick one to keep it."
+    )
+    if len({c["span"] for c in choices}) == 1:  # greedy drawing in a fixed order: nothing left to choose between
+        readout += " The three are the same: raise the temperature for different ones."
+    best = order_view(model, recorder, state.tokens, choices[0]["choice"] - 1)
+    return (*views, *labels, best, readout, choices, seed)
+
+
+def pick(rank: int, text: str | None, choices: list[dict] | None, history: list[str]) -> tuple:
+    """Keeps the rewrite ranked `rank`: it replaces the text, the text before it goes on the undo list."""
+    if not choices:
+        raise gr.Error("press Rewrite first: then pick one of its three rewrites")
+    choice = choices[rank - 1]
+    note = f"Picked #{rank} ({choice['bits_per_char']:.2f} bits per character). Undo goes back."
+    return choice["text"], [*history, text or ""], gr.update(interactive=True), note
+
+
+def undo(history: list[str]) -> tuple:
+    """Goes back one pick: the text as it was before it."""
+    if not history:
+        return gr.skip(), history, gr.update(interactive=False), "Nothing to undo."
+    rest = history[:-1]
+    return history[-1], rest, gr.update(interactive=bool(rest)), "Undone: the text before the last pick."
+
+
+def selection(event: gr.SelectData) -> tuple[Any, Any]:
+    """The selected range of the text box, as From and To; a bare caret (typing, a click) keeps the last span."""
+    first, last = sorted(event.index) if isinstance(event.index, (list, tuple)) else (event.index, event.index)
+    return (first, last) if first != last else (gr.skip(), gr.skip())
+
+
+def selection_line(text: str | None, start: float | None, end: float | None) -> str:
+    """The span to rewrite, in words, from the text and the From and To boxes."""
+    text = text or ""
+    try:
+        start, end = int(start or 0), int(end or 0)
+    except (TypeError, ValueError):
+        return "From and To must be whole numbers."
+    if not 0 <= start < end <= len(text):
+        return "Select the characters to rewrite in the text above (or set From and To)."
+    span = "".join(shown_char(c) for c in text[start:end])
+    if len(span) > 60:
+        span = f"{span[:28]}…{span[-28:]}"
+    return f"Rewriting characters {start:,}–{end:,} ({end - start:,}): «{span}»"

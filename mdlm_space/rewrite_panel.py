@@ -1,0 +1,129 @@
+"""The Rewrite panel, shared by the tabs below them: select a span of a finished text (Generate's, Infill's or
+Compare's, or a pasted one), press Rewrite, and three rewrites of it stream side by side, ranked by the span's bits
+per character; pick one, Undo goes back. Beside them, the order view of the best one."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import gradio as gr
+
+from mdlm_hf import MASK_GLYPH, MDLM
+from mdlm_space.controls import control, replay_slider, run_buttons, seed_controls, stoppable
+from mdlm_space.endpoints import ENDPOINTS, event
+from mdlm_space.order_view import run_order
+from mdlm_space.render import placeholder
+from mdlm_space.rewrite_handlers import (
+    CHOICE_ROWS,
+    NO_ORDER,
+    NUM_CHOICES,
+    pick,
+    rewrite_choices,
+    selection,
+    selection_line,
+    undo,
+)
+
+# runs in the page: a finished text (no mask left) replaces the panel's, one still being written leaves it
+TAKE_FINISHED = (
+    f"(finished, current) => (finished && !finished.includes({json.dumps(MASK_GLYPH)})) ? finished : current"
+)
+# Compare has no text box: its confidence-order canvas, once finished, read back as text (a line break is drawn as a
+# glyph and then broken: the glyph goes)
+TAKE_FINISHED_CANVAS = (
+    "(canvas, current) => { const box = new DOMParser().parseFromString(canvas || '', 'text/html')"
+    ".querySelector('.mdlm-canvas'); if (!box || box.querySelector('.mdlm-mask')) return current;"
+    " return box.textContent.replaceAll('↵', ''); }"
+)
+QUIET = dict(queue=False, api_name=False, show_progress="hidden")
+HOW = (
+    "### Rewrite a span\nSelect part of a finished text (a run's lands here) or paste your own, press **Rewrite**: "
+    "the span is masked and written again three times, the model reading both sides of it. Each is ranked by the "
+    "span's bits per character given the rest of the text; **Pick** one to keep it, **Undo** goes back."
+)
+
+
+def choice_column(number: int) -> tuple[gr.Markdown, gr.HTML, gr.Button]:
+    """One rewrite: its rank and score, its view, its Pick button. Narrow, so three sit side by side on a phone."""
+    with gr.Column(min_width=80):
+        label = gr.Markdown(f"Choice {number}", elem_id=f"rewrite-label-{number}")
+        view = gr.HTML(placeholder("Select a span, press Rewrite.", rows=CHOICE_ROWS), elem_id=f"rewrite-{number}")
+        button = gr.Button(f"Pick #{number}", size="sm", elem_id=f"rewrite-pick-{number}")
+    return label, view, button
+
+
+def span_controls(block_size: int) -> dict[str, gr.components.Component]:
+    """The text, From and To (which the selection fills) and the line that says the span in words."""
+    text = control("rewrite", "text", block_size, "", lines=6, elem_id="rewrite-text")
+    with gr.Row():
+        start = control("rewrite", "start", block_size, minimum=0, min_width=100, elem_id="rewrite-start")
+        end = control("rewrite", "end", block_size, minimum=0, min_width=100, elem_id="rewrite-end")
+    where = gr.Markdown(selection_line("", 0, 0), elem_id="rewrite-selection")
+    text.select(selection, None, [start, end], **QUIET, trigger_mode="always_last")
+    for box in (text, start, end):
+        box.change(selection_line, [text, start, end], where, **QUIET)
+    return dict(text=text, start=start, end=end)
+
+
+def by_elem_id(demo: gr.Blocks) -> dict[str, gr.components.Component]:
+    """The demo's components that have an elem_id, by it."""
+    return {block.elem_id: block for block in demo.blocks.values() if getattr(block, "elem_id", None)}
+
+
+def feed_from_runs(demo: gr.Blocks, text: gr.Textbox) -> None:
+    """Each run's finished text comes to the panel: Generate's and Infill's text boxes, Compare's canvas."""
+    found = by_elem_id(demo)
+    for source, js in (
+        ("generate-final-text", TAKE_FINISHED),
+        ("infill-final-text", TAKE_FINISHED),
+        ("compare-right-canvas", TAKE_FINISHED_CANVAS),
+    ):
+        if source in found:
+            found[source].change(None, [found[source], text], text, js=js, **QUIET)
+
+
+def show_run_orders(demo: gr.Blocks, order: gr.HTML) -> None:
+    """Each finished Generate or Infill run's order of writing, from the frames its replay slider keeps. The page
+    asks for it once, when the run's text is finished (a hidden box takes that text): asking at every frame, as
+    a change of the frames would, sent a long run's thousands of frames a request each, which slowed it 4x."""
+    found = by_elem_id(demo)
+    for fn in list(demo.fns.values()):
+        if fn.fn is not replay_slider:  # its input: the session's list of a tab's frames; its output, the slider
+            continue
+        final_text = found.get(str(fn.outputs[0].elem_id).replace("-replay", "-final-text"))
+        if final_text is not None:
+            finished = gr.Textbox(visible=False)
+            final_text.change(None, [final_text, finished], finished, js=TAKE_FINISHED, **QUIET)
+            finished.change(run_order, fn.inputs[0], order, **QUIET)
+
+
+def rewrite_panel(model: MDLM, demo: gr.Blocks) -> None:
+    """The panel: the text and its span, Rewrite and Undo, the options; three choices and the order view beside."""
+    block_size = model.block_size
+    gr.Markdown(HOW)
+    with gr.Row():
+        with gr.Column(scale=1, min_width=300):
+            controls = span_controls(block_size)
+            button, stop = run_buttons("Rewrite")
+            undo_button = gr.Button("Undo", interactive=False, elem_id="rewrite-undo")
+            with gr.Accordion("Rewrite options: steps, temperature, order, seed", open=False):
+                controls |= {name: control("rewrite", name, block_size) for name in ("num_steps", "temperature")}
+                controls["order"] = control("rewrite", "order", block_size)
+                controls |= seed_controls("rewrite", block_size)
+        with gr.Column(scale=2):
+            with gr.Row():
+                labels, views, picks = zip(*(choice_column(i + 1) for i in range(NUM_CHOICES)), strict=True)
+            readout = gr.Markdown("Press Rewrite: the step and the ranking show here.", elem_id="rewrite-readout")
+            gr.Markdown("**Order of writing** of the last run (Generate, Infill, or the best rewrite)")
+            order = gr.HTML(NO_ORDER, elem_id="rewrite-order")
+    choices, history = gr.JSON(visible=False), gr.State([])
+    inputs = {name: controls[name] for name in ENDPOINTS["rewrite"].names}
+    outputs = [*views, *labels, order, readout, choices, controls["seed"]]
+    stoppable(button, stop, **event(rewrite_choices, inputs, model=model), outputs=outputs, api_name="rewrite")
+    after_pick = [controls["text"], history, undo_button, readout]
+    for rank, button in enumerate(picks, 1):
+        button.click(functools.partial(pick, rank), [controls["text"], choices, history], after_pick, **QUIET)
+    undo_button.click(undo, history, after_pick, **QUIET)
+    feed_from_runs(demo, controls["text"])
+    show_run_orders(demo, order)

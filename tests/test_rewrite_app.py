@@ -1,0 +1,187 @@
+"""The app's Rewrite panel: the rewrite endpoint, the order view, and in a browser a span selected after a run,
+rewritten, picked and undone. The server and browser fixtures are test_app's."""
+
+import re
+
+import gradio as gr
+import pytest
+import torch
+
+from mdlm_hf import MASK_GLYPH, SamplerOptions, sample
+from mdlm_space import rewrite_handlers
+from mdlm_space.order_view import PassRecorder, order_from_frames, order_view, run_order
+from mdlm_space.render import LEGEND, render_canvas
+from tests.test_app import DESKTOP, LOW_CONTRAST, PHONE, chromium, client, model_dir, server, twin_dir  # noqa: F401 (fixtures)
+
+TEXT = "ROMEO:\nBut soft, what light through yonder window breaks?\n"
+SPAN = (12, 30)  # "oft, what light th"
+
+
+def rewrite_call(client, **changes):  # noqa: F811 (the fixture)
+    values = dict(text=TEXT, start=SPAN[0], end=SPAN[1], num_steps=8, temperature=1.0, order="word_streams")
+    return client.predict(**(values | dict(seed=3, fixed_seed=True) | changes), api_name="/rewrite")
+
+
+def test_the_rewrite_endpoint_gives_three_ranked_rewrites_of_the_span_only(client):  # noqa: F811
+    *views, label, _, _, order, readout, choices, seed = rewrite_call(client)
+    assert seed == 3 and len(choices) == 3 and "ranked by the span's bits per character" in readout
+    assert re.search(r"the span as it was: \d+\.\d\d bits/char", readout)
+    assert [c["rank"] for c in choices] == [1, 2, 3]
+    assert [c["bits_per_char"] for c in choices] == sorted(c["bits_per_char"] for c in choices)
+    for c in choices:
+        assert c["text"][: SPAN[0]] == TEXT[: SPAN[0]] and c["text"][SPAN[1] :] == TEXT[SPAN[1] :]
+        assert c["span"] == c["text"][SPAN[0] : SPAN[1]]
+    assert label.startswith("**#1**") and f"{choices[0]['bits_per_char']:.2f} bits/char" in label
+    assert "pass 1" in order and "mdlm-pass" in order
+    assert rewrite_call(client)[-2] == choices  # a fixed seed repeats the rewrites and their ranking
+
+
+@pytest.mark.parametrize(
+    "changes, says",
+    [
+        (dict(start=30, end=12), "select at least one character"),
+        (dict(end=999), f"0 <= start < end <= {len(TEXT)}"),
+        (dict(text="to be {or}"), "outside the model's vocabulary"),
+        (dict(start=0.5), "start must be a whole number"),
+        (dict(text=""), "paste a text"),
+    ],
+)
+def test_the_rewrite_endpoint_refuses_a_bad_span_in_one_line(client, changes, says):  # noqa: F811
+    with pytest.raises(Exception) as error:
+        rewrite_call(client, **changes)
+    assert says in str(error.value) and "\n" not in str(error.value).strip()
+
+
+def test_three_equal_rewrites_say_so(tiny_model):
+    *_, last = rewrite_handlers.rewrite_choices(
+        tiny_model, "to be or not to be\n", 3, 8, 0, True, num_steps=5, temperature=0.0, order="left_to_right"
+    )
+    choices, readout = last[-2], last[-3]
+    assert len({c["span"] for c in choices}) == 1 and "The three are the same: raise the temperature" in readout
+
+
+def test_pick_keeps_a_rewrite_and_undo_goes_back_one_pick():
+    choices = [dict(rank=r, text=f"text {r}", bits_per_char=1.0 + r) for r in (1, 2, 3)]
+    text, history, undo_button, note = rewrite_handlers.pick(2, "original", choices, [])
+    assert text == "text 2" and history == ["original"] and undo_button["interactive"] and "#2" in note
+    text, history, _, _ = rewrite_handlers.pick(1, text, choices, history)
+    assert text == "text 1" and history == ["original", "text 2"]
+    text, history, undo_button, _ = rewrite_handlers.undo(history)
+    assert text == "text 2" and history == ["original"] and undo_button["interactive"]
+    text, history, undo_button, _ = rewrite_handlers.undo(history)
+    assert text == "original" and history == [] and not undo_button["interactive"]
+
+
+def test_the_order_view_tints_each_written_character_by_the_pass_that_wrote_it(tiny_model):
+    canvas = torch.tensor(tiny_model.tokenizer.encode("to be or not to be\nthat is the question\n"))
+    canvas[5:30] = tiny_model.mask_id
+    recorder, states = PassRecorder(), list(sample(tiny_model, canvas, SamplerOptions(num_steps=5), seed=0))
+    for state in states:
+        recorder.update(state)
+    passes = recorder.passes[0]
+    assert recorder.count == len(states) - 1 == 5
+    assert (passes[:5] == 0).all() and (passes[30:] == 0).all() and (passes[5:30] >= 1).all()
+    for k, (before, after) in enumerate(zip(states, states[1:], strict=False), 1):  # written where a mask went
+        assert set((before.is_masked & ~after.is_masked)[0].nonzero().flatten().tolist()) == set(
+            (passes == k).nonzero().flatten().tolist()
+        )
+    view = order_view(tiny_model, recorder, states[-1].tokens)
+    assert view.count("mdlm-pass") == 25 and "pass 1" in view and "pass 5" in view
+    assert sorted({int(p) for p in re.findall(r"data-pass='(\d+)'", view)}) == sorted(set(passes[5:30].tolist()))
+
+
+def test_the_order_view_of_a_tabs_run_reads_its_streamed_frames_as_the_states_say(tiny_model):
+    canvas = torch.tensor(tiny_model.tokenizer.encode("to be or not to be\nthat is the question\n"))
+    canvas[3:40] = tiny_model.mask_id
+    recorder, frames = PassRecorder(), []
+    for state in sample(tiny_model, canvas, SamplerOptions(num_steps=6), seed=1):
+        recorder.update(state)
+        frames.append(render_canvas(tiny_model, state) + LEGEND)
+    text, passes, num_passes = order_from_frames(frames)
+    assert text == tiny_model.tokenizer.decode(state.tokens[0]) and "\n" in text
+    assert passes == recorder.passes[0].tolist() and num_passes == recorder.count == 6
+    assert order_from_frames(frames[:-1]) is None  # not finished: masks left
+    assert run_order(frames[:3]) == gr.skip() and "mdlm-pass" in run_order(frames)
+
+
+SELECT = (
+    "([start, end]) => { const box = document.querySelector('#rewrite-text textarea'); box.focus();"
+    " box.setSelectionRange(start, end); box.dispatchEvent(new Event('select', {bubbles: true})); }"
+)
+
+
+@pytest.mark.browser
+def test_browser_generate_then_rewrite_a_selected_span_pick_and_undo(server):  # noqa: F811
+    from playwright.sync_api import expect
+
+    with chromium() as browser:
+        for where, (width, height) in (("desktop", DESKTOP), ("phone", PHONE)):
+            page = browser.new_page(viewport=dict(width=width, height=height))
+            page.goto(server)
+            page.get_by_role("button", name="Generate", exact=True).click()
+            expect(page.locator("#generate-readout")).to_contain_text("chars/s", timeout=60_000)
+            generated = page.locator("#generate-final-text textarea").input_value()
+            panel_text = page.locator("#rewrite-text textarea")
+            expect(panel_text).to_have_value(generated)  # the finished text came to the panel
+            order = page.locator("#rewrite-order")
+            expect(order.locator(".mdlm-pass").first).to_be_visible()  # and its order of writing
+            assert order.locator(".mdlm-pass").count() == 121  # every written character, the cut ones too
+            order.screenshot(path=f"/tmp/rewrite-order-{where}.png")
+            start, end = 10, 30
+            rewrite_span(page, start, end)
+            expect(page.locator("#rewrite-start input")).to_have_value(str(start))
+            expect(page.locator("#rewrite-end input")).to_have_value(str(end))
+            expect(page.locator("#rewrite-label-1")).to_contain_text("#1")
+            expect(page.locator("#rewrite-order .mdlm-pass").first).to_be_visible()
+            page.locator("#rewrite-pick-1").click()
+            expect(panel_text).not_to_have_value(generated)
+            picked = panel_text.input_value()
+            assert len(picked) == len(generated) and picked[:start] == generated[:start]
+            assert picked[end:] == generated[end:]  # only the span changed
+            page.locator("#rewrite-readout").scroll_into_view_if_needed()
+            page.screenshot(path=f"/tmp/rewrite-{where}.png", full_page=True)
+            assert page.evaluate(LOW_CONTRAST) == []  # the choices' and the order view's tints keep text readable
+            page.locator("#rewrite-undo").click()
+            expect(panel_text).to_have_value(generated)
+            expect(page.locator("#rewrite-undo")).to_be_disabled()
+            if where == "desktop":
+                rewrite_pasted_text(page)
+                compare_text_comes_to_the_panel(page)
+            page.close()
+
+
+def rewrite_span(page, start: int, end: int) -> None:
+    """Selects characters start to end of the panel's text and presses Rewrite, until the rewrites are ranked."""
+    from playwright.sync_api import expect
+
+    page.evaluate(SELECT, [start, end])
+    expect(page.locator("#rewrite-selection")).to_contain_text(f"characters {start}–{end}")
+    page.get_by_role("button", name="Rewrite", exact=True).click()
+    expect(page.locator("#rewrite-readout")).to_contain_text("ranked by", timeout=60_000)
+
+
+def rewrite_pasted_text(page) -> None:
+    """Text the visitor pastes is rewritten the same way."""
+    from playwright.sync_api import expect
+
+    panel_text = page.locator("#rewrite-text textarea")
+    panel_text.fill(TEXT)
+    page.wait_for_timeout(500)  # the page writes the typed value back into the box, caret at its end, after a moment
+    rewrite_span(page, *SPAN)
+    page.locator("#rewrite-pick-2").click()
+    expect(panel_text).not_to_have_value(TEXT)
+    picked = panel_text.input_value()
+    assert picked[: SPAN[0]] == TEXT[: SPAN[0]] and picked[SPAN[1] :] == TEXT[SPAN[1] :]
+
+
+def compare_text_comes_to_the_panel(page) -> None:
+    """A finished Compare run's text (its confidence-order side) replaces the panel's."""
+    from playwright.sync_api import expect
+
+    page.evaluate("window.scrollTo(0, 0)")
+    page.get_by_role("tab", name="Compare").click()
+    page.get_by_role("button", name="Compare", exact=True).click()
+    expect(page.locator("#compare-takeaway")).to_contain_text("Takeaway:", timeout=60_000)
+    canvas = page.locator("#compare-right-canvas .mdlm-canvas").inner_text().replace("↵", "")
+    expect(page.locator("#rewrite-text textarea")).to_have_value(canvas)
+    assert canvas.startswith("ROMEO:\n") and MASK_GLYPH not in canvas
