@@ -18,7 +18,7 @@ import torch
 
 from benchmarks.common import load_model
 from mdlm_hf import SamplerOptions, sample
-from mdlm_hf.sampler import predictor
+from mdlm_hf.inference import predictor
 
 # name -> changes to SamplerOptions(); the defaults first, then the entropy default before streams order (the rules
 # of docs/benchmarks.md's table, measured then as "default", "cut-where-sure", "no-cut" and "no-cut-t1")

@@ -38,7 +38,7 @@ from benchmarks.structure_suite import (
 )
 from mdlm_hf import sample
 from mdlm_hf.pipeline import prompt_canvas
-from mdlm_hf.sampler import final_state
+from mdlm_hf.sampling.state import final_state
 
 RESULTS = REPO_ROOT / "benchmarks" / "results" / "long"
 LENGTH = 2000

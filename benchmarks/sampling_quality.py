@@ -40,7 +40,7 @@ from benchmarks.plots import label_colours, quality_vs_speed_figure, quality_vs_
 from mdlm_hf import ORDERS, SamplerOptions, sample
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 from mdlm_hf.metrics import valid_word_rate, word_list
-from mdlm_hf.sampler import REVEAL_RULE_OPTIONS, orders_using
+from mdlm_hf.sampling.options import REVEAL_RULE_OPTIONS, orders_using
 
 RESULTS = REPO_ROOT / "benchmarks" / "results"
 

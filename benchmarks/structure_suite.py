@@ -37,7 +37,7 @@ from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
 from mdlm_hf.metrics import word_list
 from mdlm_hf.pipeline import text_to_canvas
-from mdlm_hf.sampler import final_state
+from mdlm_hf.sampling.state import final_state
 
 RESULTS = REPO_ROOT / "benchmarks" / "results" / "structure"
 JUDGE_ORDER = 7

@@ -26,12 +26,12 @@ import torch.nn.functional as F
 from huggingface_hub import ModelCard, ModelCardData, PyTorchModelHubMixin, hf_hub_download
 
 from mdlm_hf import pipeline
-from mdlm_hf.autoregressive import write_left_to_right
 from mdlm_hf.card import MODEL_CARD_TEMPLATE, REPO_URL, TWIN_CARD_TEMPLATE, TWIN_TAGS
 from mdlm_hf.fast import FastPath
 from mdlm_hf.inference import check_token_ids
 from mdlm_hf.kv_cache import KVCache, LayerCache
-from mdlm_hf.sampler import SamplerOptions, SamplerState
+from mdlm_hf.sampling.options import SamplerOptions
+from mdlm_hf.sampling.state import SamplerState
 from mdlm_hf.tokenizer import CharTokenizer
 
 
@@ -441,13 +441,6 @@ class MDLM(
     def generate(self, length: int | None = None, options: SamplerOptions | None = None, **overrides: Any) -> str:
         """Generates `length` characters (default: block_size) from an all-mask canvas."""
         return pipeline.generate(self, length, options, **overrides)
-
-    def write_left_to_right(
-        self, canvas: torch.Tensor, options: SamplerOptions, generator: torch.Generator
-    ) -> Iterator[SamplerState]:
-        """An autoregressive twin's sampler core, to which `mdlm_hf.sampler.sample` hands a causal model's canvas
-        (mdlm_hf/autoregressive.py: one character a pass, with a key-value cache)."""
-        return write_left_to_right(self, canvas, options, generator)
 
     def generate_model_card(self, *args: Any, card_data: dict | None = None, **kwargs: Any) -> ModelCard:
         """The card `save_pretrained` writes: the class's front matter (library, pipeline, tags) with the fields of
