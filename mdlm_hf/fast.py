@@ -32,8 +32,8 @@ _decisions: dict[tuple, bool] = {}  # (device, threads, model shape) -> bf16 is 
 
 def weights_key(model: nn.Module) -> tuple:
     """Changes whenever a parameter is replaced or modified in place through autograd's view of it (`_version`
-    counts those writes; writes through `.data` go uncounted: call `model._fast_path.forget()` after them). Inference
-    tensors keep no version: for them only a replacement counts."""
+    counts those writes; writes through `.data` go uncounted). Inference tensors keep no version: for them only a
+    replacement counts."""
     return tuple((p.device, p.data_ptr(), None if p.is_inference() else p._version) for p in model.parameters())
 
 
@@ -94,10 +94,6 @@ class FastPath:
             self.copy = self._make_copy(model)
             self.key = key
         return model if self.copy is None else self.copy
-
-    def forget(self) -> None:
-        """Drops the copy, so the next pass makes a new one from the weights as they are."""
-        self.copy, self.key = None, None
 
     def _make_copy(self, model: nn.Module) -> nn.Module | None:
         # the model holds this FastPath: the copy gets a fresh one instead of a copy of this one's old copy
