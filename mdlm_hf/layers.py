@@ -41,12 +41,13 @@ class RMSNorm(nn.RMSNorm):
 
 
 def make_norm(kind: str, n_embd: int) -> nn.Module:
+    """The norm a config names: RMSNorm (computed in fp32) or LayerNorm."""
     return RMSNorm(n_embd) if kind == "rmsnorm" else nn.LayerNorm(n_embd)
 
 
-# bf16 on a CPU at the sampler's sizes: SDPA's flash kernel takes 0.51 ms for (1, 4, 256, 64), two batched matmuls
-# and a softmax 0.24 ms (2 threads, AMD Zen 5); in fp32 the fused kernel wins, and for big batches or long canvases
-# its memory use does: the plain way holds all B x nh x T x T scores at once (2**24 of them: 32 MB in bf16)
+# bf16 on a CPU at the sampler's sizes: two batched matmuls and a softmax beat SDPA's flash kernel; in fp32 the fused
+# kernel wins, and for big batches or long canvases its memory use does: the plain way holds all B x nh x T x T
+# scores at once (2**24 of them: 32 MB in bf16)
 PLAIN_ATTENTION_MAX_SCORES = 2**24
 
 
