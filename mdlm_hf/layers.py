@@ -36,6 +36,7 @@ class RMSNorm(nn.RMSNorm):
     """RMSNorm computed in fp32, as autocast does for LayerNorm (a bf16 input would miss the fused kernel)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (B, T, C) normalised over C in fp32, returned in x's dtype."""
         weight = None if self.weight is None else self.weight.float()  # bf16 weights (the fast path) too
         return F.rms_norm(x.float(), self.normalized_shape, weight, self.eps).type_as(x)
 
@@ -92,6 +93,7 @@ class SelfAttention(nn.Module):
         self.rotary = rotary
 
     def forward(self, x: torch.Tensor, cache: LayerCache | None = None) -> torch.Tensor:
+        """Attention over x (B, T, C); with `cache`, after the keys and values it holds, which it then extends."""
         B, T, C = x.shape
         start = 0 if cache is None else cache.length  # the position of x's first row
         q, k, v = self.qkv(x).split(C, dim=2)  # 3 x (B, T, C)
@@ -131,6 +133,7 @@ class MLP(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (B, T, C) through the position-wise feed-forward."""
         h = self.fc(x)  # (B, T, H) or (B, T, 2H) for SwiGLU
         if self.kind == "swiglu":
             gate, value = h.chunk(2, dim=-1)
@@ -163,6 +166,7 @@ class Block(nn.Module):
         self.mlp = MLP(n_embd, dropout, mlp)
 
     def forward(self, x: torch.Tensor, cache: LayerCache | None = None) -> torch.Tensor:
+        """One pre-norm residual block: attention, then MLP."""
         x = x + self.attn(self.ln_1(x), cache)
         return x + self.mlp(self.ln_2(x))
 
@@ -176,6 +180,7 @@ class TimeEmbedding(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(2 * n_freq, n_embd), nn.SiLU(), nn.Linear(n_embd, n_embd))
 
     def forward(self, t: torch.Tensor) -> torch.Tensor:
+        """Features (B, C) of the mask ratio t (B,)."""
         # angles reach 1000 rad, so they are computed in fp32 on every call (a bf16 buffer, as in the fast path's
         # copy, would be off by radians); the features then take the MLP's dtype
         freqs = torch.exp(-math.log(1000.0) * torch.arange(self.n_freq, device=t.device) / self.n_freq)
