@@ -29,7 +29,7 @@ import app
 from benchmarks.common import load_model
 from evals.structure_suite import rule_options
 from mdlm_hf import MDLM, SamplerOptions
-from mdlm_hf.sampler import OPTION_SPECS
+from mdlm_hf.sampling.options import OPTION_SPECS
 from mdlm_space import handlers, worker
 from mdlm_space.texts import SONNET_18
 

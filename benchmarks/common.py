@@ -13,7 +13,7 @@ from mdlm_hf import MDLM
 from mdlm_hf.autoregressive import check_twin
 from mdlm_hf.data import read_text
 from mdlm_hf.devices import max_threads
-from mdlm_hf.sampler import orders_using
+from mdlm_hf.sampling.options import orders_using
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_MODEL = REPO_ROOT / "pretrained" / "mdlm-shakespeare-char"

@@ -26,7 +26,7 @@ import torch
 import torch.nn as nn
 
 from benchmarks.common import RUNS, SHARED_DATA, load_model, thread_count
-from mdlm_hf import model as model_module
+from mdlm_hf import layers
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 from mdlm_hf.diffusion import elbo
 
@@ -68,7 +68,7 @@ def bf16_fused_attention(model: nn.Module) -> Candidate:
     bf16 = copy.deepcopy(model).to(torch.bfloat16).eval()
 
     def run(tokens: torch.Tensor, t: torch.Tensor | None) -> torch.Tensor:
-        with mock.patch.object(model_module, "uses_plain_attention", lambda q: False):
+        with mock.patch.object(layers, "uses_plain_attention", lambda q: False):
             return bf16(tokens, t)
 
     return Candidate(bf16, run)

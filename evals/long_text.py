@@ -38,7 +38,7 @@ from evals.structure_suite import (
 )
 from mdlm_hf import MDLM, sample
 from mdlm_hf.pipeline import prompt_canvas
-from mdlm_hf.sampler import final_state
+from mdlm_hf.sampling.state import final_state
 
 STORE = RUNS / "evals" / "long_text" / "texts.json"  # where sampled texts go unless --store names another
 LENGTH = 2000

@@ -47,7 +47,7 @@ from evals.text_metrics import KneserNeyJudge, char_entropy, distinct_n
 from mdlm_hf import MDLM, ORDERS, SamplerOptions, sample
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 from mdlm_hf.metrics import valid_word_rate, word_list
-from mdlm_hf.sampler import REVEAL_RULE_OPTIONS, orders_using
+from mdlm_hf.sampling.options import REVEAL_RULE_OPTIONS, orders_using
 
 OUT_DIR = RUNS / "evals" / "sampling_quality"  # rows, table and figures unless --out-dir names another
 

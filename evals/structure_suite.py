@@ -44,7 +44,7 @@ from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
 from mdlm_hf.metrics import word_list
 from mdlm_hf.pipeline import text_to_canvas
-from mdlm_hf.sampler import final_state
+from mdlm_hf.sampling.state import final_state
 
 STORE = RUNS / "evals" / "structure" / "texts.json"  # where sampled rows go unless --store names another
 COMMITTED_STORE = REPO_ROOT / "evals" / "results" / "structure" / "texts.json.gz"  # the texts of the docs' tables

@@ -2,9 +2,10 @@
 
 from mdlm_hf.diffusion import ElboResult, diffusion_loss, elbo, mask_tokens, sample_times
 from mdlm_hf.model import MDLM
-from mdlm_hf.pipeline import complete, infill
+from mdlm_hf.pipeline import complete, infill, sample
 from mdlm_hf.rewriting import rewrite, span_bits_per_char, stream_rewrite
-from mdlm_hf.sampler import ORDERS, SCHEDULES, SamplerOptions, SamplerState, sample
+from mdlm_hf.sampling.options import ORDERS, SCHEDULES, SamplerOptions
+from mdlm_hf.sampling.state import SamplerState
 from mdlm_hf.tokenizer import MASK_GLYPH, CharTokenizer
 
 __all__ = [

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 from mdlm_hf.model import MDLM
-from mdlm_hf.pipeline import END_AT, ended, prompt_canvas, text_to_canvas, unseen_prompt_note
-from mdlm_hf.sampler import OPTION_SPECS, SamplerOptions, check_seed, sample
+from mdlm_hf.pipeline import END_AT, ended, prompt_canvas, sample, text_to_canvas, unseen_prompt_note
+from mdlm_hf.sampling.options import OPTION_SPECS, SamplerOptions, check_seed
 
 FLAG_ALIASES = {"num_steps": ("--steps",)}  # the shorter flags the CLI has always had
 # the shipped model, where a checkout of the repository has it (whatever the current directory)
@@ -34,7 +34,8 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
         group.add_argument(*flags, dest=name, type=kind, choices=choices, default=argparse.SUPPRESS, help=help_text)
 
 
-def main(argv: list[str] | None = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The CLI's flags: what to write, where it ends, the seed, and every sampler option."""
     parser = argparse.ArgumentParser(prog="python -m mdlm_hf", description=__doc__)
     parser.add_argument(
         "--model", default=None, help=f"local directory or Hub repo id (default: the shipped model, {DEFAULT_MODEL})"
@@ -61,6 +62,12 @@ def main(argv: list[str] | None = None) -> None:
         "--exact", action="store_true", help="sample with the exact fp32 model (default: the fast path, mdlm_hf.fast)"
     )
     add_option_flags(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Writes one text as the flags say and prints it (with --show-steps, every canvas on the way)."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.template is not None and (args.length is not None or args.end_at is not None):
         named = "--length" if args.length is not None else "--end-at"

@@ -16,9 +16,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from mdlm_hf.inference import check_batch_size, check_token_ids, evaluating
+from mdlm_hf.inference import check_batch_size, check_token_ids, evaluating, predictor
 from mdlm_hf.kv_cache import KVCache
-from mdlm_hf.sampler import SamplerOptions, SamplerState, candidate_tokens, capital_letters, predictor
+from mdlm_hf.sampling.drawing import candidate_tokens, capital_letters
+from mdlm_hf.sampling.options import SamplerOptions
+from mdlm_hf.sampling.state import SamplerState
 from mdlm_hf.windows import score_windows
 
 WRITES_LEFT_TO_RIGHT = "an autoregressive model writes left to right only"
@@ -113,7 +115,7 @@ def write_left_to_right(
     model: nn.Module, canvas: torch.Tensor, options: SamplerOptions, generator: torch.Generator
 ) -> Iterator[SamplerState]:
     """The sampler core for a causal model: fills the masks of `canvas` (B, T), which must all follow its given text,
-    one character a pass with a key-value cache; yields the states as `mdlm_hf.sampler.sample` does."""
+    one character a pass with a key-value cache; yields the states as `mdlm_hf.sample` does."""
     check_options(options)
     is_masked = canvas == model.mask_id
     columns = torch.arange(canvas.size(1), device=canvas.device)

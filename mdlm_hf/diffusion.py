@@ -21,8 +21,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from mdlm_hf.autoregressive import autoregressive_nll, char_nats, is_causal
-from mdlm_hf.inference import check_batch_size, check_token_ids, evaluating
-from mdlm_hf.sampler import predictor
+from mdlm_hf.inference import check_batch_size, check_token_ids, evaluating, predictor
 from mdlm_hf.windows import score_windows
 
 LOSS_WEIGHTINGS = ("elbo", "elbo_count", "uniform")
@@ -68,7 +67,7 @@ def random_subset_mask(
 def stream_masks(
     batch_size: int, length: int, generator: torch.Generator, shortest: int = 8, longest: int = 64
 ) -> torch.Tensor:
-    """(B, T) bool: the masks streams order leaves on a canvas (`stream_passes` in mdlm_hf/sampler.py), one per row.
+    """(B, T) bool: the masks streams order leaves on a canvas (`stream_passes`, mdlm_hf/sampling/orders.py), one a row.
 
     A row is cut into stretches of s positions (s uniform in [shortest, longest], the cut at a random phase); the
     first k of each stretch are known and the rest masked (k uniform in [0, s)), as after pass k of a streams run.

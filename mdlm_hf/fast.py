@@ -2,7 +2,7 @@
 
 Sampling is a few dozen forward passes over one short canvas, so the forward pass is the whole cost. On CPUs with
 bf16 units (AMD Zen 4/5, Intel Xeons with AMX), bf16 weights run the pass about 2.4-2.5x faster than fp32 (2
-threads, a 256-character canvas, attention as plain matmuls: mdlm_hf.model.uses_plain_attention), for a validation
+threads, a 256-character canvas, attention as plain matmuls: mdlm_hf.layers.uses_plain_attention), for a validation
 NELBO within 0.001 nats/char (benchmarks/forward_speed.py, which also records the candidates that lost: bf16
 autocast, int8, torch.compile). GPUs have bf16 units too; on CPUs without them bf16 is slower. So the choice is made
 by timing both, once per process, device, thread count and model shape.
@@ -32,8 +32,8 @@ _decisions: dict[tuple, bool] = {}  # (device, threads, model shape) -> bf16 is 
 
 def weights_key(model: nn.Module) -> tuple:
     """Changes whenever a parameter is replaced or modified in place through autograd's view of it (`_version`
-    counts those writes; writes through `.data` go uncounted: call `model._fast_path.forget()` after them). Inference
-    tensors keep no version: for them only a replacement counts."""
+    counts those writes; writes through `.data` go uncounted). Inference tensors keep no version: for them only a
+    replacement counts."""
     return tuple((p.device, p.data_ptr(), None if p.is_inference() else p._version) for p in model.parameters())
 
 
@@ -94,10 +94,6 @@ class FastPath:
             self.copy = self._make_copy(model)
             self.key = key
         return model if self.copy is None else self.copy
-
-    def forget(self) -> None:
-        """Drops the copy, so the next pass makes a new one from the weights as they are."""
-        self.copy, self.key = None, None
 
     def _make_copy(self, model: nn.Module) -> nn.Module | None:
         # the model holds this FastPath: the copy gets a fresh one instead of a copy of this one's old copy

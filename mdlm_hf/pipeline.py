@@ -1,4 +1,4 @@
-"""The text API: strings in, strings out, over the one sampler core (`mdlm_hf.sampler.sample`).
+"""The text API: strings in, strings out, over `sample`, which hands a canvas to the writer of the model's kind.
 
 Every function takes a model (anything with `tokenizer`, `block_size` and `mask_id`, such as `MDLM`),
 then `options` (default: the sampling study's recommendation, `SamplerOptions()`) and single options by
@@ -14,12 +14,70 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from mdlm_hf.sampler import SamplerOptions, SamplerState, final_state, sample
+from mdlm_hf.autoregressive import is_causal, write_left_to_right
+from mdlm_hf.sampling.loop import write_by_denoising
+from mdlm_hf.sampling.options import SamplerOptions, check_seed
+from mdlm_hf.sampling.state import SamplerState, final_state
 from mdlm_hf.windows import MAX_CANVAS, check_canvas_length
 
 # where a text may end: "length" (exactly the characters asked for), or within that budget at the end of the last
 # "line" or "speech" (a line followed by a blank line) written; never mid-word
 END_AT = ("length", "line", "speech")
+
+
+def sample(
+    model: nn.Module,
+    canvas: torch.Tensor,
+    options: SamplerOptions | None = None,
+    *,
+    generator: torch.Generator | None = None,
+    seed: int | None = None,
+    **overrides: Any,
+) -> Iterator[SamplerState]:
+    """Fills the [MASK] positions of `canvas` (T,) or (B, T); returns a generator of every state.
+
+    `options` defaults to the study's recommendation, `SamplerOptions()` (an autoregressive twin's:
+    `SamplerOptions.default_for_causal()`, and it writes left to right, mdlm_hf.autoregressive); `overrides` change
+    single options by name (`sample(model, canvas, num_steps=8)`). `seed` (an integer in [0, 2**63)) or `generator`
+    is the single source of randomness.
+    """
+    if options is not None and not isinstance(options, SamplerOptions):
+        raise TypeError(f"options must be a SamplerOptions, got {options!r}; change single options by name")
+    options = (SamplerOptions.default_for(model) if options is None else options).replace(**overrides)
+    canvas = checked_canvas(model, canvas)
+    generator = run_generator(generator, seed)
+    writer = write_left_to_right if is_causal(model) else write_by_denoising
+    return writer(model, canvas.clone(), options, generator)
+
+
+def checked_canvas(model: nn.Module, canvas: object) -> torch.Tensor:
+    """`canvas` as (B, T) ids, or a ValueError saying why the model cannot fill it."""
+    if not isinstance(canvas, torch.Tensor):
+        raise ValueError(f"canvas must be a torch.Tensor of token ids, got {type(canvas).__name__}")
+    if canvas.dim() == 1:
+        canvas = canvas[None, :]
+    if canvas.dim() != 2 or canvas.numel() == 0 or canvas.dtype != torch.long:
+        raise ValueError("canvas must be a non-empty (T,) or (B, T) tensor of token ids (torch.long)")
+    check_canvas_length(canvas.size(1))
+    if int(canvas.min()) < 0 or int(canvas.max()) > model.mask_id:
+        raise ValueError(f"canvas ids must lie in [0, {model.mask_id}] (mask_id = {model.mask_id})")
+    if not (canvas == model.mask_id).any():
+        raise ValueError("canvas has no masked position: nothing to fill")
+    return canvas
+
+
+def run_generator(generator: object, seed: int | None) -> torch.Generator:
+    """The run's one source of randomness: `generator`, else a new one seeded with `seed` (else at random)."""
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator, got {generator!r}")
+    if generator is not None and seed is not None:
+        raise ValueError("give seed or generator, not both: a generator already carries its own seed")
+    if seed is not None:
+        check_seed(seed)
+    if generator is None:
+        generator = torch.Generator()
+        generator.manual_seed(seed) if seed is not None else generator.seed()
+    return generator
 
 
 def check_text(value: object, name: str) -> None:

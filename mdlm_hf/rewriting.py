@@ -1,6 +1,6 @@
 """Rewriting a span: mask `text[start:end]` and write it again, the model reading both sides of it.
 
-The same sampler core as infilling (`mdlm_hf.sampler.sample`), on a canvas whose only masks are the span, so the
+The same sampler core as infilling (`mdlm_hf.pipeline.sample`), on a canvas whose only masks are the span, so the
 options (`num_steps`, `temperature`, `order`, ...), `seed` and `generator` are those of generate and infill:
 
     rewrite(model, text, 10, 30, seed=0)           # the text with characters 10-29 written again
@@ -21,8 +21,9 @@ import torch.nn as nn
 
 from mdlm_hf.autoregressive import is_causal
 from mdlm_hf.inference import evaluating
-from mdlm_hf.pipeline import check_text
-from mdlm_hf.sampler import SamplerOptions, SamplerState, final_state, sample
+from mdlm_hf.pipeline import check_text, sample
+from mdlm_hf.sampling.options import SamplerOptions
+from mdlm_hf.sampling.state import SamplerState, final_state
 from mdlm_hf.windows import check_canvas_length
 
 SCORE_ROWS = 16  # canvases per forward pass when scoring: one per character of the span

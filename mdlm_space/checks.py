@@ -11,7 +11,7 @@ from typing import Any
 import gradio as gr
 
 from mdlm_hf import MDLM
-from mdlm_hf.sampler import OPTION_SPECS
+from mdlm_hf.sampling.options import OPTION_SPECS
 
 MAX_SEED = 2**31 - 1
 

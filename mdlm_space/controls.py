@@ -11,7 +11,7 @@ from typing import Any
 import gradio as gr
 
 from mdlm_hf import SamplerOptions
-from mdlm_hf.sampler import OPTION_SPECS, STREAM_ORDERS, STREAMS_IGNORE, orders_using
+from mdlm_hf.sampling.options import OPTION_SPECS, STREAM_ORDERS, STREAMS_IGNORE, orders_using
 from mdlm_space.endpoints import ENDPOINTS, default, param
 
 
@@ -57,7 +57,7 @@ def fit_length(limit: int, prompt: str | None, wanted: float | None) -> dict:
     return capped_slider(room, wanted, info)
 
 
-# the reveal-rule controls that only some orders use (mdlm_hf.sampler.orders_using)
+# the reveal-rule controls that only some orders use (mdlm_hf.sampling.options.orders_using)
 ORDER_BOUND = ("order_temperature", "prior_weight", "entropy_bound")
 
 

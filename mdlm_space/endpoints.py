@@ -13,7 +13,7 @@ import gradio as gr
 
 from mdlm_hf import SamplerOptions
 from mdlm_hf.pipeline import END_AT
-from mdlm_hf.sampler import OPTION_SPECS, REVEAL_RULE_OPTIONS
+from mdlm_hf.sampling.options import OPTION_SPECS, REVEAL_RULE_OPTIONS
 from mdlm_hf.windows import MAX_CANVAS
 from mdlm_space.checks import MAX_SEED, errors_shown, preprocessed
 from mdlm_space.texts import END_AT_WORDS

@@ -15,7 +15,7 @@ from mdlm_hf import MDLM, SamplerOptions, SamplerState, mask_tokens, sample
 from mdlm_hf.diffusion import surprise_steps
 from mdlm_hf.metrics import valid_word_rate
 from mdlm_hf.pipeline import check_end_at, check_text, ended, prompt_canvas, text_to_canvas, unseen_prompt_note
-from mdlm_hf.sampler import GREEDY_BELOW
+from mdlm_hf.sampling.drawing import GREEDY_BELOW
 from mdlm_hf.windows import MAX_CANVAS
 from mdlm_space.checks import (
     MAX_SEED,

@@ -12,7 +12,7 @@ from mdlm_hf import MDLM, SamplerOptions, SamplerState, sample
 from mdlm_hf.autoregressive import DRAWS
 from mdlm_hf.metrics import words
 from mdlm_hf.pipeline import check_text, prompt_canvas
-from mdlm_hf.sampler import SCORED_ORDERS
+from mdlm_hf.sampling.options import SCORED_ORDERS
 from mdlm_space.checks import check_chars, check_flag, fitted_length, option_value, run_seed
 from mdlm_space.handlers import word_share
 from mdlm_space.render import COMPARE_FONT_PX, COMPARE_ROWS, render_canvas

@@ -30,7 +30,7 @@ from mdlm_hf import MASK_GLYPH, SamplerOptions, SamplerState
 from mdlm_hf.devices import choose_device
 from mdlm_hf.diffusion import MASK_RATIOS
 from mdlm_hf.metrics import save_word_list
-from mdlm_hf.sampler import OPTION_SPECS
+from mdlm_hf.sampling.options import OPTION_SPECS
 from mdlm_hf.windows import MAX_CANVAS
 from mdlm_space import checks, handlers, loading, race, render, serving, worker
 from mdlm_space.controls import replay_frame, replay_slider

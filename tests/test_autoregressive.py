@@ -9,7 +9,8 @@ import torch
 from mdlm_hf import MDLM, CharTokenizer, SamplerOptions, diffusion_loss, elbo, sample
 from mdlm_hf.autoregressive import autoregressive_loss, char_nats, shifted
 from mdlm_hf.diffusion import accuracy_by_mask_ratio, char_nll, exact_nll, surprise_steps
-from mdlm_hf.sampler import candidate_tokens, final_state
+from mdlm_hf.sampling.drawing import candidate_tokens
+from mdlm_hf.sampling.state import final_state
 from tests.conftest import TINY_TEXT
 
 

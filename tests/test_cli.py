@@ -5,7 +5,7 @@ import pytest
 
 from mdlm_hf import MDLM
 from mdlm_hf.__main__ import main
-from mdlm_hf.sampler import OPTION_SPECS
+from mdlm_hf.sampling.options import OPTION_SPECS
 
 
 def run_cli(*args):

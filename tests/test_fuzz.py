@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from mdlm_hf import SamplerOptions, sample
 from mdlm_hf.pipeline import END_AT
-from mdlm_hf.sampler import OPTION_SPECS, STREAMS_IGNORE, final_state
+from mdlm_hf.sampling.options import OPTION_SPECS, STREAMS_IGNORE
+from mdlm_hf.sampling.state import final_state
 
 ANY_VALUE = st.one_of(
     st.none(),

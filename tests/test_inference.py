@@ -6,7 +6,7 @@ import torch
 from mdlm_hf import MDLM, CharTokenizer, SamplerOptions, elbo, sample
 from mdlm_hf.diffusion import accuracy_by_mask_ratio, char_nll, exact_nll
 from mdlm_hf.inference import evaluating
-from mdlm_hf.sampler import final_state
+from mdlm_hf.sampling.state import final_state
 
 
 def ids(model, text="to be or not to be"):

@@ -205,7 +205,7 @@ def test_fast_path_logits_agree_with_the_exact_model(tiny_model, bf16_chosen):
 
 
 def test_bf16_inference_on_a_cpu_runs_attention_as_plain_matmuls(tiny_model, bf16_chosen, monkeypatch):
-    from mdlm_hf import model as model_module
+    from mdlm_hf import layers as model_module
 
     q, k, v = torch.randn(3, 2, 4, 40, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     expected = torch.nn.functional.scaled_dot_product_attention(q, k, v)

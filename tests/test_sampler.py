@@ -6,27 +6,16 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import mdlm_hf.sampler as sampler_module
+import mdlm_hf.sampling.loop as loop_module
 from mdlm_hf import MDLM, ORDERS, CharTokenizer, sample
 from mdlm_hf.pipeline import prompt_canvas, text_to_canvas
-from mdlm_hf.sampler import (
-    OPTION_SPECS,
-    REVEAL_RULE_OPTIONS,
-    SCORED_ORDERS,
-    STREAM_ORDERS,
-    SamplerOptions,
-    after_capital,
-    candidate_tokens,
-    capital_letters,
-    character_log_prior,
-    denoise_step,
-    final_state,
-    planned_reveals,
-    separator_tokens,
-    stream_passes,
-    word_separators,
-    word_stream_passes,
-)
+from mdlm_hf.sampling.drawing import after_capital, candidate_tokens, capital_letters, separator_tokens
+from mdlm_hf.sampling.options import OPTION_SPECS, REVEAL_RULE_OPTIONS, SCORED_ORDERS, STREAM_ORDERS, SamplerOptions
+from mdlm_hf.sampling.orders import stream_passes, word_separators, word_stream_passes
+from mdlm_hf.sampling.prior import character_log_prior
+from mdlm_hf.sampling.schedule import planned_reveals
+from mdlm_hf.sampling.state import final_state
+from mdlm_hf.sampling.step import denoise_step
 from tests.stubs import StubModel
 
 # the bare core, every option off, in a scored order (the default, streams order, has no use for a score, a
@@ -333,7 +322,7 @@ def test_character_log_prior_is_a_distribution_close_to_the_model_with_nothing_k
 
 @pytest.mark.parametrize("holes", [False, True])
 def test_the_prior_comes_from_the_first_step_in_free_generation_else_from_one_extra_row(tiny_model, monkeypatch, holes):
-    import mdlm_hf.sampler as sampler
+    import mdlm_hf.sampling.loop as sampler
 
     priors, forward_rows = [], []
     real_step, real_forward = sampler.denoise_step, tiny_model.forward
@@ -636,7 +625,7 @@ def test_entropy_bound_leaves_no_mask_and_keeps_given_positions(tiny_model, opti
 
 
 def test_entropy_bounded_count_walks_the_order_within_the_bound():
-    from mdlm_hf.sampler import entropy_bounded_count
+    from mdlm_hf.sampling.orders import entropy_bounded_count
 
     probs = torch.tensor([[[1.0, 0.0], [0.5, 0.5], [1.0, 0.0], [0.5, 0.5]]])  # entropies 0, ln 2, 0, ln 2
     eligible = torch.tensor([[True, True, True, True]])
@@ -693,7 +682,7 @@ def test_characters_after_a_capital_are_drawn_at_the_temperature_times_the_facto
 
 
 def test_the_sampler_cools_exactly_the_characters_whose_left_neighbour_is_a_capital(monkeypatch):
-    from mdlm_hf import sampler as sampler_module
+    from mdlm_hf.sampling import step as sampler_module
 
     torch.manual_seed(0)
     model = MDLM(CharTokenizer.from_text("ROMEO: JULIET, good night.\n").vocab, n_layer=1, n_head=2, n_embd=16)
@@ -792,6 +781,6 @@ def test_word_streams_write_separators_first_then_every_stretch_from_a_word_star
 def test_word_streams_without_a_space_or_a_line_break_in_the_vocabulary_is_streams(tiny_model, monkeypatch):
     canvas = torch.full((1, 40), tiny_model.mask_id)
     streams = final_state(sample(tiny_model, canvas, PLAIN, order="streams", num_steps=6, seed=1)).tokens
-    monkeypatch.setattr(sampler_module, "word_separators", lambda model, device: None)
+    monkeypatch.setattr(loop_module, "word_separators", lambda model, device: None)
     words = final_state(sample(tiny_model, canvas, PLAIN, order="word_streams", num_steps=6, seed=1)).tokens
     assert torch.equal(words, streams)

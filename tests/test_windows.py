@@ -7,8 +7,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mdlm_hf.pipeline import ended, text_to_canvas
-from mdlm_hf.sampler import SamplerOptions, final_state, sample
+from mdlm_hf.pipeline import ended, sample, text_to_canvas
+from mdlm_hf.sampling.options import SamplerOptions
+from mdlm_hf.sampling.state import final_state
 from mdlm_hf.windows import plan_windows, window_steps
 
 BLOCK = 64  # the tiny model's block_size

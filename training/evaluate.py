@@ -21,7 +21,7 @@ from mdlm_hf.data import split_text
 from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
 from mdlm_hf.diffusion import NLL_ORDERS, accuracy_by_mask_ratio, exact_nll
 from mdlm_hf.plots import accuracy_figure
-from mdlm_hf.sampler import DEFAULT_SAMPLING
+from mdlm_hf.sampling.options import DEFAULT_SAMPLING
 from training.corpus import read_texts
 
 

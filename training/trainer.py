@@ -21,7 +21,8 @@ from tqdm import tqdm
 
 from mdlm_hf import MDLM, diffusion_loss, elbo
 from mdlm_hf.autoregressive import autoregressive_loss, autoregressive_nll
-from mdlm_hf.sampler import final_state, sample
+from mdlm_hf.pipeline import sample
+from mdlm_hf.sampling.state import final_state
 from training.checkpoints import load_state, model_from_config, save_checkpoint, write_or_explain
 from training.corpus import Corpus
 from training.ema import EMA

@@ -6,7 +6,7 @@ from __future__ import annotations
 import gradio as gr
 
 from mdlm_hf import MDLM
-from mdlm_hf.sampler import REVEAL_RULE_OPTIONS
+from mdlm_hf.sampling.options import REVEAL_RULE_OPTIONS
 from mdlm_space.controls import control, follow_prompt, redraw, run_buttons, seed_controls, stoppable
 from mdlm_space.endpoints import ENDPOINTS, default, event
 from mdlm_space.race import compare

@@ -1,0 +1,285 @@
+"""`SamplerOptions`: every option of a sampling run, once, with the values it accepts and how front ends show it.
+
+The app's controls, the CLI's flags and the checks all read one table, `OPTION_SPECS`, built from the fields'
+metadata. Why each default is what it is: docs/decisions.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import torch.nn as nn
+
+ORDERS = ("confidence", "margin", "entropy", "random", "left_to_right", "streams", "word_streams")
+# orders that write from a plan, stretches left to right in parallel (mdlm_hf.sampling.orders)
+STREAM_ORDERS = ("streams", "word_streams")
+SCORED_ORDERS = ("confidence", "margin", "entropy")  # orders that rank positions by the model's beliefs
+# the options that, beside the order itself, decide which positions are revealed (and taken back)
+REVEAL_RULE_OPTIONS = ("order_temperature", "prior_weight", "remask_ratio", "spacing")
+SCHEDULES = ("linear", "cosine", "front_loaded")
+REVEAL_COUNTS = ("exact", "binomial")
+
+
+# --- what an option accepts, and how front ends show it: one entry per field of SamplerOptions ---
+
+
+@dataclass(frozen=True)
+class Accepts:
+    """The values an option accepts: a test, the words an error uses for them, and how front ends parse them."""
+
+    test: Callable[[Any], bool]
+    words: str  # "<name> must be <words>"
+    kind: type  # int, float or str: the CLI parses its flag as this; the app's slider of an int option counts in ints
+    choices: tuple[str, ...] = ()
+
+
+def is_int(x: object) -> bool:
+    """An int, not a bool."""
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def is_number(x: object) -> bool:
+    """An int or float, not a bool (True is an int to Python, but no one means 1.0 by it)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def integer(low: int) -> Accepts:
+    """Integers from `low` on."""
+    return Accepts(lambda x: is_int(x) and x >= low, f"an integer >= {low}", int)
+
+
+def non_negative(below: float = math.inf) -> Accepts:
+    """Finite numbers in [0, below)."""
+    words = "a finite number >= 0" if below == math.inf else f"a number in [0, {below:g})"
+    return Accepts(lambda x: is_number(x) and math.isfinite(x) and 0 <= x < below, words, float)
+
+
+def positive_fraction() -> Accepts:
+    """Numbers in (0, 1]."""
+    return Accepts(lambda x: is_number(x) and 0 < x <= 1, "in (0, 1]", float)
+
+
+def one_of(choices: tuple[str, ...]) -> Accepts:
+    """One of the named choices."""
+    return Accepts(lambda x: x in choices, f"one of {choices}", str, choices)
+
+
+def optional(accepts: Accepts) -> Accepts:
+    """None (the option off) or what `accepts` accepts."""
+    return Accepts(lambda x: x is None or accepts.test(x), f"None or {accepts.words}", accepts.kind, accepts.choices)
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """An option's accepted values, and how the app and the CLI show it."""
+
+    accepts: Accepts
+    label: str  # the app's label; with the note, the CLI's help
+    slider: tuple[float, float | None, float] | None = None  # the app's (minimum, maximum, step); None max: block_size
+    off: float | None = None  # the value that means None (the option off) to a slider or a flag
+    note: str = ""  # advice shown with the control
+
+    def parse(self, value: Any) -> Any:
+        """A front end's value (slider position, flag) as the option's: `off` is None; the rest is validated as is."""
+        return None if self.off is not None and value == self.off else value
+
+    def shown(self, value: Any) -> Any:
+        """An option's value as a front end shows it: None as `off`."""
+        return self.off if value is None else value
+
+
+def option(default: Any, accepts: Accepts, label: str, **front_ends: Any) -> Any:
+    """A field of SamplerOptions: its default, the values it accepts and how front ends show it."""
+    return field(default=default, metadata={"spec": OptionSpec(accepts, label, **front_ends)})
+
+
+@dataclass(frozen=True)
+class SamplerOptions:
+    """The options of one sampling run, validated when built. The defaults are the structure suite's rule
+    (benchmarks/structure_suite.py, docs/benchmarks.md): word streams order, min-p 0.1 at temperature 1.25, 0.625
+    after a capital letter; `SamplerOptions.plain()` is the bare core with every option off.
+    """
+
+    # denoising steps; never more than the masks (more would only repeat forward passes or draw nothing)
+    num_steps: int = option(32, integer(1), "Denoising steps", slider=(1, None, 1))
+    # which masked positions go first: by a score (confidence, margin, entropy), random, left_to_right, or a plan of
+    # stretches written left to right in parallel (streams; word_streams, the default, starts each at a word)
+    order: str = option("word_streams", one_of(ORDERS), "Reveal order")
+    # of the character drawn at each position: 0 = greedy argmax (so is anything below GREEDY_BELOW); otherwise
+    # Gumbel-max sampling in float64
+    temperature: float = option(1.25, non_negative(), "Temperature (0 = greedy)", slider=(0, 2, 0.05))
+    # draw each character among the k most probable only; None = all
+    top_k: int | None = option(None, optional(integer(1)), "Top-k (draw among the k most probable characters)")
+    # draw each character among the most probable ones that together hold this probability; None = all
+    top_p: float | None = option(None, optional(positive_fraction()), "Top-p", slider=(0.05, 1, 0.05), off=1.0)
+    # draw each character among those at least this fraction as probable as the most probable one (min-p sampling,
+    # Nguyen et al. 2024); None = all. It cuts the tail where the model is sure, where typos come from
+    min_p: float | None = option(0.1, optional(positive_fraction()), "Min-p", slider=(0, 0.5, 0.01), off=0.0)
+    # top-k, top-p and min-p cut the tail only where the most probable character has at least this probability
+    # (the model's own, before temperature); None = everywhere. Where the model is unsure the tail is the choice
+    cut_where_sure: float | None = option(
+        None,
+        optional(positive_fraction()),
+        "Cut only where sure (top-k/p and min-p cut where the top character has this probability; 0 = everywhere)",
+        slider=(0, 1, 0.05),
+        off=0.0,
+    )
+    # a character whose left neighbour is a capital letter is drawn at the temperature times this factor (1 = off):
+    # a name is spelt, not improvised. A stretch's first character (left neighbour masked) keeps the temperature
+    capital_temperature_factor: float = option(
+        0.5,
+        positive_fraction(),
+        "Temperature factor after a capital (names' letters drawn cooler; 1 = off)",
+        slider=(0.05, 1, 0.05),
+    )
+    # 0 = follow the order strictly (so does anything below GREEDY_BELOW); above, draw the positions to reveal with
+    # probability proportional to exp(score / order_temperature), between the order's greed and random order
+    order_temperature: float = option(
+        0.0,
+        non_negative(),
+        "Order temperature (0 = strict order; higher = closer to random order)",
+        slider=(0, 2, 0.05),
+    )
+    # scored orders: subtract prior_weight * log p(character with nothing known) from each score, so rare characters
+    # the context makes likely are not left for last (1 = pointwise mutual information); costs one extra one-row
+    # pass unless a row starts all masked
+    prior_weight: float = option(
+        0.0,
+        non_negative(),
+        "Prior weight (rare characters the context makes likely go sooner; 0 = plain score)",
+        slider=(0, 2, 0.05),
+    )
+    # in [0, 1): after each step but a block's last, mask again this many of the least confident generated
+    # characters per character the schedule revealed (ReMDM-conf); the passes stay as many, each reveals up to
+    # 1 / (1 - remask_ratio) times more, so it needs enough steps
+    remask_ratio: float = option(
+        0.0,
+        non_negative(below=1),
+        "Remask ratio (earlier characters taken back per character revealed; 0 = never)",
+        slider=(0, 0.95, 0.05),
+        note="pays off from about 32 steps; with fewer steps set it to 0 (see the sampling study)",
+    )
+    # characters revealed in one step are drawn independently: the step's picks keep this far apart first, the
+    # rest of the ranking only fills what it still has to reveal; 0 = plain ranking
+    spacing: int = option(
+        8, integer(0), "Spacing (characters revealed in one step keep this far apart; 0 = off)", slider=(0, 16, 1)
+    )
+    # how many positions each step reveals: linear, cosine (few early, many late) or front_loaded (many early, few
+    # late: reveals per step fall linearly from twice the average to one)
+    schedule: str = option("linear", one_of(SCHEDULES), "Schedule (characters revealed per step)")
+    # semi-autoregressive: blocks of this length decoded left to right, the steps split evenly among them
+    block_length: int | None = option(
+        None,
+        optional(integer(1)),
+        "Block length (0 = off; >0 = semi-autoregressive blocks)",
+        slider=(0, None, 1),
+        off=0,
+    )
+    # also reveal every eligible position whose candidate has at least this probability, so easy text finishes
+    # in fewer steps; None = off
+    threshold: float | None = option(
+        None, optional(positive_fraction()), "Threshold (also reveal every likely candidate)"
+    )
+    # adaptive (EB-sampler, Ben-Hamu et al. 2025): also reveal, down the ranking, every further position while the
+    # step's summed entropy (nats) stays within this bound, so easy stretches go in one pass; None = off
+    entropy_bound: float | None = option(
+        None,
+        optional(non_negative()),
+        "Entropy bound (adaptive: reveal more per pass while the step's summed entropy stays within it)",
+        slider=(0, 32, 0.5),
+        off=0,
+        note="fewer passes where the text is easy, from about 8 and with remask ratio 0 (remasking keeps the "
+        "schedule's pace); 0 = off",
+    )
+    # "exact": the schedule's count each step; "binomial": each masked position is revealed with the schedule's
+    # probability (MDLM's ancestral sampler), so some steps reveal nothing and then reuse the previous logits
+    reveal_counts: str = option("exact", one_of(REVEAL_COUNTS), "Reveal counts (exact or binomial)")
+    # a canvas longer than block_size is written window by window (mdlm_hf/windows.py), each keeping this many
+    # characters before its first mask as context; None = block_size // 4. num_steps then counts per block_size
+    window_context: int | None = option(
+        None,
+        optional(integer(0)),
+        "Window context (text longer than the context: characters each window keeps as given context)",
+    )
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value, accepts = getattr(self, f.name), f.metadata["spec"].accepts
+            if not accepts.test(value):
+                raise ValueError(f"{f.name} must be {accepts.words}, got {value!r}")
+        if self.order in STREAM_ORDERS:  # it reveals by position from a plan: these would be silently ignored
+            ignored = {name: value for name, value in STREAMS_IGNORE.items() if getattr(self, name) != value}
+            if ignored:
+                name = next(iter(ignored))
+                raise ValueError(
+                    f"{name} does not apply to {self.order} order, which reveals by position, not by score or "
+                    f"schedule: leave it at {ignored[name]!r}, or choose an order that uses it "
+                    f"({', '.join(orders_using(name))})"
+                )
+
+    @classmethod
+    def plain(cls, **changes: Any) -> SamplerOptions:
+        """The bare core: the default order (streams: pass `order=` for a scored one, which the order temperature,
+        prior weight and entropy bound need), strict, no prior, no remasking, no spacing, characters drawn from the
+        model's own distribution (temperature 1 everywhere, no filter) (with `changes` applied)."""
+        bare = cls(
+            order_temperature=0.0,
+            prior_weight=0.0,
+            remask_ratio=0.0,
+            spacing=0,
+            temperature=1.0,
+            min_p=None,
+            capital_temperature_factor=1.0,
+        )
+        return bare.replace(**changes)
+
+    @classmethod
+    def default_for_causal(cls) -> SamplerOptions:
+        """An autoregressive twin's defaults (mdlm_hf.autoregressive): left to right, one character a pass, each drawn
+        from the model's own distribution (temperature 1, no cut), as its likelihood is measured."""
+        return cls.plain(order="left_to_right")
+
+    @classmethod
+    def default_for(cls, model: nn.Module) -> SamplerOptions:
+        """The options a run of `model` starts from: `default_for_causal()` for an autoregressive twin, else the
+        diffusion model's defaults, `SamplerOptions()`."""
+        return cls.default_for_causal() if getattr(model, "causal", False) else cls()
+
+    def replace(self, **changes: Any) -> SamplerOptions:
+        """A validated copy with `changes` (options by name) applied; an unknown name is a ValueError naming it."""
+        unknown = sorted(changes.keys() - OPTION_SPECS.keys())
+        if unknown:
+            raise ValueError(f"unknown sampler option {', '.join(unknown)}; the options are {', '.join(OPTION_SPECS)}")
+        return dataclasses.replace(self, **changes)
+
+
+# the options streams order has no use for, at the values that leave them off (spacing, which long canvases' window
+# plan uses, is not among them)
+STREAMS_IGNORE = dict(
+    order_temperature=0.0, prior_weight=0.0, entropy_bound=None, schedule="linear", reveal_counts="exact"
+)
+
+
+def orders_using(name: str) -> tuple[str, ...]:
+    """The orders for which the option `name` changes what is revealed: the prior weight weighs scores, so only the
+    scored orders; streams order, a plan, has no use for STREAMS_IGNORE's options (and refuses them)."""
+    if name == "prior_weight":
+        return SCORED_ORDERS
+    return tuple(order for order in ORDERS if order not in STREAM_ORDERS or name not in STREAMS_IGNORE)
+
+
+# the one table of the options: name -> accepted values, label, slider bounds (the fields' metadata)
+OPTION_SPECS: dict[str, OptionSpec] = {f.name: f.metadata["spec"] for f in fields(SamplerOptions)}
+# the options the sampling study chose and their recommended values, as training/evaluate.py's model card lists them
+STUDIED_OPTIONS = ("num_steps", "order", "temperature", "min_p", "capital_temperature_factor", *REVEAL_RULE_OPTIONS)
+DEFAULT_SAMPLING = {name: getattr(SamplerOptions(), name) for name in STUDIED_OPTIONS}
+
+
+def check_seed(seed: object) -> None:
+    """The one check of a sampling seed: an integer in [0, 2**63) (torch's generators take no other)."""
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**63:
+        raise ValueError(f"seed must be an integer in [0, 2**63), got {seed!r}")

@@ -1,0 +1,173 @@
+"""The reveal orders: which masked positions a step reveals, by a score (confidence, margin, entropy, random, left to
+right) or by a plan (streams, word streams: stretches written left to right in parallel).
+
+Why streams and word streams are built as they are: docs/decisions.md.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from mdlm_hf.sampling.options import STREAM_ORDERS
+
+
+def reveal_scores(
+    probs: torch.Tensor, candidates: torch.Tensor, order: str, generator: torch.Generator
+) -> torch.Tensor:
+    """How much each position wants to be revealed next, on a log scale (B, T); higher goes first.
+
+    Log scale so that `order_temperature` means the same for every order: position i is then drawn
+    with probability proportional to exp(score_i / order_temperature), e.g. confidence^(1 / order_temperature).
+    """
+    if order == "confidence":
+        return probs.gather(-1, candidates[..., None]).squeeze(-1).log()
+    if order == "margin":
+        top2 = probs.topk(2, dim=-1).values
+        return (top2[..., 0] - top2[..., 1]).log()
+    if order == "entropy":
+        return (probs * probs.clamp(min=1e-12).log()).sum(dim=-1)  # negative entropy = log(1 / perplexity)
+    if order == "random":
+        return torch.rand(candidates.shape, generator=generator).to(probs.device)
+    positions = torch.arange(candidates.size(-1), device=probs.device, dtype=probs.dtype)
+    return -positions.expand(candidates.shape)  # left_to_right
+
+
+def spaced_picks(order: torch.Tensor, eligible: torch.Tensor, count: torch.Tensor, spacing: int) -> torch.Tensor:
+    """Greedy non-maximum suppression: walking each row's positions in `order` (B, T), best first, picks up
+    to `count` (B,) eligible ones, each ruling out the positions within `spacing` of it; a (B, T) mask."""
+    T = order.size(-1)
+    rows, columns = [], []
+    per_row = zip(order.tolist(), eligible.tolist(), count.tolist(), strict=True)
+    for row, (positions, is_eligible, wanted) in enumerate(per_row):
+        ruled_out = [False] * T  # plain lists: a few hundred scalar checks are cheaper than tensor ops
+        for i in positions:
+            if wanted == 0:
+                break
+            if is_eligible[i] and not ruled_out[i]:
+                rows.append(row)
+                columns.append(i)
+                wanted -= 1
+                low, high = max(0, i - spacing), min(T, i + spacing + 1)
+                ruled_out[low:high] = [True] * (high - low)
+    picked = torch.zeros_like(eligible)
+    picked[rows, columns] = True
+    return picked
+
+
+def entropy_bounded_count(
+    probs: torch.Tensor, order: torch.Tensor, eligible: torch.Tensor, bound: float
+) -> torch.Tensor:
+    """How many of each row's eligible positions, taken in `order` (B, T) best first, fit before the summed entropy
+    of their predictions `probs` (B, T, V) exceeds `bound` nats (B,): the EB-sampler's adaptive step size.
+
+    Revealing positions together draws them independently; the error that makes against drawing them one at a
+    time is at most their summed entropy, so a low-entropy stretch may go at once. (The EB-sampler paper bounds the
+    sum less its largest term, which always admits the first position; here the schedule's own count does that.)
+    """
+    entropy = -(probs * probs.clamp(min=1e-12).log()).sum(dim=-1)  # (B, T) nats
+    in_order = eligible.gather(-1, order)  # (B, T) eligible positions first: the order ranks the rest last
+    walked = entropy.gather(-1, order).masked_fill(~in_order, 0.0).cumsum(dim=-1)
+    return ((walked <= bound) & in_order).sum(dim=-1)
+
+
+def place_in_stretch(offset: torch.Tensor, length: torch.Tensor, stretches: torch.Tensor) -> torch.Tensor:
+    """1-based place of each `offset` (B, T) in its stretch, a run of `length` (B, T) cut into `stretches` (B, T)
+    stretches of equal length within one: stretch i starts at floor(i * length / stretches)."""
+    length = length.clamp(min=1)
+    stretch = ((offset + 1) * stretches - 1).div(length, rounding_mode="floor")  # the largest i with start_i <= offset
+    return offset - (stretch * length).div(stretches, rounding_mode="floor") + 1
+
+
+def stream_passes(eligible: torch.Tensor, given: torch.Tensor, num_steps: int) -> torch.Tensor:
+    """Streams order's plan (B, T): the pass, 1 to `num_steps`, that writes each `eligible` (B, T) position (0 for
+    the others), `given` (B, T) marking the characters already there (a prompt, a template, earlier windows).
+
+    Each run of eligible positions is cut into as few stretches as the passes allow, of equal length (within one),
+    written left to right, one character of each a pass, so every character but a stretch's first is drawn knowing
+    the one before; equal, so that no short last stretch writes a canvas's end with next to nothing known around
+    it. A run with given text on its right only is the mirror image, written right to left. A run between given
+    text that fits in twice the passes is written from both ends, its fronts meeting in its middle: a blank before
+    given text (an infill template's next speech) is written towards that text, not crammed into it at its end.
+    """
+    T = eligible.size(-1)
+    positions = torch.arange(T, device=eligible.device).expand_as(eligible)  # (B, T)
+    before = position_before_run(eligible)  # the last position before the run
+    after = T - 1 - torch.where(eligible, -1, T - 1 - positions).flip(-1).cummax(dim=-1).values.flip(-1)  # after it
+    padded = F.pad(given, (1, 1))  # (B, T + 2): the canvas's edges are not given
+    left_given, right_given = padded.gather(-1, before + 1), padded.gather(-1, after + 1)  # (B, T)
+    offset, length = positions - before - 1, after - before - 1  # within the run; the run's length
+    from_end = length - 1 - offset
+    inward = offset.minimum(from_end)  # how far from the nearer end
+    alternate = 2 * inward + 1 + (offset > from_end).long()  # left end, right end, next left, ... (middle last)
+    both_ends = torch.where(length <= num_steps, alternate, inward + 1)
+    stretches = length.clamp(min=1).add(num_steps - 1).div(num_steps, rounding_mode="floor")  # ceil(length / passes)
+    passes = torch.where(
+        right_given & ~left_given,
+        place_in_stretch(from_end, length, stretches),
+        place_in_stretch(offset, length, stretches),
+    )
+    passes = torch.where(left_given & right_given & (length <= 2 * num_steps), both_ends, passes)
+    return passes.masked_fill(~eligible, 0)
+
+
+def word_separators(model: nn.Module, device: torch.device) -> torch.Tensor | None:
+    """(S,) the ids of the characters that end a word in `model`'s vocabulary, a space and a line break, those it
+    has (None: neither, or a model with no tokenizer; word_streams order then plans as streams order)."""
+    vocab = getattr(getattr(model, "tokenizer", None), "vocab", "")
+    ids = [vocab.index(c) for c in " \n" if c in vocab]
+    return torch.tensor(ids, device=device) if ids else None
+
+
+def word_stream_passes(
+    eligible: torch.Tensor, given: torch.Tensor, num_steps: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Word streams order's plan (B, T) and its separators (B, T): streams order's plan (`stream_passes`) for one pass
+    fewer, in which the character before each left-to-right stretch's first, the last of the stretch before it, is
+    a separator, a space or a line break, written in the first pass (`separator_tokens`); every other character is
+    written a pass later than that plan says. So every stretch begins a word, drawn knowing whether it begins a line.
+    A run that gets no separator (a blank written from both ends, one stretch) keeps streams order's plan.
+    """
+    plain = stream_passes(eligible, given, num_steps)
+    if num_steps < 2:
+        return plain, torch.zeros_like(eligible)
+    shorter = stream_passes(eligible, given, num_steps - 1)
+    run = position_before_run(eligible) + 1  # (B, T) 0..T: the run's id
+    cut = run_any(stretch_starts_after_stretches(plain, eligible), run)  # runs the plan cuts into stretches
+    separators = cut & F.pad(stretch_starts_after_stretches(shorter, eligible), (0, 1))[:, 1:]  # before each start
+    shifted = torch.where(separators, 1, shorter + 1)
+    # a run whose shorter plan has no stretch to begin (all of length one) keeps the plan: no pass left empty
+    return torch.where(run_any(separators, run), shifted, plain).masked_fill(~eligible, 0), separators
+
+
+def position_before_run(eligible: torch.Tensor) -> torch.Tensor:
+    """(B, T): for each position, the last position at or before it that is not `eligible` (-1: none), so every
+    position of a run of eligible ones names the position just before that run."""
+    positions = torch.arange(eligible.size(-1), device=eligible.device).expand_as(eligible)
+    return torch.where(eligible, -1, positions).cummax(dim=-1).values
+
+
+def stretch_starts_after_stretches(passes: torch.Tensor, eligible: torch.Tensor) -> torch.Tensor:
+    """(B, T) bool: the first characters of a streams plan's left-to-right stretches that follow another stretch."""
+    left = F.pad(passes, (1, 0))[:, :-1]  # (B, T) the pass of each position's left neighbour
+    right = F.pad(passes, (0, 1))[:, 1:]
+    return eligible & (passes == 1) & (left > 1) & (right == 2)
+
+
+def run_any(flags: torch.Tensor, run: torch.Tensor) -> torch.Tensor:
+    """(B, T) bool: whether any position of each position's run (`run` (B, T) ids in 0..T) is flagged."""
+    found = torch.zeros(flags.size(0), flags.size(1) + 1, dtype=torch.long, device=flags.device)
+    return found.scatter_reduce(1, run, flags.long(), reduce="amax").gather(1, run).bool()
+
+
+def plan_streams(
+    order: str, eligible: torch.Tensor, given: torch.Tensor, num_steps: int, separator_ids: torch.Tensor | None
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """A block's plan under a streams order and word streams order's separators, made at the block's start
+    (`stream_passes`, `word_stream_passes`); (None, None) for a scored order."""
+    if order == "word_streams" and separator_ids is not None:
+        return word_stream_passes(eligible, given, num_steps)
+    if order in STREAM_ORDERS:
+        return stream_passes(eligible, given, num_steps), None
+    return None, None

@@ -1,0 +1,43 @@
+"""`SamplerState`: the canvas as a sampling run leaves it after each step, which every writer yields."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class SamplerState:
+    """The canvas after `step` of `num_steps` denoising steps (step 0: before any)."""
+
+    tokens: torch.Tensor  # (B, T) ids, mask_id where still masked
+    revealed: torch.Tensor  # (B, T) bool, positions revealed by this step
+    remasked: torch.Tensor  # (B, T) bool, generated positions masked again by this step (remask_ratio > 0)
+    confidence: torch.Tensor  # (B, T) model probability of each revealed character when revealed; NaN elsewhere
+    is_given: torch.Tensor  # (B, T) bool, positions fixed by the caller, never changed
+    step: int
+    num_steps: int
+    num_forward_passes: int  # passes over the canvas by the denoising steps so far
+    mask_id: int
+    # (start, end) of the positions the model reads at this step: the whole canvas when it fits the model's
+    # context, else the window being written (mdlm_hf/windows.py); at step 0 the first window
+    window: tuple[int, int] | None = None
+
+    @property
+    def is_masked(self) -> torch.Tensor:
+        """(B, T) bool: the positions still masked."""
+        return self.tokens == self.mask_id
+
+    @property
+    def done(self) -> bool:
+        """Whether no position is masked any more."""
+        return not bool(self.is_masked.any())
+
+
+def final_state(states: Iterator[SamplerState], state: SamplerState | None = None) -> SamplerState:
+    """Runs a sampler generator to the end and returns its last state (`state`: one already taken from it)."""
+    for state in states:  # noqa: B007 (the loop's last value is the point)
+        pass
+    return state
