@@ -15,7 +15,7 @@ from mdlm_hf import SamplerOptions
 from mdlm_hf.pipeline import END_AT
 from mdlm_hf.sampler import OPTION_SPECS, REVEAL_RULE_OPTIONS
 from mdlm_hf.windows import MAX_CANVAS
-from mdlm_space.checks import MAX_SEED, errors_shown, preprocessed
+from mdlm_space.checks import MAX_SEED, errors_shown, listed, preprocessed
 from mdlm_space.texts import END_AT_WORDS
 from mdlm_space.worker import gpu_work, iterate_on_model_thread, on_model_thread
 
@@ -150,18 +150,22 @@ def event(handler: Callable, inputs: dict[str, gr.components.Component], on_mode
 
 
 def refuse_extra_values(demo: gr.Blocks) -> None:
-    """Makes `demo` refuse a call with more values than its endpoint takes, naming them: gradio checks only for too
-    few and drops the rest (Blocks.validate_inputs), so a caller's extra or misplaced value went unnoticed."""
-    check_too_few = demo.validate_inputs
+    """Makes `demo` refuse a call with more or fewer values than its endpoint takes, naming them: gradio drops the
+    extra ones (Blocks.validate_inputs), so a caller's extra or misplaced value went unnoticed, and its error for
+    too few reached an API caller as `{"error": null}`."""
+    check_inputs = demo.validate_inputs
 
     def validate_inputs(block_fn: Any, inputs: list[Any]) -> None:
-        check_too_few(block_fn, inputs)
-        if len(inputs) > len(block_fn.inputs):
-            names = ", ".join(inspect.signature(block_fn.fn).parameters) if block_fn.fn else ""
-            raise gr.Error(
-                f"{block_fn.api_name or block_fn.name} takes {len(block_fn.inputs)} values"
-                f"{f' ({names})' if names else ''}, got {len(inputs)}",
-                print_exception=False,  # a caller's mistake: one line, no traceback in the log
-            )
+        wanted = len(block_fn.inputs)
+        names = list(inspect.signature(block_fn.fn).parameters) if block_fn.fn else []
+        if len(inputs) == wanted or (len(inputs) < wanted and len(names) != wanted):
+            check_inputs(block_fn, inputs)  # too few for a page event without named parameters: gradio's check
+            return
+        named = f" ({', '.join(names)})" if names else ""
+        missing = f": missing {listed(names[len(inputs) :])}" if len(inputs) < wanted else ""
+        raise gr.Error(
+            f"{block_fn.api_name or block_fn.name} takes {wanted} values{named}, got {len(inputs)}{missing}",
+            print_exception=False,  # a caller's mistake: one line, no traceback in the log
+        )
 
     demo.validate_inputs = validate_inputs

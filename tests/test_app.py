@@ -1975,3 +1975,16 @@ def test_controls_an_order_does_not_use_are_greyed_out_and_come_back_with_an_ord
         assert usable("order_temperature") and usable("entropy_bound") and not usable("prior_weight")
         page.type(controls["order"], "streams")  # which would refuse the prior: it goes back to off
         assert page.value(controls["prior_weight"]) == 0 and not usable("order_temperature")
+
+
+def test_a_call_with_too_few_values_names_what_is_missing(server, capfd):
+    # gradio's own check of too few values raised a plain error that reached the caller as {"error": null}
+    stream = api_call(server, "generate", ["ROMEO:\n", 20, 4])
+    assert "event: error" in stream
+    assert "generate takes 18 values" in stream and "got 3" in stream
+    assert "missing temperature, top_p, order" in stream
+    assert "capital_temperature_factor" in stream
+    empty = api_call(server, "forward_process", [])
+    assert "forward_process takes 3 values (line, t, seed), got 0: missing line, t and seed" in empty
+    assert "null" not in empty.split("event: error")[-1]
+    assert "Traceback" not in capfd.readouterr().err
