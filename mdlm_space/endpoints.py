@@ -104,6 +104,48 @@ ENDPOINTS: dict[str, Endpoint] = {
 GENERATE_API, INFILL_API, COMPARE_API = (ENDPOINTS[name].names for name in ("generate", "infill", "compare"))
 
 
+# what the API page and MCP clients read of each endpoint: for a caller, in the caller's terms (the handlers'
+# docstrings are for this code's readers)
+API_DESCRIPTIONS = {
+    "generate": (
+        "Writes text after a prompt with the masked diffusion model: the prompt is kept as it is, then up to `length` "
+        "characters start as masks and are revealed a few per denoising step, and the text ends at the end of a "
+        "line, of a speech, or at exactly the length (`end_at`). A text longer than the model's context is written "
+        f"window by window; the prompt and the text share {MAX_CANVAS:,} characters, and a length past the room "
+        "the prompt leaves is lowered (the readout says so). Streams one result per step.\n"
+        "Returns: the canvas as HTML, the text so far (finished at the end), a readout (seed, steps, forward passes, "
+        "speed) and the seed used."
+    ),
+    "infill": (
+        "Fills in the blanks of a template: every _ is a character to write, every other character stays as it is; "
+        "the blanks are revealed a few per denoising step, with context on both sides. Streams one result per "
+        "step.\n"
+        "Returns: the canvas as HTML, the template filled so far (finished at the end), a readout and the seed used."
+    ),
+    "compare": (
+        "Races two reveal orders of the same model on the same prompt, seed and number of forward passes: left to "
+        "right against confidence order (the surest characters first), with the same reveal rule; and the model's "
+        "autoregressive twin, when the app has one, writing the same length one character per pass. Streams each "
+        "side's canvas as it goes, then a one-line takeaway.\n"
+        "Returns: each side's canvas as HTML and its statistics (forward passes, characters per pass, seconds, share "
+        "of real words), the takeaway, the seed used, and the twin's canvas and statistics (empty without one)."
+    ),
+    "score": (
+        "Scores a text under the model: its bits per character, each character read left to right with those "
+        "before it (past the model's context, window by window), and how surprised the model was by each "
+        "character. Streams its progress.\n"
+        "Returns: the text as HTML, each character tinted by its surprise (bits in a tooltip), and a summary line "
+        "(bits per character, the most surprising character)."
+    ),
+    "forward_process": (
+        "Shows the forward process on one line: each character is masked with probability t, and the model guesses "
+        "every masked character at once.\n"
+        "Returns: the line as HTML (the masked line, the model's guesses, the true character under each wrong guess) "
+        "and how many masked characters the model restored."
+    ),
+}
+
+
 def param(endpoint: str, name: str) -> Param:
     """A parameter of `endpoint` that is not a sampler option, with the endpoint's changes."""
     return dataclasses.replace(PARAMS[name], **ENDPOINTS[endpoint].changes.get(name, {}))
@@ -142,7 +184,7 @@ def event(handler: Callable, inputs: dict[str, gr.components.Component], on_mode
             return on_model_thread(handler, **context, **by_name(values))
 
     fn = gpu_work(streaming if inspect.isgeneratorfunction(handler) else single)  # every event runs the model
-    fn.__doc__ = handler.__doc__  # what "Use via API" and MCP clients read
+    fn.__doc__ = API_DESCRIPTIONS.get(handler.__name__, handler.__doc__)  # what "Use via API" and MCP clients read
     fn.__signature__ = inspect.Signature(
         [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names]
     )
@@ -169,3 +211,29 @@ def refuse_extra_values(demo: gr.Blocks) -> None:
         )
 
     demo.validate_inputs = validate_inputs
+
+
+# what the API page prints inside a string literal as it is (it escapes nothing): such a default would not run as
+# pasted
+UNPRINTABLE_IN_A_LITERAL = ("\n", "\r", "\t", '"', "\\")
+
+
+def api_examples_that_run(demo: gr.Blocks) -> None:
+    """Makes `demo`'s API page show only snippets that run as pasted: a text parameter whose page default holds a
+    line break (the prompt "ROMEO:\\n", the Score passage) is required in the API, its example that default on one
+    line, since the page would print the break inside the string literal."""
+    api_info = demo.get_api_info
+
+    def get_api_info(*args: Any, **kwargs: Any) -> Any:
+        info = api_info(*args, **kwargs)
+        for endpoint in (info or {}).get("named_endpoints", {}).values():
+            for parameter in endpoint["parameters"]:
+                value = parameter["parameter_default"]
+                if isinstance(value, str) and any(char in value for char in UNPRINTABLE_IN_A_LITERAL):
+                    example = " ".join(value.split())
+                    printable = not any(char in example for char in UNPRINTABLE_IN_A_LITERAL)
+                    parameter.update(parameter_has_default=False, parameter_default=None)
+                    parameter["example_input"] = example if printable else parameter["example_input"]
+        return info
+
+    demo.get_api_info = get_api_info

@@ -6,7 +6,7 @@ import gradio as gr
 
 from mdlm_hf import MDLM
 from mdlm_hf.autoregressive import check_twin
-from mdlm_space.endpoints import refuse_extra_values
+from mdlm_space.endpoints import api_examples_that_run, refuse_extra_values
 from mdlm_space.tabs.compare import compare_tab
 from mdlm_space.tabs.generate import generate_tab
 from mdlm_space.tabs.how_it_works import how_it_works_tab
@@ -43,4 +43,5 @@ def build_demo(
             with gr.Tab("How it works") as how_it_works:
                 how_it_works_tab(model, demo, how_it_works, texts)
     refuse_extra_values(demo)
+    api_examples_that_run(demo)
     return demo

@@ -1988,3 +1988,32 @@ def test_a_call_with_too_few_values_names_what_is_missing(server, capfd):
     assert "forward_process takes 3 values (line, t, seed), got 0: missing line, t and seed" in empty
     assert "null" not in empty.split("event: error")[-1]
     assert "Traceback" not in capfd.readouterr().err
+
+
+def python_snippet(info: dict, endpoint: str) -> str:
+    """The "Use via API" page's Python snippet, as its page writes it: a string default or example between double
+    quotes, as it is (gradio's frontend does not escape it)."""
+
+    def shown(value, kind: str) -> str:
+        if kind in ("str", "string") or kind.startswith("Literal["):
+            return f'"{value}"'
+        return {True: "True", False: "False", None: "None"}.get(value, str(value))
+
+    lines = []
+    for par in info["named_endpoints"][f"/{endpoint}"]["parameters"]:
+        value = par["parameter_default"] if par["parameter_has_default"] else par["example_input"]
+        lines.append(f"\t{par['parameter_name']}={shown(value, par['python_type']['type'])},")
+    return "\n".join(["client.predict(", *lines, f'\tapi_name="/{endpoint}",', ")"])
+
+
+def test_the_api_page_snippets_run_as_pasted_and_name_no_internals(server):
+    # the page printed the prompt "ROMEO:\n" with a real line break inside the string, and named MAX_CANVAS
+    info = httpx.get(f"{server}gradio_api/info", timeout=30).json()
+    for endpoint in ("generate", "infill", "compare", "score", "forward_process"):
+        snippet = python_snippet(info, endpoint)
+        compile(snippet, endpoint, "exec")  # a SyntaxError: the snippet does not run as pasted
+        described = info["named_endpoints"][f"/{endpoint}"]["description"]
+        assert described and not re.search(r"\b[A-Z]+_[A-Z_]+\b|\btab\b", described), described
+    client = Client(server, verbose=False)
+    *_, seed = client.predict(**{"length": 8, "num_steps": 2, "prompt": "ROMEO:"}, api_name="/generate")
+    assert isinstance(seed, (int, float))
