@@ -136,15 +136,34 @@ def seed_controls(endpoint: str, block_size: int) -> dict[str, gr.components.Com
     return dict(seed=seed, fixed_seed=fixed)
 
 
-def remembered(slider: gr.Slider) -> gr.State:
+def remembered(slider: gr.Slider, refit: Callable | None = None, inputs: tuple = ()) -> gr.State:
     """The value the user last chose on `slider` (by hand: capping it does not change this), which a capped
-    slider returns to when its cap rises again."""
+    slider returns to when its cap rises again. `refit(*inputs, wanted)`: the slider's update (its cap) for the
+    values of `inputs`; a number typed into its box past that cap is set to the cap, and its info line says so
+    (raw: gradio's own bounds check would only log a traceback, and the page would quietly run at the cap)."""
     wanted = gr.State(slider.value)
+
+    def remember(value: Any, *others: Any) -> tuple[Any, Any]:
+        if refit is None:
+            return value, gr.skip()
+        update = refit(*others, value)
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            return value, gr.skip()
+        cap = update.get("maximum")
+        if update.get("interactive") is False or cap is None or number <= cap:
+            return value, gr.skip()
+        typed = f"{int(number):,}" if number.is_integer() else f"{number:g}"
+        info = f"{typed} is more than {cap:,}, the most here ({update.get('info')}): set to {cap:,}"
+        return value, {**update, "value": cap, "info": info}
+
     slider.input(
-        lambda value: value,
-        slider,
-        wanted,
+        remember,
+        [slider, *inputs],
+        [wanted, slider],
         queue=False,
+        preprocess=False,
         api_name=False,
         show_progress="hidden",
         trigger_mode="always_last",
@@ -156,14 +175,19 @@ def follow_prompt(
     demo: gr.Blocks, limit: int, block_size: int, prompt: gr.Textbox, length: gr.Slider, steps: gr.Slider
 ) -> None:
     """The length slider follows the prompt (they share `limit` characters) and the steps slider the length (a
-    text longer than the model's context counts its steps per `block_size` characters)."""
-    wanted_length, wanted_steps = remembered(length), remembered(steps)
-    fit = dict(fn=functools.partial(fit_length, limit), inputs=[prompt, wanted_length], outputs=length)
-    prompt.change(**fit, queue=False, api_name=False, show_progress="hidden")
-    demo.load(**fit, queue=False, api_name=False, show_progress="hidden")
-    fit = dict(fn=functools.partial(fit_steps_to_length, block_size), inputs=[length, wanted_steps], outputs=steps)
-    length.change(**fit, queue=False, api_name=False, show_progress="hidden")
-    demo.load(**fit, queue=False, api_name=False, show_progress="hidden")  # when the first length fits already
+    text longer than the model's context counts its steps per `block_size` characters). Raw values, as typed: a
+    length typed past its cap is capped by its own event."""
+    fit_length_to_prompt = functools.partial(fit_length, limit)
+    fit_steps = functools.partial(fit_steps_to_length, block_size)
+    wanted_length = remembered(length, fit_length_to_prompt, (prompt,))
+    wanted_steps = remembered(steps, fit_steps, (length,))
+    quiet = dict(queue=False, preprocess=False, api_name=False, show_progress="hidden")
+    fit = dict(fn=fit_length_to_prompt, inputs=[prompt, wanted_length], outputs=length)
+    prompt.change(**fit, **quiet)
+    demo.load(**fit, **quiet)
+    fit = dict(fn=fit_steps, inputs=[length, wanted_steps], outputs=steps)
+    length.change(**fit, **quiet)
+    demo.load(**fit, **quiet)  # when the first length fits already
 
 
 def run_buttons(label: str) -> tuple[gr.Button, gr.Button]:

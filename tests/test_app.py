@@ -2017,3 +2017,20 @@ def test_the_api_page_snippets_run_as_pasted_and_name_no_internals(server):
     client = Client(server, verbose=False)
     *_, seed = client.predict(**{"length": 8, "num_steps": 2, "prompt": "ROMEO:"}, api_name="/generate")
     assert isinstance(seed, (int, float))
+
+
+def test_a_number_typed_past_a_sliders_maximum_is_capped_and_said(model_dir):
+    # typing 999 into the steps box logged a traceback for each keystroke's event, showed nothing and ran at the
+    # maximum
+    model, _ = loading.load_model(model_dir)
+    page = Page(app.build_demo(model))
+    for endpoint, names in (("generate", GENERATE_API), ("infill", INFILL_API), ("compare", COMPARE_API)):
+        steps = tab_controls(page.demo, endpoint, names)["num_steps"]
+        page.type(steps, 999)  # raised here, as the server's log printed it
+        cap = page.props[steps._id]["maximum"]
+        assert cap < 999 and page.value(steps) == cap
+        assert f"999 is more than {cap}" in page.props[steps._id]["info"]
+    length = tab_controls(page.demo, "generate", GENERATE_API)["length"]
+    page.type(length, 10**6)
+    assert page.value(length) == page.props[length._id]["maximum"] < 10**6
+    assert "is more than" in page.props[length._id]["info"]
