@@ -216,7 +216,8 @@ def score_summary(model: MDLM, text: str, bits: list[float], num_passes: int) ->
         how = f"left to right, each character read with at least {model.block_size // 2} before it"
     weights = str(model.denoise_dtype if SCORE_FAST else model.lm_head.weight.dtype).removeprefix("torch.")
     return (
-        f"**{sum(bits) / len(bits):.3f} bits per character** over {len(text):,} characters ({how}: one canvas per "
+        f"**{sum(bits) / len(bits):.3f} bits per character** over {len(text):,} "
+        f"character{'' if len(text) == 1 else 's'} ({how}: one canvas per "
         f"character, {SCORE_BATCH} per pass, {passes(num_passes)}, {weights} weights). Most surprising: "
         f"{shown_char(text[worst])} at position {worst + 1:,}, {bits[worst]:.1f} bits."
     )

@@ -2034,3 +2034,12 @@ def test_a_number_typed_past_a_sliders_maximum_is_capped_and_said(model_dir):
     page.type(length, 10**6)
     assert page.value(length) == page.props[length._id]["maximum"] < 10**6
     assert "is more than" in page.props[length._id]["info"]
+
+
+def test_a_score_of_one_character_says_character(model_dir):
+    # the Score line said "over 1 characters"
+    model, _ = loading.load_model(model_dir)
+    *_, (view, summary) = handlers.score(model, "R")
+    assert "over 1 character (" in summary
+    *_, (view, summary) = handlers.score(model, "RO")
+    assert "over 2 characters (" in summary
