@@ -29,7 +29,7 @@ from mdlm_space.checks import (
 )
 from mdlm_space.endpoints import PARAMS
 from mdlm_space.render import LEGEND, forward_view, render_canvas, score_view, shown_char
-from mdlm_space.texts import END_AT_WORDS, passes
+from mdlm_space.texts import passes
 
 
 def readout(state: SamplerState, seconds: float, num_generated: int, seed: int, note: str = "") -> str:
@@ -80,6 +80,24 @@ def control_overrides(controls: dict[str, Any]) -> dict[str, Any]:
     return {name: option_value(name, value) for name, value in controls.items()}
 
 
+def sentence(text: str) -> str:
+    """`text` as a sentence: its first letter a capital, a full stop at its end ("" stays "")."""
+    if not text:
+        return ""
+    return text[:1].upper() + text[1:] + ("" if text.endswith((".", "!", "?")) else ".")
+
+
+# where a generated text ended, from the whitespace it was cut at (mdlm_hf.pipeline.ended: at the last speech end,
+# else line end, else word end)
+ENDED_AT = {"speech": "the end of a speech", "line": "the end of a line", "word": "the end of a word"}
+
+
+def end_reached(cut_off: str) -> str:
+    """Which end a text reached ("speech", "line" or "word"), from the written characters `cut_off` after it."""
+    gap = cut_off[: len(cut_off) - len(cut_off.lstrip())]
+    return "speech" if "\n\n" in gap else "line" if "\n" in gap else "word"
+
+
 def frames(
     model: MDLM,
     states: Iterator[SamplerState],
@@ -96,7 +114,7 @@ def frames(
     start_time = time.perf_counter()
     for state in states:
         if state.step == 0 and prompt_length is not None:
-            note = " ".join(filter(None, (note, (unseen_prompt_note(state, prompt_length) or "").capitalize())))
+            note = " ".join(filter(None, (note, sentence(unseen_prompt_note(state, prompt_length) or ""))))
         seconds = time.perf_counter() - start_time
         shown = note
         text = model.tokenizer.decode(state.tokens[0, : (state.window or (0, None))[1]])
@@ -105,7 +123,10 @@ def frames(
             text = ended(whole, prompt_length or 0, end_at)
             if len(text) < len(whole):
                 kept, written = len(text) - (prompt_length or 0), len(whole) - (prompt_length or 0)
-                cut = f"Ended at {END_AT_WORDS[end_at]}: {kept:,} of {written:,} written characters kept."
+                reached = end_reached(whole[len(text) :])
+                cut = f"Ended at {ENDED_AT[reached]}: {kept:,} of {written:,} written characters kept."
+                if reached != end_at:  # the text holds no end of the kind asked for: it fell back to a shorter one
+                    cut = f"No {end_at} ended in the text, so it {cut[0].lower()}{cut[1:]}"
                 shown = " ".join(filter(None, (note, cut)))
         num_generated = state.tokens.size(1) - num_fixed
         yield render_canvas(model, state) + LEGEND, text, readout(state, seconds, num_generated, seed, shown), seed

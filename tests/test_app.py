@@ -2043,3 +2043,19 @@ def test_a_score_of_one_character_says_character(model_dir):
     assert "over 1 character (" in summary
     *_, (view, summary) = handlers.score(model, "RO")
     assert "over 2 characters (" in summary
+
+
+def test_end_at_speech_says_where_it_really_ended_and_notes_are_sentences(model_dir):
+    # a 600-character prompt, length 100, end at speech: the readout said it ended at a speech when it fell back to
+    # a line end, and ran the long-prompt note into it with no full stop
+    model, _ = loading.load_model(model_dir)
+    prompt = (SHAKESPEARE_LIKE * 8)[:600]
+    for seed in range(40):
+        *_, (canvas, text, readout, _) = handlers.generate(model, prompt, 100, seed, True, end_at="speech", num_steps=8)
+        written = text[len(prompt) :]
+        if "\n" in written and "\n\n" not in written:
+            break
+    else:
+        pytest.fail("no run ended at a line")
+    assert "end of a speech" not in readout and "end of a line" in readout, readout
+    assert "kept in the text. " in readout, readout
