@@ -13,6 +13,7 @@ import gradio as gr
 from mdlm_hf import SamplerOptions
 from mdlm_hf.sampler import OPTION_SPECS, STREAM_ORDERS, STREAMS_IGNORE, orders_using
 from mdlm_space.endpoints import ENDPOINTS, default, param
+from mdlm_space.handlers import stopped
 
 
 def capped_slider(cap: int, wanted: float | None, info: str) -> dict:
@@ -207,9 +208,12 @@ BRING_INTO_VIEW = (
 )
 
 
-def stoppable(run: gr.Button, stop: gr.Button, *args: Any, **kwargs: Any) -> Any:
+def stoppable(
+    run: gr.Button, stop: gr.Button, *args: Any, readout: gr.components.Component | None = None, **kwargs: Any
+) -> Any:
     """`run.click(*args, **kwargs)`, which `stop` cancels: the handler's sampler loop ends after the step it is
-    computing (as it does when the page is closed). Returns the run's event, to chain on."""
+    computing (as it does when the page is closed), and the run's `readout` says it stopped. Returns the run's
+    event, to chain on."""
     canvas_id = getattr((kwargs.get("outputs") or [None])[0], "elem_id", None)
     if canvas_id:  # on a phone the canvas sits below the controls: bring it into view as the run starts
         kwargs["js"] = BRING_INTO_VIEW.replace("CANVAS_ID", canvas_id)
@@ -217,7 +221,10 @@ def stoppable(run: gr.Button, stop: gr.Button, *args: Any, **kwargs: Any) -> Any
     # whose error badge sat over the readout); a user's mistake still shows as gradio's error message
     kwargs.setdefault("show_progress", "hidden")
     dependency = run.click(*args, **kwargs)
-    stop.click(None, cancels=[dependency], api_name=False)
+    if readout is None:
+        stop.click(None, cancels=[dependency], api_name=False)
+    else:
+        stop.click(stopped, readout, readout, cancels=[dependency], queue=False, api_name=False, show_progress="hidden")
     return dependency
 
 
@@ -260,7 +267,12 @@ def replayable(
     after it the slider scrubs through every step on the canvas (`outputs[0]`)."""
     slider, canvases = replay
     run_event = stoppable(
-        run, stop, **{**handler, "fn": recorded(handler["fn"])}, outputs=[*outputs, canvases], api_name=api_name
+        run,
+        stop,
+        **{**handler, "fn": recorded(handler["fn"])},
+        outputs=[*outputs, canvases],
+        api_name=api_name,
+        readout=outputs[2],
     )
     run_event.then(replay_slider, canvases, slider, queue=False, api_name=False, show_progress="hidden")
     slider.change(

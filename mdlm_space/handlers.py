@@ -31,11 +31,27 @@ from mdlm_space.endpoints import PARAMS
 from mdlm_space.render import LEGEND, forward_view, render_canvas, score_view, shown_char
 from mdlm_space.texts import passes
 
+RUNNING = "…"  # the speed of a run still going: it is known once the run ends
+SCORING = "Scoring…"  # Score's line while it scores
+
+
+def stopped(line: str | None) -> Any:
+    """A readout (Generate's, Infill's) or Score's line after Stop: a run still going says where it stopped; one
+    that had ended is kept."""
+    first, *rest = (line or "").split("\n\n", 1)
+    if first.endswith(f" · {RUNNING}"):
+        first = first.removesuffix(f" · {RUNNING}").replace(" · step ", " · stopped at step ", 1)
+    elif first.startswith(f"{SCORING} "):
+        first = f"Stopped: {first.removeprefix(f'{SCORING} ').replace(' characters', ' characters scored', 1)}"
+    else:
+        return gr.skip()
+    return "\n\n".join([first, *rest])
+
 
 def readout(state: SamplerState, seconds: float, num_generated: int, seed: int, note: str = "") -> str:
     """Seed, steps, forward passes, seconds and characters per second of a (possibly unfinished) run, where a long
     text's live window is, and a note."""
-    speed = f"{num_generated / seconds:,.0f} chars/s" if state.done and seconds > 0 else "…"
+    speed = f"{num_generated / seconds:,.0f} chars/s" if state.done and seconds > 0 else RUNNING
     step = f"step {state.step}/{state.num_steps}"
     if state.done and state.step < state.num_steps:  # a rule that ends early (streams order on short blanks)
         step = f"done in {state.step} of {state.num_steps} steps"
@@ -225,7 +241,7 @@ def score(model: MDLM, text: str | None) -> Iterator[tuple[str, str]]:
         bits = (nats.cpu() / math.log(2)).tolist()
         done = sum(b == b for b in bits)
         if done < len(text):
-            yield score_view(text, bits, most), f"Scoring… {done:,} of {len(text):,} characters ({passes(num_passes)})"
+            yield score_view(text, bits, most), f"{SCORING} {done:,} of {len(text):,} characters ({passes(num_passes)})"
     yield score_view(text, bits, most), score_summary(model, text, bits, num_passes)
 
 

@@ -2059,3 +2059,40 @@ def test_end_at_speech_says_where_it_really_ended_and_notes_are_sentences(model_
         pytest.fail("no run ended at a line")
     assert "end of a speech" not in readout and "end of a line" in readout, readout
     assert "kept in the text. " in readout, readout
+
+
+@pytest.mark.browser
+def test_browser_after_stop_the_readouts_say_it_stopped(server, counted_steps, monkeypatch):
+    # after Stop, Generate's readout kept its trailing "· …" and Score kept "Scoring… 48 of 256"
+    surprise_steps = handlers.surprise_steps
+
+    def slow_surprise_steps(*args, **kwargs):
+        for nats in surprise_steps(*args, **kwargs):
+            time.sleep(0.1)
+            yield nats
+
+    monkeypatch.setattr(handlers, "surprise_steps", slow_surprise_steps)
+    with chromium() as browser:
+        page = browser.new_page(viewport=dict(zip(("width", "height"), DESKTOP, strict=True)))
+        page.goto(server)
+        readout = page.locator("#generate-readout [data-testid=markdown]")  # not its hidden status
+        page.get_by_role("button", name="Generate", exact=True).click()
+        page.wait_for_function(
+            "() => +(document.querySelector('#generate-readout').innerText.match(/step (\\d+)\\//) || [0, 0])[1] >= 4",
+            timeout=60_000,
+        )
+        page.get_by_role("button", name="Stop").first.click()
+        page.wait_for_timeout(1500)
+        line = readout.inner_text().splitlines()[0]
+        assert "stopped at step" in line and not line.endswith("…"), line
+        page.get_by_role("tab", name="Score").click()
+        page.get_by_label("Text to score").fill(SHAKESPEARE_LIKE * 6)
+        page.get_by_role("button", name="Score", exact=True).click()
+        summary = page.locator("#score-summary [data-testid=markdown]")
+        page.wait_for_function(
+            "() => /Scoring… (\\d+)/.test(document.querySelector('#score-summary').innerText)", timeout=60_000
+        )
+        page.locator("button:visible", has_text="Stop").click()
+        page.wait_for_timeout(1500)
+        said = summary.inner_text()
+        assert said.startswith("Stopped:") and "Scoring" not in said, said
