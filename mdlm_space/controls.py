@@ -256,7 +256,7 @@ def recorded(fn: Callable) -> Callable:
                 # ahead, never shown once the run is stopped) must not join it
                 yield (*outputs, list(canvases))
 
-    recording.__signature__, recording.__doc__ = fn.__signature__, fn.__doc__
+    recording.__signature__, recording.__doc__, recording.__name__ = fn.__signature__, fn.__doc__, fn.__name__
     return recording
 
 

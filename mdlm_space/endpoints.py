@@ -104,46 +104,75 @@ ENDPOINTS: dict[str, Endpoint] = {
 GENERATE_API, INFILL_API, COMPARE_API = (ENDPOINTS[name].names for name in ("generate", "infill", "compare"))
 
 
-# what the API page and MCP clients read of each endpoint: for a caller, in the caller's terms (the handlers'
-# docstrings are for this code's readers)
-API_DESCRIPTIONS = {
+# what the API page and MCP clients read of each endpoint (its tool's name is the endpoint's): what it does and
+# returns, for a caller, in the caller's terms (the handlers' docstrings are for this code's readers); its
+# parameters are described by their labels (`api_doc`)
+API_DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "generate": (
         "Writes text after a prompt with the masked diffusion model: the prompt is kept as it is, then up to `length` "
         "characters start as masks and are revealed a few per denoising step, and the text ends at the end of a "
         "line, of a speech, or at exactly the length (`end_at`). A text longer than the model's context is written "
         f"window by window; the prompt and the text share {MAX_CANVAS:,} characters, and a length past the room "
-        "the prompt leaves is lowered (the readout says so). Streams one result per step.\n"
-        "Returns: the canvas as HTML, the text so far (finished at the end), a readout (seed, steps, forward passes, "
-        "speed) and the seed used."
+        "the prompt leaves is lowered (the readout says so). Streams one result per step.",
+        "the canvas as HTML, the text so far (finished at the end), a readout (seed, steps, forward passes, speed) "
+        "and the seed used.",
     ),
     "infill": (
         "Fills in the blanks of a template: every _ is a character to write, every other character stays as it is; "
-        "the blanks are revealed a few per denoising step, with context on both sides. Streams one result per "
-        "step.\n"
-        "Returns: the canvas as HTML, the template filled so far (finished at the end), a readout and the seed used."
+        "the blanks are revealed a few per denoising step, with context on both sides. Streams one result per step.",
+        "the canvas as HTML, the template filled so far (finished at the end), a readout and the seed used.",
     ),
     "compare": (
         "Races two reveal orders of the same model on the same prompt, seed and number of forward passes: left to "
         "right against confidence order (the surest characters first), with the same reveal rule; and the model's "
         "autoregressive twin, when the app has one, writing the same length one character per pass. Streams each "
-        "side's canvas as it goes, then a one-line takeaway.\n"
-        "Returns: each side's canvas as HTML and its statistics (forward passes, characters per pass, seconds, share "
-        "of real words), the takeaway, the seed used, and the twin's canvas and statistics (empty without one)."
+        "side's canvas as it goes, then a one-line takeaway.",
+        "each side's canvas as HTML and its statistics (forward passes, characters per pass, seconds, share of real "
+        "words), the takeaway, the seed used, and the twin's canvas and statistics (empty without one).",
     ),
     "score": (
         "Scores a text under the model: its bits per character, each character read left to right with those "
         "before it (past the model's context, window by window), and how surprised the model was by each "
-        "character. Streams its progress.\n"
-        "Returns: the text as HTML, each character tinted by its surprise (bits in a tooltip), and a summary line "
-        "(bits per character, the most surprising character)."
+        "character. Streams its progress.",
+        "the text as HTML, each character tinted by its surprise (bits in a tooltip), and a summary line (bits per "
+        "character, the most surprising character).",
     ),
     "forward_process": (
         "Shows the forward process on one line: each character is masked with probability t, and the model guesses "
-        "every masked character at once.\n"
-        "Returns: the line as HTML (the masked line, the model's guesses, the true character under each wrong guess) "
-        "and how many masked characters the model restored."
+        "every masked character at once.",
+        "the line as HTML (the masked line, the model's guesses, the true character under each wrong guess) and how "
+        "many masked characters the model restored.",
     ),
 }
+# the parameters that neither PARAMS nor the sampler options describe
+API_ARGS = {
+    "text": "the text to score, in characters the model writes",
+    "line": "a line of characters the model writes, at most its context long",
+    "t": "the mask ratio, from 0 to 1: each character is masked with this probability",
+}
+
+
+def arg_words(endpoint: str, name: str) -> str:
+    """A parameter of `endpoint` in words, for a caller: its label and advice."""
+    if name in API_ARGS:
+        return API_ARGS[name]
+    if name in OPTION_SPECS:
+        spec = OPTION_SPECS[name]
+        return ": ".join(
+            filter(None, (ENDPOINTS[endpoint].changes.get(name, {}).get("label") or spec.label, spec.note))
+        )
+    spec = param(endpoint, name) if endpoint in ENDPOINTS else PARAMS[name]
+    return ": ".join(filter(None, (spec.label, spec.info)))
+
+
+def api_doc(endpoint: str, names: list[str]) -> str | None:
+    """The docstring gradio reads for `endpoint` (the API page, MCP tools): what it does, its parameters `names`,
+    what it returns; None for an event that is no endpoint."""
+    if endpoint not in API_DESCRIPTIONS:
+        return None
+    description, returns = API_DESCRIPTIONS[endpoint]
+    args = "\n".join(f"    {name}: {arg_words(endpoint, name)}" for name in names)
+    return f"{description}\n\nArgs:\n{args}\n\nReturns:\n    {returns}"
 
 
 def param(endpoint: str, name: str) -> Param:
@@ -184,7 +213,9 @@ def event(handler: Callable, inputs: dict[str, gr.components.Component], on_mode
             return on_model_thread(handler, **context, **by_name(values))
 
     fn = gpu_work(streaming if inspect.isgeneratorfunction(handler) else single)  # every event runs the model
-    fn.__doc__ = API_DESCRIPTIONS.get(handler.__name__, handler.__doc__)  # what "Use via API" and MCP clients read
+    # what "Use via API" and MCP clients read: the endpoint's name (a tool's, named after its handler) and words
+    fn.__name__ = handler.__name__
+    fn.__doc__ = api_doc(handler.__name__, names) or handler.__doc__
     fn.__signature__ = inspect.Signature(
         [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names]
     )

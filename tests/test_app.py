@@ -2096,3 +2096,23 @@ def test_browser_after_stop_the_readouts_say_it_stopped(server, counted_steps, m
         page.wait_for_timeout(1500)
         said = summary.inner_text()
         assert said.startswith("Stopped:") and "Scoring" not in said, said
+
+
+def test_mcp_tools_are_named_and_described_for_a_caller(model_dir):
+    # the MCP tools were named after the app's wrappers (recording, recording_1, streaming, streaming_1, single),
+    # and described with internal constants and tabs; gradio's MCP server names a tool after its function and
+    # describes it and its parameters from the function's docstring
+    from gradio.utils import get_function_description
+
+    model, known_words = loading.load_model(model_dir)
+    demo = app.build_demo(model, known_words)
+    named = {fn.api_name: fn for fn in demo.fns.values() if fn.api_name}
+    named = {name: fn for name, fn in named.items() if f"/{name}" in demo.get_api_info()["named_endpoints"]}
+    assert sorted(named) == ["compare", "forward_process", "generate", "infill", "score"]
+    for name, fn in named.items():
+        assert fn.fn.__name__ == name
+        description, parameters, returns = get_function_description(fn.fn)
+        assert description and returns, name
+        assert all(parameters.values()), (name, parameters)
+        for text in (description, *parameters.values(), *returns):
+            assert not re.search(r"\b[A-Z]+_[A-Z_]+\b|\btabs?\b", text), (name, text)
