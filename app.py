@@ -29,7 +29,7 @@ from mdlm_space.loading import (
     warm_up,
 )
 from mdlm_space.render import THEME
-from mdlm_space.serving import host_problem, port_number
+from mdlm_space.serving import MAX_UPLOAD, host_problem, port_number, private_uploads
 from mdlm_space.worker import on_model_thread
 
 __all__ = ["build_demo", "main"]
@@ -59,6 +59,7 @@ def main(argv: list[str] | None = None) -> None:
     if problem:
         sys.exit(f"error: {problem}")
     device = str(choose_device(args.device))
+    private_uploads()  # before gradio names its folders
     try:
         model, known_words = on_model_thread(load_model, args.model, device)
     except Exception as error:  # one clear line instead of a traceback, whatever went wrong
@@ -73,7 +74,11 @@ def main(argv: list[str] | None = None) -> None:
         worker.MODEL_THREAD.submit(warm_up, warmed)
     try:
         demo.queue(default_concurrency_limit=8, max_size=64).launch(
-            server_name=args.host, server_port=args.port, mcp_server=mcp_available(), theme=THEME
+            server_name=args.host,
+            server_port=args.port,
+            mcp_server=mcp_available(),
+            theme=THEME,
+            max_file_size=MAX_UPLOAD,
         )
     except OSError as error:  # above all, a port that another program holds
         where = f"port {args.port}" if args.port else "gradio's default ports"

@@ -57,6 +57,18 @@ JULIET = "JULIET:\nO Romeo, Romeo! wherefore art thou Romeo?"  # 49 characters
 ROMEO_RACE = dict(prompt="ROMEO:\n", length=40, num_steps=8, temperature=0.8, seed=0)
 
 
+@pytest.fixture(autouse=True)
+def app_main_leaves_the_test_process_as_it_was():
+    """app.main names a private uploads folder in the environment and exits on SIGTERM: undone after each test."""
+    before, handler = os.environ.get("GRADIO_TEMP_DIR"), signal.getsignal(signal.SIGTERM)
+    yield
+    if before is None:
+        os.environ.pop("GRADIO_TEMP_DIR", None)
+    else:
+        os.environ["GRADIO_TEMP_DIR"] = before
+    signal.signal(signal.SIGTERM, handler)
+
+
 class Page:
     """A browser session without a browser: the components' values, and the server-side events that a user's
     change fires (and the changes those make fire in turn), run through gradio's own pre- and postprocessing in
@@ -1799,7 +1811,7 @@ def test_main_serves_on_the_device_with_mcp_only_when_its_extra_is_installed(mod
     app.main(["--model", str(model_dir), "--device", "cpu"])
     assert launched["device"] == "cpu" and launched["mcp_server"] is mcp
     fn = next(fn for fn in launched["blocks"].fns.values() if fn.api_name == "generate")
-    assert fn.fn.__doc__.startswith("Generate tab:")  # what "Use via API" and MCP clients show
+    assert fn.fn.__doc__.startswith("Writes text after a prompt")  # what "Use via API" and MCP clients show
     assert mcp_available() is (importlib.util.find_spec("mcp") is not None)
 
 
@@ -2116,3 +2128,26 @@ def test_mcp_tools_are_named_and_described_for_a_caller(model_dir):
         assert all(parameters.values()), (name, parameters)
         for text in (description, *parameters.values(), *returns):
             assert not re.search(r"\b[A-Z]+_[A-Z_]+\b|\btabs?\b", text), (name, text)
+
+
+def test_uploads_are_capped_and_deleted_when_the_app_exits(model_dir, monkeypatch, tmp_path):
+    # with --host 0.0.0.0 anyone could upload files of any size, served back and kept after the app exited
+    import atexit
+
+    launched, exits, signals = {}, [], {}
+    monkeypatch.setattr(gr.Blocks, "launch", lambda self, **kwargs: launched.update(kwargs))
+    monkeypatch.setattr(atexit, "register", exits.append)
+    monkeypatch.setattr(signal, "signal", lambda number, handler: signals.update({number: handler}))
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path))
+    app.main(["--model", str(model_dir), "--device", "cpu", "--twin", "none"])
+    assert launched["max_file_size"] == serving.MAX_UPLOAD
+    from gradio.utils import _parse_file_size
+
+    assert _parse_file_size(launched["max_file_size"]) <= 1024**2
+    folder = Path(os.environ["GRADIO_TEMP_DIR"])
+    assert folder.parent == tmp_path and folder.is_dir()
+    (folder / "upload.txt").write_text("x")
+    for clean_up in exits:
+        clean_up()
+    assert not folder.exists()
+    assert signal.SIGTERM in signals
