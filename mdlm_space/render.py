@@ -158,10 +158,11 @@ def finished_text(model: MDLM, state: SamplerState, row: int, span: slice) -> st
 
 def render_canvas(model: MDLM, state: SamplerState, row: int = 0, rows: int = CANVAS_ROWS, font_px: int = 15) -> str:
     """The canvas as HTML: one cell per position. A text longer than the model's context shows its finished part
-    as text, the live window's cells framed, and a count of what is still to come; the box follows the window."""
+    as text, the live window's cells framed, and a count of what is still to come; the box follows the window. A
+    text within the context is all cells, whatever part a sampler reads (the twin's cache reads the new character)."""
     length = state.tokens.size(1)
     start, end = state.window or (0, length)
-    if end - start == length:
+    if end - start == length or length <= model.block_size:
         return canvas_box(canvas_cells(model, state, row, slice(0, length)), rows, font_px)
     still_masked = int((state.tokens[row, end:] == model.mask_id).sum())
     after = f"\n… {still_masked:,} more characters to write" if still_masked else ""

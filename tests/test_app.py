@@ -334,7 +334,7 @@ def test_compare_races_the_autoregressive_twin_in_a_third_column(client, model_d
     frames = list(client.submit(**ROMEO_RACE, autoregressive=False, api_name="/compare"))
     twin_passes = [passes_and_rate(frame[7]) for frame in frames[1:]]
     assert twin_passes == [(i, 1.0) for i in range(1, 41)]  # one character a pass, every frame one more
-    assert "39 more characters to write" in frames[1][6] and MASK_GLYPH not in frames[-1][6]
+    assert frames[1][6].count("mdlm-mask") == 39 and MASK_GLYPH not in frames[-1][6]  # cells, within the context
     assert "keys and values cached" in frames[-1][7]
     assert "real words" in frames[-1][7] and "The autoregressive twin took 40 forward passes" in frames[-1][4]
     model, _ = loading.load_model(model_dir)
@@ -2195,3 +2195,15 @@ def test_the_docs_name_only_app_objects_that_exist():
                 continue  # a file or a module
             module, _, attribute = name.rpartition(".")
             assert hasattr(importlib.import_module(module), attribute), f"{path.name}: {name}"
+
+
+def test_compare_draws_the_twin_racing_as_cells_not_as_a_long_text(model_dir, twin_dir):
+    # while it raced, the twin's column was drawn as a text longer than the context: framed, pinned to the bottom,
+    # with "… 126 more characters to write", though 128 characters fit the context
+    model, known_words = loading.load_model(model_dir)
+    twin = loading.load_twin(twin_dir, model)
+    frames = race.compare(model, known_words, "ROMEO:\n", 20, 4, 0.8, 0, False, True, twin=twin)
+    for _ in range(3):
+        *_, twin_canvas, _ = next(frames)
+        assert "mdlm-window" not in twin_canvas and "more characters to write" not in twin_canvas
+        assert "mdlm-follow" not in twin_canvas and twin_canvas.count("mdlm-mask") > 0
