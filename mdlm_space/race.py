@@ -52,7 +52,8 @@ def compare(
         # autoregressive-like: exactly one character per forward pass, strictly left to right, no reveal rule
         "left_to_right": SamplerOptions.plain(order="left_to_right", num_steps=length, temperature=temperature)
         if autoregressive
-        else shared.replace(order="left_to_right"),
+        # no spacing: it would reveal characters spacing apart, not the next ones in a row
+        else shared.replace(order="left_to_right", spacing=0),
         "confidence": shared.replace(order="confidence"),
     }
     runs = {name: sample(model, canvas, side, seed=seed) for name, side in options.items()}
@@ -106,7 +107,9 @@ def rule_words(options: SamplerOptions, autoregressive: bool) -> str:
     parts = [
         f"order temperature {options.order_temperature:g}",
         f"remask ratio {options.remask_ratio:g}",
-        f"spacing {options.spacing}",
+        f"spacing {options.spacing}"
+        if options.order != "left_to_right"
+        else "no spacing (left to right writes the next characters in a row)",
         f"prior weight {options.prior_weight:g}"
         if options.order in SCORED_ORDERS
         else "no prior weight (left to right scores no position)",

@@ -81,17 +81,28 @@ def colour_scale(low: str, high: str) -> str:
     )
 
 
-LEGEND = (
-    f"<div style='{LEGEND_TEXT} line-height: 1.8;'>"
-    f"<span style='{CANVAS_FONT} background:{MASK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span> masked &nbsp; "
-    f"<span style='background:{NEW_COLOUR}'>x</span> revealed this step &nbsp; "
-    f"{colour_scale(confidence_colour(0), confidence_colour(1))} confidence when revealed (low … high) &nbsp; "
-    "<b>x</b> given &nbsp; "
-    f"{NEWLINE_GLYPH} line break &nbsp; "
-    f"<span style='{WINDOW_FRAME}'>x</span> the window the model reads (a text longer than its context) &nbsp; "
-    f"<span style='{CANVAS_FONT} background:{TAKEN_BACK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span> taken back this step "
-    "(remasking)</div>"
-)
+def legend(window: bool = True) -> str:
+    """The line under a canvas: what each mark means; `window`: with the live window's frame, which only a text
+    longer than the context shows (never a Compare race)."""
+    frame = (
+        f"<span style='{WINDOW_FRAME}'>x</span> the window the model reads (a text longer than its context) &nbsp; "
+        if window
+        else ""
+    )
+    return (
+        f"<div style='{LEGEND_TEXT} line-height: 1.8;'>"
+        f"<span style='{CANVAS_FONT} background:{MASK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span> masked &nbsp; "
+        f"<span style='background:{NEW_COLOUR}'>x</span> revealed this step &nbsp; "
+        f"{colour_scale(confidence_colour(0), confidence_colour(1))} confidence when revealed (low … high) &nbsp; "
+        "<b>x</b> given &nbsp; "
+        f"{NEWLINE_GLYPH} line break &nbsp; "
+        f"{frame}"
+        f"<span style='{CANVAS_FONT} background:{TAKEN_BACK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span> taken back this "
+        "step (remasking)</div>"
+    )
+
+
+LEGEND, RACE_LEGEND = legend(), legend(window=False)
 
 
 def cell(char: str | None, kind: str = "given", confidence: float = float("nan")) -> str:

@@ -302,7 +302,8 @@ def test_compare_uses_one_reveal_rule_on_both_sides_and_says_which(client):
     frames = list(client.submit(**ROMEO_RACE, autoregressive=False, **rule, api_name="/compare"))
     left_html, left_stats, right_html, right_stats, summary, seed, twin_html, twin_stats = frames[-1]
     for stats in (left_stats, right_stats):
-        assert "order temperature 0.25" in stats and "remask ratio 0.5" in stats and "spacing 1" in stats
+        assert "order temperature 0.25" in stats and "remask ratio 0.5" in stats
+    assert "spacing 1" in right_stats and "no spacing" in left_stats  # left to right writes characters in a row
     assert "prior weight 0.35" in right_stats and "no prior weight" in left_stats  # left to right scores nothing
     assert any("#d9534f" in frame[0] for frame in frames)  # left to right remasks too
     # the autoregressive-like side: strictly one character per pass, no reveal rule, and says so
@@ -316,7 +317,7 @@ def test_compare_uses_one_reveal_rule_on_both_sides_and_says_which(client):
 def test_compare_has_a_legend_and_a_one_line_takeaway(client, model_dir):
     model, _ = loading.load_model(model_dir)
     demo = app.build_demo(model)
-    assert render.LEGEND in [block.value for block in demo.blocks.values() if isinstance(block, gr.HTML)]
+    assert render.RACE_LEGEND in [block.value for block in demo.blocks.values() if isinstance(block, gr.HTML)]
     frames = list(client.submit(**ROMEO_RACE, autoregressive=False, api_name="/compare"))
     assert frames[1][4] == "" and frames[-1][4].startswith("**Takeaway:** same 8 forward passes")
     assert "real words" in frames[-1][4]
@@ -2207,3 +2208,26 @@ def test_compare_draws_the_twin_racing_as_cells_not_as_a_long_text(model_dir, tw
         *_, twin_canvas, _ = next(frames)
         assert "mdlm-window" not in twin_canvas and "more characters to write" not in twin_canvas
         assert "mdlm-follow" not in twin_canvas and twin_canvas.count("mdlm-mask") > 0
+
+
+def descendants(block):
+    for child in getattr(block, "children", []):
+        yield child
+        yield from descendants(child)
+
+
+def test_compare_left_to_right_reveals_in_a_row_and_its_legend_lists_what_can_occur(model_dir):
+    # with the shared rule (spacing 8) "Left to right" revealed 4 scattered characters a pass, and the legend listed
+    # the live window's frame, which a race within the context never shows
+    model, known_words = loading.load_model(model_dir)
+    prompt = "ROMEO:\n"
+    frames = race.compare(model, known_words, prompt, 40, 10, 0.8, 0, False, True, spacing=8)
+    next(frames)  # all masks
+    left = cell_classes(next(frames)[0])[len(prompt) :]
+    written = left.index("mask")
+    assert written >= 2 and set(left[written:]) == {"mask"}, left  # a run from the prompt on, nothing apart
+    demo = app.build_demo(model, known_words)
+    tab = next(block for block in demo.blocks.values() if isinstance(block, gr.Tab) and block.label == "Compare")
+    shown = [block.value for block in descendants(tab) if isinstance(block, gr.HTML) and block.value]
+    assert any("revealed this step" in html for html in shown)
+    assert not any("window the model reads" in html for html in shown)

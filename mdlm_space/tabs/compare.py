@@ -10,7 +10,7 @@ from mdlm_hf.sampler import REVEAL_RULE_OPTIONS
 from mdlm_space.controls import control, follow_prompt, redraw, run_buttons, seed_controls, stoppable
 from mdlm_space.endpoints import ENDPOINTS, default, event
 from mdlm_space.race import compare
-from mdlm_space.render import COMPARE_FONT_PX, COMPARE_ROWS, LEGEND, draft_canvas
+from mdlm_space.render import COMPARE_FONT_PX, COMPARE_ROWS, RACE_LEGEND, draft_canvas
 from mdlm_space.texts import DemoText
 
 
@@ -50,7 +50,7 @@ def compare_tab(
         right_canvas, right_stats = compare_side("Confidence order", "compare-right-canvas", draft)
         twin_canvas, twin_stats = compare_side("Autoregressive twin", "compare-twin-canvas", draft, twin is not None)
     summary = gr.Markdown(elem_id="compare-takeaway")
-    gr.HTML(LEGEND)
+    gr.HTML(RACE_LEGEND)
     with gr.Row():
         length = control("compare", "length", block_size, length_value)
         steps = control("compare", "num_steps", block_size, min(default("compare", "num_steps"), block_size))
@@ -62,9 +62,10 @@ def compare_tab(
     with gr.Accordion("Reveal rule, both sides", open=False):
         controls |= {name: control("compare", name, block_size) for name in REVEAL_RULE_OPTIONS}
     gr.Markdown(
-        "The reveal rule applies to both sides, except the prior weight, which only confidence order uses (left to "
-        "right scores no position). Tick the box to make the left side autoregressive-like: one character per "
-        "forward pass, strictly left to right, no reveal rule. It still re-reads the whole canvas at every pass, "
+        "The reveal rule applies to both sides, except the prior weight and the spacing, which only confidence order "
+        "uses (left to right scores no position, and writes the next characters in a row). Tick the box to make the "
+        "left side autoregressive-like: one character per forward pass, strictly left to right, no reveal rule. It "
+        "still re-reads the whole canvas at every pass, "
         "with no key/value cache, so its seconds would overstate the gap to a real autoregressive model: compare "
         "forward passes, not seconds."
         + (
