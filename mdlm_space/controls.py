@@ -119,7 +119,8 @@ def reveal_controls(endpoint: str, block_size: int) -> dict[str, gr.components.C
         return dict(interactive=order in orders_using(name)) if name in ORDER_BOUND else {}
 
     controls = {name: control(endpoint, name, block_size, **usable(name)) for name in ("order", "order_temperature")}
-    with gr.Accordion("More of the reveal rule: rare characters, remasking, spacing, entropy bound", open=False):
+    # one line at a phone's width too: a heading that wraps is centred, under its left-aligned parent
+    with gr.Accordion("More of the reveal rule", open=False):
         for name in ("prior_weight", "remask_ratio", "spacing", "entropy_bound"):
             controls[name] = control(endpoint, name, block_size, **usable(name))
     bound = [controls[name] for name in ORDER_BOUND]

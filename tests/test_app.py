@@ -2231,3 +2231,19 @@ def test_compare_left_to_right_reveals_in_a_row_and_its_legend_lists_what_can_oc
     shown = [block.value for block in descendants(tab) if isinstance(block, gr.HTML) and block.value]
     assert any("revealed this step" in html for html in shown)
     assert not any("window the model reads" in html for html in shown)
+
+
+@pytest.mark.browser
+def test_browser_the_nested_accordions_heading_is_one_line_as_its_parents(server):
+    # "More of the reveal rule: …" wrapped to two centred lines at both sizes, while its parent's heading is one line
+    with chromium() as browser:
+        for viewport in (DESKTOP, PHONE):
+            page = browser.new_page(viewport=dict(zip(("width", "height"), viewport, strict=True)))
+            page.goto(server)
+            parent = page.get_by_text("Sampling options: order, temperature, seed").first
+            parent.click()
+            nested = page.get_by_text("More of the reveal rule").first
+            nested.wait_for()
+            heights = [heading.bounding_box()["height"] for heading in (parent, nested)]
+            assert heights[1] == pytest.approx(heights[0], abs=2), (viewport, heights)
+            page.close()
