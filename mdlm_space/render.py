@@ -121,13 +121,27 @@ def cell(char: str | None, kind: str = "given", confidence: float = float("nan")
     return f"<span class='mdlm-{kind}' style='background:{background}'{title}>{shown}</span>{tail}"
 
 
+# a canvas with lines below its box says so: a line at its bottom edge while more lies below (a scroll-driven
+# animation, which a box that does not scroll leaves off), gone once scrolled to the end
+MORE_BELOW = "▼ more below: scroll"
+CANVAS_CSS = (
+    "<style>@keyframes mdlm-more-below { from, 96% { opacity: 1; } to { opacity: 0; } } "
+    ".mdlm-canvas:not(.mdlm-follow):not(.mdlm-placeholder)::after { "
+    f'content: "{MORE_BELOW}"; display: block; position: sticky; bottom: 0; height: 1.5em; margin-top: -1.5em; '
+    "width: fit-content; margin-left: auto; padding: 0 4px 0 24px; pointer-events: none; opacity: 0; "
+    f"font: 12px/1.5em system-ui, sans-serif; color: {SUBDUED_TEXT}; "
+    f"background: linear-gradient(90deg, transparent, {CANVAS_BACKGROUND} 20px); "
+    "animation: mdlm-more-below linear both; animation-timeline: scroll(nearest block); }</style>"
+)
+
+
 def canvas_box(cells: list[str], rows: int = CANVAS_ROWS, font_px: int = 15, follow: bool = False) -> str:
     """The cells in the fixed-height canvas box; `follow`: it stays scrolled to its end as the text grows (a
     column-reverse box anchors its scroll at the bottom, no script needed), where a long text's live window is."""
     if not follow:
-        return f"<div class='mdlm-canvas' style='{canvas_style(rows, font_px)}'>{''.join(cells)}</div>"
+        return f"{CANVAS_CSS}<div class='mdlm-canvas' style='{canvas_style(rows, font_px)}'>{''.join(cells)}</div>"
     return (
-        f"<div class='mdlm-canvas mdlm-follow' style='{canvas_style(rows, font_px)} display: flex; "
+        f"{CANVAS_CSS}<div class='mdlm-canvas mdlm-follow' style='{canvas_style(rows, font_px)} display: flex; "
         f"flex-direction: column-reverse;'><div>{''.join(cells)}</div></div>"
     )
 

@@ -2247,3 +2247,32 @@ def test_browser_the_nested_accordions_heading_is_one_line_as_its_parents(server
             heights = [heading.bounding_box()["height"] for heading in (parent, nested)]
             assert heights[1] == pytest.approx(heights[0], abs=2), (viewport, heights)
             page.close()
+
+
+HINT_OPACITY = "canvas => getComputedStyle(canvas, '::after').opacity"
+
+
+@pytest.mark.browser
+def test_browser_a_canvas_with_lines_below_its_box_says_so(server):
+    # on a phone the canvas is 10 rows high and the default run needed 11: the last line hid with no hint
+    with chromium() as browser:
+        for viewport in (PHONE, DESKTOP):
+            page = browser.new_page(viewport=dict(zip(("width", "height"), viewport, strict=True)))
+            page.goto(server)
+            page.get_by_label("Prompt (kept fixed at the start)").fill("A:\n" * 14)
+            canvas = page.locator("#generate-canvas .mdlm-canvas")
+            page.wait_for_function(  # the draft: 14 lines and the masks, in a box of 10
+                "() => { const c = document.querySelector('#generate-canvas .mdlm-canvas');"
+                " return c && c.scrollHeight > c.clientHeight + 20; }"
+            )
+            assert canvas.evaluate(HINT_OPACITY) == "1", viewport
+            canvas.evaluate("canvas => canvas.scrollTo(0, canvas.scrollHeight)")
+            page.wait_for_timeout(200)
+            assert canvas.evaluate(HINT_OPACITY) == "0", viewport  # at the end: nothing below
+            page.get_by_label("Prompt (kept fixed at the start)").fill("A:\n")
+            page.wait_for_function(
+                "() => { const c = document.querySelector('#generate-canvas .mdlm-canvas');"
+                " return c && c.scrollHeight <= c.clientHeight; }"
+            )
+            assert canvas.evaluate(HINT_OPACITY) == "0", viewport  # it all fits
+            page.close()
