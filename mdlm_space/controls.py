@@ -210,12 +210,17 @@ BRING_INTO_VIEW = (
 
 
 def stoppable(
-    run: gr.Button, stop: gr.Button, *args: Any, readout: gr.components.Component | None = None, **kwargs: Any
+    run: gr.Button,
+    stop: gr.Button,
+    *args: Any,
+    readout: gr.components.Component | None = None,
+    into_view: str | None = None,
+    **kwargs: Any,
 ) -> Any:
     """`run.click(*args, **kwargs)`, which `stop` cancels: the handler's sampler loop ends after the step it is
-    computing (as it does when the page is closed), and the run's `readout` says it stopped. Returns the run's
-    event, to chain on."""
-    canvas_id = getattr((kwargs.get("outputs") or [None])[0], "elem_id", None)
+    computing (as it does when the page is closed), and the run's `readout` says it stopped. The run brings its
+    canvas (the first output) into view, or the element `into_view`. Returns the run's event, to chain on."""
+    canvas_id = into_view or getattr((kwargs.get("outputs") or [None])[0], "elem_id", None)
     if canvas_id:  # on a phone the canvas sits below the controls: bring it into view as the run starts
         kwargs["js"] = BRING_INTO_VIEW.replace("CANVAS_ID", canvas_id)
     # the frames are the progress: no status overlay on the outputs, which a stop would leave reading "Error" (and

@@ -69,7 +69,9 @@ def compare(
         twin_view = ("", "")
         if "twin" in latest:
             twin_rule = "reveal rule: none, one character per forward pass, left to right, keys and values cached"
-            twin_view = compare_view(twin, latest["twin"], len(prompt), known_words, twin_rule, seconds["twin"])
+            twin_view = compare_view(
+                twin, latest["twin"], len(prompt), known_words, twin_rule, seconds["twin"], shrink=False
+            )
         summary = takeaway(model, latest, len(prompt), known_words, autoregressive, seconds)
         yield (*(part for view in views for part in view), " ".join(filter(None, (summary, note))), seed, *twin_view)
 
@@ -118,7 +120,13 @@ def rule_words(options: SamplerOptions, autoregressive: bool) -> str:
 
 
 def compare_view(
-    model: MDLM, state: SamplerState, num_fixed: int, known_words: set[str] | None, rule: str, seconds: float
+    model: MDLM,
+    state: SamplerState,
+    num_fixed: int,
+    known_words: set[str] | None,
+    rule: str,
+    seconds: float,
+    shrink: bool | None = None,
 ) -> tuple[str, str]:
     """One side of the Compare tab: its canvas, and its forward passes, the characters each pass revealed so far,
     its own compute time, its reveal rule and (when done) its share of real words."""
@@ -127,7 +135,9 @@ def compare_view(
     stats += f" · {seconds:.2f} s"
     if state.done:
         stats += f" · real words: {word_share(model.tokenizer.decode(state.tokens[0, num_fixed:]), known_words)}"
-    return render_canvas(model, state, rows=COMPARE_ROWS, font_px=COMPARE_FONT_PX), f"{stats}\n\n<small>{rule}</small>"
+    canvas = render_canvas(model, state, rows=COMPARE_ROWS, font_px=COMPARE_FONT_PX, shrink=shrink)
+    # the rule folded, one line: on a phone it ran to five lines a side, pushing the twin and the takeaway down
+    return canvas, f"{stats}\n\n<details><summary><small>reveal rule</small></summary><small>{rule}</small></details>"
 
 
 # a difference in seconds below this ratio, or below this many seconds whatever its ratio, is the machine's noise,

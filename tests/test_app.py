@@ -1353,6 +1353,7 @@ def test_browser_generate_infill_and_compare(server, tmp_path):
         boxes = [page.locator(f"#compare-{side}-canvas").bounding_box() for side in ("left", "right", "twin")]
         assert boxes[0]["y"] == boxes[1]["y"] == boxes[2]["y"] and boxes[0]["x"] < boxes[1]["x"] < boxes[2]["x"]
         expect(page.locator("#compare-twin-canvas .mdlm-canvas")).not_to_contain_text(MASK_GLYPH)
+        page.locator("#compare-twin-stats summary").click()  # the rule, folded to one line
         expect(page.get_by_text("left to right, keys and values cached")).to_be_visible()
         page.screenshot(path=str(tmp_path / "compare.png"), full_page=True)
     assert (tmp_path / "generate.png").stat().st_size > 10_000
@@ -2207,7 +2208,7 @@ def test_compare_draws_the_twin_racing_as_cells_not_as_a_long_text(model_dir, tw
     for _ in range(3):
         *_, twin_canvas, _ = next(frames)
         assert "mdlm-window" not in twin_canvas and "more characters to write" not in twin_canvas
-        assert "mdlm-follow" not in twin_canvas and twin_canvas.count("mdlm-mask") > 0
+        assert "class='mdlm-canvas mdlm-follow'" not in twin_canvas and twin_canvas.count("mdlm-mask") > 0
 
 
 def descendants(block):
@@ -2276,3 +2277,25 @@ def test_browser_a_canvas_with_lines_below_its_box_says_so(server):
             )
             assert canvas.evaluate(HINT_OPACITY) == "0", viewport  # it all fits
             page.close()
+
+
+@pytest.mark.browser
+def test_browser_on_a_phone_the_whole_race_is_in_view_and_the_twin_readable(server, tmp_path):
+    # on a phone the twin and the takeaway were below the fold (y 1035 and 1321), the twin's text 9 px
+    with chromium() as browser:
+        page = browser.new_page(viewport=dict(zip(("width", "height"), PHONE, strict=True)))
+        page.goto(server)
+        page.get_by_role("tab", name="Compare").click()
+        page.get_by_role("button", name="Compare", exact=True).click()
+        page.wait_for_function(
+            "() => document.querySelector('#compare-takeaway').innerText.includes('Takeaway')", timeout=60_000
+        )
+        page.wait_for_timeout(300)
+        page.screenshot(path=str(screenshots(tmp_path) / "phone-compare-race.png"))
+        for element in ("#compare-left-canvas", "#compare-twin-canvas", "#compare-takeaway"):
+            box = page.locator(element).bounding_box()
+            assert box["y"] >= 0 and box["y"] + box["height"] <= PHONE[1] + 1, (element, box)
+        font = page.locator("#compare-twin-canvas .mdlm-canvas").evaluate(
+            "c => parseFloat(getComputedStyle(c).fontSize)"
+        )
+        assert font >= 12

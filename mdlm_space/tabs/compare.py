@@ -17,7 +17,8 @@ from mdlm_space.texts import DemoText
 def compare_draft(prompt: str | None, length: float | None) -> tuple[str, str, str]:
     """The Compare canvases before a run: the prompt, then a mask for each character to generate."""
     draft = draft_canvas(prompt, length, COMPARE_ROWS, COMPARE_FONT_PX, legend="")
-    return draft, draft, draft
+    # the twin's takes a phone's whole width, in a row of its own: its text does not shrink
+    return draft, draft, draft_canvas(prompt, length, COMPARE_ROWS, COMPARE_FONT_PX, legend="", shrink=False)
 
 
 def compare_side(title: str, elem_id: str, draft: str, visible: bool = True) -> tuple[gr.HTML, gr.Markdown]:
@@ -25,7 +26,7 @@ def compare_side(title: str, elem_id: str, draft: str, visible: bool = True) -> 
     on a phone, where stacked they would put the race below the fold."""
     with gr.Column(min_width=150, visible=visible):
         gr.Markdown(f"### {title}")
-        return gr.HTML(draft, elem_id=elem_id), gr.Markdown()
+        return gr.HTML(draft, elem_id=elem_id), gr.Markdown(elem_id=elem_id.replace("-canvas", "-stats"))
 
 
 def compare_tab(
@@ -44,11 +45,13 @@ def compare_tab(
         prompt = control("compare", "prompt", block_size, texts.prompt, lines=2, scale=3, min_width=200)
         with gr.Column(scale=1, min_width=160):
             button, stop = run_buttons("Compare")
-    draft = compare_draft(texts.prompt, min(length_value, block_size - len(texts.prompt)))[0]
+    drafts = compare_draft(texts.prompt, min(length_value, block_size - len(texts.prompt)))
     with gr.Row():
-        left_canvas, left_stats = compare_side("Left to right", "compare-left-canvas", draft)
-        right_canvas, right_stats = compare_side("Confidence order", "compare-right-canvas", draft)
-        twin_canvas, twin_stats = compare_side("Autoregressive twin", "compare-twin-canvas", draft, twin is not None)
+        left_canvas, left_stats = compare_side("Left to right", "compare-left-canvas", drafts[0])
+        right_canvas, right_stats = compare_side("Confidence order", "compare-right-canvas", drafts[1])
+        twin_canvas, twin_stats = compare_side(
+            "Autoregressive twin", "compare-twin-canvas", drafts[2], twin is not None
+        )
     summary = gr.Markdown(elem_id="compare-takeaway")
     gr.HTML(RACE_LEGEND)
     with gr.Row():
@@ -82,4 +85,5 @@ def compare_tab(
     # the twin's last: API clients that read the first six by position keep them
     outputs = [left_canvas, left_stats, right_canvas, right_stats, summary, controls["seed"], twin_canvas, twin_stats]
     compared = event(compare, inputs, model=model, known_words=known_words, twin=twin)
-    stoppable(button, stop, **compared, outputs=outputs, api_name="compare")
+    # the takeaway, last of the race: in view, the race above it is too, on a phone as well
+    stoppable(button, stop, **compared, outputs=outputs, api_name="compare", into_view="compare-takeaway")
