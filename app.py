@@ -29,7 +29,9 @@ from mdlm_space.loading import (
     warm_up,
 )
 from mdlm_space.render import THEME
-from mdlm_space.serving import host_problem, port_number
+from mdlm_space.serving import MAX_UPLOAD, host_problem, port_number, private_uploads
+from mdlm_space.tabs.how_it_works import accuracy_results
+from mdlm_space.texts import demo_texts
 from mdlm_space.worker import on_model_thread
 
 __all__ = ["build_demo", "main"]
@@ -59,6 +61,7 @@ def main(argv: list[str] | None = None) -> None:
     if problem:
         sys.exit(f"error: {problem}")
     device = str(choose_device(args.device))
+    private_uploads()  # before gradio names its folders
     try:
         model, known_words = on_model_thread(load_model, args.model, device)
     except Exception as error:  # one clear line instead of a traceback, whatever went wrong
@@ -68,12 +71,19 @@ def main(argv: list[str] | None = None) -> None:
         twin = on_model_thread(load_twin, args.twin, model, device)
     except Exception as error:
         sys.exit(f"error: could not load the twin from {args.twin!r}: {error} (--twin none runs without it)")
-    demo = on_model_thread(build_demo, model, known_words, load_demo_metadata(args.model), twin)
+    metadata = load_demo_metadata(args.model)
+    demo = on_model_thread(build_demo, model, known_words, metadata, twin)
     for warmed in filter(None, (model, twin)):  # while the server starts and the page loads; runs queue behind it
         worker.MODEL_THREAD.submit(warm_up, warmed)
+    # How it works' accuracy plot, measured behind the warm-up, a mask ratio at a time, so runs go in between
+    accuracy_results(model, on_model_thread(demo_texts, model, metadata).sample)
     try:
         demo.queue(default_concurrency_limit=8, max_size=64).launch(
-            server_name=args.host, server_port=args.port, mcp_server=mcp_available(), theme=THEME
+            server_name=args.host,
+            server_port=args.port,
+            mcp_server=mcp_available(),
+            theme=THEME,
+            max_file_size=MAX_UPLOAD,
         )
     except OSError as error:  # above all, a port that another program holds
         where = f"port {args.port}" if args.port else "gradio's default ports"

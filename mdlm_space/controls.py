@@ -13,6 +13,7 @@ import gradio as gr
 from mdlm_hf import SamplerOptions
 from mdlm_hf.sampling.options import OPTION_SPECS, STREAM_ORDERS, STREAMS_IGNORE, orders_using
 from mdlm_space.endpoints import ENDPOINTS, default, param
+from mdlm_space.handlers import stopped
 
 
 def capped_slider(cap: int, wanted: float | None, info: str) -> dict:
@@ -118,7 +119,8 @@ def reveal_controls(endpoint: str, block_size: int) -> dict[str, gr.components.C
         return dict(interactive=order in orders_using(name)) if name in ORDER_BOUND else {}
 
     controls = {name: control(endpoint, name, block_size, **usable(name)) for name in ("order", "order_temperature")}
-    with gr.Accordion("More of the reveal rule: rare characters, remasking, spacing, entropy bound", open=False):
+    # one line at a phone's width too: a heading that wraps is centred, under its left-aligned parent
+    with gr.Accordion("More of the reveal rule", open=False):
         for name in ("prior_weight", "remask_ratio", "spacing", "entropy_bound"):
             controls[name] = control(endpoint, name, block_size, **usable(name))
     bound = [controls[name] for name in ORDER_BOUND]
@@ -136,15 +138,34 @@ def seed_controls(endpoint: str, block_size: int) -> dict[str, gr.components.Com
     return dict(seed=seed, fixed_seed=fixed)
 
 
-def remembered(slider: gr.Slider) -> gr.State:
+def remembered(slider: gr.Slider, refit: Callable | None = None, inputs: tuple = ()) -> gr.State:
     """The value the user last chose on `slider` (by hand: capping it does not change this), which a capped
-    slider returns to when its cap rises again."""
+    slider returns to when its cap rises again. `refit(*inputs, wanted)`: the slider's update (its cap) for the
+    values of `inputs`; a number typed into its box past that cap is set to the cap, and its info line says so
+    (raw: gradio's own bounds check would only log a traceback, and the page would quietly run at the cap)."""
     wanted = gr.State(slider.value)
+
+    def remember(value: Any, *others: Any) -> tuple[Any, Any]:
+        if refit is None:
+            return value, gr.skip()
+        update = refit(*others, value)
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            return value, gr.skip()
+        cap = update.get("maximum")
+        if update.get("interactive") is False or cap is None or number <= cap:
+            return value, gr.skip()
+        typed = f"{int(number):,}" if number.is_integer() else f"{number:g}"
+        info = f"{typed} is more than {cap:,}, the most here ({update.get('info')}): set to {cap:,}"
+        return value, {**update, "value": cap, "info": info}
+
     slider.input(
-        lambda value: value,
-        slider,
-        wanted,
+        remember,
+        [slider, *inputs],
+        [wanted, slider],
         queue=False,
+        preprocess=False,
         api_name=False,
         show_progress="hidden",
         trigger_mode="always_last",
@@ -156,14 +177,19 @@ def follow_prompt(
     demo: gr.Blocks, limit: int, block_size: int, prompt: gr.Textbox, length: gr.Slider, steps: gr.Slider
 ) -> None:
     """The length slider follows the prompt (they share `limit` characters) and the steps slider the length (a
-    text longer than the model's context counts its steps per `block_size` characters)."""
-    wanted_length, wanted_steps = remembered(length), remembered(steps)
-    fit = dict(fn=functools.partial(fit_length, limit), inputs=[prompt, wanted_length], outputs=length)
-    prompt.change(**fit, queue=False, api_name=False, show_progress="hidden")
-    demo.load(**fit, queue=False, api_name=False, show_progress="hidden")
-    fit = dict(fn=functools.partial(fit_steps_to_length, block_size), inputs=[length, wanted_steps], outputs=steps)
-    length.change(**fit, queue=False, api_name=False, show_progress="hidden")
-    demo.load(**fit, queue=False, api_name=False, show_progress="hidden")  # when the first length fits already
+    text longer than the model's context counts its steps per `block_size` characters). Raw values, as typed: a
+    length typed past its cap is capped by its own event."""
+    fit_length_to_prompt = functools.partial(fit_length, limit)
+    fit_steps = functools.partial(fit_steps_to_length, block_size)
+    wanted_length = remembered(length, fit_length_to_prompt, (prompt,))
+    wanted_steps = remembered(steps, fit_steps, (length,))
+    quiet = dict(queue=False, preprocess=False, api_name=False, show_progress="hidden")
+    fit = dict(fn=fit_length_to_prompt, inputs=[prompt, wanted_length], outputs=length)
+    prompt.change(**fit, **quiet)
+    demo.load(**fit, **quiet)
+    fit = dict(fn=fit_steps, inputs=[length, wanted_steps], outputs=steps)
+    length.change(**fit, **quiet)
+    demo.load(**fit, **quiet)  # when the first length fits already
 
 
 def run_buttons(label: str) -> tuple[gr.Button, gr.Button]:
@@ -183,10 +209,18 @@ BRING_INTO_VIEW = (
 )
 
 
-def stoppable(run: gr.Button, stop: gr.Button, *args: Any, **kwargs: Any) -> Any:
+def stoppable(
+    run: gr.Button,
+    stop: gr.Button,
+    *args: Any,
+    readout: gr.components.Component | None = None,
+    into_view: str | None = None,
+    **kwargs: Any,
+) -> Any:
     """`run.click(*args, **kwargs)`, which `stop` cancels: the handler's sampler loop ends after the step it is
-    computing (as it does when the page is closed). Returns the run's event, to chain on."""
-    canvas_id = getattr((kwargs.get("outputs") or [None])[0], "elem_id", None)
+    computing (as it does when the page is closed), and the run's `readout` says it stopped. The run brings its
+    canvas (the first output) into view, or the element `into_view`. Returns the run's event, to chain on."""
+    canvas_id = into_view or getattr((kwargs.get("outputs") or [None])[0], "elem_id", None)
     if canvas_id:  # on a phone the canvas sits below the controls: bring it into view as the run starts
         kwargs["js"] = BRING_INTO_VIEW.replace("CANVAS_ID", canvas_id)
     # the frames are the progress: no status overlay on the outputs, which a stop would leave reading "Error" (and
@@ -194,6 +228,8 @@ def stoppable(run: gr.Button, stop: gr.Button, *args: Any, **kwargs: Any) -> Any
     kwargs.setdefault("show_progress", "hidden")
     dependency = run.click(*args, **kwargs)
     stop.click(None, cancels=[dependency], api_name=False)
+    if readout is not None:  # once the run has ended: a line rewritten at the Stop click could be a frame behind
+        dependency.then(stopped, readout, readout, queue=False, api_name=False, show_progress="hidden")
     return dependency
 
 
@@ -225,7 +261,7 @@ def recorded(fn: Callable) -> Callable:
                 # ahead, never shown once the run is stopped) must not join it
                 yield (*outputs, list(canvases))
 
-    recording.__signature__, recording.__doc__ = fn.__signature__, fn.__doc__
+    recording.__signature__, recording.__doc__, recording.__name__ = fn.__signature__, fn.__doc__, fn.__name__
     return recording
 
 
@@ -236,9 +272,14 @@ def replayable(
     after it the slider scrubs through every step on the canvas (`outputs[0]`)."""
     slider, canvases = replay
     run_event = stoppable(
-        run, stop, **{**handler, "fn": recorded(handler["fn"])}, outputs=[*outputs, canvases], api_name=api_name
+        run,
+        stop,
+        **{**handler, "fn": recorded(handler["fn"])},
+        outputs=[*outputs, canvases],
+        api_name=api_name,
     )
-    run_event.then(replay_slider, canvases, slider, queue=False, api_name=False, show_progress="hidden")
+    replayed = run_event.then(replay_slider, canvases, slider, queue=False, api_name=False, show_progress="hidden")
+    replayed.then(stopped, outputs[2], outputs[2], queue=False, api_name=False, show_progress="hidden")  # the readout
     slider.change(
         replay_frame,
         [canvases, slider],

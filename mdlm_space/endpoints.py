@@ -15,7 +15,7 @@ from mdlm_hf import SamplerOptions
 from mdlm_hf.pipeline import END_AT
 from mdlm_hf.sampling.options import OPTION_SPECS, REVEAL_RULE_OPTIONS
 from mdlm_hf.windows import MAX_CANVAS
-from mdlm_space.checks import MAX_SEED, errors_shown, preprocessed
+from mdlm_space.checks import MAX_SEED, errors_shown, listed, preprocessed
 from mdlm_space.texts import END_AT_WORDS
 from mdlm_space.worker import gpu_work, iterate_on_model_thread, on_model_thread
 
@@ -113,6 +113,91 @@ ENDPOINTS: dict[str, Endpoint] = {
 GENERATE_API, INFILL_API, COMPARE_API = (ENDPOINTS[name].names for name in ("generate", "infill", "compare"))
 
 
+# what the API page and MCP clients read of each endpoint (its tool's name is the endpoint's): what it does and
+# returns, for a caller, in the caller's terms (the handlers' docstrings are for this code's readers); its
+# parameters are described by their labels (`api_doc`)
+API_DESCRIPTIONS: dict[str, tuple[str, str]] = {
+    "generate": (
+        "Writes text after a prompt with the masked diffusion model: the prompt is kept as it is, then up to `length` "
+        "characters start as masks and are revealed a few per denoising step, and the text ends at the end of a "
+        "line, of a speech, or at exactly the length (`end_at`). A text longer than the model's context is written "
+        f"window by window; the prompt and the text share {MAX_CANVAS:,} characters, and a length past the room "
+        "the prompt leaves is lowered (the readout says so). Streams one result per step.",
+        "the canvas as HTML, the text so far (finished at the end), a readout (seed, steps, forward passes, speed) "
+        "and the seed used.",
+    ),
+    "infill": (
+        "Fills in the blanks of a template: every _ is a character to write, every other character stays as it is; "
+        "the blanks are revealed a few per denoising step, with context on both sides. Streams one result per step.",
+        "the canvas as HTML, the template filled so far (finished at the end), a readout and the seed used.",
+    ),
+    "compare": (
+        "Races two reveal orders of the same model on the same prompt, seed and number of forward passes: left to "
+        "right against confidence order (the surest characters first), with the same reveal rule; and the model's "
+        "autoregressive twin, when the app has one, writing the same length one character per pass. Streams each "
+        "side's canvas as it goes, then a one-line takeaway.",
+        "each side's canvas as HTML and its statistics (forward passes, characters per pass, seconds, share of real "
+        "words), the takeaway, the seed used, and the twin's canvas and statistics (empty without one).",
+    ),
+    "score": (
+        "Scores a text under the model: its bits per character, each character read left to right with those "
+        "before it (past the model's context, window by window), and how surprised the model was by each "
+        "character. Streams its progress.",
+        "the text as HTML, each character tinted by its surprise (bits in a tooltip), and a summary line (bits per "
+        "character, the most surprising character).",
+    ),
+    "rewrite": (
+        "Rewrites a span of a text: the characters from `start` up to `end` are masked and written again three "
+        "times, each reading the text on both sides of the span, then ranked by the span's bits per character "
+        "given the rest of the text (lower: likelier). Streams the three as they are written.",
+        "the three rewrites as HTML, their labels (rank and bits per character), the order in which the best was "
+        "written as HTML, a readout, the three rewrites as a ranked list of texts, and the seed used.",
+    ),
+    "forward_process": (
+        "Shows the forward process on one line: each character is masked with probability t, and the model guesses "
+        "every masked character at once.",
+        "the line as HTML (the masked line, the model's guesses, the true character under each wrong guess) and how "
+        "many masked characters the model restored.",
+    ),
+}
+# the parameters that neither PARAMS nor the sampler options describe, by endpoint
+API_ARGS = {
+    "score": {"text": "the text to score, in characters the model writes"},
+    "forward_process": {
+        "line": "a line of characters the model writes, at most its context long",
+        "t": "the mask ratio, from 0 to 1: each character is masked with this probability",
+    },
+    "rewrite": {
+        "text": "the text, in characters the model writes",
+        "start": "the first character of the span to rewrite, counted from 0",
+        "end": "the first character after the span (start < end <= the text's length)",
+    },
+}
+
+
+def arg_words(endpoint: str, name: str) -> str:
+    """A parameter of `endpoint` in words, for a caller: its label and advice."""
+    if name in API_ARGS.get(endpoint, {}):
+        return API_ARGS[endpoint][name]
+    if name in OPTION_SPECS:
+        spec = OPTION_SPECS[name]
+        return ": ".join(
+            filter(None, (ENDPOINTS[endpoint].changes.get(name, {}).get("label") or spec.label, spec.note))
+        )
+    spec = param(endpoint, name) if endpoint in ENDPOINTS else PARAMS[name]
+    return ": ".join(filter(None, (spec.label, spec.info)))
+
+
+def api_doc(endpoint: str, names: list[str]) -> str | None:
+    """The docstring gradio reads for `endpoint` (the API page, MCP tools): what it does, its parameters `names`,
+    what it returns; None for an event that is no endpoint."""
+    if endpoint not in API_DESCRIPTIONS:
+        return None
+    description, returns = API_DESCRIPTIONS[endpoint]
+    args = "\n".join(f"    {name}: {arg_words(endpoint, name)}" for name in names)
+    return f"{description}\n\nArgs:\n{args}\n\nReturns:\n    {returns}"
+
+
 def param(endpoint: str, name: str) -> Param:
     """A parameter of `endpoint` that is not a sampler option, with the endpoint's changes."""
     return dataclasses.replace(PARAMS[name], **ENDPOINTS[endpoint].changes.get(name, {}))
@@ -151,7 +236,9 @@ def event(handler: Callable, inputs: dict[str, gr.components.Component], on_mode
             return on_model_thread(handler, **context, **by_name(values))
 
     fn = gpu_work(streaming if inspect.isgeneratorfunction(handler) else single)  # every event runs the model
-    fn.__doc__ = handler.__doc__  # what "Use via API" and MCP clients read
+    # what "Use via API" and MCP clients read: the endpoint's name (a tool's, named after its handler) and words
+    fn.__name__ = handler.__name__
+    fn.__doc__ = api_doc(handler.__name__, names) or handler.__doc__
     fn.__signature__ = inspect.Signature(
         [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names]
     )
@@ -159,18 +246,48 @@ def event(handler: Callable, inputs: dict[str, gr.components.Component], on_mode
 
 
 def refuse_extra_values(demo: gr.Blocks) -> None:
-    """Makes `demo` refuse a call with more values than its endpoint takes, naming them: gradio checks only for too
-    few and drops the rest (Blocks.validate_inputs), so a caller's extra or misplaced value went unnoticed."""
-    check_too_few = demo.validate_inputs
+    """Makes `demo` refuse a call with more or fewer values than its endpoint takes, naming them: gradio drops the
+    extra ones (Blocks.validate_inputs), so a caller's extra or misplaced value went unnoticed, and its error for
+    too few reached an API caller as `{"error": null}`."""
+    check_inputs = demo.validate_inputs
 
     def validate_inputs(block_fn: Any, inputs: list[Any]) -> None:
-        check_too_few(block_fn, inputs)
-        if len(inputs) > len(block_fn.inputs):
-            names = ", ".join(inspect.signature(block_fn.fn).parameters) if block_fn.fn else ""
-            raise gr.Error(
-                f"{block_fn.api_name or block_fn.name} takes {len(block_fn.inputs)} values"
-                f"{f' ({names})' if names else ''}, got {len(inputs)}",
-                print_exception=False,  # a caller's mistake: one line, no traceback in the log
-            )
+        wanted = len(block_fn.inputs)
+        names = list(inspect.signature(block_fn.fn).parameters) if block_fn.fn else []
+        if len(inputs) == wanted or (len(inputs) < wanted and len(names) != wanted):
+            check_inputs(block_fn, inputs)  # too few for a page event without named parameters: gradio's check
+            return
+        named = f" ({', '.join(names)})" if names else ""
+        missing = f": missing {listed(names[len(inputs) :])}" if len(inputs) < wanted else ""
+        raise gr.Error(
+            f"{block_fn.api_name or block_fn.name} takes {wanted} values{named}, got {len(inputs)}{missing}",
+            print_exception=False,  # a caller's mistake: one line, no traceback in the log
+        )
 
     demo.validate_inputs = validate_inputs
+
+
+# what the API page prints inside a string literal as it is (it escapes nothing): such a default would not run as
+# pasted
+UNPRINTABLE_IN_A_LITERAL = ("\n", "\r", "\t", '"', "\\")
+
+
+def api_examples_that_run(demo: gr.Blocks) -> None:
+    """Makes `demo`'s API page show only snippets that run as pasted: a text parameter whose page default holds a
+    line break (the prompt "ROMEO:\\n", the Score passage) is required in the API, its example that default on one
+    line, since the page would print the break inside the string literal."""
+    api_info = demo.get_api_info
+
+    def get_api_info(*args: Any, **kwargs: Any) -> Any:
+        info = api_info(*args, **kwargs)
+        for endpoint in (info or {}).get("named_endpoints", {}).values():
+            for parameter in endpoint["parameters"]:
+                value = parameter["parameter_default"]
+                if isinstance(value, str) and any(char in value for char in UNPRINTABLE_IN_A_LITERAL):
+                    example = " ".join(value.split())
+                    printable = not any(char in example for char in UNPRINTABLE_IN_A_LITERAL)
+                    parameter.update(parameter_has_default=False, parameter_default=None)
+                    parameter["example_input"] = example if printable else parameter["example_input"]
+        return info
+
+    demo.get_api_info = get_api_info

@@ -29,13 +29,29 @@ from mdlm_space.checks import (
 )
 from mdlm_space.endpoints import PARAMS
 from mdlm_space.render import LEGEND, forward_view, render_canvas, score_view, shown_char
-from mdlm_space.texts import END_AT_WORDS, passes
+from mdlm_space.texts import passes
+
+RUNNING = "…"  # the speed of a run still going: it is known once the run ends
+SCORING = "Scoring…"  # Score's line while it scores
+
+
+def stopped(line: str | None) -> Any:
+    """A readout (Generate's, Infill's) or Score's line after Stop: a run still going says where it stopped; one
+    that had ended is kept."""
+    first, *rest = (line or "").split("\n\n", 1)
+    if first.endswith(f" · {RUNNING}"):
+        first = first.removesuffix(f" · {RUNNING}").replace(" · step ", " · stopped at step ", 1)
+    elif first.startswith(f"{SCORING} "):
+        first = f"Stopped: {first.removeprefix(f'{SCORING} ').replace(' characters', ' characters scored', 1)}"
+    else:
+        return gr.skip()
+    return "\n\n".join([first, *rest])
 
 
 def readout(state: SamplerState, seconds: float, num_generated: int, seed: int, note: str = "") -> str:
     """Seed, steps, forward passes, seconds and characters per second of a (possibly unfinished) run, where a long
     text's live window is, and a note."""
-    speed = f"{num_generated / seconds:,.0f} chars/s" if state.done and seconds > 0 else "…"
+    speed = f"{num_generated / seconds:,.0f} chars/s" if state.done and seconds > 0 else RUNNING
     step = f"step {state.step}/{state.num_steps}"
     if state.done and state.step < state.num_steps:  # a rule that ends early (streams order on short blanks)
         step = f"done in {state.step} of {state.num_steps} steps"
@@ -80,6 +96,24 @@ def control_overrides(controls: dict[str, Any]) -> dict[str, Any]:
     return {name: option_value(name, value) for name, value in controls.items()}
 
 
+def sentence(text: str) -> str:
+    """`text` as a sentence: its first letter a capital, a full stop at its end ("" stays "")."""
+    if not text:
+        return ""
+    return text[:1].upper() + text[1:] + ("" if text.endswith((".", "!", "?")) else ".")
+
+
+# where a generated text ended, from the whitespace it was cut at (mdlm_hf.pipeline.ended: at the last speech end,
+# else line end, else word end)
+ENDED_AT = {"speech": "the end of a speech", "line": "the end of a line", "word": "the end of a word"}
+
+
+def end_reached(cut_off: str) -> str:
+    """Which end a text reached ("speech", "line" or "word"), from the written characters `cut_off` after it."""
+    gap = cut_off[: len(cut_off) - len(cut_off.lstrip())]
+    return "speech" if "\n\n" in gap else "line" if "\n" in gap else "word"
+
+
 def frames(
     model: MDLM,
     states: Iterator[SamplerState],
@@ -96,7 +130,7 @@ def frames(
     start_time = time.perf_counter()
     for state in states:
         if state.step == 0 and prompt_length is not None:
-            note = " ".join(filter(None, (note, (unseen_prompt_note(state, prompt_length) or "").capitalize())))
+            note = " ".join(filter(None, (note, sentence(unseen_prompt_note(state, prompt_length) or ""))))
         seconds = time.perf_counter() - start_time
         shown = note
         text = model.tokenizer.decode(state.tokens[0, : (state.window or (0, None))[1]])
@@ -105,7 +139,10 @@ def frames(
             text = ended(whole, prompt_length or 0, end_at)
             if len(text) < len(whole):
                 kept, written = len(text) - (prompt_length or 0), len(whole) - (prompt_length or 0)
-                cut = f"Ended at {END_AT_WORDS[end_at]}: {kept:,} of {written:,} written characters kept."
+                reached = end_reached(whole[len(text) :])
+                cut = f"Ended at {ENDED_AT[reached]}: {kept:,} of {written:,} written characters kept."
+                if reached != end_at:  # the text holds no end of the kind asked for: it fell back to a shorter one
+                    cut = f"No {end_at} ended in the text, so it {cut[0].lower()}{cut[1:]}"
                 shown = " ".join(filter(None, (note, cut)))
         num_generated = state.tokens.size(1) - num_fixed
         yield render_canvas(model, state) + LEGEND, text, readout(state, seconds, num_generated, seed, shown), seed
@@ -204,7 +241,7 @@ def score(model: MDLM, text: str | None) -> Iterator[tuple[str, str]]:
         bits = (nats.cpu() / math.log(2)).tolist()
         done = sum(b == b for b in bits)
         if done < len(text):
-            yield score_view(text, bits, most), f"Scoring… {done:,} of {len(text):,} characters ({passes(num_passes)})"
+            yield score_view(text, bits, most), f"{SCORING} {done:,} of {len(text):,} characters ({passes(num_passes)})"
     yield score_view(text, bits, most), score_summary(model, text, bits, num_passes)
 
 
@@ -216,7 +253,8 @@ def score_summary(model: MDLM, text: str, bits: list[float], num_passes: int) ->
         how = f"left to right, each character read with at least {model.block_size // 2} before it"
     weights = str(model.denoise_dtype if SCORE_FAST else model.lm_head.weight.dtype).removeprefix("torch.")
     return (
-        f"**{sum(bits) / len(bits):.3f} bits per character** over {len(text):,} characters ({how}: one canvas per "
+        f"**{sum(bits) / len(bits):.3f} bits per character** over {len(text):,} "
+        f"character{'' if len(text) == 1 else 's'} ({how}: one canvas per "
         f"character, {SCORE_BATCH} per pass, {passes(num_passes)}, {weights} weights). Most surprising: "
         f"{shown_char(text[worst])} at position {worst + 1:,}, {bits[worst]:.1f} bits."
     )

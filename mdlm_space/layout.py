@@ -6,7 +6,7 @@ import gradio as gr
 
 from mdlm_hf import MDLM
 from mdlm_hf.autoregressive import check_twin
-from mdlm_space.endpoints import refuse_extra_values
+from mdlm_space.endpoints import api_examples_that_run, refuse_extra_values
 from mdlm_space.rewrite_panel import rewrite_panel
 from mdlm_space.tabs.compare import compare_tab
 from mdlm_space.tabs.generate import generate_tab
@@ -45,4 +45,5 @@ def build_demo(
                 how_it_works_tab(model, demo, how_it_works, texts)
         rewrite_panel(model, demo)  # below the tabs: where a run's finished text is, whichever tab ran it
     refuse_extra_values(demo)
+    api_examples_that_run(demo)
     return demo

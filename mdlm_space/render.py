@@ -28,6 +28,7 @@ CANVAS_FONT = "font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monos
 WRAP_WORDS = "white-space: pre-wrap; word-break: normal; overflow-wrap: anywhere;"
 CANVAS_ROWS = 10  # the canvas's fixed height in lines: new line breaks scroll inside it, not push the page down
 COMPARE_ROWS = 9
+TWIN_PHONE_ROWS = 6  # the twin's canvas on a phone, where it takes the whole width
 COMPARE_FONT_PX = 13  # two canvases side by side, on a phone too
 NARROW_FONT_PX, NARROW_PADDING_PX = 9, 4  # a side-by-side canvas's text and side margins on a phone's screen
 PHONE_WIDTH_PX = 390  # the phone the narrow sizes are set for (the browser tests' 390x844)
@@ -54,15 +55,16 @@ def confidence_colour(confidence: float) -> str:
     return f"hsl(212,80%,{59 + 38 * confidence:.0f}%)"
 
 
-def canvas_style(rows: int, font_px: int = 15) -> str:
+def canvas_style(rows: int, font_px: int = 15, shrink: bool | None = None) -> str:
     """The canvas box: monospace, words kept whole, `rows` lines high whatever it holds (it scrolls inside). Its
     margin above and below is a border in the background's colour, not padding, which would scroll with the lines:
     the box shows exactly `rows` whole lines, at the top and when scrolled to its end, never part of the next.
     A canvas set at COMPARE_FONT_PX or less (Compare's, side by side) shrinks its text and side margins with a
-    narrow screen, down to NARROW_FONT_PX on a phone: each side then holds 22 characters a line, not 14."""
+    narrow screen, down to NARROW_FONT_PX on a phone: each side then holds 22 characters a line, not 14 (`shrink`
+    False: not, for a canvas that takes a phone's whole width, as the twin's does)."""
     line = 1.6
     size, padding = f"{font_px}px", "10px"
-    if font_px <= COMPARE_FONT_PX:
+    if font_px <= COMPARE_FONT_PX if shrink is None else shrink:
         size = f"clamp({NARROW_FONT_PX}px, {100 * NARROW_FONT_PX / PHONE_WIDTH_PX:.2f}vw, {font_px}px)"
         padding = f"clamp({NARROW_PADDING_PX}px, {100 * NARROW_PADDING_PX / PHONE_WIDTH_PX:.2f}vw, 10px)"
     return (
@@ -81,17 +83,38 @@ def colour_scale(low: str, high: str) -> str:
     )
 
 
-LEGEND = (
-    f"<div style='{LEGEND_TEXT} line-height: 1.8;'>"
-    f"<span style='{CANVAS_FONT} background:{MASK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span> masked &nbsp; "
-    f"<span style='background:{NEW_COLOUR}'>x</span> revealed this step &nbsp; "
-    f"{colour_scale(confidence_colour(0), confidence_colour(1))} confidence when revealed (low … high) &nbsp; "
-    "<b>x</b> given &nbsp; "
-    f"{NEWLINE_GLYPH} line break &nbsp; "
-    f"<span style='{WINDOW_FRAME}'>x</span> the window the model reads (a text longer than its context) &nbsp; "
-    f"<span style='{CANVAS_FONT} background:{TAKEN_BACK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span> taken back this step "
-    "(remasking)</div>"
+def legend(window: bool = True) -> str:
+    """The line under a canvas: what each mark means; `window`: with the live window's frame, which only a text
+    longer than the context shows (never a Compare race)."""
+    frame = (
+        f"<span style='{WINDOW_FRAME}'>x</span> the window the model reads (a text longer than its context) &nbsp; "
+        if window
+        else ""
+    )
+    return (
+        f"<div style='{LEGEND_TEXT} line-height: 1.8;'>"
+        f"<span style='{CANVAS_FONT} background:{MASK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span> masked &nbsp; "
+        f"<span style='background:{NEW_COLOUR}'>x</span> revealed this step &nbsp; "
+        f"{colour_scale(confidence_colour(0), confidence_colour(1))} confidence when revealed (low … high) &nbsp; "
+        "<b>x</b> given &nbsp; "
+        f"{NEWLINE_GLYPH} line break &nbsp; "
+        f"{frame}"
+        f"<span style='{CANVAS_FONT} background:{TAKEN_BACK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span> taken back this "
+        "step (remasking)</div>"
+    )
+
+
+# on a phone the race (two sides, then the twin in a row of its own, then the takeaway) fits one screen: the
+# twin's canvas is 6 rows high there (it holds a race's 128 characters at full width), and each side's statistics
+# and the takeaway keep their room before they are written, so that bringing the takeaway into view as the race
+# starts shows the whole race until it ends
+RACE_CSS = (
+    f"<style>@media (max-width: {PHONE_WIDTH_PX + 110}px) {{ "
+    f"#compare-twin-canvas .mdlm-canvas {{ height: calc({TWIN_PHONE_ROWS} * 1.6em + 20px) !important; }} "
+    "#compare-left-stats, #compare-right-stats { min-height: 96px; } #compare-twin-stats { min-height: 72px; } "
+    "#compare-takeaway { min-height: 184px; } }</style>"
 )
+LEGEND, RACE_LEGEND = legend(), RACE_CSS + legend(window=False)
 
 
 def cell(char: str | None, kind: str = "given", confidence: float = float("nan")) -> str:
@@ -110,13 +133,30 @@ def cell(char: str | None, kind: str = "given", confidence: float = float("nan")
     return f"<span class='mdlm-{kind}' style='background:{background}'{title}>{shown}</span>{tail}"
 
 
-def canvas_box(cells: list[str], rows: int = CANVAS_ROWS, font_px: int = 15, follow: bool = False) -> str:
+# a canvas with lines below its box says so: a line at its bottom edge while more lies below (a scroll-driven
+# animation, which a box that does not scroll leaves off), gone once scrolled to the end
+MORE_BELOW = "▼ more"
+CANVAS_CSS = (
+    "<style>@keyframes mdlm-more-below { from, 96% { opacity: 1; } to { opacity: 0; } } "
+    ".mdlm-canvas:not(.mdlm-follow):not(.mdlm-placeholder)::after { "
+    f'content: "{MORE_BELOW}"; display: block; position: sticky; bottom: 0; height: 1.5em; margin-top: -1.5em; '
+    "width: fit-content; margin-left: auto; padding: 0 4px 0 24px; pointer-events: none; opacity: 0; "
+    f"font: 12px/1.5em system-ui, sans-serif; color: {SUBDUED_TEXT}; "
+    f"background: linear-gradient(90deg, transparent, {CANVAS_BACKGROUND} 20px); "
+    "animation: mdlm-more-below linear both; animation-timeline: scroll(nearest block); }</style>"
+)
+
+
+def canvas_box(
+    cells: list[str], rows: int = CANVAS_ROWS, font_px: int = 15, follow: bool = False, shrink: bool | None = None
+) -> str:
     """The cells in the fixed-height canvas box; `follow`: it stays scrolled to its end as the text grows (a
     column-reverse box anchors its scroll at the bottom, no script needed), where a long text's live window is."""
     if not follow:
-        return f"<div class='mdlm-canvas' style='{canvas_style(rows, font_px)}'>{''.join(cells)}</div>"
+        style = canvas_style(rows, font_px, shrink)
+        return f"{CANVAS_CSS}<div class='mdlm-canvas' style='{style}'>{''.join(cells)}</div>"
     return (
-        f"<div class='mdlm-canvas mdlm-follow' style='{canvas_style(rows, font_px)} display: flex; "
+        f"{CANVAS_CSS}<div class='mdlm-canvas mdlm-follow' style='{canvas_style(rows, font_px, shrink)} display: flex; "
         f"flex-direction: column-reverse;'><div>{''.join(cells)}</div></div>"
     )
 
@@ -156,13 +196,21 @@ def finished_text(model: MDLM, state: SamplerState, row: int, span: slice) -> st
     return "".join(parts)
 
 
-def render_canvas(model: MDLM, state: SamplerState, row: int = 0, rows: int = CANVAS_ROWS, font_px: int = 15) -> str:
+def render_canvas(
+    model: MDLM,
+    state: SamplerState,
+    row: int = 0,
+    rows: int = CANVAS_ROWS,
+    font_px: int = 15,
+    shrink: bool | None = None,
+) -> str:
     """The canvas as HTML: one cell per position. A text longer than the model's context shows its finished part
-    as text, the live window's cells framed, and a count of what is still to come; the box follows the window."""
+    as text, the live window's cells framed, and a count of what is still to come; the box follows the window. A
+    text within the context is all cells, whatever part a sampler reads (the twin's cache reads the new character)."""
     length = state.tokens.size(1)
     start, end = state.window or (0, length)
-    if end - start == length:
-        return canvas_box(canvas_cells(model, state, row, slice(0, length)), rows, font_px)
+    if end - start == length or length <= model.block_size:
+        return canvas_box(canvas_cells(model, state, row, slice(0, length)), rows, font_px, shrink=shrink)
     still_masked = int((state.tokens[row, end:] == model.mask_id).sum())
     after = f"\n… {still_masked:,} more characters to write" if still_masked else ""
     after += f" ({length - end - still_masked:,} of the template given)" if still_masked < length - end else ""
@@ -172,7 +220,7 @@ def render_canvas(model: MDLM, state: SamplerState, row: int = 0, rows: int = CA
         + f"<span class='mdlm-window' style='{WINDOW_FRAME}'>{window}</span>"
         + f"<span class='mdlm-to-come' style='color:{SUBDUED_TEXT}'>{after}</span>"
     )
-    return canvas_box([body], rows, font_px, follow=True)
+    return canvas_box([body], rows, font_px, follow=True, shrink=shrink)
 
 
 def more_cells(count: int) -> str:
@@ -181,7 +229,12 @@ def more_cells(count: int) -> str:
 
 
 def draft_canvas(
-    prompt: str | None, length: float | None, rows: int = CANVAS_ROWS, font_px: int = 15, legend: str = LEGEND
+    prompt: str | None,
+    length: float | None,
+    rows: int = CANVAS_ROWS,
+    font_px: int = 15,
+    legend: str = LEGEND,
+    shrink: bool | None = None,
 ) -> str:
     """The canvas before a run: the prompt, then a mask for each character to generate."""
     try:
@@ -190,7 +243,8 @@ def draft_canvas(
         length = 0
     shown = min(length, max(0, DRAFT_CELLS - len(prompt or "")))
     more = [more_cells(length - shown)] if shown < length else []
-    return canvas_box([cell(char) for char in prompt or ""] + [cell(None)] * shown + more, rows, font_px) + legend
+    cells = [cell(char) for char in prompt or ""] + [cell(None)] * shown + more
+    return canvas_box(cells, rows, font_px, shrink=shrink) + legend
 
 
 def draft_template(template: str | None, blank: str = "_") -> str:

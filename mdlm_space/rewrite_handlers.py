@@ -78,7 +78,7 @@ def ranked(texts: list[str], bits: list[float], start: int, end: int) -> list[di
     ]
 
 
-def rewrite_choices(
+def rewrite(
     model: MDLM, text: str | None, start: float, end: float, seed: float, fixed_seed: bool, **controls: Any
 ) -> Iterator[tuple]:
     """Rewrite: `text[start:end]` masked and written again three times (one batch, the current options), streamed

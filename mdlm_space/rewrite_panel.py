@@ -19,7 +19,7 @@ from mdlm_space.rewrite_handlers import (
     NO_ORDER,
     NUM_CHOICES,
     pick,
-    rewrite_choices,
+    rewrite,
     selection,
     selection_line,
     undo,
@@ -120,7 +120,7 @@ def rewrite_panel(model: MDLM, demo: gr.Blocks) -> None:
     choices, history = gr.JSON(visible=False), gr.State([])
     inputs = {name: controls[name] for name in ENDPOINTS["rewrite"].names}
     outputs = [*views, *labels, order, readout, choices, controls["seed"]]
-    stoppable(button, stop, **event(rewrite_choices, inputs, model=model), outputs=outputs, api_name="rewrite")
+    stoppable(button, stop, **event(rewrite, inputs, model=model), outputs=outputs, api_name="rewrite")
     after_pick = [controls["text"], history, undo_button, readout]
     for rank, button in enumerate(picks, 1):
         button.click(functools.partial(pick, rank), [controls["text"], choices, history], after_pick, **QUIET)

@@ -1,10 +1,16 @@
 """Where the app serves: the checks of its --host and --port flags, asked before the model loads, since gradio
-itself retries every port of its range on a host it cannot serve on."""
+itself retries every port of its range on a host it cannot serve on; and where gradio keeps what is uploaded."""
 
 from __future__ import annotations
 
 import argparse
+import atexit
+import os
+import shutil
+import signal
 import socket
+import tempfile
+from collections.abc import Callable
 
 
 def port_number(text: str) -> int:
@@ -34,3 +40,24 @@ def host_problem(host: str) -> str | None:
         except OSError as error:
             reason = error.strerror or str(error)
     return f"--host {host}: not an address this machine can serve on ({reason})"
+
+
+# gradio serves an upload route whether or not an app takes files (this one takes none): what anyone who reaches
+# the app can upload is capped, and kept only while it runs
+MAX_UPLOAD = "100kb"
+UPLOADS_ENV_VAR = "GRADIO_TEMP_DIR"  # where gradio keeps uploads and the files it serves
+
+
+def private_uploads() -> tuple[str, Callable[[], None]]:
+    """A new folder for gradio's uploads (inside $GRADIO_TEMP_DIR when set), named in $GRADIO_TEMP_DIR for the
+    server to come, and deleted when the app exits (SIGTERM included); the folder and its clean-up."""
+    folder = tempfile.mkdtemp(prefix="mdlm-app-uploads-", dir=os.environ.get(UPLOADS_ENV_VAR))
+    os.environ[UPLOADS_ENV_VAR] = folder
+
+    def clean_up() -> None:
+        shutil.rmtree(folder, ignore_errors=True)
+
+    atexit.register(clean_up)
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # `kill`, a container's stop: exit, so clean_up runs
+        signal.signal(signal.SIGTERM, lambda *_: exit(143))
+    return folder, clean_up

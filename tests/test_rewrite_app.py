@@ -53,7 +53,7 @@ def test_the_rewrite_endpoint_refuses_a_bad_span_in_one_line(client, changes, sa
 
 
 def test_three_equal_rewrites_say_so(tiny_model):
-    *_, last = rewrite_handlers.rewrite_choices(
+    *_, last = rewrite_handlers.rewrite(
         tiny_model, "to be or not to be\n", 3, 8, 0, True, num_steps=5, temperature=0.0, order="left_to_right"
     )
     choices, readout = last[-2], last[-3]

@@ -10,14 +10,15 @@ from mdlm_hf.sampling.options import REVEAL_RULE_OPTIONS
 from mdlm_space.controls import control, follow_prompt, redraw, run_buttons, seed_controls, stoppable
 from mdlm_space.endpoints import ENDPOINTS, default, event
 from mdlm_space.race import compare
-from mdlm_space.render import COMPARE_FONT_PX, COMPARE_ROWS, LEGEND, draft_canvas
+from mdlm_space.render import COMPARE_FONT_PX, COMPARE_ROWS, RACE_LEGEND, draft_canvas
 from mdlm_space.texts import DemoText
 
 
 def compare_draft(prompt: str | None, length: float | None) -> tuple[str, str, str]:
     """The Compare canvases before a run: the prompt, then a mask for each character to generate."""
     draft = draft_canvas(prompt, length, COMPARE_ROWS, COMPARE_FONT_PX, legend="")
-    return draft, draft, draft
+    # the twin's takes a phone's whole width, in a row of its own: its text does not shrink
+    return draft, draft, draft_canvas(prompt, length, COMPARE_ROWS, COMPARE_FONT_PX, legend="", shrink=False)
 
 
 def compare_side(title: str, elem_id: str, draft: str, visible: bool = True) -> tuple[gr.HTML, gr.Markdown]:
@@ -25,7 +26,7 @@ def compare_side(title: str, elem_id: str, draft: str, visible: bool = True) -> 
     on a phone, where stacked they would put the race below the fold."""
     with gr.Column(min_width=150, visible=visible):
         gr.Markdown(f"### {title}")
-        return gr.HTML(draft, elem_id=elem_id), gr.Markdown()
+        return gr.HTML(draft, elem_id=elem_id), gr.Markdown(elem_id=elem_id.replace("-canvas", "-stats"))
 
 
 def compare_tab(
@@ -44,13 +45,15 @@ def compare_tab(
         prompt = control("compare", "prompt", block_size, texts.prompt, lines=2, scale=3, min_width=200)
         with gr.Column(scale=1, min_width=160):
             button, stop = run_buttons("Compare")
-    draft = compare_draft(texts.prompt, min(length_value, block_size - len(texts.prompt)))[0]
+    drafts = compare_draft(texts.prompt, min(length_value, block_size - len(texts.prompt)))
     with gr.Row():
-        left_canvas, left_stats = compare_side("Left to right", "compare-left-canvas", draft)
-        right_canvas, right_stats = compare_side("Confidence order", "compare-right-canvas", draft)
-        twin_canvas, twin_stats = compare_side("Autoregressive twin", "compare-twin-canvas", draft, twin is not None)
+        left_canvas, left_stats = compare_side("Left to right", "compare-left-canvas", drafts[0])
+        right_canvas, right_stats = compare_side("Confidence order", "compare-right-canvas", drafts[1])
+        twin_canvas, twin_stats = compare_side(
+            "Autoregressive twin", "compare-twin-canvas", drafts[2], twin is not None
+        )
     summary = gr.Markdown(elem_id="compare-takeaway")
-    gr.HTML(LEGEND)
+    gr.HTML(RACE_LEGEND)
     with gr.Row():
         length = control("compare", "length", block_size, length_value)
         steps = control("compare", "num_steps", block_size, min(default("compare", "num_steps"), block_size))
@@ -62,9 +65,10 @@ def compare_tab(
     with gr.Accordion("Reveal rule, both sides", open=False):
         controls |= {name: control("compare", name, block_size) for name in REVEAL_RULE_OPTIONS}
     gr.Markdown(
-        "The reveal rule applies to both sides, except the prior weight, which only confidence order uses (left to "
-        "right scores no position). Tick the box to make the left side autoregressive-like: one character per "
-        "forward pass, strictly left to right, no reveal rule. It still re-reads the whole canvas at every pass, "
+        "The reveal rule applies to both sides, except the prior weight and the spacing, which only confidence order "
+        "uses (left to right scores no position, and writes the next characters in a row). Tick the box to make the "
+        "left side autoregressive-like: one character per forward pass, strictly left to right, no reveal rule. It "
+        "still re-reads the whole canvas at every pass, "
         "with no key/value cache, so its seconds would overstate the gap to a real autoregressive model: compare "
         "forward passes, not seconds."
         + (
@@ -81,4 +85,5 @@ def compare_tab(
     # the twin's last: API clients that read the first six by position keep them
     outputs = [left_canvas, left_stats, right_canvas, right_stats, summary, controls["seed"], twin_canvas, twin_stats]
     compared = event(compare, inputs, model=model, known_words=known_words, twin=twin)
-    stoppable(button, stop, **compared, outputs=outputs, api_name="compare")
+    # the takeaway, last of the race: in view, the race above it is too, on a phone as well
+    stoppable(button, stop, **compared, outputs=outputs, api_name="compare", into_view="compare-takeaway")

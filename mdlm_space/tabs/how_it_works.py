@@ -3,9 +3,9 @@ process in words."""
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 import gradio as gr
@@ -17,6 +17,7 @@ from mdlm_hf.plots import accuracy_figure
 from mdlm_space.checks import as_float
 from mdlm_space.endpoints import event
 from mdlm_space.handlers import forward_process
+from mdlm_space.render import placeholder
 from mdlm_space.texts import SHAKESPEARE, DemoText, sample_label, sample_line
 from mdlm_space.worker import on_model_thread
 
@@ -43,17 +44,40 @@ def marked_accuracy_figure(results: list[tuple[float, float]], t: float, sample_
     return figure
 
 
+ACCURACY_LOCK = threading.Lock()
+
+
+def accuracy_results(model: MDLM, text: str) -> Future:
+    """The accuracies by mask ratio of `model` on `text`, measured once per model (kept with it) in a thread of
+    their own, one mask ratio at a time on the model thread: app.main starts them at start-up, so a first visit
+    to the tab finds them measured; a later call waits for the same measurement."""
+    with ACCURACY_LOCK:
+        measured = model.__dict__.setdefault("_app_accuracy", {})
+        if text not in measured:
+            future: Future = Future()
+            measured[text] = future
+
+            def measure() -> None:
+                try:
+                    future.set_result(sample_accuracy(model, text))
+                except BaseException as error:  # noqa: BLE001 (raised to whoever draws the plot)
+                    future.set_exception(error)
+
+            threading.Thread(target=measure, name="mdlm-accuracy", daemon=True).start()
+        return measured[text]
+
+
 def accuracy_plot_once(model: MDLM, texts: DemoText = SHAKESPEARE) -> Callable[[float], Any]:
-    """A function of t that measures the accuracies on the sample text on its first call (concurrent first calls
-    measure once) and from then on only draws the figure, marked at t (a few tens of milliseconds)."""
+    """A function of t that draws the accuracies on the sample text (`accuracy_results`: measured once, at
+    start-up or on the first call), marked at t (a few tens of milliseconds)."""
     lock = threading.Lock()
-    results = functools.cache(functools.partial(sample_accuracy, model, texts.sample))
 
     def draw(t: float) -> Any:
         """How it works tab: the denoising accuracy by mask ratio on the sample text, marked at t."""
         t = as_float(t, "mask ratio", 0.0, 1.0)
-        with lock:  # pyplot, which draws the figure, is not thread-safe either
-            return marked_accuracy_figure(results(), t, texts.sample_name)
+        results = accuracy_results(model, texts.sample).result()
+        with lock:  # pyplot, which draws the figure, is not thread-safe
+            return marked_accuracy_figure(results, t, texts.sample_name)
 
     return draw
 
@@ -76,7 +100,9 @@ def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab, texts: DemoText)
         )
         mask_ratio = gr.Slider(0, 1, value=0.3, step=0.01, label="Mask ratio t", scale=2, min_width=200)
         seed = gr.Number(value=0, label="Seed", scale=1, min_width=90)
-    view, summary = gr.HTML(elem_id="forward-view"), gr.Markdown(elem_id="forward-summary")
+    # a line until the first masks are drawn, so the view is never an empty box
+    view = gr.HTML(placeholder("Masking the line and asking the model…", rows=3), elem_id="forward-view")
+    summary = gr.Markdown(elem_id="forward-summary")
     forward = event(forward_process, dict(line=line, t=mask_ratio, seed=seed), model=model)
     outputs = [view, summary]
     # change, not release: typing into the slider's number box must update the views too
@@ -85,8 +111,8 @@ def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab, texts: DemoText)
         trigger(**forward, outputs=outputs, api_name=False)
     gr.Button("Mask and predict", size="sm").click(**forward, outputs=outputs, api_name="forward_process")
     demo.load(**forward, outputs=outputs, api_name=False)
-    # measured on the tab's first visit (a few seconds on a CPU), not at start-up, then kept for every visitor; the
-    # Plot's own label would sit over the figure's title on a phone: the figure's title says it all
+    # measured once, at start-up (app.main) or on the tab's first visit, then kept for every visitor; the Plot's
+    # own label would sit over the figure's title on a phone: the figure's title says it all
     plot = gr.Plot(show_label=False, elem_id="accuracy-plot")
     draw = event(accuracy_plot_once(model, texts), dict(t=mask_ratio), on_model=False)  # measured in pieces
     tab.select(**draw, outputs=plot, api_name=False)

@@ -43,11 +43,11 @@ def infill_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
                 "infill", block_size, ("temperature", "capital_temperature_factor", "top_p", "min_p", "cut_where_sure")
             )
         outputs, replay = output_column("infill", 6, draft_template(first, blank), "Fill the blanks")
-    fit = dict(
-        fn=lambda text, wanted: fit_steps_to_length(block_size, (text or "").count(blank), wanted),
-        inputs=[template, remembered(steps)],
-        outputs=steps,
-    )
+
+    def fit_steps(text: str | None, wanted: float | None) -> dict:
+        return fit_steps_to_length(block_size, (text or "").count(blank), wanted)
+
+    fit = dict(fn=fit_steps, inputs=[template, remembered(steps, fit_steps, (template,))], outputs=steps)
     template.change(**fit, queue=False, api_name=False, show_progress="hidden")
     demo.load(**fit, queue=False, api_name=False, show_progress="hidden")  # steps fit the first template too
     redraw(template.change, functools.partial(draft_template, blank=blank), [template], outputs[0])

@@ -29,4 +29,4 @@ def score_tab(model: MDLM, texts: DemoText) -> None:
             waiting = placeholder("Press Score: each character is tinted by the model's surprise.")
             view, summary = gr.HTML(waiting, elem_id="score-view"), gr.Markdown(elem_id="score-summary")
     scored = event(score, dict(text=text), model=model)  # streamed: each pass on the model thread, others between
-    stoppable(button, stop, **scored, outputs=[view, summary], api_name="score")
+    stoppable(button, stop, **scored, outputs=[view, summary], api_name="score", readout=summary)
