@@ -1129,6 +1129,7 @@ def test_browser_run_button_and_canvas_stay_in_view_and_every_mask_is_a_cell(ser
             page.screenshot(path=str(shots / f"desktop-{name}-done.png"))
 
 
+@pytest.mark.browser
 def test_browser_after_stop_final_text_readout_and_replay_agree(server, tmp_path, counted_steps):
     # issue 24, defect 2: after Stop the readout's step and the replay's frames disagreed by one, and Final was empty
     from playwright.sync_api import expect
