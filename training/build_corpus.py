@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -130,6 +131,20 @@ def is_heading(line: str, before: str, after: str) -> bool:
     return not before.strip() and bool(after.strip()) and looks_like_heading(line)
 
 
+def outside_stage_directions(lines: list[str]) -> Iterator[tuple[int, str]]:
+    """(index, line) of each line that is not part of a stage direction over several lines ("[Enter ...", "...]")."""
+    in_direction = False
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        if in_direction:
+            in_direction = "]" not in stripped
+            continue
+        if stripped.startswith("[") and "]" not in stripped:
+            in_direction = True
+            continue
+        yield index, line
+
+
 def tinyshakespeare_layout(play: Play, gutenberg: str) -> None:
     """Sets `play.text` to the play from ACT I on in TinyShakespeare's layout, and `play.unmapped` to the headings
     it could not map."""
@@ -137,14 +152,7 @@ def tinyshakespeare_layout(play: Play, gutenberg: str) -> None:
     lines = [line.strip() for line in gutenberg[first_act.start() if first_act else 0 :].split("\n")]
     out: list[str] = []
     headings: set[int] = set()  # indices in `out` of heading lines
-    in_direction = False
-    for index, line in enumerate(lines):
-        if in_direction:  # a stage direction over several lines
-            in_direction = "]" not in line
-            continue
-        if line.startswith("[") and "]" not in line:
-            in_direction = True
-            continue
+    for index, line in outside_stage_directions(lines):
         before, after = lines[index - 1] if index else "", lines[index + 1] if index + 1 < len(lines) else ""
         if is_heading(line, before, after):
             name = map_heading(line, play.persons, play.spoken)
