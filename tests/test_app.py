@@ -598,6 +598,7 @@ def steps_after(counted_steps: list, seconds: float = 1.5) -> int:
     return len(counted_steps) - taken
 
 
+@pytest.mark.slow  # several seconds: CI runs it
 def test_a_cancelled_run_stops_computing(client, server, counted_steps):
     # Stop on the page and job.cancel() both post /cancel
     job = client.submit(
@@ -968,6 +969,7 @@ def test_while_eight_generate_a_new_visitor_is_served_and_told_their_place_in_th
             job.cancel()
 
 
+@pytest.mark.slow  # several seconds: CI runs it
 def test_missing_or_corrupt_model_stops_start_up_with_one_clear_line(tmp_path, model_dir):
     result = subprocess.run(
         [sys.executable, str(REPO_ROOT / "app.py"), "--model", str(tmp_path / "nowhere")],

@@ -35,6 +35,7 @@ def test_cli_generates_and_infills(tiny_model, tmp_path):
     assert result.returncode == 0 and result.stdout.count("--- step") == 3
 
 
+@pytest.mark.slow  # several seconds: CI runs it
 def test_cli_errors_are_one_line(tiny_model, tmp_path):
     tiny_model.save_pretrained(tmp_path)
     result = run_cli("--model", str(tmp_path / "missing"))

@@ -142,6 +142,7 @@ def test_bad_arguments_of_the_public_functions_are_one_line(tiny_model, call, sa
     assert "\n" not in str(refused.value)
 
 
+@pytest.mark.slow  # several seconds: CI runs it
 def test_training_on_deterministic_text_drives_elbo_toward_zero():
     # the only uncertainty is the phase of the period-8 pattern: log(8) / 32 = 0.065 nats/char per window
     text = "abcdefgh" * 128
