@@ -113,7 +113,7 @@ RULES: dict[str, dict | None] = {
     # the same, cutting only where the model is sure (a stretch's first character, drawn blind, keeps its tail)
     "streams-m10-t110-sure50": dict(order="streams", min_p=0.1, temperature=1.1, cut_where_sure=0.5),
     "streams-m10-t120-sure50": dict(order="streams", min_p=0.1, temperature=1.2, cut_where_sure=0.5),
-    # the default of session 8: streams order (stretches of equal length, their first characters drawn blind)
+    # an earlier default: streams order (stretches of equal length, their first characters drawn blind)
     "streams-t120-caps50": dict(order="streams", min_p=0.1, temperature=1.2, capital_temperature_factor=0.5),
     # stretches that begin at word starts (word_streams order: a space or a line break before each, drawn first)
     "word-streams-t120": dict(order="word_streams", min_p=0.1, temperature=1.2, capital_temperature_factor=0.5),
@@ -138,7 +138,7 @@ def rule_options(rule: str) -> SamplerOptions:
     return SamplerOptions() if RULES[rule] is None else SamplerOptions.plain(**RULES[rule])
 
 
-# windows of the held-out plays in their reference row: 96 windows (until session 9) put their heading rate at 9.1 per
+# windows of the held-out plays in their reference row: 96 windows (an earlier count) put their heading rate at 9.1 per
 # 1k, 960 and 3,000 windows at 8.5 and 8.6; the whole text's is 8.2. The row's noise, not the plays', set the target.
 HELDOUT_WINDOWS = 960
 

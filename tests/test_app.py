@@ -326,7 +326,7 @@ def test_compare_has_a_legend_and_a_one_line_takeaway(client, model_dir):
     )
     assert "took left to right 40 passes" in summary and "in 8, 5.0x fewer" in summary
     assert "key" in summary and "Compare the passes, not the time" in summary  # no key/value cache here
-    # each side's own compute time, the twin's beside the others' (issue 26: its wall time, live)
+    # each side's own compute time, the twin's beside the others' (its wall time, live)
     assert all(re.search(r"· \d+\.\d\d s ·", stats) for stats in (left_stats, right_stats, twin_stats))
     assert "The autoregressive twin took 40 forward passes, one character each" in summary
 
@@ -558,7 +558,7 @@ def test_start_up_draws_no_plot_and_the_tab_draws_it_once(model_dir, monkeypatch
 
 
 def test_stop_buttons_are_not_red_while_idle(model_dir):
-    # issue 24, defect 13 (its first half)
+    # (the first half of a defect)
     model, _ = loading.load_model(model_dir)
     stops = [b for b in app.build_demo(model).blocks.values() if isinstance(b, gr.Button) and b.value == "Stop"]
     assert len(stops) >= 2 and all(button.variant == "secondary" for button in stops)
@@ -778,7 +778,7 @@ def test_confidence_scale_is_one_hue_readable_and_finished_text_plain():
     assert len({(hue, saturation) for hue, saturation, _ in parsed}) == 1
     luminance = [hsl_luminance(colour) for colour in colours]
     assert luminance == sorted(luminance)  # surer is lighter: finished text is mostly near-white
-    # issue 24, defect 6: the scale spanned 2.1:1 and sure text sat on solid mid-blue
+    # the scale spanned 2.1:1 and sure text sat on solid mid-blue
     assert contrast(luminance[0], luminance[-1]) >= 2.9  # the scale's ends tell apart
     text = 0.0198  # the canvas's text colour, #1f2733
     assert min(contrast(text, lum) for lum in luminance) >= 4.5 and contrast(text, luminance[-1]) >= 12
@@ -904,7 +904,7 @@ def test_bad_input_is_a_visible_error_and_the_app_keeps_serving(client, endpoint
     ],
 )
 def test_a_fraction_where_a_whole_number_belongs_is_refused_not_rounded(client, endpoint, kwargs, message):
-    # issue 25, defect 9: the sliders and the seed box rounded 1.5 to 2 before the handler saw it
+    # the sliders and the seed box rounded 1.5 to 2 before the handler saw it
     with pytest.raises(Exception, match=message):
         client.predict(**kwargs, api_name=endpoint)
     _, text, readout, seed = client.predict(
@@ -993,7 +993,7 @@ def test_missing_or_corrupt_model_stops_start_up_with_one_clear_line(tmp_path, m
     )
     assert result.returncode == 1 and "not a readable safetensors file" in result.stderr.strip().splitlines()[-1]
     assert "Traceback" not in result.stderr
-    # issue 25, defect 16: an empty name is said to be empty (it was read as the current folder)
+    # an empty name is said to be empty (it was read as the current folder)
     result = subprocess.run([sys.executable, str(REPO_ROOT / "app.py"), "--model", ""], capture_output=True, text=True)
     assert result.returncode == 1 and result.stderr.strip().splitlines() == [
         "error: could not load the model from '': the model name is empty: pass a local directory or a Hub repo id"
@@ -1133,7 +1133,7 @@ def test_browser_run_button_and_canvas_stay_in_view_and_every_mask_is_a_cell(ser
 
 @pytest.mark.browser
 def test_browser_after_stop_final_text_readout_and_replay_agree(server, tmp_path, counted_steps):
-    # issue 24, defect 2: after Stop the readout's step and the replay's frames disagreed by one, and Final was empty
+    # after Stop the readout's step and the replay's frames disagreed by one, and Final was empty
     from playwright.sync_api import expect
 
     with chromium() as browser:
@@ -1157,7 +1157,7 @@ def test_browser_after_stop_final_text_readout_and_replay_agree(server, tmp_path
         stopped = final_text.input_value()
         assert masks > 0 and stopped.count(MASK_GLYPH) == masks  # Final shows the stopped canvas, masks and all
         page.screenshot(path=str(screenshots(tmp_path) / "desktop-generate-stopped.png"))
-        # (gradio's page may still mark the readout "Error" when the stop lands mid-frame: noted in issue 24)
+        # (gradio's page may still mark the readout "Error" when the stop lands mid-frame)
 
 
 WHOLE_WORDS = """canvas => {
@@ -1181,7 +1181,7 @@ WHOLE_FORWARD_WORDS = """view => Array.from(view.querySelectorAll('.mdlm-word'))
 
 @pytest.mark.browser
 def test_browser_a_canvas_shows_whole_lines_never_a_cut_one(server):
-    # issue 24, defect 9: the canvas box showed the top of its 11th line, cut in half, below the 10 it holds
+    # the canvas box showed the top of its 11th line, cut in half, below the 10 it holds
     from playwright.sync_api import expect
 
     with chromium() as browser:
@@ -1213,7 +1213,7 @@ CHARACTERS_PER_LINE = """canvas => {
 
 @pytest.mark.browser
 def test_browser_compare_on_a_phone_holds_a_line_of_verse_per_side(server):
-    # issue 24, defect 9: side by side on a phone, each Compare canvas held about 14 characters a line, so every
+    # side by side on a phone, each Compare canvas held about 14 characters a line, so every
     # line of verse (about 40) wrapped two or three times; the sides stay side by side (the race in the first
     # screen) and their text shrinks with the screen instead, whole at desktop width
     with chromium() as browser:
@@ -1351,7 +1351,7 @@ def test_browser_generate_infill_and_compare(server, tmp_path):
         page.get_by_role("tab", name="Compare").click()
         page.get_by_role("button", name="Compare", exact=True).click()
         expect(page.locator("#compare-takeaway")).to_contain_text("Takeaway:", timeout=60_000)
-        # the autoregressive twin, a third column beside the two orders, done with them (issue 26)
+        # the autoregressive twin, a third column beside the two orders, done with them
         expect(page.locator("#compare-takeaway")).to_contain_text("The autoregressive twin took")
         boxes = [page.locator(f"#compare-{side}-canvas").bounding_box() for side in ("left", "right", "twin")]
         assert boxes[0]["y"] == boxes[1]["y"] == boxes[2]["y"] and boxes[0]["x"] < boxes[1]["x"] < boxes[2]["x"]
@@ -1366,7 +1366,7 @@ def test_browser_generate_infill_and_compare(server, tmp_path):
 def test_browser_on_a_phone_a_run_brings_its_canvas_into_view(server, tmp_path):
     from playwright.sync_api import expect
 
-    # issue 24, defect 1: on a phone the Generate and Infill canvases stayed below the fold during a run
+    # on a phone the Generate and Infill canvases stayed below the fold during a run
     with chromium() as browser:
         page = browser.new_page(viewport=dict(zip(("width", "height"), PHONE, strict=True)))
         page.goto(server)
@@ -1393,7 +1393,7 @@ def test_browser_on_a_phone_a_run_brings_its_canvas_into_view(server, tmp_path):
 @pytest.mark.browser
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
 def test_browser_a_long_text_grows_with_its_live_window_in_view(server, tmp_path, viewport):
-    # issue 23 (the window followed on desktop and phone) and issue 24, defect 1 (the canvas off-screen on a phone)
+    # the window followed on desktop and phone; the canvas off-screen on a phone
     from playwright.sync_api import expect
 
     shots = screenshots(tmp_path)
@@ -1495,7 +1495,7 @@ SHIPPED_VOCAB = "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvw
 
 
 def test_the_vocabulary_is_described_compactly():
-    # issue 24, defect 4: "writes only 3 A-Z a-z ..." read as a count of characters
+    # "writes only 3 A-Z a-z ..." read as a count of characters
     words = "letters A-Z and a-z, the digit 3, the marks ! $ & ' , - . : ; ?, line break and space"
     assert checks.vocabulary_words(SHIPPED_VOCAB) == words
     assert checks.vocabulary_words("abdef_ \t") == "letters a, b and d-f, the mark _, space and tab"
@@ -1734,7 +1734,7 @@ def test_score_gives_bits_per_character_and_tints_each_character(client, model_d
     view, summary = client.predict(text, api_name="/score")
     model, _ = loading.load_model(model_dir)
     tokens = torch.tensor(model.tokenizer.encode(text))
-    # Score runs Generate's pass (issue 24: the fast path's bf16 weights where faster, 2.4x), and says on which weights
+    # Score runs Generate's pass (the fast path's bf16 weights where faster, 2.4x), and says on which weights
     assert handlers.SCORE_FAST and f"{str(model.denoise_dtype).removeprefix('torch.')} weights" in summary
     *_, nats = surprise_steps(model, tokens, handlers.SCORE_BATCH, fast=True)
     bits = (nats / math.log(2)).tolist()
@@ -1864,7 +1864,7 @@ def test_the_forward_process_shows_a_line_long_enough_to_mask():
 
 
 def test_counts_agree_with_their_nouns():
-    # issue 24, defect 10: "1 forward passes"
+    # "1 forward passes"
     assert (passes(1), passes(2), passes(2000)) == (
         "1 forward pass",
         "2 forward passes",
@@ -1883,7 +1883,7 @@ def test_counts_agree_with_their_nouns():
 
 
 def test_temperature_zero_repeats_itself_or_says_what_still_draws(client):
-    # issue 24, defect 3: temperature 0 with order temperature 0.25 gave another text per seed, unsaid
+    # temperature 0 with order temperature 0.25 gave another text per seed, unsaid
     def run(seed, **options):
         _, text, readout, _ = client.predict(
             prompt="",
@@ -1909,7 +1909,7 @@ def test_temperature_zero_repeats_itself_or_says_what_still_draws(client):
 
 
 def test_the_infill_preview_warns_before_the_run():
-    # issue 24, defect 12: an over-long template (or one with no blank) showed as a canvas, the error only on run
+    # an over-long template (or one with no blank) showed as a canvas, the error only on run
     too_long = render.draft_template("_" * (MAX_CANVAS + 5))
     assert "The template has 16,389 characters, but a run writes at most 16,384: shorten it by 5." in too_long
     assert "mdlm-mask" not in too_long
@@ -1918,7 +1918,7 @@ def test_the_infill_preview_warns_before_the_run():
 
 
 def test_the_compare_takeaway_claims_a_margin_only_where_it_is_real():
-    # issue 24, defect 11: "surest characters first" was said for any margin, one word on a short canvas too
+    # "surest characters first" was said for any margin, one word on a short canvas too
     known = {"the", "king", "is", "dead", "long", "live"}
     assert race.clearly_more_words("the king is dead " * 10, "xq zv wk " * 10, known)
     assert not race.clearly_more_words("the king is dead xq", "the king xq dead xq", known)  # 4/5 against 3/5
@@ -1932,7 +1932,7 @@ LOW_CONTRAST = (REPO_ROOT / "tests" / "data" / "low_contrast.js").read_text(enco
 @pytest.mark.browser
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
 def test_browser_every_text_meets_wcag_aa_contrast(server, viewport):
-    # issue 24, defect 5: the help under each control was 1.91:1 (gradio's subdued text), the orange accents 2.8:1
+    # the help under each control was 1.91:1 (gradio's subdued text), the orange accents 2.8:1
     from playwright.sync_api import expect
 
     with chromium() as browser:
@@ -1949,7 +1949,7 @@ def test_browser_every_text_meets_wcag_aa_contrast(server, viewport):
 
 
 def test_a_users_mistake_logs_no_traceback(client, capfd):
-    # issue 24, defect 7: steps 999 and 26 other ordinary mistakes each printed a traceback in the server's log
+    # steps 999 and 26 other ordinary mistakes each printed a traceback in the server's log
     capfd.readouterr()
     from gradio_client.exceptions import AppError
 
@@ -1968,7 +1968,7 @@ def api_call(server: str, endpoint: str, values: list) -> str:
 
 
 def test_a_call_with_more_values_than_the_endpoint_takes_is_refused_by_name(server, capfd):
-    # issue 25, defect 10: gradio drops values past an endpoint's inputs, so a caller's extra or misplaced
+    # gradio drops values past an endpoint's inputs, so a caller's extra or misplaced
     # argument was silently ignored
     forward = api_call(server, "forward_process", ["To be, or not to be", 0.5, 0])
     assert "event: complete" in forward

@@ -1,4 +1,4 @@
-"""Issue 25, item 6: the public API fuzzed. Whatever the options, canvases and texts, the answer is a result or
+"""the public API fuzzed. Whatever the options, canvases and texts, the answer is a result or
 one clear ValueError/TypeError naming the problem, never another exception. Fast by default; `-m slow` goes deeper."""
 
 import pytest

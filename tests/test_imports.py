@@ -1,5 +1,5 @@
-"""The package's, training's, the app's, the benchmarks' and the evals' import graph has no cycle (issue 25: train
-and export imported each other), and the app stays a package a newcomer can read (issue 24: app.py was one 1,400-line
+"""The package's, training's, the app's, the benchmarks' and the evals' import graph has no cycle (train
+and export imported each other), and the app stays a package a newcomer can read (app.py was one 1,400-line
 file)."""
 
 import ast

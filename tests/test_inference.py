@@ -1,4 +1,4 @@
-"""Issue 25's defects of the inference paths: training mode restored on error, and bad token tensors named."""
+"""Defects of the inference paths: training mode restored on error, and bad token tensors named."""
 
 import pytest
 import torch

@@ -1221,7 +1221,7 @@ def test_redraw_samples_rewrites_only_the_samples_of_an_export(text_file, tmp_pa
 
 
 def test_an_unwritable_out_or_export_dir_is_one_line_before_any_work(text_file, tmp_path, monkeypatch):
-    # issue 25, defect 4: a directory that cannot be made or written gave a traceback (mkdir's)
+    # a directory that cannot be made or written gave a traceback (mkdir's)
     in_the_way = tmp_path / "a-file"
     in_the_way.write_text("not a directory")
     with pytest.raises(ValueError, match=f"--out-dir {in_the_way / 'run'} is not a directory this program can write"):
@@ -1247,7 +1247,7 @@ def test_an_unwritable_out_or_export_dir_is_one_line_before_any_work(text_file, 
 
 
 def test_resuming_on_another_text_is_refused_unless_asked_for(text_file, tmp_path, tiny_text):
-    # issue 25, defect 3: a resume with other --data (same characters) went on with the new text's splits
+    # a resume with other --data (same characters) went on with the new text's splits
     run(text_file, tmp_path / "run", "--max-steps", "2")
     other = tmp_path / "other.txt"
     other.write_text((tiny_text * 3)[::-1])  # the same characters, another text
@@ -1259,7 +1259,7 @@ def test_resuming_on_another_text_is_refused_unless_asked_for(text_file, tmp_pat
 
 
 def test_a_license_that_is_no_hub_identifier_is_refused_with_the_nearest(capsys, text_file, tmp_path):
-    # issue 25, defect 17: --license was written into the card's front matter unchecked
+    # --license was written into the card's front matter unchecked
     with pytest.raises(SystemExit):
         train.parse_args(["--data", str(text_file), "--license", "MIT"])
     assert "'MIT' is not a Hub license identifier; did you mean mit?" in capsys.readouterr().err
@@ -1274,7 +1274,7 @@ def test_a_license_that_is_no_hub_identifier_is_refused_with_the_nearest(capsys,
 
 
 def test_the_card_is_a_template_with_no_figure_written_by_hand():
-    # issue 25, item 2: the card was a 143-line f-string; its figures come from metrics.json, the run or the config
+    # the card was a 143-line f-string; its figures come from metrics.json, the run or the config
     from mdlm_hf.card import MODEL_CARD_TEMPLATE
 
     text = re.sub(r"\{\{.*?\}\}|\{%.*?%\}", "", MODEL_CARD_TEMPLATE, flags=re.S)  # the template's own words
@@ -1285,7 +1285,7 @@ def test_the_card_is_a_template_with_no_figure_written_by_hand():
 
 @pytest.mark.parametrize("fails_at", ["create_repo", "upload_folder"])
 def test_a_failed_push_leaves_the_export_byte_identical(tiny_model, tmp_path, monkeypatch, fails_at):
-    # issue 25, defect 8: a failed push left the card naming the new repo, and its mode 0600
+    # a failed push left the card naming the new repo, and its mode 0600
     import huggingface_hub
 
     class FailingApi:
@@ -1330,7 +1330,7 @@ def _umask() -> int:
 
 
 def test_under_torchrun_the_error_is_the_first_line_not_a_peers_traceback(tmp_path):
-    # issue 25, defect 7: rank 1's gloo traceback ("Connection closed by peer") buried rank 0's one-line error
+    # rank 1's gloo traceback ("Connection closed by peer") buried rank 0's one-line error
     short = tmp_path / "short.txt"
     short.write_text("just a few words here\n")
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29519"]
