@@ -127,7 +127,8 @@ def test_browser_generate_then_rewrite_a_selected_span_pick_and_undo(server):  #
             expect(order.locator(".mdlm-pass").first).to_be_visible()  # and its order of writing
             assert order.locator(".mdlm-pass").count() == 121  # every written character, the cut ones too
             order.screenshot(path=f"/tmp/rewrite-order-{where}.png")
-            start, end = 10, 30
+            assert len(generated) > 12, generated
+            start, end = 10, min(30, len(generated))  # the run may end at a line end before character 30
             rewrite_span(page, start, end)
             expect(page.locator("#rewrite-start input")).to_have_value(str(start))
             expect(page.locator("#rewrite-end input")).to_have_value(str(end))
