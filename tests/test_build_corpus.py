@@ -69,7 +69,7 @@ def test_layout_writes_tinyshakespeare_headings_and_drops_directions(persons):
 
 def test_an_unmappable_heading_leaves_the_play_out():
     texts = {"hamlet": gutenberg_play([("Ber.", "Who's there?"), ("Cor.", "Nay, answer me.")])}
-    text, report = build(texts, "First Citizen:\nBefore we proceed any further, hear me speak.\n" * 40)
+    text, report, _ = build(texts, "First Citizen:\nBefore we proceed any further, hear me speak.\n" * 40)
     assert text == ""
     assert "Cor." in report[0]["left out"]
 
@@ -82,7 +82,7 @@ def test_build_leaves_out_held_out_plays_poems_and_tinyshakespeares_own():
         "hamlet": gutenberg_play([("King.", tiny.replace("CLAUDIUS:\n", ""))]),  # TinyShakespeare's words
         "lear": gutenberg_play([("Ber.", "Nothing will come of nothing: speak again.")]),
     }
-    text, report = build(texts, tiny)
+    text, report, _ = build(texts, tiny)
     reasons = {row["play"]: row.get("left out", "kept") for row in report}
     assert reasons["othello"].startswith("held out")
     assert reasons["sonnets"].startswith("no list of persons")
@@ -99,7 +99,7 @@ def test_no_stretch_of_the_validation_split_survives():
     assert shared_line in validation
     own = "Nothing will come of nothing: speak again, and mend your speech a little. " * 8  # mostly new words
     texts = {"lear": gutenberg_play([("Ber.", own), ("King.", shared_line), ("Ber.", "Kept.")])}
-    text, report = build(texts, tiny)
+    text, report, _ = build(texts, tiny)
     assert report[0]["dropped_speeches"] == 1
     assert text == f"BERNARDO:\n{own.strip()}\n\nBERNARDO:\nKept.\n"
     assert not stretches(text) & stretches(validation)

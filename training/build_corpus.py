@@ -203,8 +203,9 @@ def drop_shared_speeches(play: Play, forbidden: set[str], before: str) -> None:
     play.text = "\n\n".join(kept) + "\n"
 
 
-def build(texts: dict[str, str], tinyshakespeare: str) -> tuple[str, list[dict]]:
-    """The new text and one report row per Gutenberg text (kept or not, and why)."""
+def build(texts: dict[str, str], tinyshakespeare: str) -> tuple[str, list[dict], float]:
+    """The new text, one report row per Gutenberg text (kept or not, and why), and the share of the text's
+    stretches that occur in the training split."""
     train, val = split_text(tinyshakespeare)
     val_stretches, train_stretches = stretches(val), stretches(train)
     # a play in TinyShakespeare is recognised by its words, since the two editions differ in layout and punctuation
@@ -235,7 +236,7 @@ def build(texts: dict[str, str], tinyshakespeare: str) -> tuple[str, list[dict]]
     text = "\n".join(kept)
     if shares_stretch(text, val_stretches):  # the check of the whole, as the issue of leakage deserves
         raise RuntimeError("the new text shares a stretch with the validation split")
-    return text, report
+    return text, report, overlap(text, train_stretches)
 
 
 def print_report(report: list[dict], text: str, train_overlap: float) -> None:
@@ -271,8 +272,7 @@ def main(argv: list[str] | None = None) -> dict:
             texts = fetch_texts(Path(args.sdist_dir or scratch))
     except (ValueError, RuntimeError, subprocess.CalledProcessError) as error:
         sys.exit(f"error: {error}")
-    text, report = build(texts, tinyshakespeare)
-    train_overlap = overlap(text, stretches(split_text(tinyshakespeare)[0]))
+    text, report, train_overlap = build(texts, tinyshakespeare)
     print_report(report, text, train_overlap)
     manifest = {
         "source": SDIST,

@@ -36,8 +36,8 @@ import torch
 from mdlm_hf import MDLM, elbo
 from mdlm_hf.data import split_text
 from mdlm_hf.diffusion import exact_nll
-from training.checkpoints import build_model, load_checkpoint
 from training.corpus import read_texts
+from training.export import load_run
 
 PART_BYTES = 16 * 2**20  # the largest file the device returns
 RECIPE = (  # the shipped model's recipe (training/RECIPE.md), but its shape
@@ -147,8 +147,7 @@ def load(path: Path) -> MDLM:
     """A saved model (a folder), or a run's best weights (a run folder: its best.pt, else ckpt.pt), in fp32."""
     if (path / "config.json").is_file():
         return MDLM.from_pretrained(str(path), fast=False).float()
-    checkpoint = path / "best.pt" if (path / "best.pt").is_file() else path / "ckpt.pt"
-    return build_model(load_checkpoint(checkpoint), checkpoint).float()
+    return load_run(path)[1].float()
 
 
 def score_all(models: dict[str, Path], args: argparse.Namespace) -> dict[str, dict]:
