@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import math
 import secrets
-from collections.abc import Iterator
-from typing import Any
 
 import gradio as gr
 
 from mdlm_hf import MDLM
-from mdlm_hf.sampling.options import OPTION_SPECS
 
 MAX_SEED = 2**31 - 1
 
@@ -117,51 +113,6 @@ def run_seed(seed: object, fixed_seed: bool) -> int:
     """A run's seed: the seed box's when fixed, else a new random one (shown with the run, so it can be repeated)."""
     check_flag(fixed_seed, "fixed_seed")
     return as_int(seed, "seed", 0, MAX_SEED) if fixed_seed else secrets.randbelow(MAX_SEED + 1)
-
-
-# --- events: module-level handlers take their inputs by name; `event` binds them to components ---
-
-
-@contextlib.contextmanager
-def errors_shown() -> Iterator[None]:
-    """The one translation of bad input (a ValueError from the sampler, a canvas builder or the tokenizer) into
-    a gr.Error, which the page shows and which leaves the app serving, and which the log does not print."""
-    try:
-        yield
-    except gr.Error as error:  # already one (a gr.Error is a ValueError): a slider's bounds, a handler's check
-        error.print_exception = False  # a user's mistake is one line on the page, not a traceback in the log
-        raise
-    except ValueError as error:
-        raise gr.Error(str(error), print_exception=False) from None
-
-
-def payload_words(component: gr.components.Component) -> str:
-    """What an input component's API payload must be, in words."""
-    if isinstance(component, (gr.Slider, gr.Number)):
-        return "a number"
-    if isinstance(component, gr.Checkbox):
-        return "true or false"
-    return "a string" if isinstance(component, gr.Textbox) else "a valid value"
-
-
-def preprocessed(component: gr.components.Component, name: str, value: Any) -> Any:
-    """An event's raw input through its component's preprocessing; a payload of the wrong type (a string for a
-    number) is a gr.Error naming the parameter, where gradio's own would be a generic "verbose error" line."""
-    try:
-        return component.preprocess(value)
-    except gr.Error:  # the component's own message, such as a slider's bounds
-        raise
-    except Exception:
-        raise gr.Error(f"{name} must be {payload_words(component)}, got {value!r}") from None
-
-
-def option_value(name: str, value: Any) -> Any:
-    """A control's value as the sampler option `name` takes it: a whole number that a slider sends as a float is
-    an int (a fraction stays, for the option's own check to refuse: no control rounds silently), `off` is None."""
-    spec = OPTION_SPECS[name]
-    if spec.accepts.kind is int and isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return spec.parse(value)
 
 
 def check_fits(text: str, what: str, limit: int, why: str) -> None:

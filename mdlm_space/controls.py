@@ -4,15 +4,16 @@ buttons, sliders that follow the prompt, and the replay of a run's frames."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import gradio as gr
 
 from mdlm_hf import SamplerOptions
-from mdlm_hf.sampling.options import OPTION_SPECS, STREAM_ORDERS, STREAMS_IGNORE, orders_using
-from mdlm_space.endpoints import ENDPOINTS, default, param
+from mdlm_hf.sampling.options import OPTION_SPECS, ORDERS, STREAM_ORDERS, STREAMS_IGNORE, orders_using
+from mdlm_space.endpoints import PARAMS
 from mdlm_space.handlers import stopped
 
 
@@ -58,8 +59,18 @@ def fit_length(limit: int, prompt: str | None, wanted: float | None) -> dict:
     return capped_slider(room, wanted, info)
 
 
+# a tab's controls where they differ from PARAMS or OPTION_SPECS (name -> default, label; a parameter's high and
+# info too), declared next to the tab with the reason
+Changes = Mapping[str, Mapping[str, Any]]
+
+
+def option_names(*groups: str) -> list[str]:
+    """The sampler options the app shows in `groups` (OptionSpec.group), in SamplerOptions' order."""
+    return [name for name, spec in OPTION_SPECS.items() if spec.group in groups]
+
+
 # the reveal-rule controls that only some orders use (mdlm_hf.sampling.options.orders_using)
-ORDER_BOUND = ("order_temperature", "prior_weight", "entropy_bound")
+ORDER_BOUND = tuple(name for name in option_names("order", "reveal") if set(orders_using(name)) != set(ORDERS))
 
 
 def order_bound_update(order: str) -> tuple[dict, ...]:
@@ -79,12 +90,17 @@ def order_bound_update(order: str) -> tuple[dict, ...]:
 # --- layout ---
 
 
-def option_control(
-    name: str, block_size: int, value: Any = None, label: str | None = None, **layout: Any
-) -> gr.components.Component:
-    """The control of one sampler option, labelled and bounded by its OPTION_SPECS entry (value: its default)."""
+def default_value(name: str, changes: Changes | None = None) -> Any:
+    """A control's default: the tab's change, else SamplerOptions' (a sampler option) or PARAMS'."""
+    if "default" in (changes or {}).get(name, {}):
+        return changes[name]["default"]
+    return getattr(SamplerOptions(), name) if name in OPTION_SPECS else PARAMS[name].default
+
+
+def option_control(name: str, block_size: int, value: Any, label: str | None, **layout: Any) -> gr.components.Component:
+    """The control of one sampler option at `value`, labelled and bounded by its OPTION_SPECS entry."""
     spec = OPTION_SPECS[name]
-    value = spec.shown(getattr(SamplerOptions(), name) if value is None else value)
+    value = spec.shown(value)
     if spec.accepts.choices:
         return gr.Dropdown(list(spec.accepts.choices), value=value, label=label or spec.label, **layout)
     low, high, step = spec.slider
@@ -93,14 +109,16 @@ def option_control(
     return gr.Slider(low, maximum, value=value, step=step, label=label or spec.label, info=info, **layout)
 
 
-def control(endpoint: str, name: str, block_size: int, value: Any = None, **layout: Any) -> gr.components.Component:
-    """The control of a parameter of `endpoint`, as the one table says (endpoints.py: OPTION_SPECS for a sampler
-    option, PARAMS for the rest, with the endpoint's changes); `value`: a model's own default, such as its prompt."""
-    value = default(endpoint, name) if value is None else value
+def control(
+    name: str, block_size: int, value: Any = None, changes: Changes | None = None, **layout: Any
+) -> gr.components.Component:
+    """The control of a parameter: OPTION_SPECS for a sampler option, PARAMS for the rest, with the tab's `changes`;
+    `value`: a model's own default, such as its prompt."""
+    value = default_value(name, changes) if value is None else value
+    changed = {key: item for key, item in (changes or {}).get(name, {}).items() if key != "default"}
     if name in OPTION_SPECS:
-        label = ENDPOINTS[endpoint].changes.get(name, {}).get("label")
-        return option_control(name, block_size, value, label, **layout)
-    spec = param(endpoint, name)
+        return option_control(name, block_size, value, changed.get("label"), **layout)
+    spec = dataclasses.replace(PARAMS[name], **changed)
     shared = dict(value=value, label=spec.label, info=spec.info or None) | layout  # layout may relabel
     if spec.control == "slider":
         return gr.Slider(spec.low, block_size if spec.high is None else spec.high, step=1, **shared)
@@ -110,19 +128,19 @@ def control(endpoint: str, name: str, block_size: int, value: Any = None, **layo
     return components[spec.control](**shared)
 
 
-def reveal_controls(endpoint: str, block_size: int) -> dict[str, gr.components.Component]:
+def reveal_controls(block_size: int, changes: Changes | None = None) -> dict[str, gr.components.Component]:
     """Reveal order, order temperature and the rest of the reveal rule (with the adaptive entropy bound), as Generate
     and Infill show them."""
-    order = default(endpoint, "order")
+    order = default_value("order", changes)
 
-    def usable(name: str) -> dict:
-        return dict(interactive=order in orders_using(name)) if name in ORDER_BOUND else {}
+    def made(name: str) -> gr.components.Component:
+        usable = dict(interactive=order in orders_using(name)) if name in ORDER_BOUND else {}
+        return control(name, block_size, changes=changes, **usable)
 
-    controls = {name: control(endpoint, name, block_size, **usable(name)) for name in ("order", "order_temperature")}
+    controls = {name: made(name) for name in option_names("order")}
     # one line at a phone's width too: a heading that wraps is centred, under its left-aligned parent
     with gr.Accordion("More of the reveal rule", open=False):
-        for name in ("prior_weight", "remask_ratio", "spacing", "entropy_bound"):
-            controls[name] = control(endpoint, name, block_size, **usable(name))
+        controls |= {name: made(name) for name in option_names("reveal")}
     bound = [controls[name] for name in ORDER_BOUND]
     controls["order"].change(order_bound_update, controls["order"], bound, api_name=False)
     return controls
@@ -131,8 +149,8 @@ def reveal_controls(endpoint: str, block_size: int) -> dict[str, gr.components.C
 def seed_controls(endpoint: str, block_size: int) -> dict[str, gr.components.Component]:
     """The seed box and its "fixed seed" checkbox: off, each run draws a new seed and writes it into the box."""
     with gr.Row():
-        seed = control(endpoint, "seed", block_size, elem_id=f"{endpoint}-seed")
-        fixed = control(endpoint, "fixed_seed", block_size)
+        seed = control("seed", block_size, elem_id=f"{endpoint}-seed")
+        fixed = control("fixed_seed", block_size)
     # typing a seed means running with it
     seed.input(lambda: True, None, fixed, queue=False, api_name=False, show_progress="hidden")
     return dict(seed=seed, fixed_seed=fixed)
@@ -336,11 +354,13 @@ def output_column(
     return [canvas, final_text, readout], (slider, gr.State([]))
 
 
-def sampling_options(endpoint: str, block_size: int, names: tuple[str, ...]) -> dict:
+def sampling_options(
+    endpoint: str, block_size: int, groups: tuple[str, ...], changes: Changes | None = None
+) -> dict[str, gr.components.Component]:
     """The rarely changed controls, in a closed accordion so the run button and the canvas stay in view: the
-    reveal rule, the options `names` and the seed."""
+    reveal rule, the options of `groups` (OptionSpec.group) and the seed."""
     with gr.Accordion("Sampling options: order, temperature, seed", open=False):
-        controls = reveal_controls(endpoint, block_size)
-        controls |= {name: control(endpoint, name, block_size) for name in names}
+        controls = reveal_controls(block_size, changes)
+        controls |= {name: control(name, block_size, changes=changes) for name in option_names(*groups)}
         controls |= seed_controls(endpoint, block_size)
     return controls

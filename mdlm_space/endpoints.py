@@ -1,21 +1,21 @@
-"""The app's endpoints: each one's parameters by name, in the order its API takes them, and `event`, which binds
-a handler to its components by those names."""
+"""The app's endpoints: the parameters that are not sampler options (PARAMS; SamplerOptions names, defaults,
+bounds and documents the options), what each endpoint says to a caller, and `event`, which binds a handler to a
+tab's controls by their names."""
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
 import inspect
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 
-from mdlm_hf import SamplerOptions
 from mdlm_hf.pipeline import END_AT
-from mdlm_hf.sampling.options import OPTION_SPECS, REVEAL_RULE_OPTIONS
+from mdlm_hf.sampling.options import OPTION_SPECS
 from mdlm_hf.windows import MAX_CANVAS
-from mdlm_space.checks import MAX_SEED, errors_shown, listed, preprocessed
+from mdlm_space.checks import MAX_SEED, listed
 from mdlm_space.texts import END_AT_WORDS
 from mdlm_space.worker import gpu_work, iterate_on_model_thread, on_model_thread
 
@@ -66,51 +66,6 @@ PARAMS: dict[str, Param] = {
     "start": Param("From character", "number", 0, 0, MAX_CANVAS, info="the selection's start, from 0"),
     "end": Param("To character", "number", 0, 0, MAX_CANVAS, info="the first character after it"),
 }
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """An endpoint's parameters in the order its API takes them (positional clients rely on it: new ones go last;
-    the handlers take them by name), and where its defaults, labels or bounds differ from PARAMS' or
-    SamplerOptions'."""
-
-    names: tuple[str, ...]
-    changes: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-ENDPOINTS: dict[str, Endpoint] = {
-    "generate": Endpoint(
-        tuple(
-            "prompt length num_steps temperature top_p order seed block_length order_temperature prior_weight "
-            "remask_ratio spacing fixed_seed entropy_bound min_p end_at cut_where_sure "
-            "capital_temperature_factor".split()
-        )
-    ),
-    "infill": Endpoint(
-        tuple(
-            "template num_steps temperature top_p order seed order_temperature prior_weight remask_ratio spacing "
-            "fixed_seed entropy_bound min_p cut_where_sure capital_temperature_factor".split()
-        ),
-        # a template has few blanks, and 16 steps are too few for remasking
-        {"num_steps": dict(default=16), "remask_ratio": dict(default=0.0)},
-    ),
-    "compare": Endpoint(
-        ("prompt", "length", "num_steps", "temperature", "seed", "autoregressive", *REVEAL_RULE_OPTIONS, "fixed_seed"),
-        # a race within the model's context, short enough to watch
-        {
-            "prompt": dict(label="Prompt"),
-            "length": dict(label="Characters", default=128, high=None, info=""),
-            "num_steps": dict(label="Forward passes"),
-            "temperature": dict(label="Temperature"),
-        },
-    ),
-    # three rewrites of a span, side by side, each scored (mdlm_space/rewrite_panel.py)
-    "rewrite": Endpoint(
-        ("text", "start", "end", "num_steps", "temperature", "order", "seed", "fixed_seed"),
-        {"num_steps": dict(default=16)},
-    ),
-}
-GENERATE_API, INFILL_API, COMPARE_API = (ENDPOINTS[name].names for name in ("generate", "infill", "compare"))
 
 
 # what the API page and MCP clients read of each endpoint (its tool's name is the endpoint's): what it does and
@@ -175,49 +130,64 @@ API_ARGS = {
 }
 
 
-def arg_words(endpoint: str, name: str) -> str:
-    """A parameter of `endpoint` in words, for a caller: its label and advice."""
+def arg_words(endpoint: str, name: str, component: gr.components.Component) -> str:
+    """A parameter of `endpoint` in words, for a caller: its control's label and advice."""
     if name in API_ARGS.get(endpoint, {}):
         return API_ARGS[endpoint][name]
-    if name in OPTION_SPECS:
-        spec = OPTION_SPECS[name]
-        return ": ".join(
-            filter(None, (ENDPOINTS[endpoint].changes.get(name, {}).get("label") or spec.label, spec.note))
-        )
-    spec = param(endpoint, name) if endpoint in ENDPOINTS else PARAMS[name]
-    return ": ".join(filter(None, (spec.label, spec.info)))
+    return ": ".join(filter(None, (component.label, getattr(component, "info", None))))
 
 
-def api_doc(endpoint: str, names: list[str]) -> str | None:
-    """The docstring gradio reads for `endpoint` (the API page, MCP tools): what it does, its parameters `names`,
-    what it returns; None for an event that is no endpoint."""
+def api_doc(endpoint: str, inputs: dict[str, gr.components.Component]) -> str | None:
+    """The docstring gradio reads for `endpoint` (the API page, MCP tools): what it does, its parameters (`inputs`,
+    name -> control), what it returns; None for an event that is no endpoint."""
     if endpoint not in API_DESCRIPTIONS:
         return None
     description, returns = API_DESCRIPTIONS[endpoint]
-    args = "\n".join(f"    {name}: {arg_words(endpoint, name)}" for name in names)
+    args = "\n".join(f"    {name}: {arg_words(endpoint, name, control)}" for name, control in inputs.items())
     return f"{description}\n\nArgs:\n{args}\n\nReturns:\n    {returns}"
 
 
-def param(endpoint: str, name: str) -> Param:
-    """A parameter of `endpoint` that is not a sampler option, with the endpoint's changes."""
-    return dataclasses.replace(PARAMS[name], **ENDPOINTS[endpoint].changes.get(name, {}))
+@contextlib.contextmanager
+def errors_shown() -> Iterator[None]:
+    """The one translation of bad input (a ValueError from the sampler, a canvas builder or the tokenizer) into
+    a gr.Error, which the page shows and which leaves the app serving, and which the log does not print."""
+    try:
+        yield
+    except gr.Error as error:  # already one (a gr.Error is a ValueError): a slider's bounds, a handler's check
+        error.print_exception = False  # a user's mistake is one line on the page, not a traceback in the log
+        raise
+    except ValueError as error:
+        raise gr.Error(str(error), print_exception=False) from None
 
 
-def default(endpoint: str, name: str) -> Any:
-    """The default of a parameter of `endpoint`: its change, else PARAMS' or SamplerOptions' (a sampler option)."""
-    changed = ENDPOINTS[endpoint].changes.get(name, {})
-    if "default" in changed:
-        return changed["default"]
-    return getattr(SamplerOptions(), name) if name in OPTION_SPECS else PARAMS[name].default
+def payload_words(component: gr.components.Component) -> str:
+    """What an input component's API payload must be, in words."""
+    if isinstance(component, (gr.Slider, gr.Number)):
+        return "a number"
+    if isinstance(component, gr.Checkbox):
+        return "true or false"
+    return "a string" if isinstance(component, gr.Textbox) else "a valid value"
+
+
+def preprocessed(component: gr.components.Component, name: str, value: Any) -> Any:
+    """An event's raw input through its component's preprocessing, and a sampler option's through its OptionSpec
+    (a slider's 0 is "off"); a payload of the wrong type (a string for a number) is a gr.Error naming the
+    parameter, where gradio's own would be a generic "verbose error" line."""
+    try:
+        value = component.preprocess(value)
+    except gr.Error:  # the component's own message, such as a slider's bounds
+        raise
+    except Exception:
+        raise gr.Error(f"{name} must be {payload_words(component)}, got {value!r}") from None
+    return OPTION_SPECS[name].parse(value) if name in OPTION_SPECS else value
 
 
 def event(handler: Callable, inputs: dict[str, gr.components.Component], on_model: bool = True, **context: Any) -> dict:
     """Arguments of a gradio event that calls `handler(**context, **{name: value})` for the `inputs` (name ->
-    component); their order is the API's parameter order, their names its parameter names. The values are
-    preprocessed here rather than by gradio, so that a payload of the wrong type is an error naming its parameter.
-    The handler runs on MODEL_THREAD (a streaming one step by step), unless `on_model` is False: a long measurement
-    that sends its own passes there one by one."""
-    names = list(inputs)
+    control, in the order the tab laid them out: the API's parameter order; a control named after a SamplerOptions
+    field is that option). The values are preprocessed here rather than by gradio, so that a payload of the wrong
+    type is an error naming its parameter. The handler runs on MODEL_THREAD (a streaming one step by step), unless
+    `on_model` is False: a long measurement that sends its own passes there one by one."""
 
     def by_name(values: tuple) -> dict[str, Any]:
         return {
@@ -238,9 +208,9 @@ def event(handler: Callable, inputs: dict[str, gr.components.Component], on_mode
     fn = gpu_work(streaming if inspect.isgeneratorfunction(handler) else single)  # every event runs the model
     # what "Use via API" and MCP clients read: the endpoint's name (a tool's, named after its handler) and words
     fn.__name__ = handler.__name__
-    fn.__doc__ = api_doc(handler.__name__, names) or handler.__doc__
+    fn.__doc__ = api_doc(handler.__name__, inputs) or handler.__doc__
     fn.__signature__ = inspect.Signature(
-        [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names]
+        [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in inputs]
     )
     return dict(fn=fn, inputs=list(inputs.values()), preprocess=False)
 

@@ -24,7 +24,6 @@ from mdlm_space.checks import (
     check_chars,
     check_fits,
     fitted_length,
-    option_value,
     run_seed,
 )
 from mdlm_space.endpoints import PARAMS
@@ -89,11 +88,6 @@ def greedy_note(options: SamplerOptions) -> str:
         f"{'draws' if len(drawing) == 1 else 'draw'} at random: "
         "a new seed gives another text."
     )
-
-
-def control_overrides(controls: dict[str, Any]) -> dict[str, Any]:
-    """The controls' values as sampler options, by name: what changes the recommended ones."""
-    return {name: option_value(name, value) for name, value in controls.items()}
 
 
 def sentence(text: str) -> str:
@@ -169,9 +163,9 @@ def generate(
     length, note = fitted_length(prompt, length, MAX_CANVAS)
     seed = run_seed(seed, fixed_seed)
     canvas = prompt_canvas(model, prompt, length)
-    overrides = control_overrides(controls)
-    states = sample(model, canvas, seed=seed, **overrides)  # validates them
-    note = " ".join(filter(None, (note, greedy_note(SamplerOptions(**overrides)))))
+    options = SamplerOptions().replace(**controls)  # validates them
+    states = sample(model, canvas, options, seed=seed)
+    note = " ".join(filter(None, (note, greedy_note(options))))
     yield from frames(model, states, len(prompt), seed, note, prompt_length=len(prompt), end_at=end_at)
 
 
@@ -184,11 +178,9 @@ def infill(
     check_fits(template, "template", MAX_CANVAS, f"a run writes at most {MAX_CANVAS:,} characters")
     canvas = text_to_canvas(model, template, blank)
     seed = run_seed(seed, fixed_seed)
-    overrides = control_overrides(controls)
-    states = sample(model, canvas, seed=seed, **overrides)  # validates them
-    yield from frames(
-        model, states, int((canvas != model.mask_id).sum()), seed, greedy_note(SamplerOptions(**overrides))
-    )
+    options = SamplerOptions().replace(**controls)  # validates them
+    states = sample(model, canvas, options, seed=seed)
+    yield from frames(model, states, int((canvas != model.mask_id).sum()), seed, greedy_note(options))
 
 
 def forward_process(model: MDLM, line: str | None, t: float, seed: float) -> tuple[str, str]:

@@ -13,7 +13,7 @@ from mdlm_hf.autoregressive import DRAWS
 from mdlm_hf.metrics import words
 from mdlm_hf.pipeline import check_text, prompt_canvas
 from mdlm_hf.sampling.options import SCORED_ORDERS
-from mdlm_space.checks import check_chars, check_flag, fitted_length, option_value, run_seed
+from mdlm_space.checks import check_chars, check_flag, fitted_length, run_seed
 from mdlm_space.handlers import word_share
 from mdlm_space.render import COMPARE_FONT_PX, COMPARE_ROWS, render_canvas
 from mdlm_space.texts import passes
@@ -41,13 +41,8 @@ def compare(
     length, note = fitted_length(prompt, length, model.block_size)
     seed = run_seed(seed, fixed_seed)
     canvas = prompt_canvas(model, prompt, length)
-    rule = {name: option_value(name, value) for name, value in rule.items()}
-    shared = SamplerOptions(  # confidence order: the rule's options apply to it (streams order, the default, has none)
-        order="confidence",
-        num_steps=option_value("num_steps", num_steps),
-        temperature=option_value("temperature", temperature),
-        **rule,
-    )
+    # confidence order: the rule's options apply to it (streams order, the default, has none)
+    shared = SamplerOptions(order="confidence", num_steps=num_steps, temperature=temperature, **rule)
     options = {
         # autoregressive-like: exactly one character per forward pass, strictly left to right, no reveal rule
         "left_to_right": SamplerOptions.plain(order="left_to_right", num_steps=length, temperature=temperature)

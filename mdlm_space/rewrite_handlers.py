@@ -9,12 +9,11 @@ from typing import Any
 
 import gradio as gr
 
-from mdlm_hf import MDLM, SamplerState, sample, span_bits_per_char
+from mdlm_hf import MDLM, SamplerOptions, SamplerState, sample, span_bits_per_char
 from mdlm_hf.pipeline import check_text
 from mdlm_hf.rewriting import check_span, span_canvas
 from mdlm_hf.windows import MAX_CANVAS
 from mdlm_space.checks import as_int, check_chars, run_seed
-from mdlm_space.handlers import control_overrides
 from mdlm_space.order_view import PassRecorder, order_view
 from mdlm_space.render import COMPARE_FONT_PX, SUBDUED_TEXT, canvas_box, canvas_cells, placeholder, shown_char
 from mdlm_space.texts import passes
@@ -85,11 +84,11 @@ def rewrite(
     side by side, then ranked by the span's bits per character given the rest of the text (lower: likelier)."""
     text, start, end = checked_span(model, text, start, end)
     seed = run_seed(seed, fixed_seed)
-    overrides = control_overrides(controls)
-    overrides["num_steps"] = min(overrides.get("num_steps", end - start), end - start)  # one step per character
+    options = SamplerOptions().replace(**controls)  # validates them
+    options = options.replace(num_steps=min(controls.get("num_steps", end - start), end - start))  # one a character
     canvas = span_canvas(model, text, start, end).expand(NUM_CHOICES, -1)
     recorder = PassRecorder()
-    for state in sample(model, canvas, seed=seed, **overrides):
+    for state in sample(model, canvas, options, seed=seed):
         recorder.update(state)
         views = [choice_view(model, state, row, text, start, end) for row in range(NUM_CHOICES)]
         labels = [f"Choice {row + 1}: writing…" for row in range(NUM_CHOICES)]

@@ -11,7 +11,7 @@ import gradio as gr
 
 from mdlm_hf import MASK_GLYPH, MDLM
 from mdlm_space.controls import control, replay_slider, run_buttons, seed_controls, stoppable
-from mdlm_space.endpoints import ENDPOINTS, event
+from mdlm_space.endpoints import event
 from mdlm_space.order_view import run_order
 from mdlm_space.render import placeholder
 from mdlm_space.rewrite_handlers import (
@@ -36,6 +36,9 @@ TAKE_FINISHED_CANVAS = (
     ".querySelector('.mdlm-canvas'); if (!box || box.querySelector('.mdlm-mask')) return current;"
     " return box.textContent.replaceAll('↵', ''); }"
 )
+# a span is a few words: 16 steps write three of them quickly (and never more steps than characters: the handler
+# caps them)
+CHANGES = {"num_steps": dict(default=16)}
 QUIET = dict(queue=False, api_name=False, show_progress="hidden")
 HOW = (
     "### Rewrite a span\nSelect part of a finished text (a run's lands here) or paste your own, press **Rewrite**: "
@@ -55,10 +58,10 @@ def choice_column(number: int) -> tuple[gr.Markdown, gr.HTML, gr.Button]:
 
 def span_controls(block_size: int) -> dict[str, gr.components.Component]:
     """The text, From and To (which the selection fills) and the line that says the span in words."""
-    text = control("rewrite", "text", block_size, "", lines=6, elem_id="rewrite-text")
+    text = control("text", block_size, "", lines=6, elem_id="rewrite-text")
     with gr.Row():
-        start = control("rewrite", "start", block_size, minimum=0, min_width=100, elem_id="rewrite-start")
-        end = control("rewrite", "end", block_size, minimum=0, min_width=100, elem_id="rewrite-end")
+        start = control("start", block_size, minimum=0, min_width=100, elem_id="rewrite-start")
+        end = control("end", block_size, minimum=0, min_width=100, elem_id="rewrite-end")
     where = gr.Markdown(selection_line("", 0, 0), elem_id="rewrite-selection")
     text.select(selection, None, [start, end], **QUIET, trigger_mode="always_last")
     for box in (text, start, end):
@@ -108,8 +111,8 @@ def rewrite_panel(model: MDLM, demo: gr.Blocks) -> None:
             button, stop = run_buttons("Rewrite")
             undo_button = gr.Button("Undo", interactive=False, elem_id="rewrite-undo")
             with gr.Accordion("Rewrite options: steps, temperature, order, seed", open=False):
-                controls |= {name: control("rewrite", name, block_size) for name in ("num_steps", "temperature")}
-                controls["order"] = control("rewrite", "order", block_size)
+                for name in ("num_steps", "temperature", "order"):
+                    controls[name] = control(name, block_size, changes=CHANGES)
                 controls |= seed_controls("rewrite", block_size)
         with gr.Column(scale=2):
             with gr.Row():
@@ -118,9 +121,8 @@ def rewrite_panel(model: MDLM, demo: gr.Blocks) -> None:
             gr.Markdown("**Order of writing** of the last run (Generate, Infill, or the best rewrite)")
             order = gr.HTML(NO_ORDER, elem_id="rewrite-order")
     choices, history = gr.JSON(visible=False), gr.State([])
-    inputs = {name: controls[name] for name in ENDPOINTS["rewrite"].names}
     outputs = [*views, *labels, order, readout, choices, controls["seed"]]
-    stoppable(button, stop, **event(rewrite, inputs, model=model), outputs=outputs, api_name="rewrite")
+    stoppable(button, stop, **event(rewrite, controls, model=model), outputs=outputs, api_name="rewrite")
     after_pick = [controls["text"], history, undo_button, readout]
     for rank, button in enumerate(picks, 1):
         button.click(functools.partial(pick, rank), [controls["text"], choices, history], after_pick, **QUIET)

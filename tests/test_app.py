@@ -3,6 +3,7 @@ import collections
 import concurrent.futures
 import contextlib
 import importlib.util
+import inspect
 import json
 import math
 import os
@@ -34,8 +35,9 @@ from mdlm_hf.sampling.options import OPTION_SPECS
 from mdlm_hf.windows import MAX_CANVAS
 from mdlm_space import checks, handlers, loading, race, render, serving, worker
 from mdlm_space.controls import replay_frame, replay_slider
-from mdlm_space.endpoints import COMPARE_API, GENERATE_API, INFILL_API, default, event
+from mdlm_space.endpoints import event
 from mdlm_space.tabs import how_it_works
+from mdlm_space.tabs import infill as infill_tab
 from mdlm_space.texts import (
     INFILL_EXAMPLES,
     SHAKESPEARE,
@@ -107,10 +109,16 @@ class Page:
                     self.fire(component, "change")
 
 
-def tab_controls(demo: gr.Blocks, endpoint: str, names: tuple[str, ...]) -> dict:
+def api_names(demo: gr.Blocks, endpoint: str) -> list[str]:
+    """An endpoint's API parameter names, in the order its API takes them."""
+    fn = next(fn for fn in demo.fns.values() if fn.api_name == endpoint)
+    return list(inspect.signature(fn.fn).parameters)
+
+
+def tab_controls(demo: gr.Blocks, endpoint: str) -> dict:
     """The input components of an endpoint, by their API parameter names."""
     fn = next(fn for fn in demo.fns.values() if fn.api_name == endpoint)
-    return dict(zip(names, fn.inputs, strict=True))
+    return dict(zip(api_names(demo, endpoint), fn.inputs, strict=True))
 
 
 def free_port() -> int:
@@ -399,9 +407,7 @@ def test_endpoints_take_their_parameters_by_name(client):
 def test_option_controls_take_label_bounds_and_defaults_from_the_one_table(model_dir):
     model, _ = loading.load_model(model_dir)
     demo = app.build_demo(model)
-    endpoints = {fn.api_name: fn for fn in demo.fns.values()}
-    generate = dict(zip(GENERATE_API, endpoints["generate"].inputs, strict=True))
-    infill = dict(zip(INFILL_API, endpoints["infill"].inputs, strict=True))
+    generate, infill = tab_controls(demo, "generate"), tab_controls(demo, "infill")
     for name in OPTION_SPECS.keys() & generate.keys():
         spec, control = OPTION_SPECS[name], generate[name]
         assert control.label == spec.label and control.value == spec.shown(getattr(SamplerOptions(), name)), name
@@ -412,8 +418,8 @@ def test_option_controls_take_label_bounds_and_defaults_from_the_one_table(model
             assert (control.minimum, control.maximum, control.step) == (low, high or model.block_size, step), name
     # the Infill tab starts with fewer steps and remasking off
     assert (infill["num_steps"].value, infill["remask_ratio"].value) == (
-        default("infill", "num_steps"),
-        default("infill", "remask_ratio"),
+        infill_tab.CHANGES["num_steps"]["default"],
+        infill_tab.CHANGES["remask_ratio"]["default"],
     )
 
 
@@ -426,8 +432,8 @@ def test_length_follows_the_prompt_in_plain_words(client, model_dir):
     # the page: the length slider's maximum follows the prompt, and its value comes back with a shorter prompt
     model, _ = loading.load_model(model_dir)
     page = Page(app.build_demo(model))
-    for names, endpoint, limit in ((GENERATE_API, "generate", 16384), (COMPARE_API, "compare", 128)):
-        controls = tab_controls(page.demo, endpoint, names)
+    for endpoint, limit in (("generate", 16384), ("compare", 128)):
+        controls = tab_controls(page.demo, endpoint)
         prompt, length = controls["prompt"], controls["length"]
         default = page.value(length)
         assert page.props[length._id]["maximum"] == limit - 7  # fitted to the default prompt "ROMEO:\n" on load
@@ -486,10 +492,10 @@ def test_a_prompt_longer_than_the_context_is_kept_and_the_readout_says_how_much_
 def test_steps_follow_the_characters_to_fill_both_ways(model_dir):
     model, _ = loading.load_model(model_dir)
     page = Page(app.build_demo(model))
-    infill = tab_controls(page.demo, "infill", INFILL_API)
+    infill = tab_controls(page.demo, "infill")
     template, steps = infill["template"], infill["num_steps"]
     example = INFILL_EXAMPLES[1]
-    assert example.count("_") == 12 and default("infill", "num_steps") > 12
+    assert example.count("_") == 12 and infill_tab.CHANGES["num_steps"]["default"] > 12
     for i in range(len(example) + 1):  # typed key by key, through templates of 0 and 1 blank
         page.type(template, example[:i])
     assert page.value(steps) == 12
@@ -504,7 +510,7 @@ def test_steps_follow_the_characters_to_fill_both_ways(model_dir):
     assert page.value(steps) == 1 and page.props[steps._id]["info"] == "one character to fill: one step"
     page.type(template, example)  # ... and comes back
     assert page.value(steps) == 8
-    generate = tab_controls(page.demo, "generate", GENERATE_API)
+    generate = tab_controls(page.demo, "generate")
     assert page.props[generate["num_steps"]._id]["maximum"] == page.value(generate["length"]) == 121  # on load
     page.type(generate["length"], 1)
     assert page.value(generate["num_steps"]) == 1
@@ -527,7 +533,7 @@ def test_each_run_draws_a_new_seed_unless_fixed(client, model_dir):
     # the page: each run writes its seed into the seed box; typing a seed fixes it
     model, _ = loading.load_model(model_dir)
     page = Page(app.build_demo(model))
-    controls = tab_controls(page.demo, "generate", GENERATE_API)
+    controls = tab_controls(page.demo, "generate")
     assert page.value(controls["fixed_seed"]) is False
     page.type(controls["seed"], 42)
     assert page.value(controls["fixed_seed"]) is True
@@ -791,8 +797,8 @@ def test_the_canvas_shows_the_masks_to_fill_before_the_first_run(model_dir):
     assert "Type a template" in render.draft_template("")
     model, _ = loading.load_model(model_dir)
     page = Page(app.build_demo(model))
-    generate = tab_controls(page.demo, "generate", GENERATE_API)
-    infill = tab_controls(page.demo, "infill", INFILL_API)
+    generate = tab_controls(page.demo, "generate")
+    infill = tab_controls(page.demo, "infill")
     canvases = {
         name: page.demo.blocks[id_]
         for name in ("generate", "infill")
@@ -843,36 +849,45 @@ def test_how_it_works_follows_the_mask_ratio_box_and_marks_it_on_the_plot(model_
     assert plot.show_label is False  # its floating label covered the figure's title on a phone
 
 
+# a valid call of each endpoint, by name, that each bad input below changes in one or a few values
+RUN = dict(prompt="", length=20, num_steps=4, temperature=0.8, top_p=1.0, order="confidence", seed=0, block_length=0)
+FILL = dict(template="", num_steps=4, temperature=0.8, top_p=1.0, order="confidence", seed=0)
+RACE = dict(prompt="ROMEO:\n", length=20, num_steps=4, temperature=0.8, seed=0, autoregressive=False)
+RULE = dict(order_temperature=0.25, prior_weight=0.35, remask_ratio=0.75, spacing=1)
 BAD_INPUTS = [
-    ("/generate", ("ROMEO é:\n", 20, 4, 0.8, 1.0, "confidence", 0, 0), "outside the model's vocabulary: 'é'"),
+    ("/generate", dict(RUN, prompt="ROMEO é:\n"), "outside the model's vocabulary: 'é'"),
     # the sliders' and dropdown's own bounds (from the model) answer first
-    ("/generate", ("", 20000, 4, 0.8, 1.0, "confidence", 0, 0), "Value 20000 is greater than maximum value 16384"),
-    ("/generate", ("", 20, 0, 0.8, 1.0, "confidence", 0, 0), "Value 0 is less than minimum value 1"),
-    ("/generate", ("", 20, 4, -1, 1.0, "confidence", 0, 0), "Value -1 is less than minimum value 0"),
-    ("/generate", ("", 20, 4, 0.8, 1.0, "sideways", 0, 0), "sideways is not in the list of choices"),
-    ("/generate", ("", 20, 4, 0.8, 1.0, "confidence", -3, 0, 0.25, 0.35, 0.75, 1, True), "seed must be a whole"),
-    ("/generate", ("x" * 16384, 20, 4, 0.8, 1.0, "confidence", 0, 0), "the prompt has 16,384 characters, but a run"),
-    ("/compare", ("x" * 128, 20, 4, 0.8, 0, False), "the prompt has 128 characters, but a run holds at most 128"),
-    ("/generate", ("", 20, 4, 0.8, 1.0, "confidence", 0, 0, -1), "Value -1 is less than minimum value 0"),
-    ("/generate", ("", 20, 4, 0.8, 1.0, "confidence", 0, 0, 0.25, 0.35, 0.99, 1), "Value 0.99 is greater than"),
-    ("/generate", ("", 20, 4, 0.8, 1.0, "confidence", 0, 0, 0.25, -1, 0.5, 1), "Value -1 is less than minimum"),
-    ("/infill", ("", 4, 0.8, 1.0, "confidence", 0), "template is empty"),
-    ("/infill", ("To be or not to be", 4, 0.8, 1.0, "confidence", 0), "template has no blank"),
+    ("/generate", dict(RUN, length=20000), "Value 20000 is greater than maximum value 16384"),
+    ("/generate", dict(RUN, num_steps=0), "Value 0 is less than minimum value 1"),
+    ("/generate", dict(RUN, temperature=-1), "Value -1 is less than minimum value 0"),
+    ("/generate", dict(RUN, order="sideways"), "sideways is not in the list of choices"),
+    ("/generate", dict(RUN, seed=-3, **RULE, fixed_seed=True), "seed must be a whole"),
+    ("/generate", dict(RUN, prompt="x" * 16384), "the prompt has 16,384 characters, but a run"),
+    ("/compare", dict(RACE, prompt="x" * 128), "the prompt has 128 characters, but a run holds at most 128"),
+    ("/generate", dict(RUN, order_temperature=-1), "Value -1 is less than minimum value 0"),
+    ("/generate", dict(RUN, **dict(RULE, remask_ratio=0.99)), "Value 0.99 is greater than"),
+    ("/generate", dict(RUN, **dict(RULE, prior_weight=-1, remask_ratio=0.5)), "Value -1 is less than minimum"),
+    ("/infill", FILL, "template is empty"),
+    ("/infill", dict(FILL, template="To be or not to be"), "template has no blank"),
     (
         "/infill",
-        ("_" * 16385, 4, 0.8, 1.0, "confidence", 0),
+        dict(FILL, template="_" * 16385),
         "the template has 16,385 characters, but a run writes at most 16,384 characters",
     ),
-    ("/forward_process", ("x" * 200, 0.5, 0), "the line has 200 characters, but the model's context is 128"),
-    ("/compare", ("ROMEO:\n", 40, 8, -0.5, 0, False), "Value -0.5 is less than minimum value 0"),
-    ("/forward_process", ("Shall I compare thee é", 0.5, 0), "outside the model's vocabulary: 'é'"),
+    (
+        "/forward_process",
+        dict(line="x" * 200, t=0.5, seed=0),
+        "the line has 200 characters, but the model's context is 128",
+    ),
+    ("/compare", dict(RACE, length=40, num_steps=8, temperature=-0.5), "Value -0.5 is less than minimum value 0"),
+    ("/forward_process", dict(line="Shall I compare thee é", t=0.5, seed=0), "outside the model's vocabulary: 'é'"),
 ]
 
 
 @pytest.mark.parametrize("endpoint,args,message", BAD_INPUTS)
 def test_bad_input_is_a_visible_error_and_the_app_keeps_serving(client, endpoint, args, message):
     with pytest.raises(Exception) as error:  # gradio_client's AppError carries the gr.Error message
-        client.predict(*args, api_name=endpoint)
+        client.predict(**args, api_name=endpoint)
     assert message in str(error.value) and "block_size" not in str(error.value)
     assert (
         len(
@@ -1536,7 +1551,7 @@ def test_length_zero_is_one_clear_message_and_generates_nothing(client, model_di
         next(run)
     # the page: a length of 0 is no slider error; the steps slider locks, the canvas shows the prompt alone
     page = Page(app.build_demo(model))
-    controls = tab_controls(page.demo, "generate", GENERATE_API)
+    controls = tab_controls(page.demo, "generate")
     page.type(controls["length"], 0)
     assert page.value(controls["length"]) == 0 and page.props[controls["num_steps"]._id]["interactive"] is False
     canvas = next(b for b in page.demo.blocks.values() if getattr(b, "elem_id", None) == "generate-canvas")
@@ -1610,7 +1625,7 @@ def test_a_model_of_other_text_starts_and_shows_text_it_writes(arithmetic_dir):
     demo = app.build_demo(model, known_words)
     page = Page(demo)  # the page loads: the forward process runs on a line the model writes
     assert "Shakespeare" not in demo.title and "Shakespeare" not in str(next(iter(demo.blocks.values())).value)
-    generate = tab_controls(demo, "generate", GENERATE_API)
+    generate = tab_controls(demo, "generate")
     assert page.value(generate["prompt"]) == ""  # Shakespeare's "ROMEO:\n" is not the model's to write
     # "_" is a character of the model's, so the blank is another, and the tab says which
     template = labelled(demo, gr.Textbox, "Template")
@@ -1629,11 +1644,11 @@ def test_a_model_of_other_text_starts_and_shows_text_it_writes(arithmetic_dir):
     named = dict(template="x# = 2#3", num_steps=2, temperature=1.0, top_p=1.0, order="confidence", seed=0)
     named |= dict(order_temperature=0.25, prior_weight=0.35, remask_ratio=0.0, spacing=1, fixed_seed=True)
     named |= dict(entropy_bound=0, min_p=0.0, cut_where_sure=0.0, capital_temperature_factor=1.0)
-    values = tuple(named[name] for name in INFILL_API)  # the event's function takes them in the API's order
+    values = tuple(named[name] for name in api_names(demo, "infill"))  # the event's function takes the API's order
     *_, (_, text, *_) = infill.fn(*values)
     assert text.startswith("x") and text[2:6] == " = 2" and text[7] == "3" and "#" not in text
     named["template"] = "x_1 = #"
-    *_, (_, text, *_) = infill.fn(*(named[name] for name in INFILL_API))
+    *_, (_, text, *_) = infill.fn(*(named[name] for name in api_names(demo, "infill")))
     assert text.startswith("x_1 = ") and "#" not in text
 
 
@@ -1646,8 +1661,8 @@ def test_a_models_demo_json_gives_title_prompt_examples_and_sample(arithmetic_di
     demo = app.build_demo(model, known_words, loading.load_demo_metadata(tmp_path / "model"))
     page = Page(demo)
     assert demo.title == "mdlm_hf: Sums from masks"
-    assert page.value(tab_controls(demo, "generate", GENERATE_API)["prompt"]) == "12+"
-    assert page.value(tab_controls(demo, "compare", COMPARE_API)["prompt"]) == "12+"
+    assert page.value(tab_controls(demo, "generate")["prompt"]) == "12+"
+    assert page.value(tab_controls(demo, "compare")["prompt"]) == "12+"
     examples = next(b for b in demo.blocks.values() if isinstance(b, gr.Dataset))
     assert [sample[0] for sample in examples.samples] == ["3+4=#", "1#+2#=3#"]  # the blank converted; "Shall" dropped
     assert labelled(demo, gr.Textbox, "Template").value == "3+4=#"
@@ -1671,9 +1686,9 @@ def test_the_entropy_bound_is_a_reveal_rule_control_passed_by_name(client, model
     seen = []
     sample = handlers.sample
 
-    def spy(*args, **kwargs):
-        seen.append(kwargs.get("entropy_bound", "not passed"))
-        return sample(*args, **kwargs)
+    def spy(model, canvas, options, **kwargs):
+        seen.append(options.entropy_bound)
+        return sample(model, canvas, options, **kwargs)
 
     monkeypatch.setattr(handlers, "sample", spy)
     # in a scored order: streams order, the default, refuses an entropy bound by name
@@ -1683,8 +1698,8 @@ def test_the_entropy_bound_is_a_reveal_rule_control_passed_by_name(client, model
     assert seen == [2.0, 1.5, None]
     model, _ = loading.load_model(model_dir)
     demo = app.build_demo(model)
-    for endpoint, names in (("generate", GENERATE_API), ("infill", INFILL_API)):
-        control = tab_controls(demo, endpoint, names)["entropy_bound"]
+    for endpoint in ("generate", "infill"):
+        control = tab_controls(demo, endpoint)["entropy_bound"]
         spec = OPTION_SPECS["entropy_bound"]
         assert (control.label, control.value, control.maximum, control.info) == (spec.label, 0, 32, spec.note)
 
@@ -1694,12 +1709,12 @@ def test_after_a_run_the_replay_slider_shows_each_of_its_frames_without_sampling
     assert len(client.predict(prompt="", length=20, num_steps=4, api_name="/generate")) == 4
     model, _ = loading.load_model(model_dir)
     demo = app.build_demo(model)
-    for endpoint, names, values in (
-        ("generate", GENERATE_API, dict(prompt="ROMEO:\n", length=30, num_steps=6, steps_taken=6)),
+    for endpoint, values in (
+        ("generate", dict(prompt="ROMEO:\n", length=30, num_steps=6, steps_taken=6)),
         # two 2-character blanks: 2 passes
-        ("infill", INFILL_API, dict(template="to __ or not __", num_steps=4, steps_taken=2)),
+        ("infill", dict(template="to __ or not __", num_steps=4, steps_taken=2)),
     ):
-        controls = tab_controls(demo, endpoint, names)
+        controls, names = tab_controls(demo, endpoint), api_names(demo, endpoint)
         run = next(fn for fn in demo.fns.values() if fn.api_name == endpoint)
         streamed = list(run.fn(*[values.get(name, controls[name].value) for name in names]))  # steps_taken: no name
         canvases = streamed[-1][-1]
@@ -1983,8 +1998,8 @@ def test_controls_an_order_does_not_use_are_greyed_out_and_come_back_with_an_ord
     # there would only be refused by name on the run
     model, _ = loading.load_model(model_dir)
     page = Page(app.build_demo(model))
-    for endpoint, names in (("generate", GENERATE_API), ("infill", INFILL_API)):
-        controls = tab_controls(page.demo, endpoint, names)
+    for endpoint in ("generate", "infill"):
+        controls = tab_controls(page.demo, endpoint)
 
         def usable(name: str, controls: dict = controls) -> bool:
             return page.props[controls[name]._id].get("interactive", controls[name].interactive) is not False
@@ -2006,7 +2021,7 @@ def test_a_call_with_too_few_values_names_what_is_missing(server, capfd):
     stream = api_call(server, "generate", ["ROMEO:\n", 20, 4])
     assert "event: error" in stream
     assert "generate takes 18 values" in stream and "got 3" in stream
-    assert "missing temperature, top_p, order" in stream
+    assert "missing end_at, order, order_temperature" in stream  # in the page's order of the controls
     assert "capital_temperature_factor" in stream
     empty = api_call(server, "forward_process", [])
     assert "forward_process takes 3 values (line, t, seed), got 0: missing line, t and seed" in empty
@@ -2048,13 +2063,13 @@ def test_a_number_typed_past_a_sliders_maximum_is_capped_and_said(model_dir):
     # maximum
     model, _ = loading.load_model(model_dir)
     page = Page(app.build_demo(model))
-    for endpoint, names in (("generate", GENERATE_API), ("infill", INFILL_API), ("compare", COMPARE_API)):
-        steps = tab_controls(page.demo, endpoint, names)["num_steps"]
+    for endpoint in ("generate", "infill", "compare"):
+        steps = tab_controls(page.demo, endpoint)["num_steps"]
         page.type(steps, 999)  # raised here, as the server's log printed it
         cap = page.props[steps._id]["maximum"]
         assert cap < 999 and page.value(steps) == cap
         assert f"999 is more than {cap}" in page.props[steps._id]["info"]
-    length = tab_controls(page.demo, "generate", GENERATE_API)["length"]
+    length = tab_controls(page.demo, "generate")["length"]
     page.type(length, 10**6)
     assert page.value(length) == page.props[length._id]["maximum"] < 10**6
     assert "is more than" in page.props[length._id]["info"]

@@ -82,9 +82,15 @@ class OptionSpec:
     slider: tuple[float, float | None, float] | None = None  # the app's (minimum, maximum, step); None max: block_size
     off: float | None = None  # the value that means None (the option off) to a slider or a flag
     note: str = ""  # advice shown with the control
+    # where the app shows it: "steps", "order", "reveal" (the rest of the reveal rule), "drawing" or "blocks";
+    # None: the API and the CLI only
+    group: str | None = None
 
     def parse(self, value: Any) -> Any:
-        """A front end's value (slider position, flag) as the option's: `off` is None; the rest is validated as is."""
+        """A front end's value (slider position, flag) as the option's: `off` is None, a whole number that a slider
+        sends as a float is an int option's int; the rest (a fraction too) is left for the option's own check."""
+        if self.accepts.kind is int and isinstance(value, float) and value.is_integer():
+            value = int(value)
         return None if self.off is not None and value == self.off else value
 
     def shown(self, value: Any) -> Any:
@@ -105,20 +111,33 @@ class SamplerOptions:
     """
 
     # denoising steps; never more than the masks (more would only repeat forward passes or draw nothing)
-    num_steps: int = option(32, integer(1), "Denoising steps", slider=(1, None, 1))
+    num_steps: int = option(32, integer(1), "Denoising steps", slider=(1, None, 1), group="steps")
     # which masked positions go first: by a score (confidence, margin, entropy), random, left_to_right, or a plan of
     # stretches written left to right in parallel (streams; word_streams, the default, starts each at a word)
-    order: str = option("word_streams", one_of(ORDERS), "Reveal order")
+    order: str = option("word_streams", one_of(ORDERS), "Reveal order", group="order")
     # of the character drawn at each position: 0 = greedy argmax (so is anything below GREEDY_BELOW); otherwise
     # Gumbel-max sampling in float64
-    temperature: float = option(1.25, non_negative(), "Temperature (0 = greedy)", slider=(0, 2, 0.05))
+    temperature: float = option(1.25, non_negative(), "Temperature (0 = greedy)", slider=(0, 2, 0.05), group="drawing")
+    # a character whose left neighbour is a capital letter is drawn at the temperature times this factor (1 = off):
+    # a name is spelt, not improvised. A stretch's first character (left neighbour masked) keeps the temperature
+    capital_temperature_factor: float = option(
+        0.5,
+        positive_fraction(),
+        "Temperature factor after a capital (names' letters drawn cooler; 1 = off)",
+        slider=(0.05, 1, 0.05),
+        group="drawing",
+    )
     # draw each character among the k most probable only; None = all
     top_k: int | None = option(None, optional(integer(1)), "Top-k (draw among the k most probable characters)")
     # draw each character among the most probable ones that together hold this probability; None = all
-    top_p: float | None = option(None, optional(positive_fraction()), "Top-p", slider=(0.05, 1, 0.05), off=1.0)
+    top_p: float | None = option(
+        None, optional(positive_fraction()), "Top-p", slider=(0.05, 1, 0.05), off=1.0, group="drawing"
+    )
     # draw each character among those at least this fraction as probable as the most probable one (min-p sampling,
     # Nguyen et al. 2024); None = all. It cuts the tail where the model is sure, where typos come from
-    min_p: float | None = option(0.1, optional(positive_fraction()), "Min-p", slider=(0, 0.5, 0.01), off=0.0)
+    min_p: float | None = option(
+        0.1, optional(positive_fraction()), "Min-p", slider=(0, 0.5, 0.01), off=0.0, group="drawing"
+    )
     # top-k, top-p and min-p cut the tail only where the most probable character has at least this probability
     # (the model's own, before temperature); None = everywhere. Where the model is unsure the tail is the choice
     cut_where_sure: float | None = option(
@@ -127,14 +146,7 @@ class SamplerOptions:
         "Cut only where sure (top-k/p and min-p cut where the top character has this probability; 0 = everywhere)",
         slider=(0, 1, 0.05),
         off=0.0,
-    )
-    # a character whose left neighbour is a capital letter is drawn at the temperature times this factor (1 = off):
-    # a name is spelt, not improvised. A stretch's first character (left neighbour masked) keeps the temperature
-    capital_temperature_factor: float = option(
-        0.5,
-        positive_fraction(),
-        "Temperature factor after a capital (names' letters drawn cooler; 1 = off)",
-        slider=(0.05, 1, 0.05),
+        group="drawing",
     )
     # 0 = follow the order strictly (so does anything below GREEDY_BELOW); above, draw the positions to reveal with
     # probability proportional to exp(score / order_temperature), between the order's greed and random order
@@ -143,6 +155,7 @@ class SamplerOptions:
         non_negative(),
         "Order temperature (0 = strict order; higher = closer to random order)",
         slider=(0, 2, 0.05),
+        group="order",
     )
     # scored orders: subtract prior_weight * log p(character with nothing known) from each score, so rare characters
     # the context makes likely are not left for last (1 = pointwise mutual information); costs one extra one-row
@@ -152,6 +165,7 @@ class SamplerOptions:
         non_negative(),
         "Prior weight (rare characters the context makes likely go sooner; 0 = plain score)",
         slider=(0, 2, 0.05),
+        group="reveal",
     )
     # in [0, 1): after each step but a block's last, mask again this many of the least confident generated
     # characters per character the schedule revealed (ReMDM-conf); the passes stay as many, each reveals up to
@@ -162,11 +176,16 @@ class SamplerOptions:
         "Remask ratio (earlier characters taken back per character revealed; 0 = never)",
         slider=(0, 0.95, 0.05),
         note="pays off from about 32 steps; with fewer steps set it to 0 (see the sampling study)",
+        group="reveal",
     )
     # characters revealed in one step are drawn independently: the step's picks keep this far apart first, the
     # rest of the ranking only fills what it still has to reveal; 0 = plain ranking
     spacing: int = option(
-        8, integer(0), "Spacing (characters revealed in one step keep this far apart; 0 = off)", slider=(0, 16, 1)
+        8,
+        integer(0),
+        "Spacing (characters revealed in one step keep this far apart; 0 = off)",
+        slider=(0, 16, 1),
+        group="reveal",
     )
     # how many positions each step reveals: linear, cosine (few early, many late) or front_loaded (many early, few
     # late: reveals per step fall linearly from twice the average to one)
@@ -178,6 +197,7 @@ class SamplerOptions:
         "Block length (0 = off; >0 = semi-autoregressive blocks)",
         slider=(0, None, 1),
         off=0,
+        group="blocks",
     )
     # also reveal every eligible position whose candidate has at least this probability, so easy text finishes
     # in fewer steps; None = off
@@ -194,6 +214,7 @@ class SamplerOptions:
         off=0,
         note="fewer passes where the text is easy, from about 8 and with remask ratio 0 (remasking keeps the "
         "schedule's pace); 0 = off",
+        group="reveal",
     )
     # "exact": the schedule's count each step; "binomial": each masked position is revealed with the schedule's
     # probability (MDLM's ancestral sampler), so some steps reveal nothing and then reuse the previous logits

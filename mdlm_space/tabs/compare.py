@@ -7,11 +7,20 @@ import gradio as gr
 
 from mdlm_hf import MDLM
 from mdlm_hf.sampling.options import REVEAL_RULE_OPTIONS
-from mdlm_space.controls import control, follow_prompt, redraw, run_buttons, seed_controls, stoppable
-from mdlm_space.endpoints import ENDPOINTS, default, event
+from mdlm_space.controls import control, default_value, follow_prompt, redraw, run_buttons, seed_controls, stoppable
+from mdlm_space.endpoints import event
 from mdlm_space.race import compare
 from mdlm_space.render import COMPARE_FONT_PX, COMPARE_ROWS, RACE_LEGEND, draft_canvas
 from mdlm_space.texts import DemoText
+
+# where Compare's controls differ from PARAMS' and the library's: a race within the model's context, short enough to
+# watch, its steps counted as what the sides spend (forward passes)
+CHANGES = {
+    "prompt": dict(label="Prompt"),
+    "length": dict(label="Characters", default=128, high=None, info=""),
+    "num_steps": dict(label="Forward passes"),
+    "temperature": dict(label="Temperature"),
+}
 
 
 def compare_draft(prompt: str | None, length: float | None) -> tuple[str, str, str]:
@@ -36,13 +45,13 @@ def compare_tab(
     autoregressive `twin` beside them when given: the prompt and the race first, the settings and the explanation
     after them."""
     block_size = model.block_size
-    length_value = min(default("compare", "length"), block_size)
+    length_value = min(default_value("length", CHANGES), block_size)
     against = " and the autoregressive twin (the same network, causal, with a key-value cache)" if twin else ""
     gr.Markdown(
         f"Left to right vs confidence order: same model, prompt, seed and forward passes, streamed together{against}."
     )
     with gr.Row(equal_height=True):
-        prompt = control("compare", "prompt", block_size, texts.prompt, lines=2, scale=3, min_width=200)
+        prompt = control("prompt", block_size, texts.prompt, CHANGES, lines=2, scale=3, min_width=200)
         with gr.Column(scale=1, min_width=160):
             button, stop = run_buttons("Compare")
     drafts = compare_draft(texts.prompt, min(length_value, block_size - len(texts.prompt)))
@@ -55,15 +64,16 @@ def compare_tab(
     summary = gr.Markdown(elem_id="compare-takeaway")
     gr.HTML(RACE_LEGEND)
     with gr.Row():
-        length = control("compare", "length", block_size, length_value)
-        steps = control("compare", "num_steps", block_size, min(default("compare", "num_steps"), block_size))
-        temperature = control("compare", "temperature", block_size)
+        length = control("length", block_size, length_value, CHANGES)
+        steps = control("num_steps", block_size, min(default_value("num_steps", CHANGES), block_size), CHANGES)
+        temperature = control("temperature", block_size, changes=CHANGES)
         controls = dict(prompt=prompt, length=length, num_steps=steps, temperature=temperature)
     with gr.Row():
-        controls["autoregressive"] = control("compare", "autoregressive", block_size)
+        controls["autoregressive"] = control("autoregressive", block_size)
         controls |= seed_controls("compare", block_size)
+    # the sides' orders are the race's own: of the reveal rule, only what both can share
     with gr.Accordion("Reveal rule, both sides", open=False):
-        controls |= {name: control("compare", name, block_size) for name in REVEAL_RULE_OPTIONS}
+        controls |= {name: control(name, block_size) for name in REVEAL_RULE_OPTIONS}
     gr.Markdown(
         "The reveal rule applies to both sides, except the prior weight and the spacing, which only confidence order "
         "uses (left to right scores no position, and writes the next characters in a row). Tick the box to make the "
@@ -81,9 +91,8 @@ def compare_tab(
     follow_prompt(demo, block_size, block_size, prompt, length, steps)
     for trigger in (prompt.change, length.change):
         redraw(trigger, compare_draft, [prompt, length], [left_canvas, right_canvas, twin_canvas])
-    inputs = {name: controls[name] for name in ENDPOINTS["compare"].names}
     # the twin's last: API clients that read the first six by position keep them
     outputs = [left_canvas, left_stats, right_canvas, right_stats, summary, controls["seed"], twin_canvas, twin_stats]
-    compared = event(compare, inputs, model=model, known_words=known_words, twin=twin)
+    compared = event(compare, controls, model=model, known_words=known_words, twin=twin)
     # the takeaway, last of the race: in view, the race above it is too, on a phone as well
     stoppable(button, stop, **compared, outputs=outputs, api_name="compare", into_view="compare-takeaway")

@@ -15,7 +15,7 @@ from mdlm_space.controls import (
     run_buttons,
     sampling_options,
 )
-from mdlm_space.endpoints import ENDPOINTS, default, event
+from mdlm_space.endpoints import PARAMS, event
 from mdlm_space.handlers import generate
 from mdlm_space.render import draft_canvas
 from mdlm_space.texts import DemoText
@@ -23,24 +23,22 @@ from mdlm_space.texts import DemoText
 
 def generate_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
     """Prompt and run button first, then length, steps and the closed sampling options; the canvas beside them."""
-    block_size, default_length = model.block_size, min(default("generate", "length"), model.block_size)
+    block_size, default_length = model.block_size, min(PARAMS["length"].default, model.block_size)
     # the maximum follows the prompt once the page loads; the API accepts up to MAX_CANVAS and the handler lowers
     # the length to the room the prompt leaves, saying so
     room = max(1, default_length - len(texts.prompt))
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
-            prompt = control("generate", "prompt", block_size, texts.prompt, lines=2)
+            prompt = control("prompt", block_size, texts.prompt, lines=2)
             button, stop = run_buttons("Generate")
-            length = control("generate", "length", block_size, room)
-            end_at = control("generate", "end_at", block_size)
-            steps = control("generate", "num_steps", block_size, min(SamplerOptions().num_steps, default_length))
+            length = control("length", block_size, room)
+            end_at = control("end_at", block_size)
+            steps = control("num_steps", block_size, min(SamplerOptions().num_steps, default_length))
             controls = dict(prompt=prompt, length=length, num_steps=steps, end_at=end_at)
-            drawing = ("temperature", "capital_temperature_factor", "top_p", "min_p", "cut_where_sure", "block_length")
-            controls |= sampling_options("generate", block_size, drawing)
+            controls |= sampling_options("generate", block_size, ("drawing", "blocks"))
         outputs, replay = output_column("generate", 8, draft_canvas(texts.prompt, room), "Generate")
     follow_prompt(demo, MAX_CANVAS, block_size, prompt, length, steps)
     for trigger in (prompt.change, length.change):  # the canvas before a run shows what will be filled
         redraw(trigger, draft_canvas, [prompt, length], outputs[0])
-    inputs = {name: controls[name] for name in ENDPOINTS["generate"].names}
-    generated = event(generate, inputs, model=model)
+    generated = event(generate, controls, model=model)  # the API takes the controls by name, in this order
     replayable(button, stop, generated, outputs + [controls["seed"]], replay, api_name="generate")

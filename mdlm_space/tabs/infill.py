@@ -17,10 +17,14 @@ from mdlm_space.controls import (
     run_buttons,
     sampling_options,
 )
-from mdlm_space.endpoints import ENDPOINTS, event
+from mdlm_space.endpoints import event
 from mdlm_space.handlers import infill
 from mdlm_space.render import draft_template
 from mdlm_space.texts import DemoText, choose_blank, with_blank
+
+# where Infill's controls start from other values than the library's: a template has few blanks, and 16 steps are
+# too few for remasking
+CHANGES = {"num_steps": dict(default=16), "remask_ratio": dict(default=0.0)}
 
 
 def infill_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
@@ -33,15 +37,15 @@ def infill_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
         with gr.Column(scale=1, min_width=300):
             info = None if blank == "_" else f"the model writes _, so the blank is {blank}"
             label = f"Template: every {blank} is a character to fill"
-            template = control("infill", "template", block_size, first, label=label, lines=4, info=info)
+            template = control("template", block_size, first, label=label, lines=4, info=info)
             button, stop = run_buttons("Fill the blanks")
             if examples:
                 gr.Examples(examples, inputs=[template])
-            steps = control("infill", "num_steps", block_size)
+            steps = control("num_steps", block_size, changes=CHANGES)
             controls = dict(template=template, num_steps=steps)
-            controls |= sampling_options(
-                "infill", block_size, ("temperature", "capital_temperature_factor", "top_p", "min_p", "cut_where_sure")
-            )
+            # no semi-autoregressive blocks: they split a free text into stretches left to right, while a template's
+            # blanks sit where the template puts them
+            controls |= sampling_options("infill", block_size, ("drawing",), CHANGES)
         outputs, replay = output_column("infill", 6, draft_template(first, blank), "Fill the blanks")
 
     def fit_steps(text: str | None, wanted: float | None) -> dict:
@@ -51,6 +55,5 @@ def infill_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
     template.change(**fit, queue=False, api_name=False, show_progress="hidden")
     demo.load(**fit, queue=False, api_name=False, show_progress="hidden")  # steps fit the first template too
     redraw(template.change, functools.partial(draft_template, blank=blank), [template], outputs[0])
-    inputs = {name: controls[name] for name in ENDPOINTS["infill"].names}
-    filled = event(infill, inputs, model=model, blank=blank)
+    filled = event(infill, controls, model=model, blank=blank)
     replayable(button, stop, filled, outputs + [controls["seed"]], replay, api_name="infill")
