@@ -7,11 +7,13 @@ import gradio as gr
 import pytest
 import torch
 
+import app
 from mdlm_hf import MASK_GLYPH, SamplerOptions, sample
-from mdlm_space import rewrite_handlers
+from mdlm_space import loading, rewrite_handlers
 from mdlm_space.order_view import PassRecorder, order_from_frames, order_view, run_order
 from mdlm_space.render import LEGEND, render_canvas
-from tests.test_app import DESKTOP, LOW_CONTRAST, PHONE, chromium, client, model_dir, server, twin_dir  # noqa: F401 (fixtures)
+from mdlm_space.rewrite_panel import by_elem_id
+from tests.test_app import DESKTOP, LOW_CONTRAST, PHONE, Page, chromium, client, model_dir, server, twin_dir  # noqa: F401 (fixtures)
 
 TEXT = "ROMEO:\nBut soft, what light through yonder window breaks?\n"
 SPAN = (12, 30)  # "oft, what light th"
@@ -70,6 +72,25 @@ def test_pick_keeps_a_rewrite_and_undo_goes_back_one_pick():
     assert text == "text 2" and history == ["original"] and undo_button["interactive"]
     text, history, undo_button, _ = rewrite_handlers.undo(history)
     assert text == "original" and history == [] and not undo_button["interactive"]
+
+
+def test_an_edit_of_the_text_starts_a_new_history_and_forgets_the_rewrites(model_dir):  # noqa: F811
+    # Undo after an edit put back the text before the last pick, the edit lost; a Pick put back a whole rewrite of
+    # the text as it was
+    page = Page(app.build_demo(loading.load_model(model_dir)[0]))
+    found = by_elem_id(page.demo)
+    text, undo_button = found["rewrite-text"], found["rewrite-undo"]
+    fns = page.demo.fns.values()
+    choices = next(fn.inputs[1] for fn in fns if getattr(fn.fn, "func", None) is rewrite_handlers.pick)
+    history = next(fn.inputs[0] for fn in fns if fn.fn is rewrite_handlers.undo)
+    page.type(text, "original")
+    page.values[choices._id] = [dict(rank=r, text=f"text {r}", bits_per_char=1.0 + r) for r in (1, 2, 3)]
+    page.fire(found["rewrite-pick-2"], "click")
+    assert page.value(text) == "text 2" and page.state[history._id] == ["original"]
+    assert page.props[undo_button._id]["interactive"] is True
+    page.type(text, "text 2, edited")
+    assert page.state[history._id] == [] and page.props[undo_button._id]["interactive"] is False
+    assert not page.value(choices)  # a Pick now asks for a Rewrite of this text
 
 
 def test_the_order_view_tints_each_written_character_by_the_pass_that_wrote_it(tiny_model):
@@ -173,10 +194,11 @@ def rewrite_pasted_text(page) -> None:
     expect(panel_text).not_to_have_value(TEXT)
     picked = panel_text.input_value()
     assert picked[: SPAN[0]] == TEXT[: SPAN[0]] and picked[SPAN[1] :] == TEXT[SPAN[1] :]
+    expect(page.locator("#rewrite-undo")).to_be_enabled()
 
 
 def compare_text_comes_to_the_panel(page) -> None:
-    """A finished Compare run's text (its confidence-order side) replaces the panel's."""
+    """A finished Compare run's text (its confidence-order side) replaces the panel's, and starts a new history."""
     from playwright.sync_api import expect
 
     page.evaluate("window.scrollTo(0, 0)")
@@ -186,3 +208,5 @@ def compare_text_comes_to_the_panel(page) -> None:
     canvas = page.locator("#compare-right-canvas .mdlm-canvas").inner_text().replace("↵", "")
     expect(page.locator("#rewrite-text textarea")).to_have_value(canvas)
     assert canvas.startswith("ROMEO:\n") and MASK_GLYPH not in canvas
+    # the pick before it was of the pasted text: Undo would bring that back over the new run's
+    expect(page.locator("#rewrite-undo")).to_be_disabled()
