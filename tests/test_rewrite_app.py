@@ -1,5 +1,5 @@
-"""The app's Rewrite panel: the rewrite endpoint, the order view, and in a browser a span selected after a run,
-rewritten, picked and undone. The server and browser fixtures are test_app's."""
+"""The app's Rewrite panel: the rewrite endpoint, the order view (Compare's too), and in a browser a span selected
+after a run, rewritten, picked and undone. The server and browser fixtures are test_app's."""
 
 import re
 
@@ -9,7 +9,7 @@ import torch
 
 import app
 from mdlm_hf import MASK_GLYPH, SamplerOptions, sample
-from mdlm_space import loading, rewrite_handlers
+from mdlm_space import loading, race, rewrite_handlers
 from mdlm_space.order_view import PassRecorder, order_from_frames, order_view, run_order
 from mdlm_space.render import LEGEND, render_canvas
 from mdlm_space.rewrite_panel import by_elem_id
@@ -125,6 +125,30 @@ def test_the_order_view_of_a_tabs_run_reads_its_streamed_frames_as_the_states_sa
     assert run_order(frames[:3]) == gr.skip() and "mdlm-pass" in run_order(frames)
 
 
+def pass_numbers(view: str) -> list[int]:
+    """The pass that wrote each tinted character of an order view, in the text's order."""
+    return [int(p) for p in re.findall(r"data-pass='(\d+)'", view)]
+
+
+def test_compare_shows_each_diffusion_sides_order_of_writing_once_the_race_is_done(model_dir, twin_dir):  # noqa: F811
+    model = loading.load_model(model_dir)[0]
+    twin = loading.load_twin(twin_dir, model)
+    race_args = (model, None, "ROMEO:\n", 40, 8, 0.8, 0)
+    frames = list(race.compare(*race_args, True, True, twin=twin))  # left to right: one character per pass
+    assert len(frames[-1]) == 10 and frames[-1][6:8] != ("", "")  # the twin's canvas and stats stay where they were
+    left, right = frames[-1][8:]
+    assert pass_numbers(left) == list(range(1, 41))  # one character a pass, left to right
+    assert "pass 40" in left and left.count("mdlm-given") == len("ROMEO:\n")  # the prompt: kept, not tinted
+    assert len(pass_numbers(right)) == 40 and set(pass_numbers(right)) == set(range(1, 9)) and "pass 8" in right
+    assert "mdlm-pass" not in frames[1][8] + frames[1][9]  # during the race: not yet
+    frames = list(race.compare(*race_args, False, True))  # without the twin: its two outputs empty, in place
+    assert frames[-1][6:8] == ("", "")
+    left, right = frames[-1][8:]
+    assert set(pass_numbers(left)) == set(pass_numbers(right)) == set(range(1, 9))
+    assert pass_numbers(left) == sorted(pass_numbers(left))  # left to right: each pass after the one before
+    assert pass_numbers(right) != sorted(pass_numbers(right))  # confidence order: wherever the surest were
+
+
 SELECT = (
     "([start, end]) => { const box = document.querySelector('#rewrite-text textarea'); box.focus();"
     " box.setSelectionRange(start, end); box.dispatchEvent(new Event('select', {bubbles: true})); }"
@@ -198,7 +222,8 @@ def rewrite_pasted_text(page) -> None:
 
 
 def compare_text_comes_to_the_panel(page) -> None:
-    """A finished Compare run's text (its confidence-order side) replaces the panel's, and starts a new history."""
+    """A finished Compare run's text (its confidence-order side) replaces the panel's, and starts a new history; each
+    diffusion side's order of writing is under the takeaway."""
     from playwright.sync_api import expect
 
     page.evaluate("window.scrollTo(0, 0)")
@@ -210,3 +235,13 @@ def compare_text_comes_to_the_panel(page) -> None:
     assert canvas.startswith("ROMEO:\n") and MASK_GLYPH not in canvas
     # the pick before it was of the pasted text: Undo would bring that back over the new run's
     expect(page.locator("#rewrite-undo")).to_be_disabled()
+    # each diffusion side's order of writing, folded under the takeaway until opened
+    orders = [page.locator(f"#compare-{side}-order") for side in ("left", "right")]
+    assert not orders[0].is_visible()
+    page.get_by_text("Order of writing, each side").click()
+    for order in orders:
+        expect(order.locator(".mdlm-pass").first).to_be_visible()
+        assert order.locator(".mdlm-pass").count() == len(canvas) - len("ROMEO:\n")  # each written character
+    left = [int(n) for n in orders[0].locator(".mdlm-pass").evaluate_all("cells => cells.map(c => c.dataset.pass)")]
+    assert left == sorted(left) and left[-1] > 1  # left to right: each pass writes after the one before
+    page.screenshot(path="/tmp/rewrite-compare-orders.png", full_page=True)
