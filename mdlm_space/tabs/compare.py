@@ -99,7 +99,6 @@ def compare_tab(
     inputs = {name: controls[name] for name in ENDPOINTS["compare"].names}
     # the twin's and the orders last: API clients that read the first six (or eight) by position keep them
     outputs = [left_canvas, left_stats, right_canvas, right_stats, summary, controls["seed"], twin_canvas, twin_stats]
-    outputs += orders
     compared = event(compare, inputs, model=model, known_words=known_words, twin=twin)
     # the takeaway, last of the race: in view, the race above it is too, on a phone as well
-    stoppable(button, stop, **compared, outputs=outputs, api_name="compare", into_view="compare-takeaway")
+    stoppable(button, stop, **compared, outputs=outputs + orders, api_name="compare", into_view="compare-takeaway")
