@@ -92,7 +92,8 @@ API_DESCRIPTIONS: dict[str, tuple[str, str]] = {
         "autoregressive twin, when the app has one, writing the same length one character per pass. Streams each "
         "side's canvas as it goes, then a one-line takeaway.",
         "each side's canvas as HTML and its statistics (forward passes, characters per pass, seconds, share of real "
-        "words), the takeaway, the seed used, and the twin's canvas and statistics (empty without one).",
+        "words), the takeaway, the seed used, the twin's canvas and statistics (empty without one), and the order "
+        "in which each diffusion side wrote its text as HTML (left to right's, then confidence order's).",
     ),
     "score": (
         "Scores a text under the model: its bits per character, each character read left to right with those "

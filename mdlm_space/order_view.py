@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import re
+from typing import Any
 
 import gradio as gr
 import torch
@@ -68,16 +69,20 @@ def order_legend(num_passes: int) -> str:
     )
 
 
-def order_html(text: str, passes: list[int], num_passes: int, rows: int = 8) -> str:
-    """`text` in a canvas box, each character tinted by its pass (0: kept as it was), with the legend."""
+def order_html(text: str, passes: list[int], num_passes: int, rows: int = 8, **box: Any) -> str:
+    """`text` in a canvas box of `rows` lines (`box`: canvas_box's font_px and shrink), each character tinted by its
+    pass (0: kept as it was), with the legend."""
     num_passes = max(1, num_passes)
     cells = [order_cell(char, written, num_passes) for char, written in zip(text, passes, strict=True)]
-    return canvas_box(cells, rows) + order_legend(num_passes)
+    return canvas_box(cells, rows, **box) + order_legend(num_passes)
 
 
-def order_view(model: MDLM, recorder: PassRecorder, tokens: torch.Tensor, row: int = 0) -> str:
-    """The finished text of `row` of `tokens` (B, T), each written character tinted by the pass that wrote it."""
-    return order_html(model.tokenizer.decode(tokens[row].tolist()), recorder.passes[row].tolist(), recorder.count)
+def order_view(model: MDLM, recorder: PassRecorder, tokens: torch.Tensor, row: int = 0, **box: Any) -> str:
+    """The finished text of `row` of `tokens` (B, T), each written character tinted by the pass that wrote it
+    (`box`: order_html's rows, font_px and shrink)."""
+    return order_html(
+        model.tokenizer.decode(tokens[row].tolist()), recorder.passes[row].tolist(), recorder.count, **box
+    )
 
 
 # a position's cell on a streamed canvas (render.canvas_cells): its kind and its character, as drawn

@@ -1,5 +1,6 @@
 """The Compare tab's race: left-to-right against confidence order on one canvas, and the autoregressive twin when the
-app has one, a state of each per frame, each side's own compute time, and the one-line takeaway."""
+app has one, a state of each per frame, each side's own compute time, the one-line takeaway, and each diffusion
+side's order of writing."""
 
 from __future__ import annotations
 
@@ -15,8 +16,11 @@ from mdlm_hf.pipeline import check_text, prompt_canvas
 from mdlm_hf.sampling.options import SCORED_ORDERS
 from mdlm_space.checks import check_chars, check_flag, fitted_length, run_seed
 from mdlm_space.handlers import word_share
-from mdlm_space.render import COMPARE_FONT_PX, COMPARE_ROWS, render_canvas
+from mdlm_space.order_view import PassRecorder, order_view
+from mdlm_space.render import COMPARE_FONT_PX, COMPARE_ROWS, placeholder, render_canvas
 from mdlm_space.texts import passes
+
+NO_RACE_ORDER = placeholder("After the race: each character tinted by the pass that wrote it.", rows=COMPARE_ROWS)
 
 
 def compare(
@@ -31,29 +35,22 @@ def compare(
     fixed_seed: bool,
     twin: MDLM | None = None,
     **rule: Any,
-) -> Iterator[tuple[str, str, str, str, str, int, str, str]]:
+) -> Iterator[tuple[str | int, ...]]:
     """Compare tab: left-to-right and confidence order on the same canvas, with the same reveal rule (`rule`: the
     REVEAL_RULE_OPTIONS) where it applies, and the autoregressive `twin` (when the app has one) writing the same
-    length with its key-value cache; streamed together, a state of each per frame, then a one-line takeaway."""
+    length with its key-value cache; streamed together, a state of each per frame, then a one-line takeaway. Last,
+    each diffusion side's order of writing, once it is done."""
     check_text(prompt, "prompt")
     check_chars(model, prompt, "prompt")
     check_flag(autoregressive, "autoregressive")
     length, note = fitted_length(prompt, length, model.block_size)
     seed = run_seed(seed, fixed_seed)
     canvas = prompt_canvas(model, prompt, length)
-    # confidence order: the rule's options apply to it (streams order, the default, has none)
-    shared = SamplerOptions(order="confidence", num_steps=num_steps, temperature=temperature, **rule)
-    options = {
-        # autoregressive-like: exactly one character per forward pass, strictly left to right, no reveal rule
-        "left_to_right": SamplerOptions.plain(order="left_to_right", num_steps=length, temperature=temperature)
-        if autoregressive
-        # no spacing: it would reveal characters spacing apart, not the next ones in a row
-        else shared.replace(order="left_to_right", spacing=0),
-        "confidence": shared.replace(order="confidence"),
-    }
+    options = race_options(length, num_steps, temperature, autoregressive, rule)
     runs = {name: sample(model, canvas, side, seed=seed) for name, side in options.items()}
     if twin is not None:  # its own rule, left to right with a cache; each character drawn as the others draw theirs
         runs["twin"] = sample(twin, canvas, twin_options(options["left_to_right"]), seed=seed)
+    orders = RaceOrders(model, tuple(options))
     for latest, seconds in race(runs):
         views = [
             compare_view(
@@ -68,7 +65,49 @@ def compare(
                 twin, latest["twin"], len(prompt), known_words, twin_rule, seconds["twin"], shrink=False
             )
         summary = takeaway(model, latest, len(prompt), known_words, autoregressive, seconds)
-        yield (*(part for view in views for part in view), " ".join(filter(None, (summary, note))), seed, *twin_view)
+        summary = " ".join(filter(None, (summary, note)))
+        yield (*(part for view in views for part in view), summary, seed, *twin_view, *orders.update(latest))
+
+
+def race_options(
+    length: int, num_steps: int, temperature: float, autoregressive: bool, rule: dict[str, Any]
+) -> dict[str, SamplerOptions]:
+    """Each diffusion side's options: the same reveal rule where it applies; left to right, when `autoregressive`,
+    exactly one character per forward pass."""
+    # confidence order: the rule's options apply to it (streams order, the default, has none)
+    shared = SamplerOptions(order="confidence", num_steps=num_steps, temperature=temperature, **rule)
+    return {
+        # autoregressive-like: exactly one character per forward pass, strictly left to right, no reveal rule
+        "left_to_right": SamplerOptions.plain(order="left_to_right", num_steps=length, temperature=temperature)
+        if autoregressive
+        # no spacing: it would reveal characters spacing apart, not the next ones in a row
+        else shared.replace(order="left_to_right", spacing=0),
+        "confidence": shared.replace(order="confidence"),
+    }
+
+
+class RaceOrders:
+    """Each diffusion side's order of writing, read from the race's states: its order view once the side is done.
+    Not the twin's: it writes one character per pass left to right by construction, a view that says nothing more."""
+
+    def __init__(self, model: MDLM, names: tuple[str, ...]) -> None:
+        self.model, self.recorders = model, {name: PassRecorder() for name in names}
+        self.seen: dict[str, SamplerState] = {}
+        self.views = dict.fromkeys(names, NO_RACE_ORDER)
+
+    def update(self, latest: dict[str, SamplerState]) -> list[str]:
+        """The sides' order views after a round of the race (`latest`: each side's latest state)."""
+        for name, recorder in self.recorders.items():
+            state = latest[name]
+            if state is self.seen.get(name):  # a side that has ended, while another still runs: no new pass
+                continue
+            self.seen[name] = state
+            recorder.update(state)
+            if state.done:
+                # stacked at a phone's whole width, in the tab's accordion: its text does not shrink
+                box = dict(rows=COMPARE_ROWS, font_px=COMPARE_FONT_PX, shrink=False)
+                self.views[name] = order_view(self.model, recorder, state.tokens, **box)
+        return list(self.views.values())
 
 
 def twin_options(left_to_right: SamplerOptions) -> SamplerOptions:

@@ -145,6 +145,12 @@ def undo(history: list[str]) -> tuple:
     return history[-1], rest, gr.update(interactive=bool(rest)), "Undone: the text before the last pick."
 
 
+def new_text() -> tuple:
+    """A new text in the box, a run's or the visitor's own edit: the undo history and the rewrites were of the text
+    it replaced, so both go (an Undo or a Pick would bring that text back, the new one lost)."""
+    return [], gr.update(interactive=False), None
+
+
 def selection(event: gr.SelectData) -> tuple[Any, Any]:
     """The selected range of the text box, as From and To; a bare caret (typing, a click) keeps the last span."""
     first, last = sorted(event.index) if isinstance(event.index, (list, tuple)) else (event.index, event.index)

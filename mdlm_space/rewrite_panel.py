@@ -18,6 +18,7 @@ from mdlm_space.rewrite_handlers import (
     CHOICE_ROWS,
     NO_ORDER,
     NUM_CHOICES,
+    new_text,
     pick,
     rewrite,
     selection,
@@ -74,16 +75,27 @@ def by_elem_id(demo: gr.Blocks) -> dict[str, gr.components.Component]:
     return {block.elem_id: block for block in demo.blocks.values() if getattr(block, "elem_id", None)}
 
 
-def feed_from_runs(demo: gr.Blocks, text: gr.Textbox) -> None:
-    """Each run's finished text comes to the panel: Generate's and Infill's text boxes, Compare's canvas."""
-    found = by_elem_id(demo)
+def counted(take: str) -> str:
+    """The page function `take` (a run's output and the panel's text -> the panel's text), also counting the texts
+    it brings in: a hidden count's change is the one server call per run that a new text lands."""
+    return (
+        f"(source, current, count) => {{ const kept = ({take})(source, current);"
+        " return [kept, kept === current ? count : (count || 0) + 1]; }"
+    )
+
+
+def feed_from_runs(demo: gr.Blocks, text: gr.Textbox) -> gr.Number:
+    """Each run's finished text comes to the panel: Generate's and Infill's text boxes, Compare's canvas. Returns
+    the count of texts brought in, which changes as each lands."""
+    found, landed = by_elem_id(demo), gr.Number(0, visible=False)
     for source, js in (
         ("generate-final-text", TAKE_FINISHED),
         ("infill-final-text", TAKE_FINISHED),
         ("compare-right-canvas", TAKE_FINISHED_CANVAS),
     ):
         if source in found:
-            found[source].change(None, [found[source], text], text, js=js, **QUIET)
+            found[source].change(None, [found[source], text, landed], [text, landed], js=counted(js), **QUIET)
+    return landed
 
 
 def show_run_orders(demo: gr.Blocks, order: gr.HTML) -> None:
@@ -127,5 +139,8 @@ def rewrite_panel(model: MDLM, demo: gr.Blocks) -> None:
     for rank, button in enumerate(picks, 1):
         button.click(functools.partial(pick, rank), [controls["text"], choices, history], after_pick, **QUIET)
     undo_button.click(undo, history, after_pick, **QUIET)
-    feed_from_runs(demo, controls["text"])
+    # input, not change: a pick's or an undo's text is a change too, and keeps the history
+    forgotten = dict(fn=new_text, inputs=None, outputs=[history, undo_button, choices], **QUIET)
+    controls["text"].input(**forgotten)
+    feed_from_runs(demo, controls["text"]).change(**forgotten)
     show_run_orders(demo, order)

@@ -284,9 +284,9 @@ def passes_and_rate(stats: str) -> tuple[int, float]:
 def test_compare_streams_both_sides(client):
     frames = list(client.submit(**ROMEO_RACE, autoregressive=False, api_name="/compare"))
     assert len(frames) >= 9
-    left_html, left_stats, right_html, right_stats, summary, seed, twin_html, twin_stats = frames[-1]
+    left_html, left_stats, right_html, right_stats, summary, seed, twin_html, twin_stats, *orders = frames[-1]
     assert "8 forward passes" in left_stats and "8 forward passes" in right_stats and "real words" in left_stats
-    *_, (left_html, left_stats, right_html, right_stats, summary, seed, twin_html, twin_stats) = client.submit(
+    *_, (left_html, left_stats, right_html, right_stats, summary, seed, twin_html, twin_stats, *orders) = client.submit(
         **ROMEO_RACE, autoregressive=True, api_name="/compare"
     )
     assert "40 forward passes · 1.0 chars per pass" in left_stats and "8 forward passes" in right_stats
@@ -308,14 +308,14 @@ def test_compare_counts_the_characters_revealed_so_far_per_pass(client):
 def test_compare_uses_one_reveal_rule_on_both_sides_and_says_which(client):
     rule = dict(order_temperature=0.25, prior_weight=0.35, remask_ratio=0.5, spacing=1)
     frames = list(client.submit(**ROMEO_RACE, autoregressive=False, **rule, api_name="/compare"))
-    left_html, left_stats, right_html, right_stats, summary, seed, twin_html, twin_stats = frames[-1]
+    left_html, left_stats, right_html, right_stats, summary, seed, twin_html, twin_stats, *orders = frames[-1]
     for stats in (left_stats, right_stats):
         assert "order temperature 0.25" in stats and "remask ratio 0.5" in stats
     assert "spacing 1" in right_stats and "no spacing" in left_stats  # left to right writes characters in a row
     assert "prior weight 0.35" in right_stats and "no prior weight" in left_stats  # left to right scores nothing
     assert any("#d9534f" in frame[0] for frame in frames)  # left to right remasks too
     # the autoregressive-like side: strictly one character per pass, no reveal rule, and says so
-    *_, (left_html, left_stats, right_html, right_stats, summary, seed, twin_html, twin_stats) = client.submit(
+    *_, (left_html, left_stats, right_html, right_stats, summary, seed, twin_html, twin_stats, *orders) = client.submit(
         **ROMEO_RACE, autoregressive=True, **rule, api_name="/compare"
     )
     assert "one character per forward pass" in left_stats and "remask" not in left_stats
@@ -329,7 +329,7 @@ def test_compare_has_a_legend_and_a_one_line_takeaway(client, model_dir):
     frames = list(client.submit(**ROMEO_RACE, autoregressive=False, api_name="/compare"))
     assert frames[1][4] == "" and frames[-1][4].startswith("**Takeaway:** same 8 forward passes")
     assert "real words" in frames[-1][4]
-    *_, (left_html, left_stats, right_html, right_stats, summary, seed, twin_html, twin_stats) = client.submit(
+    *_, (left_html, left_stats, right_html, right_stats, summary, seed, twin_html, twin_stats, *orders) = client.submit(
         **ROMEO_RACE, autoregressive=True, api_name="/compare"
     )
     assert "took left to right 40 passes" in summary and "in 8, 5.0x fewer" in summary
@@ -355,7 +355,7 @@ def test_compare_races_the_autoregressive_twin_in_a_third_column(client, model_d
     assert loading.default_twin("someone/another-model") == "none"
     assert loading.default_twin(loading.DEFAULT_MODEL) in ("none", str(loading.DEFAULT_TWIN))
     without = list(race.compare(model, None, "", 20, 4, 1.0, 0, False, False))
-    assert without[-1][6:] == ("", "") and "twin" not in without[-1][4]
+    assert without[-1][6:8] == ("", "") and "twin" not in without[-1][4]
 
 
 def test_the_twin_sentence_claims_a_speed_margin_only_where_it_is_real():
@@ -526,7 +526,7 @@ def test_each_run_draws_a_new_seed_unless_fixed(client, model_dir):
     assert (again, same_seed) == (first, seed)
     *_, seed = client.predict(template="to __ or", num_steps=2, seed=5, fixed_seed=True, api_name="/infill")
     assert seed == 5
-    *_, seed, twin_canvas, twin_stats = client.predict(
+    *_, seed, twin_canvas, twin_stats, _, _ = client.predict(
         prompt="ROMEO:\n", length=20, num_steps=4, temperature=0.8, seed=5, autoregressive=False, api_name="/compare"
     )
     assert isinstance(seed, int)
@@ -2233,7 +2233,7 @@ def test_compare_draws_the_twin_racing_as_cells_not_as_a_long_text(model_dir, tw
     twin = loading.load_twin(twin_dir, model)
     frames = race.compare(model, known_words, "ROMEO:\n", 20, 4, 0.8, 0, False, True, twin=twin)
     for _ in range(3):
-        *_, twin_canvas, _ = next(frames)
+        twin_canvas = next(frames)[6]
         assert "mdlm-window" not in twin_canvas and "more characters to write" not in twin_canvas
         assert "class='mdlm-canvas mdlm-follow'" not in twin_canvas and twin_canvas.count("mdlm-mask") > 0
 
@@ -2322,6 +2322,10 @@ def test_browser_on_a_phone_the_whole_race_is_in_view_and_the_twin_readable(serv
         for element in ("#compare-left-canvas", "#compare-twin-canvas", "#compare-takeaway"):
             box = page.locator(element).bounding_box()
             assert box["y"] >= 0 and box["y"] + box["height"] <= PHONE[1] + 1, (element, box)
+        # the sides' orders of writing: folded below the takeaway, not between it and the race
+        folded = page.get_by_text("Order of writing, each side")
+        assert folded.bounding_box()["y"] >= page.locator("#compare-takeaway").bounding_box()["y"]
+        assert not page.locator("#compare-right-order").is_visible()
         font = page.locator("#compare-twin-canvas .mdlm-canvas").evaluate(
             "c => parseFloat(getComputedStyle(c).fontSize)"
         )

@@ -1,5 +1,5 @@
-"""The app's Rewrite panel: the rewrite endpoint, the order view, and in a browser a span selected after a run,
-rewritten, picked and undone. The server and browser fixtures are test_app's."""
+"""The app's Rewrite panel: the rewrite endpoint, the order view (Compare's too), and in a browser a span selected
+after a run, rewritten, picked and undone. The server and browser fixtures are test_app's."""
 
 import re
 
@@ -7,11 +7,13 @@ import gradio as gr
 import pytest
 import torch
 
+import app
 from mdlm_hf import MASK_GLYPH, SamplerOptions, sample
-from mdlm_space import rewrite_handlers
+from mdlm_space import loading, race, rewrite_handlers
 from mdlm_space.order_view import PassRecorder, order_from_frames, order_view, run_order
 from mdlm_space.render import LEGEND, render_canvas
-from tests.test_app import DESKTOP, LOW_CONTRAST, PHONE, chromium, client, model_dir, server, twin_dir  # noqa: F401 (fixtures)
+from mdlm_space.rewrite_panel import by_elem_id
+from tests.test_app import DESKTOP, LOW_CONTRAST, PHONE, Page, chromium, client, model_dir, server, twin_dir  # noqa: F401 (fixtures)
 
 TEXT = "ROMEO:\nBut soft, what light through yonder window breaks?\n"
 SPAN = (12, 30)  # "oft, what light th"
@@ -72,6 +74,25 @@ def test_pick_keeps_a_rewrite_and_undo_goes_back_one_pick():
     assert text == "original" and history == [] and not undo_button["interactive"]
 
 
+def test_an_edit_of_the_text_starts_a_new_history_and_forgets_the_rewrites(model_dir):  # noqa: F811
+    # Undo after an edit put back the text before the last pick, the edit lost; a Pick put back a whole rewrite of
+    # the text as it was
+    page = Page(app.build_demo(loading.load_model(model_dir)[0]))
+    found = by_elem_id(page.demo)
+    text, undo_button = found["rewrite-text"], found["rewrite-undo"]
+    fns = page.demo.fns.values()
+    choices = next(fn.inputs[1] for fn in fns if getattr(fn.fn, "func", None) is rewrite_handlers.pick)
+    history = next(fn.inputs[0] for fn in fns if fn.fn is rewrite_handlers.undo)
+    page.type(text, "original")
+    page.values[choices._id] = [dict(rank=r, text=f"text {r}", bits_per_char=1.0 + r) for r in (1, 2, 3)]
+    page.fire(found["rewrite-pick-2"], "click")
+    assert page.value(text) == "text 2" and page.state[history._id] == ["original"]
+    assert page.props[undo_button._id]["interactive"] is True
+    page.type(text, "text 2, edited")
+    assert page.state[history._id] == [] and page.props[undo_button._id]["interactive"] is False
+    assert not page.value(choices)  # a Pick now asks for a Rewrite of this text
+
+
 def test_the_order_view_tints_each_written_character_by_the_pass_that_wrote_it(tiny_model):
     canvas = torch.tensor(tiny_model.tokenizer.encode("to be or not to be\nthat is the question\n"))
     canvas[5:30] = tiny_model.mask_id
@@ -102,6 +123,30 @@ def test_the_order_view_of_a_tabs_run_reads_its_streamed_frames_as_the_states_sa
     assert passes == recorder.passes[0].tolist() and num_passes == recorder.count == 6
     assert order_from_frames(frames[:-1]) is None  # not finished: masks left
     assert run_order(frames[:3]) == gr.skip() and "mdlm-pass" in run_order(frames)
+
+
+def pass_numbers(view: str) -> list[int]:
+    """The pass that wrote each tinted character of an order view, in the text's order."""
+    return [int(p) for p in re.findall(r"data-pass='(\d+)'", view)]
+
+
+def test_compare_shows_each_diffusion_sides_order_of_writing_once_the_race_is_done(model_dir, twin_dir):  # noqa: F811
+    model = loading.load_model(model_dir)[0]
+    twin = loading.load_twin(twin_dir, model)
+    race_args = (model, None, "ROMEO:\n", 40, 8, 0.8, 0)
+    frames = list(race.compare(*race_args, True, True, twin=twin))  # left to right: one character per pass
+    assert len(frames[-1]) == 10 and frames[-1][6:8] != ("", "")  # the twin's canvas and stats stay where they were
+    left, right = frames[-1][8:]
+    assert pass_numbers(left) == list(range(1, 41))  # one character a pass, left to right
+    assert "pass 40" in left and left.count("mdlm-given") == len("ROMEO:\n")  # the prompt: kept, not tinted
+    assert len(pass_numbers(right)) == 40 and set(pass_numbers(right)) == set(range(1, 9)) and "pass 8" in right
+    assert "mdlm-pass" not in frames[1][8] + frames[1][9]  # during the race: not yet
+    frames = list(race.compare(*race_args, False, True))  # without the twin: its two outputs empty, in place
+    assert frames[-1][6:8] == ("", "")
+    left, right = frames[-1][8:]
+    assert set(pass_numbers(left)) == set(pass_numbers(right)) == set(range(1, 9))
+    assert pass_numbers(left) == sorted(pass_numbers(left))  # left to right: each pass after the one before
+    assert pass_numbers(right) != sorted(pass_numbers(right))  # confidence order: wherever the surest were
 
 
 SELECT = (
@@ -173,10 +218,12 @@ def rewrite_pasted_text(page) -> None:
     expect(panel_text).not_to_have_value(TEXT)
     picked = panel_text.input_value()
     assert picked[: SPAN[0]] == TEXT[: SPAN[0]] and picked[SPAN[1] :] == TEXT[SPAN[1] :]
+    expect(page.locator("#rewrite-undo")).to_be_enabled()
 
 
 def compare_text_comes_to_the_panel(page) -> None:
-    """A finished Compare run's text (its confidence-order side) replaces the panel's."""
+    """A finished Compare run's text (its confidence-order side) replaces the panel's, and starts a new history; each
+    diffusion side's order of writing is under the takeaway."""
     from playwright.sync_api import expect
 
     page.evaluate("window.scrollTo(0, 0)")
@@ -186,3 +233,15 @@ def compare_text_comes_to_the_panel(page) -> None:
     canvas = page.locator("#compare-right-canvas .mdlm-canvas").inner_text().replace("↵", "")
     expect(page.locator("#rewrite-text textarea")).to_have_value(canvas)
     assert canvas.startswith("ROMEO:\n") and MASK_GLYPH not in canvas
+    # the pick before it was of the pasted text: Undo would bring that back over the new run's
+    expect(page.locator("#rewrite-undo")).to_be_disabled()
+    # each diffusion side's order of writing, folded under the takeaway until opened
+    orders = [page.locator(f"#compare-{side}-order") for side in ("left", "right")]
+    assert not orders[0].is_visible()
+    page.get_by_text("Order of writing, each side").click()
+    for order in orders:
+        expect(order.locator(".mdlm-pass").first).to_be_visible()
+        assert order.locator(".mdlm-pass").count() == len(canvas) - len("ROMEO:\n")  # each written character
+    left = [int(n) for n in orders[0].locator(".mdlm-pass").evaluate_all("cells => cells.map(c => c.dataset.pass)")]
+    assert left == sorted(left) and left[-1] > 1  # left to right: each pass writes after the one before
+    page.screenshot(path="/tmp/rewrite-compare-orders.png", full_page=True)

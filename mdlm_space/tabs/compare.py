@@ -9,7 +9,7 @@ from mdlm_hf import MDLM
 from mdlm_hf.sampling.options import REVEAL_RULE_OPTIONS
 from mdlm_space.controls import control, default_value, follow_prompt, redraw, run_buttons, seed_controls, stoppable
 from mdlm_space.endpoints import event
-from mdlm_space.race import compare
+from mdlm_space.race import NO_RACE_ORDER, compare
 from mdlm_space.render import COMPARE_FONT_PX, COMPARE_ROWS, RACE_LEGEND, draft_canvas
 from mdlm_space.texts import DemoText
 
@@ -38,6 +38,20 @@ def compare_side(title: str, elem_id: str, draft: str, visible: bool = True) -> 
         return gr.HTML(draft, elem_id=elem_id), gr.Markdown(elem_id=elem_id.replace("-canvas", "-stats"))
 
 
+def order_views() -> list[gr.HTML]:
+    """Each diffusion side's order of writing (stacked on a phone), in a closed accordion under the takeaway: above
+    it, it would push the takeaway below a phone's fold; closed, the settings stay near the race. Not the twin's:
+    one character per pass, left to right, by construction."""
+    with gr.Accordion("Order of writing, each side", open=False):
+        with gr.Row():
+            views = []
+            for title, side in (("Left to right", "left"), ("Confidence order", "right")):
+                with gr.Column(min_width=150):
+                    gr.Markdown(f"**{title}**")
+                    views.append(gr.HTML(NO_RACE_ORDER, elem_id=f"compare-{side}-order"))
+    return views
+
+
 def compare_tab(
     model: MDLM, known_words: set[str] | None, demo: gr.Blocks, texts: DemoText, twin: MDLM | None = None
 ) -> None:
@@ -62,6 +76,7 @@ def compare_tab(
             "Autoregressive twin", "compare-twin-canvas", drafts[2], twin is not None
         )
     summary = gr.Markdown(elem_id="compare-takeaway")
+    orders = order_views()
     gr.HTML(RACE_LEGEND)
     with gr.Row():
         length = control("length", block_size, length_value, CHANGES)
@@ -91,8 +106,8 @@ def compare_tab(
     follow_prompt(demo, block_size, block_size, prompt, length, steps)
     for trigger in (prompt.change, length.change):
         redraw(trigger, compare_draft, [prompt, length], [left_canvas, right_canvas, twin_canvas])
-    # the twin's last: API clients that read the first six by position keep them
+    # the twin's and the orders last: API clients that read the first six (or eight) by position keep them
     outputs = [left_canvas, left_stats, right_canvas, right_stats, summary, controls["seed"], twin_canvas, twin_stats]
     compared = event(compare, controls, model=model, known_words=known_words, twin=twin)
     # the takeaway, last of the race: in view, the race above it is too, on a phone as well
-    stoppable(button, stop, **compared, outputs=outputs, api_name="compare", into_view="compare-takeaway")
+    stoppable(button, stop, **compared, outputs=outputs + orders, api_name="compare", into_view="compare-takeaway")
