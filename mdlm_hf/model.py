@@ -10,7 +10,9 @@ only those before it and predicts the next character, and a `KVCache` keeps the 
 
 from __future__ import annotations
 
+import difflib
 import inspect
+import itertools
 import json
 import math
 import os
@@ -23,6 +25,7 @@ import safetensors.torch
 import torch
 import torch.nn as nn
 from huggingface_hub import ModelCard, ModelCardData, PyTorchModelHubMixin, hf_hub_download
+from huggingface_hub.utils import HFValidationError, validate_repo_id
 
 from mdlm_hf import pipeline, rewriting
 from mdlm_hf.card import MODEL_CARD_TEMPLATE, REPO_URL, TWIN_CARD_TEMPLATE, TWIN_TAGS
@@ -318,8 +321,8 @@ class MDLM(
             pretrained_model_name_or_path = path
         elif path.exists():
             raise ValueError(f"{path} is a file; pass the directory that holds config.json and model.safetensors")
-        elif path.is_absolute() or str(pretrained_model_name_or_path).startswith((".", "~")):
-            raise ValueError(f"model directory {path} does not exist")
+        elif meant_as_folder(str(pretrained_model_name_or_path)):  # the Hub would retry for half a minute, then fail
+            raise ValueError(missing_folder(path))
         model = super().from_pretrained(pretrained_model_name_or_path, **kwargs)
         model.fast = fast
         return model
@@ -367,6 +370,31 @@ def load_weights(model: MDLM, model_file: str, device: str = "cpu") -> MDLM:
         if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
             raise ValueError(f"{model_file} holds non-finite values in {name}")
     return model.eval()
+
+
+def meant_as_folder(name: str) -> bool:
+    """Whether a model name that is no directory here names one all the same: it starts with `.`, `/` or `~`, has
+    more than one `/`, starts with a folder that is here, or is no valid Hub repo id."""
+    parts = Path(name).parts
+    if name.startswith((".", "/", "~")) or Path(name).is_absolute() or len(parts) > 2:
+        return True
+    if len(parts) == 2 and Path(parts[0]).is_dir():
+        return True
+    try:
+        validate_repo_id(name)
+    except HFValidationError:
+        return True
+    return False
+
+
+def missing_folder(path: Path) -> str:
+    """The error for a model folder that does not exist, with the closest folder beside it if one is close."""
+    try:
+        folders = [entry.name for entry in itertools.islice(path.parent.iterdir(), 10_000) if entry.is_dir()]
+    except OSError:  # no parent folder either, or one we may not list
+        folders = []
+    near = difflib.get_close_matches(path.name, folders, n=1)
+    return f"model directory {path} does not exist" + (f"; did you mean {path.parent / near[0]}?" if near else "")
 
 
 def _check_local_checkpoint(path: Path) -> None:

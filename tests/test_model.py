@@ -328,3 +328,22 @@ def test_strict_false_and_an_empty_name_are_refused(tiny_model, tmp_path):
     for empty in ("", "  "):
         with pytest.raises(ValueError, match="the model name is empty: pass a local directory or a Hub repo id"):
             MDLM.from_pretrained(empty)
+
+
+def test_a_mistyped_local_folder_is_named_at_once_and_never_tried_on_the_hub(tiny_model, tmp_path, monkeypatch):
+    def no_hub(*args, **kwargs):
+        raise AssertionError("a local path was looked up on the Hub")
+
+    monkeypatch.setattr("mdlm_hf.model.hf_hub_download", no_hub)
+    monkeypatch.setattr("huggingface_hub.hub_mixin.hf_hub_download", no_hub)
+    tiny_model.save_pretrained(tmp_path / "pretrained" / "mdlm-shakespeare-char")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(
+        ValueError,
+        match=r"^model directory pretrained/mdlm-shakespeare-chr does not exist; did you "
+        r"mean pretrained/mdlm-shakespeare-char\?$",
+    ):
+        MDLM.from_pretrained("pretrained/mdlm-shakespeare-chr")  # its first folder is here: a local path
+    for name in ("a/b/c", "no such folder", "user/na--me", "./mdlm", "pretrained/x/"):  # no Hub repo id
+        with pytest.raises(ValueError, match=r"^model directory .* does not exist$"):
+            MDLM.from_pretrained(name)
