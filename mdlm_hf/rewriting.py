@@ -20,7 +20,7 @@ import torch
 import torch.nn as nn
 
 from mdlm_hf.autoregressive import is_causal
-from mdlm_hf.inference import evaluating
+from mdlm_hf.inference import check_flag, evaluating
 from mdlm_hf.pipeline import check_text, sample
 from mdlm_hf.sampling.options import SamplerOptions
 from mdlm_hf.sampling.state import SamplerState, final_state
@@ -87,6 +87,7 @@ def span_nats(model: nn.Module, text: str, start: int, end: int, fast: bool = Fa
     characters, its later ones masked: the exact chain rule left to right over the span; (end - start,) on the CPU.
     `fast`: the passes run where the sampler's do (`denoise`: bf16 weights where faster) instead of the exact fp32."""
     check_span(model, text, start, end)
+    check_flag(fast, "fast")
     low, high = score_window(len(text), start, end, model.block_size)
     device = next(model.parameters()).device
     window = torch.tensor(model.tokenizer.encode(text[low:high]), device=device)  # (n,)
