@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterator
 import torch
 import torch.nn as nn
 
+from mdlm_hf.sampling.options import described
+
 
 @contextlib.contextmanager
 def evaluating(model: nn.Module) -> Iterator[nn.Module]:
@@ -63,7 +65,7 @@ MAX_DRAWS = 10_000
 def check_integer(value: object, name: str, low: int = 1) -> None:
     """A ValueError unless `value` is an integer (not a bool) >= `low`."""
     if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        raise ValueError(f"{name} must be an integer >= {low}, got {described(value)}")
 
 
 def check_draws(value: object, name: str, each: str) -> None:
@@ -76,7 +78,14 @@ def check_draws(value: object, name: str, each: str) -> None:
 def check_flag(value: object, name: str) -> None:
     """A ValueError unless `value` is True or False (a truthy string or number would pass for True)."""
     if not isinstance(value, bool):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
+        raise ValueError(f"{name} must be True or False, got {described(value)}")
+
+
+def check_model(model: object, call: str, rest: str) -> None:
+    """A TypeError when a module-level function's first argument is not a model (the arguments swapped, or None)."""
+    if not isinstance(model, nn.Module):
+        got = "None" if model is None else f"a {type(model).__name__}"
+        raise TypeError(f"{call} takes the model first: {call}(model, {rest}), got {got}")
 
 
 def check_batch_size(batch_size: object) -> None:

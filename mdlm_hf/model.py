@@ -33,7 +33,7 @@ from mdlm_hf.fast import FastPath
 from mdlm_hf.inference import check_token_ids
 from mdlm_hf.kv_cache import KVCache
 from mdlm_hf.layers import Block, RotaryEmbedding, TimeEmbedding, make_norm, mlp_hidden
-from mdlm_hf.sampling.options import SamplerOptions
+from mdlm_hf.sampling.options import SamplerOptions, described
 from mdlm_hf.sampling.state import SamplerState
 from mdlm_hf.tokenizer import CharTokenizer
 
@@ -63,19 +63,19 @@ def check_config(
         raise ValueError(f"vocab must be a non-empty string of distinct characters, got {type(vocab).__name__}")
     for name, value in (("n_layer", n_layer), ("n_head", n_head), ("n_embd", n_embd), ("block_size", block_size)):
         if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= CONFIG_LIMITS[name]:
-            raise ValueError(f"{name} must be an integer in [1, {CONFIG_LIMITS[name]}], got {value!r}")
+            raise ValueError(f"{name} must be an integer in [1, {CONFIG_LIMITS[name]}], got {described(value)}")
     if not isinstance(dropout, (int, float)) or isinstance(dropout, bool) or not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must be a number in [0, 1), got {dropout!r}")
+        raise ValueError(f"dropout must be a number in [0, 1), got {described(dropout)}")
     for name, value, choices in (
         ("position_encoding", position_encoding, ("rope", "learned")),
         ("norm", norm, NORM_KINDS),
         ("mlp", mlp, MLP_KINDS),
     ):
         if not isinstance(value, str) or value not in choices:
-            raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+            raise ValueError(f"{name} must be one of {choices}, got {described(value)}")
     for name, value in (("time_conditioning", time_conditioning), ("qk_norm", qk_norm), ("causal", causal)):
         if not isinstance(value, bool):
-            raise ValueError(f"{name} must be true or false, got {value!r}")
+            raise ValueError(f"{name} must be true or false, got {described(value)}")
     if causal and time_conditioning:
         raise ValueError("time_conditioning is for a diffusion model's mask ratio; a causal model reads no masks")
     if n_embd % n_head != 0 or (n_embd // n_head) % 2 != 0:
@@ -188,7 +188,7 @@ class MDLM(
     @fast.setter
     def fast(self, value: bool) -> None:
         if not isinstance(value, bool):
-            raise ValueError(f"fast must be True or False, got {value!r}")
+            raise ValueError(f"fast must be True or False, got {described(value)}")
         self._fast = value
 
     def _init_weights(self, module: nn.Module) -> None:
@@ -304,10 +304,11 @@ class MDLM(
         `fast=False` samples with the exact fp32 model. `forward` is exact either way.
         """
         if not isinstance(fast, bool):
-            raise ValueError(f"fast must be True or False, got {fast!r}")
+            raise ValueError(f"fast must be True or False, got {described(fast)}")
         if not isinstance(pretrained_model_name_or_path, (str, os.PathLike)):
             raise ValueError(
-                f"pass a local directory or a Hub repo id as a string or path, got {pretrained_model_name_or_path!r}"
+                "pass a local directory or a Hub repo id as a string or path, "
+                f"got {described(pretrained_model_name_or_path)}"
             )
         if kwargs.get("strict", True) is not True:
             raise ValueError(

@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+import mdlm_hf
 from mdlm_hf import MDLM, CharTokenizer, SamplerOptions, elbo, sample
 from mdlm_hf.diffusion import accuracy_by_mask_ratio, char_nll, exact_nll
 from mdlm_hf.inference import evaluating
@@ -119,3 +120,45 @@ def test_the_mask_glyph_is_not_a_character_of_a_vocabulary():
         CharTokenizer("ab█")
     with pytest.raises(ValueError, match="vocab must not hold '█'"):
         MDLM("ab█", n_layer=1, n_head=2, n_embd=16, block_size=16)
+
+
+MODEL_FIRST = {  # each module-level function that takes the model first: (a call with `first` first, what a swap puts there)
+    "sample": (lambda first, m: mdlm_hf.sample(first, torch.full((8,), m.mask_id)), torch.zeros(8)),
+    "infill": (lambda first, m: mdlm_hf.infill(first, m), "ab__"),
+    "complete": (lambda first, m: mdlm_hf.complete(first, m, 5), "to"),
+    "rewrite": (lambda first, m: mdlm_hf.rewrite(first, m, 0, 2), "to be"),
+    "stream_rewrite": (lambda first, m: mdlm_hf.stream_rewrite(first, m, 0, 2), "to be"),
+    "span_bits_per_char": (lambda first, m: mdlm_hf.span_bits_per_char(first, m, 0, 2), "to be"),
+    "elbo": (lambda first, m: mdlm_hf.elbo(first, m), torch.zeros(8)),
+    "diffusion_loss": (lambda first, m: mdlm_hf.diffusion_loss(first, m, torch.Generator()), torch.zeros(1, 8)),
+}
+
+
+@pytest.mark.parametrize("name", MODEL_FIRST)
+def test_a_module_function_given_no_model_first_says_so_naming_the_type(tiny_model, name):
+    assert name in mdlm_hf.__all__
+    call, swapped = MODEL_FIRST[name]
+    got = type(swapped).__name__
+    with pytest.raises(TypeError, match=f"^{name} takes the model first: {name}\\(model, .*\\), got a {got}$"):
+        call(swapped, tiny_model)
+    with pytest.raises(TypeError, match=f"^{name} takes the model first: .*, got None$"):
+        call(None, tiny_model)
+
+
+def test_messages_name_the_type_of_a_model_or_tensor_never_its_repr(tiny_model):
+    canvas = torch.full((8,), tiny_model.mask_id)
+    calls = [
+        lambda: tiny_model.complete(tiny_model, 5),
+        lambda: sample(tiny_model, canvas, tiny_model),
+        lambda: sample(tiny_model, canvas, generator=canvas),
+        lambda: sample(tiny_model, canvas, seed=tiny_model),
+        lambda: SamplerOptions(temperature=canvas),
+        lambda: elbo(tiny_model, ids(tiny_model), num_samples=canvas),
+        lambda: elbo(tiny_model, ids(tiny_model), generator=tiny_model),
+    ]
+    for call in calls:
+        with pytest.raises((TypeError, ValueError)) as refused:
+            call()
+        message = str(refused.value)
+        assert "\n" not in message and "tensor(" not in message and "MDLM(" not in message, message
+        assert "got MDLM" in message or "got Tensor" in message, message
