@@ -29,6 +29,7 @@ from huggingface_hub.utils import HFValidationError, validate_repo_id
 
 from mdlm_hf import pipeline, rewriting
 from mdlm_hf.card import MODEL_CARD_TEMPLATE, REPO_URL, TWIN_CARD_TEMPLATE, TWIN_TAGS
+from mdlm_hf.devices import check_map_location
 from mdlm_hf.fast import FastPath
 from mdlm_hf.inference import check_token_ids
 from mdlm_hf.kv_cache import KVCache
@@ -42,6 +43,7 @@ NORM_KINDS = ("layernorm", "rmsnorm")
 # bounds on a config, so a malformed or hostile config.json is refused before anything is allocated
 CONFIG_LIMITS = {"n_layer": 64, "n_head": 8192, "n_embd": 8192, "block_size": 65536}
 MAX_VALUES = 2**30  # parameters and position tables together: 4 GiB in fp32
+FLOAT_DTYPES = ("F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2")  # safetensors' names of floating-point dtypes
 
 
 def check_config(
@@ -343,6 +345,7 @@ class MDLM(
         **model_kwargs: Any,
     ) -> MDLM:
         # replaces the mixin's, which prints, loads non-strictly by default and falls back to a pickle
+        check_map_location(map_location)
         model_file = os.path.join(model_id, "model.safetensors")
         if not os.path.isdir(model_id):
             download = dict(revision=revision, cache_dir=cache_dir, force_download=force_download, token=token)
@@ -356,6 +359,10 @@ def load_weights(model: MDLM, model_file: str, device: str = "cpu") -> MDLM:
     """Loads a safetensors file into `model` (tied weights stored under either name), in eval mode; a ValueError
     names every tensor that is missing, unexpected or of the wrong shape, or the first holding NaN or infinity."""
     try:
+        with safetensors.safe_open(model_file, framework="pt") as stored:  # copied into fp32, ints would pass
+            for name in stored.keys():
+                if (dtype := stored.get_slice(name).get_dtype()) not in FLOAT_DTYPES:
+                    raise ValueError(f"{model_file} holds {name} as {dtype}: weights must be floating point")
         missing, unexpected = safetensors.torch.load_model(model, model_file, strict=False, device=device)
     except safetensors.SafetensorError as error:  # truncated or garbled file
         raise ValueError(f"{model_file} is not a readable safetensors file ({error})") from error

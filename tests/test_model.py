@@ -347,3 +347,30 @@ def test_a_mistyped_local_folder_is_named_at_once_and_never_tried_on_the_hub(tin
     for name in ("a/b/c", "no such folder", "user/na--me", "./mdlm", "pretrained/x/"):  # no Hub repo id
         with pytest.raises(ValueError, match=r"^model directory .* does not exist$"):
             MDLM.from_pretrained(name)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.bool])
+def test_weights_of_an_integer_dtype_are_refused_naming_the_tensor(tiny_model, tmp_path, dtype):
+    import safetensors.torch
+
+    tiny_model.save_pretrained(tmp_path)
+    weights = safetensors.torch.load_file(tmp_path / "model.safetensors")
+    weights["blocks.1.mlp.fc.weight"] = (weights["blocks.1.mlp.fc.weight"] * 100).to(dtype)
+    safetensors.torch.save_file(weights, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(
+        ValueError, match=r"holds blocks\.1\.mlp\.fc\.weight as (I32|I64|BOOL): weights must be"
+    ) as error:
+        MDLM.from_pretrained(tmp_path)
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks a machine without CUDA")
+def test_loading_onto_cuda_without_cuda_says_so_before_loading(tiny_model, tmp_path):
+    tiny_model.save_pretrained(tmp_path)
+    for where in ("cuda", "cuda:1", torch.device("cuda")):
+        with pytest.raises(ValueError, match="^map_location=.*cuda.*: CUDA is not available here; load with"):
+            MDLM.from_pretrained(tmp_path, map_location=where)
+    for where in ("gpu", 1.5, "xla"):
+        with pytest.raises(ValueError, match="^map_location must be a device mdlm_hf runs on"):
+            MDLM.from_pretrained(tmp_path, map_location=where)
+    assert MDLM.from_pretrained(tmp_path, map_location="cpu").tokenizer == tiny_model.tokenizer
