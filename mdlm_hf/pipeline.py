@@ -61,6 +61,9 @@ def checked_canvas(model: nn.Module, canvas: object) -> torch.Tensor:
     if canvas.dim() != 2 or canvas.numel() == 0 or canvas.dtype != torch.long:
         raise ValueError("canvas must be a non-empty (T,) or (B, T) tensor of token ids (torch.long)")
     check_canvas_length(canvas.size(1))
+    if canvas.device.type == "meta":  # the sampler copies any other device's canvas to the model's
+        device = next(model.parameters()).device
+        raise ValueError(f"canvas is on meta, which holds no data: pass it on the cpu or the model's device ({device})")
     if int(canvas.min()) < 0 or int(canvas.max()) > model.mask_id:
         raise ValueError(f"canvas ids must lie in [0, {model.mask_id}] (mask_id = {model.mask_id})")
     if not (canvas == model.mask_id).any():

@@ -445,6 +445,13 @@ def test_bad_canvases_and_strings(tiny_model):
         sample(tiny_model, torch.zeros(0, 8, dtype=torch.long), PLAIN)  # a batch of none
 
 
+def test_a_canvas_on_the_meta_device_is_refused_in_one_line(tiny_model):
+    canvas = torch.full((8,), tiny_model.mask_id, device="meta")
+    with pytest.raises(ValueError, match="^canvas is on meta, which holds no data: pass it on the cpu") as error:
+        sample(tiny_model, canvas)
+    assert "\n" not in str(error.value)
+
+
 def test_seed_and_generator_together_are_refused(tiny_model):
     canvas = torch.full((8,), tiny_model.mask_id)
     with pytest.raises(ValueError, match="give seed or generator, not both"):
