@@ -922,6 +922,33 @@ def test_number_checks_name_the_problem(value):
         checks.as_float(value if value != 2.5 else 1.5, "top-p", 0.0, 1.0)
 
 
+def test_a_boolean_is_not_a_number_to_the_checks():
+    for value in (True, False):
+        with pytest.raises(gr.Error, match=f"seed must be a number, got {value}"):
+            checks.as_int(value, "seed", 0, 10)
+        with pytest.raises(gr.Error, match=f"mask ratio must be a number, got {value}"):
+            checks.as_float(value, "mask ratio", 0.0, 1.0)
+        for component in (gr.Slider(0, 10), gr.Number()):
+            with pytest.raises(gr.Error, match=f"length must be a number, got {value}"):
+                checks.preprocessed(component, "length", value)
+    assert checks.preprocessed(gr.Checkbox(), "fixed_seed", True) is True  # a checkbox's value is a bool
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "kwargs", "message"),
+    [
+        ("/generate", dict(prompt="", length=True), "length must be a number, got True"),
+        ("/generate", dict(prompt="", length=20, num_steps=True), "num_steps must be a number, got True"),
+        ("/generate", dict(prompt="", length=20, seed=True, fixed_seed=True), "seed must be a number, got True"),
+        ("/forward_process", dict(line="to be", t=True, seed=0), "t must be a number, got True"),
+        ("/forward_process", dict(line="to be", t=0.5, seed=False), "seed must be a number, got False"),
+    ],
+)
+def test_a_boolean_sent_for_a_number_is_refused_naming_the_parameter(client, endpoint, kwargs, message):
+    with pytest.raises(Exception, match=message):
+        client.predict(**kwargs, api_name=endpoint)
+
+
 def test_eight_concurrent_users_are_all_served(server):
     def one_user(seed: int) -> str:
         return Client(server, verbose=False).predict(
