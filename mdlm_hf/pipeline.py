@@ -1,6 +1,6 @@
 """The text API: strings in, strings out, over `sample`, which hands a canvas to the writer of the model's kind.
 
-Every function takes a model (anything with `tokenizer`, `block_size` and `mask_id`, such as `MDLM`),
+Every function takes a model first (a torch module with `tokenizer`, `block_size` and `mask_id`, such as `MDLM`),
 then `options` (default: the sampling study's recommendation, `SamplerOptions()`) and single options by
 name, plus `seed` or `generator`: `complete(model, "ROMEO:\\n", 200, num_steps=32, seed=0)`.
 """

@@ -1516,7 +1516,7 @@ def test_a_port_in_use_is_one_line(model_dir):
     assert message.startswith(f"error: could not serve the app on port {port}") and "\n" not in message
 
 
-# --- defect 11: messages ---
+# --- messages ---
 
 SHIPPED_VOCAB = "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
@@ -1607,7 +1607,7 @@ def test_handlers_name_a_field_of_the_wrong_type(model_dir):
         next(handlers.generate(model, prompt="", length=10, seed=0, fixed_seed="yes"))
 
 
-# --- defect 12: a model trained on other text ---
+# --- a model trained on other text ---
 
 ARITHMETIC = "".join(f"{a}+{b}={a + b}\n" for a in range(0, 40, 3) for b in range(0, 30, 7)) + "x_1 = 2 - 3\n"
 

@@ -302,7 +302,7 @@ def test_the_sampler_runs_on_the_fast_path(tiny_model, bf16_chosen, monkeypatch)
 
 
 def test_unknown_config_keys_are_refused_by_name_locally_and_from_the_hub(tiny_model, tmp_path, monkeypatch):
-    # defect 13: a misspelt key ("n_layers") was dropped and the model built with the default
+    # formerly: a misspelt key ("n_layers") was dropped and the model built with the default
     tiny_model.save_pretrained(tmp_path)
     config = json.loads((tmp_path / "config.json").read_text())
     (tmp_path / "config.json").write_text(json.dumps({**config, "n_layers": 3}))
@@ -321,7 +321,7 @@ def test_unknown_config_keys_are_refused_by_name_locally_and_from_the_hub(tiny_m
 
 
 def test_strict_false_and_an_empty_name_are_refused(tiny_model, tmp_path):
-    # defect 15: strict=False was silently accepted; defect 16: "" was read as the current folder
+    # formerly: strict=False was silently accepted; and "" was read as the current folder
     tiny_model.save_pretrained(tmp_path)
     with pytest.raises(ValueError, match="strict must be True"):
         MDLM.from_pretrained(tmp_path, strict=False)
