@@ -88,7 +88,8 @@ def run_generator(generator: object, seed: int | None) -> torch.Generator:
 def check_text(value: object, name: str) -> None:
     """A ValueError naming the argument when a prompt or template is not a string."""
     if not isinstance(value, str):
-        raise ValueError(f"{name} must be a string, got {described(value)}")
+        shown, kind = described(value), type(value).__name__
+        raise ValueError(f"{name} must be a string, got {kind if shown == kind else f'{kind} {shown}'}")
 
 
 def text_to_canvas(model: nn.Module, text: str, blank: str = "_") -> torch.Tensor:
