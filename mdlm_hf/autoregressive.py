@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from mdlm_hf.inference import check_batch_size, check_token_ids, evaluating, predictor
 from mdlm_hf.kv_cache import KVCache
 from mdlm_hf.sampling.drawing import candidate_tokens, capital_letters
-from mdlm_hf.sampling.options import SamplerOptions
+from mdlm_hf.sampling.options import SamplerOptions, described
 from mdlm_hf.sampling.state import SamplerState
 from mdlm_hf.windows import score_windows
 
@@ -73,7 +73,7 @@ def char_nats(model: nn.Module, tokens: torch.Tensor, context: int = 0, batch_si
     check_token_ids(tokens, model)
     check_batch_size(batch_size)
     if not isinstance(context, int) or not 0 <= context < model.block_size:
-        raise ValueError(f"context must be an integer in [0, block_size), got {context!r}")
+        raise ValueError(f"context must be an integer in [0, block_size), got {described(context)}")
     device = next(model.parameters()).device
     tokens = tokens.long().to(device)
     nats = torch.empty(tokens.numel(), device=device)
@@ -101,7 +101,7 @@ def autoregressive_nll(model: nn.Module, tokens: torch.Tensor, context: int = 0,
 def check_options(options: SamplerOptions) -> None:
     """A ValueError naming the first option that asks an autoregressive model for more than a left-to-right draw."""
     if options.order != "left_to_right":
-        raise ValueError(f"{WRITES_LEFT_TO_RIGHT}: order must be 'left_to_right', got {options.order!r}")
+        raise ValueError(f"{WRITES_LEFT_TO_RIGHT}: order must be 'left_to_right', got {described(options.order)}")
     plain = SamplerOptions.default_for_causal()
     for f in fields(options):
         if f.name not in DRAWS and getattr(options, f.name) != getattr(plain, f.name):

@@ -8,6 +8,8 @@ import os
 
 import torch
 
+from mdlm_hf.sampling.options import described
+
 DEVICE_HELP = "auto (cuda where a GPU is available, else cpu), cpu, cuda, cuda:N or mps"
 
 
@@ -21,13 +23,34 @@ def device_problem(name: str) -> str | None:
         return f"--device {name!r} is not a device: use auto, cpu, cuda, cuda:N or mps"
     if device.type not in ("cpu", "cuda", "mps"):
         return f"--device {name!r}: mdlm_hf runs on auto, cpu, cuda, cuda:N or mps"
+    reason = unavailable(device)
+    return None if reason is None else f"--device {name}: {reason}; use --device cpu (or auto)"
+
+
+def unavailable(device: torch.device) -> str | None:
+    """Why this machine has no `device` (no CUDA, no such CUDA device, no MPS), in words, or None."""
     if device.type == "cuda" and not torch.cuda.is_available():
-        return f"--device {name}: CUDA is not available here; use --device cpu (or auto)"
+        return "CUDA is not available here"
     if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
-        return f"--device {name}: there are {torch.cuda.device_count()} CUDA device(s)"
+        return f"there are {torch.cuda.device_count()} CUDA device(s)"
     if device.type == "mps" and not torch.backends.mps.is_available():
-        return f"--device {name}: MPS is not available here; use --device cpu (or auto)"
+        return "MPS is not available here"
     return None
+
+
+def check_map_location(map_location: object) -> None:
+    """A ValueError unless weights can be loaded onto `map_location` here (checked first: loading onto a missing
+    device fails inside safetensors, where it reads as a shape mismatch)."""
+    try:
+        device = torch.device(map_location)
+    except (RuntimeError, TypeError, ValueError):
+        device = None
+    if device is None or device.type not in ("cpu", "cuda", "mps"):
+        where = described(map_location)
+        raise ValueError(f"map_location must be a device mdlm_hf runs on (cpu, cuda, cuda:N or mps), got {where}")
+    reason = unavailable(device)
+    if reason is not None:
+        raise ValueError(f"map_location={str(device)!r}: {reason}; load with map_location='cpu'")
 
 
 def choose_device(name: str) -> torch.device:

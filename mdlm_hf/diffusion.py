@@ -21,7 +21,16 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from mdlm_hf.autoregressive import autoregressive_nll, char_nats, is_causal
-from mdlm_hf.inference import check_batch_size, check_token_ids, evaluating, predictor
+from mdlm_hf.inference import (
+    check_batch_size,
+    check_draws,
+    check_flag,
+    check_model,
+    check_token_ids,
+    evaluating,
+    predictor,
+)
+from mdlm_hf.sampling.options import check_seed, described, is_int, is_number
 from mdlm_hf.windows import score_windows
 
 LOSS_WEIGHTINGS = ("elbo", "elbo_count", "uniform")
@@ -37,10 +46,11 @@ def refuse_causal(model: nn.Module, what: str) -> None:
 
 def sample_times(batch_size: int, generator: torch.Generator, t_min: float = 1e-3) -> torch.Tensor:
     """Low-discrepancy (stratified) t in [t_min, 1): one shared uniform offset, B evenly spaced strata."""
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
-    if not (isinstance(t_min, (int, float)) and 0 <= t_min < 1):  # also false for NaN
-        raise ValueError(f"t_min must be a number in [0, 1), got {t_min!r}")
+    check_batch_size(batch_size)
+    if not (is_number(t_min) and 0 <= t_min < 1):  # also false for NaN
+        raise ValueError(f"t_min must be a number in [0, 1), got {described(t_min)}")
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
     offset = torch.rand((), generator=generator)
     u = (offset + torch.arange(batch_size) / batch_size) % 1.0  # (B,) one point per stratum
     return t_min + (1.0 - t_min) * u  # clamped away from 0 where the 1/t weight explodes
@@ -102,10 +112,11 @@ def diffusion_loss(
     stream_share: the share of rows (rounded) masked as the streams sampler leaves a canvas (`stream_masks`)
         instead of uniformly at ratio t; only with weighting="uniform", since those masks have no ratio t to weigh.
     """
+    check_model(model, "diffusion_loss", "tokens, generator")
     if weighting not in LOSS_WEIGHTINGS:
-        raise ValueError(f"weighting must be one of {LOSS_WEIGHTINGS}, got {weighting!r}")
-    if not 0.0 <= stream_share <= 1.0:
-        raise ValueError(f"stream_share must be in [0, 1], got {stream_share!r}")
+        raise ValueError(f"weighting must be one of {LOSS_WEIGHTINGS}, got {described(weighting)}")
+    if not (is_number(stream_share) and 0.0 <= stream_share <= 1.0):
+        raise ValueError(f"stream_share must be a number in [0, 1], got {described(stream_share)}")
     if stream_share > 0 and weighting != "uniform":
         raise ValueError(f"stream masks have no mask ratio t to weigh: use weighting='uniform', not {weighting!r}")
     refuse_causal(getattr(model, "module", model), "the diffusion loss")  # DDP wraps the model in .module
@@ -157,14 +168,14 @@ def elbo(
     variance of a random mask count; m is stratified over each window's `num_samples` draws and over the
     windows (`_elbo_nats`). Deterministic for a given generator state.
     """
+    check_model(model, "elbo", "tokens")
     if is_causal(model):  # not refuse_causal: the line says where its likelihood is
         raise ValueError("an autoregressive model has no ELBO to bound: its exact NLL is exact_nll(model, tokens)")
     check_token_ids(tokens, model)
     check_batch_size(batch_size)
-    if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples < 1:
-        raise ValueError(f"num_samples must be an integer >= 1, got {num_samples!r}")
+    check_draws(num_samples, "num_samples", "each draw is a forward pass of every block_size window of the text")
     if generator is not None and not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator must be a torch.Generator or None, got {generator!r}")
+        raise ValueError(f"generator must be a torch.Generator or None, got {described(generator)}")
     generator = generator if generator is not None else torch.Generator().manual_seed(0)
     with evaluating(model):
         return ElboResult(_elbo_nats(model, tokens.long(), num_samples, generator, batch_size), tokens.numel())
@@ -216,10 +227,10 @@ NLL_ORDERS = ("left_to_right", "confidence")
 def check_order(model: nn.Module, order: object) -> None:
     """A ValueError unless `order` is one of NLL_ORDERS that `model` can score in (a twin: left to right only)."""
     if order not in NLL_ORDERS:
-        raise ValueError(f"order must be one of {NLL_ORDERS}, got {order!r}")
+        raise ValueError(f"order must be one of {NLL_ORDERS}, got {described(order)}")
     if is_causal(model) and order != "left_to_right":
         raise ValueError(
-            f"an autoregressive model reads left to right only: order must be 'left_to_right', got {order!r}"
+            f"an autoregressive model reads left to right only: order must be 'left_to_right', got {described(order)}"
         )
 
 
@@ -244,6 +255,7 @@ def exact_nll(
     check_order(model, order)
     check_token_ids(tokens, model)
     check_batch_size(batch_size)
+    check_flag(progress, "progress")
     if is_causal(model):
         return autoregressive_nll(model, tokens, 0, batch_size)
     with evaluating(model):
@@ -317,9 +329,11 @@ def surprise_steps(
     0.001-0.002 bits per character from the fp32 figure) instead of on the exact fp32 forward."""
     check_token_ids(tokens, model)
     check_batch_size(batch_size)
+    check_flag(fast, "fast")
     context = model.block_size // 2 if context is None else context
-    if not 0 <= context < model.block_size:
-        raise ValueError(f"context must be in [0, block_size), got {context}")
+    if not (is_int(context) and 0 <= context < model.block_size):
+        below = model.block_size
+        raise ValueError(f"context must be in [0, block_size): an integer below {below}, got {described(context)}")
     if is_causal(model):  # one pass reads a whole window
         yield char_nats(model, tokens, context, batch_size)
         return
@@ -368,11 +382,16 @@ def accuracy_by_mask_ratio(
     """Share of masked characters the model's argmax gets right, for each mask ratio, on validation windows."""
     refuse_causal(model, "accuracy by mask ratio")
     check_token_ids(tokens, model)
-    if not isinstance(num_windows, int) or isinstance(num_windows, bool) or num_windows < 1:
-        raise ValueError(f"num_windows must be an integer >= 1, got {num_windows!r}")
-    bad = [r for r in ratios if not (isinstance(r, (int, float)) and not isinstance(r, bool) and 0 < r <= 1)]
+    check_draws(num_windows, "num_windows", "each window is a forward pass per mask ratio")
+    check_seed(seed)
+    if not isinstance(ratios, (tuple, list)) or not ratios:
+        empty = "an empty " if isinstance(ratios, (tuple, list)) else ""
+        raise ValueError(
+            f"ratios must be a non-empty tuple or list of mask ratios in (0, 1], got {empty}{type(ratios).__name__}"
+        )
+    bad = [r for r in ratios if not (is_number(r) and 0 < r <= 1)]
     if bad:
-        raise ValueError(f"mask ratios must be numbers in (0, 1], got {bad[0]!r}")
+        raise ValueError(f"mask ratios must be numbers in (0, 1], got {described(bad[0])}")
     with evaluating(model):
         return _accuracies(model, tokens.long(), ratios, num_windows, torch.Generator().manual_seed(seed))
 

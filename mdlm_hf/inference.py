@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterator
 import torch
 import torch.nn as nn
 
+from mdlm_hf.sampling.options import described
+
 
 @contextlib.contextmanager
 def evaluating(model: nn.Module) -> Iterator[nn.Module]:
@@ -55,10 +57,40 @@ def check_token_ids(
         raise ValueError(f"the ids of {name} must lie in [0, {highest}], got ids from {low} to {high}")
 
 
+# the most draws (elbo's num_samples, accuracy_by_mask_ratio's num_windows) a scoring call takes: each is a forward
+# pass per window, so 10,000 already runs for minutes on a CPU, and a typo's 10**8 would run for days
+MAX_DRAWS = 10_000
+
+
+def check_integer(value: object, name: str, low: int = 1) -> None:
+    """A ValueError unless `value` is an integer (not a bool) >= `low`."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {described(value)}")
+
+
+def check_draws(value: object, name: str, each: str) -> None:
+    """A ValueError unless `value` is an integer from 1 to MAX_DRAWS; `each` says what one draw costs."""
+    check_integer(value, name)
+    if value > MAX_DRAWS:
+        raise ValueError(f"{name} must be at most {MAX_DRAWS:,} ({each}), got {value:,}")
+
+
+def check_flag(value: object, name: str) -> None:
+    """A ValueError unless `value` is True or False (a truthy string or number would pass for True)."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {described(value)}")
+
+
+def check_model(model: object, call: str, rest: str) -> None:
+    """A TypeError when a module-level function's first argument is not a model (the arguments swapped, or None)."""
+    if not isinstance(model, nn.Module):
+        got = "None" if model is None else f"a {type(model).__name__}"
+        raise TypeError(f"{call} takes the model first: {call}(model, {rest}), got {got}")
+
+
 def check_batch_size(batch_size: object) -> None:
     """A ValueError unless `batch_size` is an integer >= 1."""
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    check_integer(batch_size, "batch_size")
 
 
 def predictor(model: nn.Module) -> Callable[..., torch.Tensor]:

@@ -10,7 +10,9 @@ only those before it and predicts the next character, and a `KVCache` keeps the 
 
 from __future__ import annotations
 
+import difflib
 import inspect
+import itertools
 import json
 import math
 import os
@@ -23,14 +25,16 @@ import safetensors.torch
 import torch
 import torch.nn as nn
 from huggingface_hub import ModelCard, ModelCardData, PyTorchModelHubMixin, hf_hub_download
+from huggingface_hub.utils import HFValidationError, validate_repo_id
 
 from mdlm_hf import pipeline, rewriting
 from mdlm_hf.card import MODEL_CARD_TEMPLATE, REPO_URL, TWIN_CARD_TEMPLATE, TWIN_TAGS
+from mdlm_hf.devices import check_map_location
 from mdlm_hf.fast import FastPath
 from mdlm_hf.inference import check_token_ids
 from mdlm_hf.kv_cache import KVCache
 from mdlm_hf.layers import Block, RotaryEmbedding, TimeEmbedding, make_norm, mlp_hidden
-from mdlm_hf.sampling.options import SamplerOptions
+from mdlm_hf.sampling.options import SamplerOptions, described
 from mdlm_hf.sampling.state import SamplerState
 from mdlm_hf.tokenizer import CharTokenizer
 
@@ -39,6 +43,7 @@ NORM_KINDS = ("layernorm", "rmsnorm")
 # bounds on a config, so a malformed or hostile config.json is refused before anything is allocated
 CONFIG_LIMITS = {"n_layer": 64, "n_head": 8192, "n_embd": 8192, "block_size": 65536}
 MAX_VALUES = 2**30  # parameters and position tables together: 4 GiB in fp32
+FLOAT_DTYPES = ("F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2")  # safetensors' names of floating-point dtypes
 
 
 def check_config(
@@ -60,19 +65,19 @@ def check_config(
         raise ValueError(f"vocab must be a non-empty string of distinct characters, got {type(vocab).__name__}")
     for name, value in (("n_layer", n_layer), ("n_head", n_head), ("n_embd", n_embd), ("block_size", block_size)):
         if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= CONFIG_LIMITS[name]:
-            raise ValueError(f"{name} must be an integer in [1, {CONFIG_LIMITS[name]}], got {value!r}")
+            raise ValueError(f"{name} must be an integer in [1, {CONFIG_LIMITS[name]}], got {described(value)}")
     if not isinstance(dropout, (int, float)) or isinstance(dropout, bool) or not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must be a number in [0, 1), got {dropout!r}")
+        raise ValueError(f"dropout must be a number in [0, 1), got {described(dropout)}")
     for name, value, choices in (
         ("position_encoding", position_encoding, ("rope", "learned")),
         ("norm", norm, NORM_KINDS),
         ("mlp", mlp, MLP_KINDS),
     ):
         if not isinstance(value, str) or value not in choices:
-            raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+            raise ValueError(f"{name} must be one of {choices}, got {described(value)}")
     for name, value in (("time_conditioning", time_conditioning), ("qk_norm", qk_norm), ("causal", causal)):
         if not isinstance(value, bool):
-            raise ValueError(f"{name} must be true or false, got {value!r}")
+            raise ValueError(f"{name} must be true or false, got {described(value)}")
     if causal and time_conditioning:
         raise ValueError("time_conditioning is for a diffusion model's mask ratio; a causal model reads no masks")
     if n_embd % n_head != 0 or (n_embd // n_head) % 2 != 0:
@@ -185,7 +190,7 @@ class MDLM(
     @fast.setter
     def fast(self, value: bool) -> None:
         if not isinstance(value, bool):
-            raise ValueError(f"fast must be True or False, got {value!r}")
+            raise ValueError(f"fast must be True or False, got {described(value)}")
         self._fast = value
 
     def _init_weights(self, module: nn.Module) -> None:
@@ -301,10 +306,11 @@ class MDLM(
         `fast=False` samples with the exact fp32 model. `forward` is exact either way.
         """
         if not isinstance(fast, bool):
-            raise ValueError(f"fast must be True or False, got {fast!r}")
+            raise ValueError(f"fast must be True or False, got {described(fast)}")
         if not isinstance(pretrained_model_name_or_path, (str, os.PathLike)):
             raise ValueError(
-                f"pass a local directory or a Hub repo id as a string or path, got {pretrained_model_name_or_path!r}"
+                "pass a local directory or a Hub repo id as a string or path, "
+                f"got {described(pretrained_model_name_or_path)}"
             )
         if kwargs.get("strict", True) is not True:
             raise ValueError(
@@ -318,8 +324,8 @@ class MDLM(
             pretrained_model_name_or_path = path
         elif path.exists():
             raise ValueError(f"{path} is a file; pass the directory that holds config.json and model.safetensors")
-        elif path.is_absolute() or str(pretrained_model_name_or_path).startswith((".", "~")):
-            raise ValueError(f"model directory {path} does not exist")
+        elif meant_as_folder(str(pretrained_model_name_or_path)):  # the Hub would retry for half a minute, then fail
+            raise ValueError(missing_folder(path))
         model = super().from_pretrained(pretrained_model_name_or_path, **kwargs)
         model.fast = fast
         return model
@@ -339,6 +345,7 @@ class MDLM(
         **model_kwargs: Any,
     ) -> MDLM:
         # replaces the mixin's, which prints, loads non-strictly by default and falls back to a pickle
+        check_map_location(map_location)
         model_file = os.path.join(model_id, "model.safetensors")
         if not os.path.isdir(model_id):
             download = dict(revision=revision, cache_dir=cache_dir, force_download=force_download, token=token)
@@ -352,6 +359,10 @@ def load_weights(model: MDLM, model_file: str, device: str = "cpu") -> MDLM:
     """Loads a safetensors file into `model` (tied weights stored under either name), in eval mode; a ValueError
     names every tensor that is missing, unexpected or of the wrong shape, or the first holding NaN or infinity."""
     try:
+        with safetensors.safe_open(model_file, framework="pt") as stored:  # copied into fp32, ints would pass
+            for name in stored.keys():
+                if (dtype := stored.get_slice(name).get_dtype()) not in FLOAT_DTYPES:
+                    raise ValueError(f"{model_file} holds {name} as {dtype}: weights must be floating point")
         missing, unexpected = safetensors.torch.load_model(model, model_file, strict=False, device=device)
     except safetensors.SafetensorError as error:  # truncated or garbled file
         raise ValueError(f"{model_file} is not a readable safetensors file ({error})") from error
@@ -367,6 +378,31 @@ def load_weights(model: MDLM, model_file: str, device: str = "cpu") -> MDLM:
         if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
             raise ValueError(f"{model_file} holds non-finite values in {name}")
     return model.eval()
+
+
+def meant_as_folder(name: str) -> bool:
+    """Whether a model name that is no directory here names one all the same: it starts with `.`, `/` or `~`, has
+    more than one `/`, starts with a folder that is here, or is no valid Hub repo id."""
+    parts = Path(name).parts
+    if name.startswith((".", "/", "~")) or Path(name).is_absolute() or len(parts) > 2:
+        return True
+    if len(parts) == 2 and Path(parts[0]).is_dir():
+        return True
+    try:
+        validate_repo_id(name)
+    except HFValidationError:
+        return True
+    return False
+
+
+def missing_folder(path: Path) -> str:
+    """The error for a model folder that does not exist, with the closest folder beside it if one is close."""
+    try:
+        folders = [entry.name for entry in itertools.islice(path.parent.iterdir(), 10_000) if entry.is_dir()]
+    except OSError:  # no parent folder either, or one we may not list
+        folders = []
+    near = difflib.get_close_matches(path.name, folders, n=1)
+    return f"model directory {path} does not exist" + (f"; did you mean {path.parent / near[0]}?" if near else "")
 
 
 def _check_local_checkpoint(path: Path) -> None:

@@ -1,6 +1,6 @@
 """The text API: strings in, strings out, over `sample`, which hands a canvas to the writer of the model's kind.
 
-Every function takes a model (anything with `tokenizer`, `block_size` and `mask_id`, such as `MDLM`),
+Every function takes a model first (a torch module with `tokenizer`, `block_size` and `mask_id`, such as `MDLM`),
 then `options` (default: the sampling study's recommendation, `SamplerOptions()`) and single options by
 name, plus `seed` or `generator`: `complete(model, "ROMEO:\\n", 200, num_steps=32, seed=0)`.
 """
@@ -15,8 +15,9 @@ import torch
 import torch.nn as nn
 
 from mdlm_hf.autoregressive import is_causal, write_left_to_right
+from mdlm_hf.inference import check_model
 from mdlm_hf.sampling.loop import write_by_denoising
-from mdlm_hf.sampling.options import SamplerOptions, check_seed
+from mdlm_hf.sampling.options import SamplerOptions, check_seed, described
 from mdlm_hf.sampling.state import SamplerState, final_state
 from mdlm_hf.windows import MAX_CANVAS, check_canvas_length
 
@@ -41,8 +42,9 @@ def sample(
     single options by name (`sample(model, canvas, num_steps=8)`). `seed` (an integer in [0, 2**63)) or `generator`
     is the single source of randomness.
     """
+    check_model(model, "sample", "canvas")
     if options is not None and not isinstance(options, SamplerOptions):
-        raise TypeError(f"options must be a SamplerOptions, got {options!r}; change single options by name")
+        raise TypeError(f"options must be a SamplerOptions, got {described(options)}; change single options by name")
     options = (SamplerOptions.default_for(model) if options is None else options).replace(**overrides)
     canvas = checked_canvas(model, canvas)
     generator = run_generator(generator, seed)
@@ -59,6 +61,9 @@ def checked_canvas(model: nn.Module, canvas: object) -> torch.Tensor:
     if canvas.dim() != 2 or canvas.numel() == 0 or canvas.dtype != torch.long:
         raise ValueError("canvas must be a non-empty (T,) or (B, T) tensor of token ids (torch.long)")
     check_canvas_length(canvas.size(1))
+    if canvas.device.type == "meta":  # the sampler copies any other device's canvas to the model's
+        device = next(model.parameters()).device
+        raise ValueError(f"canvas is on meta, which holds no data: pass it on the cpu or the model's device ({device})")
     if int(canvas.min()) < 0 or int(canvas.max()) > model.mask_id:
         raise ValueError(f"canvas ids must lie in [0, {model.mask_id}] (mask_id = {model.mask_id})")
     if not (canvas == model.mask_id).any():
@@ -69,7 +74,7 @@ def checked_canvas(model: nn.Module, canvas: object) -> torch.Tensor:
 def run_generator(generator: object, seed: int | None) -> torch.Generator:
     """The run's one source of randomness: `generator`, else a new one seeded with `seed` (else at random)."""
     if generator is not None and not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator must be a torch.Generator, got {generator!r}")
+        raise ValueError(f"generator must be a torch.Generator, got {described(generator)}")
     if generator is not None and seed is not None:
         raise ValueError("give seed or generator, not both: a generator already carries its own seed")
     if seed is not None:
@@ -83,14 +88,15 @@ def run_generator(generator: object, seed: int | None) -> torch.Generator:
 def check_text(value: object, name: str) -> None:
     """A ValueError naming the argument when a prompt or template is not a string."""
     if not isinstance(value, str):
-        raise ValueError(f"{name} must be a string, got {type(value).__name__} {value!r}")
+        shown, kind = described(value), type(value).__name__
+        raise ValueError(f"{name} must be a string, got {kind if shown == kind else f'{kind} {shown}'}")
 
 
 def text_to_canvas(model: nn.Module, text: str, blank: str = "_") -> torch.Tensor:
     """Encodes `text`, turning each `blank` character into [MASK]; (T,) ids."""
     check_text(text, "template")
     if not isinstance(blank, str) or len(blank) != 1:
-        raise ValueError(f"blank must be a single character, got {blank!r}")
+        raise ValueError(f"blank must be a single character, got {described(blank)}")
     if not text:
         raise ValueError("template is empty")
     check_canvas_length(len(text), "template")
@@ -109,7 +115,7 @@ def prompt_canvas(model: nn.Module, prompt: str, length: int) -> torch.Tensor:
     room = MAX_CANVAS - len(prompt)
     if not isinstance(length, int) or isinstance(length, bool) or not 1 <= length <= room:
         after = f" after a prompt of {len(prompt)}" if prompt else ""
-        raise ValueError(f"length must be an integer from 1 to {room:,}{after}, got {length!r}")
+        raise ValueError(f"length must be an integer from 1 to {room:,}{after}, got {described(length)}")
     return torch.tensor(model.tokenizer.encode(prompt) + [model.tokenizer.mask_id] * length, dtype=torch.long)
 
 
@@ -124,13 +130,14 @@ def infill(
     model: nn.Module, template: str, blank: str = "_", options: SamplerOptions | None = None, **overrides: Any
 ) -> str:
     """The template with every `blank` character filled in; other characters stay exactly as given."""
+    check_model(model, "infill", "template")
     return model.tokenizer.decode(final_state(stream(model, template, blank, options, **overrides)).tokens[0])
 
 
 def check_end_at(end_at: object) -> None:
     """A ValueError naming the choices when `end_at` is not one of END_AT."""
     if end_at not in END_AT:
-        raise ValueError(f"end_at must be one of {END_AT}, got {end_at!r}")
+        raise ValueError(f"end_at must be one of {END_AT}, got {described(end_at)}")
 
 
 def ended(text: str, start: int, end_at: str) -> str:
@@ -171,6 +178,7 @@ def complete(
 ) -> str:
     """The prompt followed by `length` generated characters (with `end_at`, at most `length`, ending at a line or
     speech end); a prompt longer than the context is kept whole, a warning says how much of it was read."""
+    check_model(model, "complete", "prompt, length")
     check_end_at(end_at)
     states = sample(model, prompt_canvas(model, prompt, length), options, **overrides)
     first = next(states)

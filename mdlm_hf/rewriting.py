@@ -20,9 +20,9 @@ import torch
 import torch.nn as nn
 
 from mdlm_hf.autoregressive import is_causal
-from mdlm_hf.inference import evaluating
+from mdlm_hf.inference import check_flag, check_model, evaluating
 from mdlm_hf.pipeline import check_text, sample
-from mdlm_hf.sampling.options import SamplerOptions
+from mdlm_hf.sampling.options import SamplerOptions, described
 from mdlm_hf.sampling.state import SamplerState, final_state
 from mdlm_hf.windows import check_canvas_length
 
@@ -36,7 +36,7 @@ def check_span(model: nn.Module, text: object, start: object, end: object) -> No
         raise ValueError("rewriting reads both sides of the span; an autoregressive model reads only the left")
     for name, value in (("start", start), ("end", end)):
         if not isinstance(value, int) or isinstance(value, bool):
-            raise ValueError(f"{name} must be an integer, got {value!r}")
+            raise ValueError(f"{name} must be an integer, got {described(value)}")
     if not 0 <= start < end <= len(text):
         raise ValueError(
             f"the span must satisfy 0 <= start < end <= {len(text)} (the text's length), got {start}:{end}"
@@ -59,6 +59,7 @@ def stream_rewrite(
     model: nn.Module, text: str, start: int, end: int, options: SamplerOptions | None = None, **overrides: Any
 ) -> Iterator[SamplerState]:
     """Every state while writing `text[start:end]` again (`overrides`: single options, `seed`, `generator`)."""
+    check_model(model, "stream_rewrite", "text, start, end")
     return sample(model, span_canvas(model, text, start, end), options, **overrides)
 
 
@@ -66,6 +67,7 @@ def rewrite(
     model: nn.Module, text: str, start: int, end: int, options: SamplerOptions | None = None, **overrides: Any
 ) -> str:
     """The text with `text[start:end]` masked and written again; every other character stays exactly as given."""
+    check_model(model, "rewrite", "text, start, end")
     state = final_state(stream_rewrite(model, text, start, end, options, **overrides))
     return model.tokenizer.decode(state.tokens[0])
 
@@ -86,7 +88,9 @@ def span_nats(model: nn.Module, text: str, start: int, end: int, fast: bool = Fa
     """-log p, in nats, of each character of `text[start:end]` given the text on both sides and the span's earlier
     characters, its later ones masked: the exact chain rule left to right over the span; (end - start,) on the CPU.
     `fast`: the passes run where the sampler's do (`denoise`: bf16 weights where faster) instead of the exact fp32."""
+    check_model(model, "span_nats", "text, start, end")
     check_span(model, text, start, end)
+    check_flag(fast, "fast")
     low, high = score_window(len(text), start, end, model.block_size)
     device = next(model.parameters()).device
     window = torch.tensor(model.tokenizer.encode(text[low:high]), device=device)  # (n,)
@@ -107,4 +111,5 @@ def span_nats(model: nn.Module, text: str, start: int, end: int, fast: bool = Fa
 
 def span_bits_per_char(model: nn.Module, text: str, start: int, end: int, fast: bool = False) -> float:
     """Bits per character of `text[start:end]` given the rest of the text (`span_nats`, averaged, in bits)."""
+    check_model(model, "span_bits_per_char", "text, start, end")
     return float(span_nats(model, text, start, end, fast).mean()) / math.log(2)

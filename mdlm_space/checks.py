@@ -12,12 +12,20 @@ from mdlm_hf import MDLM
 MAX_SEED = 2**31 - 1
 
 
-def as_int(value: object, name: str, low: int, high: int) -> int:
-    """A UI number as an int within [low, high], or a gr.Error naming the problem."""
+def as_number(value: object, name: str) -> float:
+    """A UI number (or a string of one) as a float, or a gr.Error naming the problem; a bool is no number, though
+    Python reads True as 1."""
     try:
-        number = float(value)
+        if isinstance(value, bool):
+            raise TypeError
+        return float(value)
     except (TypeError, ValueError):
         raise gr.Error(f"{name} must be a number, got {value!r}") from None
+
+
+def as_int(value: object, name: str, low: int, high: int) -> int:
+    """A UI number as an int within [low, high], or a gr.Error naming the problem."""
+    number = as_number(value, name)
     if not math.isfinite(number) or number != int(number) or not low <= number <= high:  # int(inf) would raise
         raise gr.Error(f"{name} must be a whole number between {low} and {high}, got {value!r}")
     return int(number)
@@ -25,10 +33,7 @@ def as_int(value: object, name: str, low: int, high: int) -> int:
 
 def as_float(value: object, name: str, low: float, high: float) -> float:
     """A UI number as a float within [low, high], or a gr.Error naming the problem."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise gr.Error(f"{name} must be a number, got {value!r}") from None
+    number = as_number(value, name)
     if not low <= number <= high:  # also false for NaN
         raise gr.Error(f"{name} must be between {low} and {high}, got {value!r}")
     return number

@@ -174,6 +174,8 @@ def preprocessed(component: gr.components.Component, name: str, value: Any) -> A
     """An event's raw input through its component's preprocessing, and a sampler option's through its OptionSpec
     (a slider's 0 is "off"); a payload of the wrong type (a string for a number) is a gr.Error naming the
     parameter, where gradio's own would be a generic "verbose error" line."""
+    if isinstance(value, bool) and isinstance(component, (gr.Slider, gr.Number)):  # a slider would take True as 1
+        raise gr.Error(f"{name} must be {payload_words(component)}, got {value!r}")
     try:
         value = component.preprocess(value)
     except gr.Error:  # the component's own message, such as a slider's bounds

@@ -33,7 +33,7 @@ from mdlm_hf.diffusion import MASK_RATIOS
 from mdlm_hf.metrics import save_word_list
 from mdlm_hf.sampling.options import OPTION_SPECS
 from mdlm_hf.windows import MAX_CANVAS
-from mdlm_space import checks, handlers, loading, race, render, serving, worker
+from mdlm_space import checks, endpoints, handlers, loading, race, render, serving, worker
 from mdlm_space.controls import replay_frame, replay_slider
 from mdlm_space.endpoints import event
 from mdlm_space.tabs import how_it_works
@@ -937,6 +937,33 @@ def test_number_checks_name_the_problem(value):
         checks.as_float(value if value != 2.5 else 1.5, "top-p", 0.0, 1.0)
 
 
+def test_a_boolean_is_not_a_number_to_the_checks():
+    for value in (True, False):
+        with pytest.raises(gr.Error, match=f"seed must be a number, got {value}"):
+            checks.as_int(value, "seed", 0, 10)
+        with pytest.raises(gr.Error, match=f"mask ratio must be a number, got {value}"):
+            checks.as_float(value, "mask ratio", 0.0, 1.0)
+        for component in (gr.Slider(0, 10), gr.Number()):
+            with pytest.raises(gr.Error, match=f"length must be a number, got {value}"):
+                endpoints.preprocessed(component, "length", value)
+    assert endpoints.preprocessed(gr.Checkbox(), "fixed_seed", True) is True  # a checkbox's value is a bool
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "kwargs", "message"),
+    [
+        ("/generate", dict(prompt="", length=True), "length must be a number, got True"),
+        ("/generate", dict(prompt="", length=20, num_steps=True), "num_steps must be a number, got True"),
+        ("/generate", dict(prompt="", length=20, seed=True, fixed_seed=True), "seed must be a number, got True"),
+        ("/forward_process", dict(line="to be", t=True, seed=0), "t must be a number, got True"),
+        ("/forward_process", dict(line="to be", t=0.5, seed=False), "seed must be a number, got False"),
+    ],
+)
+def test_a_boolean_sent_for_a_number_is_refused_naming_the_parameter(client, endpoint, kwargs, message):
+    with pytest.raises(Exception, match=message):
+        client.predict(**kwargs, api_name=endpoint)
+
+
 def test_eight_concurrent_users_are_all_served(server):
     def one_user(seed: int) -> str:
         return Client(server, verbose=False).predict(
@@ -1504,7 +1531,7 @@ def test_a_port_in_use_is_one_line(model_dir):
     assert message.startswith(f"error: could not serve the app on port {port}") and "\n" not in message
 
 
-# --- defect 11: messages ---
+# --- messages ---
 
 SHIPPED_VOCAB = "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
@@ -1595,7 +1622,7 @@ def test_handlers_name_a_field_of_the_wrong_type(model_dir):
         next(handlers.generate(model, prompt="", length=10, seed=0, fixed_seed="yes"))
 
 
-# --- defect 12: a model trained on other text ---
+# --- a model trained on other text ---
 
 ARITHMETIC = "".join(f"{a}+{b}={a + b}\n" for a in range(0, 40, 3) for b in range(0, 30, 7)) + "x_1 = 2 - 3\n"
 

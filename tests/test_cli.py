@@ -130,7 +130,7 @@ def test_the_cli_writes_past_the_context_and_ends_where_asked(tiny_model, tmp_pa
 
 
 def test_an_empty_model_name_is_named_not_replaced_by_the_default():
-    # defect 16: --model "" loaded the shipped model (the empty string read as "not given")
+    # formerly: --model "" loaded the shipped model (the empty string read as "not given")
     result = run_cli("--model", "", "--length", "5")
     assert result.returncode == 1 and result.stderr.strip() == (
         "error: the model name is empty: pass a local directory or a Hub repo id"

@@ -1,10 +1,11 @@
 import math
+import time
 
 import pytest
 import torch
 
 from mdlm_hf import MDLM, CharTokenizer, diffusion_loss, elbo, mask_tokens, sample_times
-from mdlm_hf.diffusion import NLL_ORDERS, accuracy_by_mask_ratio, exact_nll, stream_masks
+from mdlm_hf.diffusion import NLL_ORDERS, accuracy_by_mask_ratio, exact_nll, stream_masks, surprise_steps
 from tests.stubs import StubModel
 
 
@@ -133,13 +134,32 @@ def test_bad_loss_arguments(tiny_model):
         (lambda m, x: accuracy_by_mask_ratio(m, x, ratios=(math.nan,)), "mask ratios must be numbers in"),
         (lambda m, x: MDLM.from_pretrained(None), "pass a local directory or a Hub repo id as a string or path"),
         (lambda m, x: MDLM.from_pretrained(5), "pass a local directory or a Hub repo id as a string or path, got 5"),
+        (lambda m, x: accuracy_by_mask_ratio(m, x, seed=1.5), "seed must be an integer in \\[0, 2\\*\\*63\\), got 1.5"),
+        (lambda m, x: accuracy_by_mask_ratio(m, x, seed=True), "seed must be an integer in \\[0, 2\\*\\*63\\)"),
+        (lambda m, x: accuracy_by_mask_ratio(m, x, ratios=None), "ratios must be a non-empty tuple or list of mask"),
+        (lambda m, x: accuracy_by_mask_ratio(m, x, ratios=0.5), "ratios must be a non-empty tuple or list of mask"),
+        (lambda m, x: accuracy_by_mask_ratio(m, x, ratios=()), "ratios must be a non-empty tuple or list of mask"),
+        (lambda m, x: accuracy_by_mask_ratio(m, x, num_windows=10**9), "num_windows must be at most 10,000"),
+        (lambda m, x: accuracy_by_mask_ratio(m, x, num_windows=True), "num_windows must be an integer >= 1"),
+        (lambda m, x: elbo(m, x, num_samples=10**8), "num_samples must be at most 10,000 \\(each"),
+        (lambda m, x: elbo(m, x, num_samples=2.0), "num_samples must be an integer >= 1, got 2.0"),
+        (lambda m, x: next(surprise_steps(m, x, context="3")), "context must be in \\[0, block_size\\).*got '3'"),
+        (lambda m, x: next(surprise_steps(m, x, context=True)), "context must be in \\[0, block_size\\).*got True"),
+        (lambda m, x: next(surprise_steps(m, x, context=1.5)), "context must be in \\[0, block_size\\).*got 1.5"),
+        (lambda m, x: next(surprise_steps(m, x, fast="no")), "fast must be True or False, got 'no'"),
+        (lambda m, x: exact_nll(m, x, progress=1), "progress must be True or False, got 1"),
+        (lambda m, x: sample_times(4, 5), "generator must be a torch.Generator, got int"),
+        (lambda m, x: sample_times(4, torch.Generator(), t_min=False), "t_min must be a number in \\[0, 1\\)"),
+        (lambda m, x: diffusion_loss(m, x[None], torch.Generator(), stream_share=True), "stream_share must be a"),
+        (lambda m, x: diffusion_loss(m, x[None], torch.Generator(), stream_share="0.5"), "stream_share must be a"),
     ],
 )
 def test_bad_arguments_of_the_public_functions_are_one_line(tiny_model, call, says):
     tokens = torch.tensor(tiny_model.tokenizer.encode("to be or not\n" * 10))
+    began = time.monotonic()
     with pytest.raises(ValueError, match=says) as refused:
         call(tiny_model, tokens)
-    assert "\n" not in str(refused.value)
+    assert "\n" not in str(refused.value) and time.monotonic() - began < 5  # refused before any work
 
 
 @pytest.mark.slow  # several seconds: CI runs it

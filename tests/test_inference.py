@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+import mdlm_hf
 from mdlm_hf import MDLM, CharTokenizer, SamplerOptions, elbo, sample
 from mdlm_hf.diffusion import accuracy_by_mask_ratio, char_nll, exact_nll
 from mdlm_hf.inference import evaluating
@@ -28,7 +29,7 @@ INFERENCE_PATHS = {
 
 @pytest.mark.parametrize("path", INFERENCE_PATHS)
 def test_an_error_inside_an_inference_call_leaves_the_model_training(tiny_model, path, monkeypatch):
-    # defect 18: each path switched to eval mode and back without try/finally (accuracy never switched back)
+    # formerly: each path switched to eval mode and back without try/finally (accuracy never switched back)
     tiny_model.train()
     try:
 
@@ -58,14 +59,14 @@ def test_evaluating_restores_the_mode_it_found(tiny_model):
 
 @pytest.mark.parametrize("batch_size", [-1, 0, 1.5, True, "8"])
 def test_a_batch_size_below_one_or_not_an_integer_is_refused(tiny_model, batch_size):
-    # defect 1: -1 returned 0.0 nats; 0 failed inside range()
+    # formerly: -1 returned 0.0 nats; 0 failed inside range()
     for score in (elbo, exact_nll):
         with pytest.raises(ValueError, match=f"batch_size must be an integer >= 1, got {batch_size!r}"):
             score(tiny_model, ids(tiny_model), batch_size=batch_size)
 
 
 def test_scoring_text_that_holds_the_mask_id_is_refused(tiny_model):
-    # defect 2: the mask id gave nan (elbo) or inf (exact_nll)
+    # formerly: the mask id gave nan (elbo) or inf (exact_nll)
     tokens = ids(tiny_model)
     tokens[3] = tiny_model.mask_id
     for score in (elbo, exact_nll, char_nll):
@@ -89,7 +90,7 @@ def test_scoring_text_that_holds_the_mask_id_is_refused(tiny_model):
     ],
 )
 def test_bad_token_tensors_are_one_clear_error(tiny_model, make, message):
-    # defect 5: wrong dtype, rank, ids or device failed deep inside torch
+    # formerly: wrong dtype, rank, ids or device failed deep inside torch
     for score in (elbo, exact_nll, char_nll, accuracy_by_mask_ratio):
         with pytest.raises(ValueError, match=message):
             score(tiny_model, make(tiny_model, ids(tiny_model)))
@@ -108,14 +109,57 @@ def test_the_forward_pass_names_a_bad_canvas(tiny_model):
 
 @pytest.mark.parametrize("name", ["temperature", "min_p", "top_p", "order_temperature", "prior_weight", "remask_ratio"])
 def test_a_boolean_is_not_a_number_for_a_float_option(name):
-    # defect 12: True passed as 1.0
+    # formerly: True passed as 1.0
     with pytest.raises(ValueError, match=f"{name} must be .*, got True"):
         SamplerOptions(**{name: True})
 
 
 def test_the_mask_glyph_is_not_a_character_of_a_vocabulary():
-    # defect 14: "█" was accepted, and then a decoded text could not tell it from a mask
+    # formerly: "█" was accepted, and then a decoded text could not tell it from a mask
     with pytest.raises(ValueError, match="vocab must not hold '█'"):
         CharTokenizer("ab█")
     with pytest.raises(ValueError, match="vocab must not hold '█'"):
         MDLM("ab█", n_layer=1, n_head=2, n_embd=16, block_size=16)
+
+
+# each module-level function that takes the model first: a call with `first` first, and what a swap puts there
+MODEL_FIRST = {
+    "sample": (lambda first, m: mdlm_hf.sample(first, torch.full((8,), m.mask_id)), torch.zeros(8)),
+    "infill": (lambda first, m: mdlm_hf.infill(first, m), "ab__"),
+    "complete": (lambda first, m: mdlm_hf.complete(first, m, 5), "to"),
+    "rewrite": (lambda first, m: mdlm_hf.rewrite(first, m, 0, 2), "to be"),
+    "stream_rewrite": (lambda first, m: mdlm_hf.stream_rewrite(first, m, 0, 2), "to be"),
+    "span_bits_per_char": (lambda first, m: mdlm_hf.span_bits_per_char(first, m, 0, 2), "to be"),
+    "elbo": (lambda first, m: mdlm_hf.elbo(first, m), torch.zeros(8)),
+    "diffusion_loss": (lambda first, m: mdlm_hf.diffusion_loss(first, m, torch.Generator()), torch.zeros(1, 8)),
+}
+
+
+@pytest.mark.parametrize("name", MODEL_FIRST)
+def test_a_module_function_given_no_model_first_says_so_naming_the_type(tiny_model, name):
+    assert name in mdlm_hf.__all__
+    call, swapped = MODEL_FIRST[name]
+    got = type(swapped).__name__
+    with pytest.raises(TypeError, match=f"^{name} takes the model first: {name}\\(model, .*\\), got a {got}$"):
+        call(swapped, tiny_model)
+    with pytest.raises(TypeError, match=f"^{name} takes the model first: .*, got None$"):
+        call(None, tiny_model)
+
+
+def test_messages_name_the_type_of_a_model_or_tensor_never_its_repr(tiny_model):
+    canvas = torch.full((8,), tiny_model.mask_id)
+    calls = [
+        lambda: tiny_model.complete(tiny_model, 5),
+        lambda: sample(tiny_model, canvas, tiny_model),
+        lambda: sample(tiny_model, canvas, generator=canvas),
+        lambda: sample(tiny_model, canvas, seed=tiny_model),
+        lambda: SamplerOptions(temperature=canvas),
+        lambda: elbo(tiny_model, ids(tiny_model), num_samples=canvas),
+        lambda: elbo(tiny_model, ids(tiny_model), generator=tiny_model),
+    ]
+    for call in calls:
+        with pytest.raises((TypeError, ValueError)) as refused:
+            call()
+        message = str(refused.value)
+        assert "\n" not in message and "tensor(" not in message and "MDLM(" not in message, message
+        assert "got MDLM" in message or "got Tensor" in message, message

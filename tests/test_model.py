@@ -302,7 +302,7 @@ def test_the_sampler_runs_on_the_fast_path(tiny_model, bf16_chosen, monkeypatch)
 
 
 def test_unknown_config_keys_are_refused_by_name_locally_and_from_the_hub(tiny_model, tmp_path, monkeypatch):
-    # defect 13: a misspelt key ("n_layers") was dropped and the model built with the default
+    # formerly: a misspelt key ("n_layers") was dropped and the model built with the default
     tiny_model.save_pretrained(tmp_path)
     config = json.loads((tmp_path / "config.json").read_text())
     (tmp_path / "config.json").write_text(json.dumps({**config, "n_layers": 3}))
@@ -321,10 +321,56 @@ def test_unknown_config_keys_are_refused_by_name_locally_and_from_the_hub(tiny_m
 
 
 def test_strict_false_and_an_empty_name_are_refused(tiny_model, tmp_path):
-    # defect 15: strict=False was silently accepted; defect 16: "" was read as the current folder
+    # formerly: strict=False was silently accepted; and "" was read as the current folder
     tiny_model.save_pretrained(tmp_path)
     with pytest.raises(ValueError, match="strict must be True"):
         MDLM.from_pretrained(tmp_path, strict=False)
     for empty in ("", "  "):
         with pytest.raises(ValueError, match="the model name is empty: pass a local directory or a Hub repo id"):
             MDLM.from_pretrained(empty)
+
+
+def test_a_mistyped_local_folder_is_named_at_once_and_never_tried_on_the_hub(tiny_model, tmp_path, monkeypatch):
+    def no_hub(*args, **kwargs):
+        raise AssertionError("a local path was looked up on the Hub")
+
+    monkeypatch.setattr("mdlm_hf.model.hf_hub_download", no_hub)
+    monkeypatch.setattr("huggingface_hub.hub_mixin.hf_hub_download", no_hub)
+    tiny_model.save_pretrained(tmp_path / "pretrained" / "mdlm-shakespeare-char")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(
+        ValueError,
+        match=r"^model directory pretrained/mdlm-shakespeare-chr does not exist; did you "
+        r"mean pretrained/mdlm-shakespeare-char\?$",
+    ):
+        MDLM.from_pretrained("pretrained/mdlm-shakespeare-chr")  # its first folder is here: a local path
+    for name in ("a/b/c", "no such folder", "user/na--me", "./mdlm", "pretrained/x/"):  # no Hub repo id
+        with pytest.raises(ValueError, match=r"^model directory .* does not exist$"):
+            MDLM.from_pretrained(name)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.bool])
+def test_weights_of_an_integer_dtype_are_refused_naming_the_tensor(tiny_model, tmp_path, dtype):
+    import safetensors.torch
+
+    tiny_model.save_pretrained(tmp_path)
+    weights = safetensors.torch.load_file(tmp_path / "model.safetensors")
+    weights["blocks.1.mlp.fc.weight"] = (weights["blocks.1.mlp.fc.weight"] * 100).to(dtype)
+    safetensors.torch.save_file(weights, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(
+        ValueError, match=r"holds blocks\.1\.mlp\.fc\.weight as (I32|I64|BOOL): weights must be"
+    ) as error:
+        MDLM.from_pretrained(tmp_path)
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks a machine without CUDA")
+def test_loading_onto_cuda_without_cuda_says_so_before_loading(tiny_model, tmp_path):
+    tiny_model.save_pretrained(tmp_path)
+    for where in ("cuda", "cuda:1", torch.device("cuda")):
+        with pytest.raises(ValueError, match="^map_location=.*cuda.*: CUDA is not available here; load with"):
+            MDLM.from_pretrained(tmp_path, map_location=where)
+    for where in ("gpu", 1.5, "xla"):
+        with pytest.raises(ValueError, match="^map_location must be a device mdlm_hf runs on"):
+            MDLM.from_pretrained(tmp_path, map_location=where)
+    assert MDLM.from_pretrained(tmp_path, map_location="cpu").tokenizer == tiny_model.tokenizer

@@ -48,6 +48,11 @@ def test_bad_input_is_refused_in_one_line(tiny_model, text, start, end, says):
     assert says in str(error.value) and "\n" not in str(error.value)
 
 
+def test_a_fast_switch_that_is_not_a_bool_is_refused(tiny_model):
+    with pytest.raises(ValueError, match="^fast must be True or False, got 'no'$"):
+        span_bits_per_char(tiny_model, TEXT, 0, 3, fast="no")
+
+
 def test_an_autoregressive_model_is_refused(tiny_model):
     twin = MDLM(tiny_model.tokenizer.vocab, n_layer=1, n_head=2, n_embd=32, block_size=64, causal=True)
     with pytest.raises(ValueError, match="reads only the left"):

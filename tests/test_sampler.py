@@ -1,13 +1,14 @@
 import dataclasses
 import itertools
 import math
+import sys
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 import mdlm_hf.sampling.loop as loop_module
-from mdlm_hf import MDLM, ORDERS, CharTokenizer, sample
+from mdlm_hf import MASK_GLYPH, MDLM, ORDERS, CharTokenizer, sample
 from mdlm_hf.pipeline import prompt_canvas, text_to_canvas
 from mdlm_hf.sampling.drawing import after_capital, candidate_tokens, capital_letters, separator_tokens
 from mdlm_hf.sampling.options import OPTION_SPECS, REVEAL_RULE_OPTIONS, SCORED_ORDERS, STREAM_ORDERS, SamplerOptions
@@ -444,6 +445,13 @@ def test_bad_canvases_and_strings(tiny_model):
         sample(tiny_model, torch.zeros(0, 8, dtype=torch.long), PLAIN)  # a batch of none
 
 
+def test_a_canvas_on_the_meta_device_is_refused_in_one_line(tiny_model):
+    canvas = torch.full((8,), tiny_model.mask_id, device="meta")
+    with pytest.raises(ValueError, match="^canvas is on meta, which holds no data: pass it on the cpu") as error:
+        sample(tiny_model, canvas)
+    assert "\n" not in str(error.value)
+
+
 def test_seed_and_generator_together_are_refused(tiny_model):
     canvas = torch.full((8,), tiny_model.mask_id)
     with pytest.raises(ValueError, match="give seed or generator, not both"):
@@ -538,6 +546,26 @@ def test_a_tiny_temperature_draws_the_argmax_not_garbage():
     for tiny in (1e-308, 1e-5, 0.0):
         drawn = candidate_tokens(logits, SamplerOptions(temperature=tiny), torch.Generator().manual_seed(0))
         assert drawn.item() == 1
+
+
+HUGE = (1e39, 1e300, sys.float_info.max)
+
+
+@pytest.mark.parametrize("huge", HUGE)
+def test_a_huge_temperature_draws_uniformly_instead_of_overflowing(tiny_model, huge):
+    text = tiny_model.generate(8, temperature=huge, seed=0)
+    assert len(text) == 8 and MASK_GLYPH not in text
+    logits = torch.tensor([[[50.0, 0.0, 0.0, -math.inf]] * 4000])  # the first all but certain at temperature 1
+    drawn = candidate_tokens(logits, SamplerOptions(temperature=huge), torch.Generator().manual_seed(0))
+    counts = torch.bincount(drawn.flatten(), minlength=4)
+    assert counts[3] == 0 and all(1100 < c < 1600 for c in counts[:3].tolist())  # uniform among the possible
+
+
+@pytest.mark.parametrize("name", ["order_temperature", "prior_weight", "entropy_bound"])
+@pytest.mark.parametrize("huge", HUGE)
+def test_huge_reveal_rule_options_still_fill_every_mask(tiny_model, name, huge):
+    text = tiny_model.generate(8, order="confidence", seed=0, **{name: huge})
+    assert len(text) == 8 and MASK_GLYPH not in text
 
 
 def test_binomial_reveal_counts_clamp_steps_to_the_masks(tiny_model):

@@ -16,6 +16,9 @@ from mdlm_hf.sampling.options import SamplerOptions
 # temperature and order_temperature below this act as 0 (greedy, strict order): dividing scores by a tinier one
 # overflows float64 and turns the draw into garbage
 GREEDY_BELOW = 1e-3
+# a temperature above this draws as this one: logits divided by it vanish beside the Gumbel noise, so the draw is
+# already uniform among the possible characters, and a larger one overflows the float32 of the per-position temperatures
+UNIFORM_ABOVE = 1e30
 
 
 def gumbel_noise(like: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -52,10 +55,10 @@ def candidate_tokens(
     `capital_temperature_factor`."""
     if options.temperature < GREEDY_BELOW:  # 0, or so close that the division would overflow
         return logits.argmax(dim=-1)
-    temperature: float | torch.Tensor = options.temperature
+    temperature: float | torch.Tensor = min(options.temperature, UNIFORM_ABOVE)
     if cooler is not None and options.capital_temperature_factor < 1:  # (B, T, 1): each position its own
-        cooled = options.temperature * options.capital_temperature_factor
-        temperature = torch.where(cooler, cooled, options.temperature).to(torch.float64)[..., None]
+        cooled = temperature * options.capital_temperature_factor
+        temperature = torch.where(cooler, cooled, temperature).to(torch.float64)[..., None]
     scaled = logits.double() / temperature  # float64: Gumbel noise on tiny probabilities stays exact
     uncut = scaled
     if options.top_k is not None and options.top_k < scaled.size(-1):

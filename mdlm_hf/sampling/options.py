@@ -47,6 +47,14 @@ def is_number(x: object) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
+def described(value: object) -> str:
+    """How an error names a value it refuses: the repr of a plain value (None, a bool, number or short string), else
+    its type's name (a model's or a tensor's repr runs to many lines)."""
+    shown = repr(value)
+    plain = value is None or isinstance(value, (bool, int, float, str))
+    return shown if plain and len(shown) <= 60 else type(value).__name__
+
+
 def integer(low: int) -> Accepts:
     """Integers from `low` on."""
     return Accepts(lambda x: is_int(x) and x >= low, f"an integer >= {low}", int)
@@ -231,7 +239,7 @@ class SamplerOptions:
         for f in fields(self):
             value, accepts = getattr(self, f.name), f.metadata["spec"].accepts
             if not accepts.test(value):
-                raise ValueError(f"{f.name} must be {accepts.words}, got {value!r}")
+                raise ValueError(f"{f.name} must be {accepts.words}, got {described(value)}")
         if self.order in STREAM_ORDERS:  # it reveals by position from a plan: these would be silently ignored
             ignored = {name: value for name, value in STREAMS_IGNORE.items() if getattr(self, name) != value}
             if ignored:
@@ -303,4 +311,4 @@ DEFAULT_SAMPLING = {name: getattr(SamplerOptions(), name) for name in STUDIED_OP
 def check_seed(seed: object) -> None:
     """The one check of a sampling seed: an integer in [0, 2**63) (torch's generators take no other)."""
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**63:
-        raise ValueError(f"seed must be an integer in [0, 2**63), got {seed!r}")
+        raise ValueError(f"seed must be an integer in [0, 2**63), got {described(seed)}")
