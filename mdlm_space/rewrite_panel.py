@@ -5,12 +5,15 @@ per character; pick one, Undo goes back. Beside them, the order view of the best
 from __future__ import annotations
 
 import functools
+import inspect
 import json
+from typing import Any
 
 import gradio as gr
 
 from mdlm_hf import MASK_GLYPH, MDLM
-from mdlm_space.controls import control, replay_slider, run_buttons, seed_controls, stoppable
+from mdlm_hf.sampling.options import OPTION_SPECS
+from mdlm_space.controls import control, replay_slider, run_buttons, sampling_options, stoppable
 from mdlm_space.endpoints import event
 from mdlm_space.order_view import run_order
 from mdlm_space.render import placeholder
@@ -44,7 +47,8 @@ QUIET = dict(queue=False, api_name=False, show_progress="hidden")
 HOW = (
     "### Rewrite a span\nSelect part of a finished text (a run's lands here) or paste your own, press **Rewrite**: "
     "the span is masked and written again three times, the model reading both sides of it. Each is ranked by the "
-    "span's bits per character given the rest of the text; **Pick** one to keep it, **Undo** goes back."
+    "span's bits per character given the rest of the text; **Pick** one to keep it, **Undo** goes back. It writes "
+    "with the sampling options of the last Generate or Infill run (steps apart), which you can change below."
 )
 
 
@@ -113,6 +117,25 @@ def show_run_orders(demo: gr.Blocks, order: gr.HTML) -> None:
             finished.change(run_order, fn.inputs[0], order, **QUIET)
 
 
+def run_options(*values: Any) -> tuple[Any, ...]:
+    """A run's sampler options, as they were on its tab: the panel's take them."""
+    return values
+
+
+def follow_run_options(demo: gr.Blocks, controls: dict[str, gr.components.Component]) -> None:
+    """A Generate or Infill run sets the panel's sampler options to its own, so that a span is written again as the
+    run wrote its text; not its steps, which it counts for the whole text. Compare's two sides have an order each:
+    the panel keeps its options."""
+    for fn in list(demo.fns.values()):
+        if fn.api_name not in ("generate", "infill"):
+            continue
+        named = dict(zip(inspect.signature(fn.fn).parameters, fn.inputs, strict=True))
+        shared = [name for name in named if name in OPTION_SPECS and name in controls and name != "num_steps"]
+        for block_id, trigger in fn.targets:
+            listen = getattr(demo.blocks[block_id], trigger)
+            listen(run_options, [named[name] for name in shared], [controls[name] for name in shared], **QUIET)
+
+
 def rewrite_panel(model: MDLM, demo: gr.Blocks) -> None:
     """The panel: the text and its span, Rewrite and Undo, the options; three choices and the order view beside."""
     block_size = model.block_size
@@ -122,10 +145,7 @@ def rewrite_panel(model: MDLM, demo: gr.Blocks) -> None:
             controls = span_controls(block_size)
             button, stop = run_buttons("Rewrite")
             undo_button = gr.Button("Undo", interactive=False, elem_id="rewrite-undo")
-            with gr.Accordion("Rewrite options: steps, temperature, order, seed", open=False):
-                for name in ("num_steps", "temperature", "order"):
-                    controls[name] = control(name, block_size, changes=CHANGES)
-                controls |= seed_controls("rewrite", block_size)
+            controls |= sampling_options("rewrite", block_size, ("steps", "drawing"), CHANGES)
         with gr.Column(scale=2):
             with gr.Row():
                 labels, views, picks = zip(*(choice_column(i + 1) for i in range(NUM_CHOICES)), strict=True)
@@ -144,3 +164,4 @@ def rewrite_panel(model: MDLM, demo: gr.Blocks) -> None:
     controls["text"].input(**forgotten)
     feed_from_runs(demo, controls["text"]).change(**forgotten)
     show_run_orders(demo, order)
+    follow_run_options(demo, controls)

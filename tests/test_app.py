@@ -92,21 +92,24 @@ class Page:
 
     def fire(self, block, event_name: str) -> None:
         for fn in list(self.demo.fns.values()):
-            if fn.fn is None or (block._id, event_name) not in [tuple(target) for target in fn.targets]:
+            if fn.fn is not None and (block._id, event_name) in [tuple(target) for target in fn.targets]:
+                self.run(fn)
+
+    def run(self, fn) -> None:
+        """One event's function on the page's values, and the changes its outputs fire."""
+        inputs = [self.value(component) for component in fn.inputs]
+        result = asyncio.run(self.demo.process_api(fn, inputs, state=self.state))
+        for component, output in zip(fn.outputs, result["data"], strict=True):
+            if component.stateful:
                 continue
-            inputs = [self.value(component) for component in fn.inputs]
-            result = asyncio.run(self.demo.process_api(fn, inputs, state=self.state))
-            for component, output in zip(fn.outputs, result["data"], strict=True):
-                if component.stateful:
+            if isinstance(output, dict) and output.get("__type__") == "update":
+                self.props[component._id].update(output)
+                if "value" not in output:
                     continue
-                if isinstance(output, dict) and output.get("__type__") == "update":
-                    self.props[component._id].update(output)
-                    if "value" not in output:
-                        continue
-                    output = output["value"]
-                if output != self.value(component):
-                    self.values[component._id] = output
-                    self.fire(component, "change")
+                output = output["value"]
+            if output != self.value(component):
+                self.values[component._id] = output
+                self.fire(component, "change")
 
 
 def api_names(demo: gr.Blocks, endpoint: str) -> list[str]:

@@ -9,11 +9,22 @@ import torch
 
 import app
 from mdlm_hf import MASK_GLYPH, SamplerOptions, sample
-from mdlm_space import loading, race, rewrite_handlers
+from mdlm_space import loading, race, rewrite_handlers, rewrite_panel
 from mdlm_space.order_view import PassRecorder, order_from_frames, order_view, run_order
 from mdlm_space.render import LEGEND, render_canvas
 from mdlm_space.rewrite_panel import by_elem_id
-from tests.test_app import DESKTOP, LOW_CONTRAST, PHONE, Page, chromium, client, model_dir, server, twin_dir  # noqa: F401 (fixtures)
+from tests.test_app import (  # noqa: F401 (fixtures)
+    DESKTOP,
+    LOW_CONTRAST,
+    PHONE,
+    Page,
+    chromium,
+    client,
+    model_dir,
+    server,
+    tab_controls,
+    twin_dir,
+)
 
 TEXT = "ROMEO:\nBut soft, what light through yonder window breaks?\n"
 SPAN = (12, 30)  # "oft, what light th"
@@ -245,3 +256,26 @@ def compare_text_comes_to_the_panel(page) -> None:
     left = [int(n) for n in orders[0].locator(".mdlm-pass").evaluate_all("cells => cells.map(c => c.dataset.pass)")]
     assert left == sorted(left) and left[-1] > 1  # left to right: each pass writes after the one before
     page.screenshot(path="/tmp/rewrite-compare-orders.png", full_page=True)
+
+
+def test_a_generate_or_infill_run_gives_the_panel_its_sampling_options(model_dir):  # noqa: F811
+    # the panel wrote with its own steps, temperature and order, whatever the run whose text it holds had used
+    page = Page(app.build_demo(loading.load_model(model_dir)[0]))
+    panel = tab_controls(page.demo, "rewrite")
+    copies = [fn for fn in page.demo.fns.values() if fn.fn is rewrite_panel.run_options]
+    for endpoint, options in (
+        ("generate", dict(order="confidence", temperature=0.7, min_p=0.2, prior_weight=0.5)),
+        ("infill", dict(order="entropy", temperature=0.9, spacing=2, order_temperature=0.3)),
+    ):
+        controls = tab_controls(page.demo, endpoint)
+        for name, value in options.items():
+            page.type(controls[name], value)
+        steps = page.value(panel["num_steps"])
+        page.type(controls["num_steps"], 5)
+        run = next(fn for fn in page.demo.fns.values() if fn.api_name == endpoint)
+        for fn in copies:  # what the run's click fires beside the run
+            if fn.targets == run.targets:
+                page.run(fn)
+        assert {name: page.value(panel[name]) for name in options} == options, endpoint
+        assert page.value(panel["num_steps"]) == steps  # a run counts its steps for its whole text
+        assert page.props[panel["order_temperature"]._id]["interactive"] is True  # the copied order uses it
