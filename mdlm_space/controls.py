@@ -101,8 +101,9 @@ def option_control(name: str, block_size: int, value: Any, label: str | None, **
     """The control of one sampler option at `value`, labelled and bounded by its OPTION_SPECS entry."""
     spec = OPTION_SPECS[name]
     value = spec.shown(value)
-    if spec.accepts.choices:
-        return gr.Dropdown(list(spec.accepts.choices), value=value, label=label or spec.label, **layout)
+    if spec.accepts.choices:  # shown in words ("word streams"), passed by name ("word_streams")
+        choices = [(choice.replace("_", " "), choice) for choice in spec.accepts.choices]
+        return gr.Dropdown(choices, value=value, label=label or spec.label, **layout)
     low, high, step = spec.slider
     maximum = block_size if high is None else high
     info = spec.note or None

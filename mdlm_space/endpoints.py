@@ -70,12 +70,12 @@ PARAMS: dict[str, Param] = {
 
 # what the API page and MCP clients read of each endpoint (its tool's name is the endpoint's): what it does and
 # returns, for a caller, in the caller's terms (the handlers' docstrings are for this code's readers); its
-# parameters are described by their labels (`api_doc`)
+# parameters are described by their labels (`api_doc`); plain text, since the API page shows no markdown
 API_DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "generate": (
-        "Writes text after a prompt with the masked diffusion model: the prompt is kept as it is, then up to `length` "
+        "Writes text after a prompt with the masked diffusion model: the prompt is kept as it is, then up to length "
         "characters start as masks and are revealed a few per denoising step, and the text ends at the end of a "
-        "line, of a speech, or at exactly the length (`end_at`). A text longer than the model's context is written "
+        "line, of a speech, or at exactly the length (end_at). A text longer than the model's context is written "
         f"window by window; the prompt and the text share {MAX_CANVAS:,} characters, and a length past the room "
         "the prompt leaves is lowered (the readout says so). Streams one result per step.",
         "the canvas as HTML, the text so far (finished at the end), a readout (seed, steps, forward passes, speed) "
@@ -103,7 +103,7 @@ API_DESCRIPTIONS: dict[str, tuple[str, str]] = {
         "character, the most surprising character).",
     ),
     "rewrite": (
-        "Rewrites a span of a text: the characters from `start` up to `end` are masked and written again three "
+        "Rewrites a span of a text: the characters from start up to end are masked and written again three "
         "times, each reading the text on both sides of the span, then ranked by the span's bits per character "
         "given the rest of the text (lower: likelier). Streams the three as they are written.",
         "the three rewrites as HTML, their labels (rank and bits per character), the order in which the best was "

@@ -248,5 +248,5 @@ def score_summary(model: MDLM, text: str, bits: list[float], num_passes: int) ->
         f"**{sum(bits) / len(bits):.3f} bits per character** over {len(text):,} "
         f"character{'' if len(text) == 1 else 's'} ({how}: one canvas per "
         f"character, {SCORE_BATCH} per pass, {passes(num_passes)}, {weights} weights). Most surprising: "
-        f"{shown_char(text[worst])} at position {worst + 1:,}, {bits[worst]:.1f} bits."
+        f"«{shown_char(text[worst])}» at position {worst + 1:,}, {bits[worst]:.1f} bits."  # a comma reads as one
     )

@@ -123,8 +123,13 @@ def race(runs: dict[str, Iterator[SamplerState]]) -> Iterator[tuple[dict[str, Sa
     latest: dict[str, SamplerState] = {}
     seconds = dict.fromkeys(runs, 0.0)  # each side's own, though they run in turns
     runs = dict(runs)
+    turn = 0
     while runs:
-        for name in list(runs):
+        # each round starts with the next side: the first pass after the page's own work (rendering the last round)
+        # can run slower, and a side that always went first would take that cost alone
+        names = list(runs)
+        first, turn = turn % len(names), turn + 1
+        for name in names[first:] + names[:first]:
             start = time.perf_counter()
             state = next(runs[name], None)
             seconds[name] += time.perf_counter() - start

@@ -23,6 +23,8 @@ NUM_CHOICES = 3
 # column the span is in the box's first lines, not below its fold
 BEFORE, AFTER = 40, 60
 CHOICE_ROWS = 7
+NO_CHOICE = placeholder("Select a span, press Rewrite.", rows=CHOICE_ROWS)
+WAITING = "Press Rewrite: the step and the ranking show here."
 NO_ORDER = placeholder("After a run: each character it wrote, tinted by the pass that wrote it.", rows=8)
 
 
@@ -131,7 +133,7 @@ def finished(
 def pick(rank: int, text: str | None, choices: list[dict] | None, history: list[str]) -> tuple:
     """Keeps the rewrite ranked `rank`: it replaces the text, the text before it goes on the undo list."""
     if not choices:
-        raise gr.Error("press Rewrite first: then pick one of its three rewrites")
+        raise gr.Error("press Rewrite first: then pick one of its three rewrites", print_exception=False)
     choice = choices[rank - 1]
     note = f"Picked #{rank} ({choice['bits_per_char']:.2f} bits per character). Undo goes back."
     return choice["text"], [*history, text or ""], gr.update(interactive=True), note
@@ -147,8 +149,15 @@ def undo(history: list[str]) -> tuple:
 
 def new_text() -> tuple:
     """A new text in the box, a run's or the visitor's own edit: the undo history and the rewrites were of the text
-    it replaced, so both go (an Undo or a Pick would bring that text back, the new one lost)."""
-    return [], gr.update(interactive=False), None
+    it replaced, so both go, from the panel too (an Undo or a Pick would bring that text back, the new one lost):
+    the history, Undo, the choices, their views, labels and Pick buttons, and the readout."""
+    labels = [f"Choice {row + 1}" for row in range(NUM_CHOICES)]
+    return [], gr.update(interactive=False), None, *[NO_CHOICE] * NUM_CHOICES, *labels, *picks_ready(), WAITING
+
+
+def picks_ready(choices: list[dict] | None = None) -> tuple:
+    """The Pick buttons: usable when there are ranked rewrites to pick from (none before a run ends)."""
+    return tuple(gr.update(interactive=bool(choices)) for _ in range(NUM_CHOICES))
 
 
 def selection(event: gr.SelectData) -> tuple[Any, Any]:

@@ -16,13 +16,14 @@ from mdlm_hf.sampling.options import OPTION_SPECS
 from mdlm_space.controls import control, replay_slider, run_buttons, sampling_options, stoppable
 from mdlm_space.endpoints import event
 from mdlm_space.order_view import run_order
-from mdlm_space.render import placeholder
 from mdlm_space.rewrite_handlers import (
-    CHOICE_ROWS,
+    NO_CHOICE,
     NO_ORDER,
     NUM_CHOICES,
+    WAITING,
     new_text,
     pick,
+    picks_ready,
     rewrite,
     selection,
     selection_line,
@@ -56,8 +57,9 @@ def choice_column(number: int) -> tuple[gr.Markdown, gr.HTML, gr.Button]:
     """One rewrite: its rank and score, its view, its Pick button. Narrow, so three sit side by side on a phone."""
     with gr.Column(min_width=80):
         label = gr.Markdown(f"Choice {number}", elem_id=f"rewrite-label-{number}")
-        view = gr.HTML(placeholder("Select a span, press Rewrite.", rows=CHOICE_ROWS), elem_id=f"rewrite-{number}")
-        button = gr.Button(f"Pick #{number}", size="sm", elem_id=f"rewrite-pick-{number}")
+        view = gr.HTML(NO_CHOICE, elem_id=f"rewrite-{number}")
+        # usable once a run's rewrites are ranked: before, there is nothing to pick
+        button = gr.Button(f"Pick #{number}", size="sm", interactive=False, elem_id=f"rewrite-pick-{number}")
     return label, view, button
 
 
@@ -149,18 +151,21 @@ def rewrite_panel(model: MDLM, demo: gr.Blocks) -> None:
         with gr.Column(scale=2):
             with gr.Row():
                 labels, views, picks = zip(*(choice_column(i + 1) for i in range(NUM_CHOICES)), strict=True)
-            readout = gr.Markdown("Press Rewrite: the step and the ranking show here.", elem_id="rewrite-readout")
+            readout = gr.Markdown(WAITING, elem_id="rewrite-readout")
             gr.Markdown("**Order of writing** of the last run (Generate, Infill, or the best rewrite)")
             order = gr.HTML(NO_ORDER, elem_id="rewrite-order")
     choices, history = gr.JSON(visible=False), gr.State([])
     outputs = [*views, *labels, order, readout, choices, controls["seed"]]
-    stoppable(button, stop, **event(rewrite, controls, model=model), outputs=outputs, api_name="rewrite")
+    run = stoppable(button, stop, **event(rewrite, controls, model=model), outputs=outputs, api_name="rewrite")
+    button.click(picks_ready, None, list(picks), **QUIET)  # none while the rewrites are written
+    run.then(picks_ready, choices, list(picks), **QUIET)
     after_pick = [controls["text"], history, undo_button, readout]
-    for rank, button in enumerate(picks, 1):
-        button.click(functools.partial(pick, rank), [controls["text"], choices, history], after_pick, **QUIET)
+    for rank, pick_button in enumerate(picks, 1):
+        pick_button.click(functools.partial(pick, rank), [controls["text"], choices, history], after_pick, **QUIET)
     undo_button.click(undo, history, after_pick, **QUIET)
     # input, not change: a pick's or an undo's text is a change too, and keeps the history
-    forgotten = dict(fn=new_text, inputs=None, outputs=[history, undo_button, choices], **QUIET)
+    cleared = [history, undo_button, choices, *views, *labels, *picks, readout]
+    forgotten = dict(fn=new_text, inputs=None, outputs=cleared, **QUIET)
     controls["text"].input(**forgotten)
     feed_from_runs(demo, controls["text"]).change(**forgotten)
     show_run_orders(demo, order)

@@ -102,6 +102,31 @@ def test_an_edit_of_the_text_starts_a_new_history_and_forgets_the_rewrites(model
     page.type(text, "text 2, edited")
     assert page.state[history._id] == [] and page.props[undo_button._id]["interactive"] is False
     assert not page.value(choices)  # a Pick now asks for a Rewrite of this text
+    # and the rewrites of the text it replaced leave the panel: their views, labels and Pick buttons
+    for number in (1, 2, 3):
+        assert page.value(found[f"rewrite-{number}"]) == rewrite_handlers.NO_CHOICE
+        assert page.value(found[f"rewrite-label-{number}"]) == f"Choice {number}"
+        assert page.props[found[f"rewrite-pick-{number}"]._id]["interactive"] is False
+    assert page.value(found["rewrite-readout"]) == rewrite_handlers.WAITING
+
+
+def test_pick_is_usable_only_once_a_runs_rewrites_are_ranked(model_dir):  # noqa: F811
+    # Pick stayed usable with nothing ranked (before a run, while it wrote, after a new text), and pressing it logged
+    # a traceback and showed nothing
+    demo = app.build_demo(loading.load_model(model_dir)[0])
+    found = by_elem_id(demo)
+    picks = [found[f"rewrite-pick-{number}"] for number in (1, 2, 3)]
+    assert all(pick.interactive is False for pick in picks)
+    run = next(fn for fn in demo.fns.values() if fn.api_name == "rewrite")
+    ready = [fn for fn in demo.fns.values() if fn.fn is rewrite_handlers.picks_ready]
+    assert {tuple(map(tuple, fn.targets)) for fn in ready} >= {tuple(map(tuple, run.targets))}  # off as a run starts
+    assert all(fn.outputs == picks for fn in ready) and any(fn.inputs for fn in ready)  # on, given its choices
+    assert [update["interactive"] for update in rewrite_handlers.picks_ready(None)] == [False] * 3
+    ranked = [dict(rank=r, text="t", bits_per_char=1.0) for r in (1, 2, 3)]
+    assert [update["interactive"] for update in rewrite_handlers.picks_ready(ranked)] == [True] * 3
+    with pytest.raises(gr.Error) as error:
+        rewrite_handlers.pick(1, "text", None, [])
+    assert error.value.print_exception is False  # a visitor's mistake: no traceback in the log
 
 
 def test_the_order_view_tints_each_written_character_by_the_pass_that_wrote_it(tiny_model):
