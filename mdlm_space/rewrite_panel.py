@@ -44,6 +44,8 @@ TAKE_FINISHED_CANVAS = (
 # a span is a few words: 16 steps write three of them quickly (and never more steps than characters: the handler
 # caps them)
 CHANGES = {"num_steps": dict(default=16)}
+# runs in the page: an order view once it is one (the race's placeholder, while it runs, leaves the panel's)
+TAKE_ORDER = "(view, current) => (view && view.includes('mdlm-pass')) ? view : current"
 QUIET = dict(queue=False, api_name=False, show_progress="hidden")
 HOW = (
     "### Rewrite a span\nSelect part of a finished text (a run's lands here) or paste your own, press **Rewrite**: "
@@ -105,7 +107,8 @@ def feed_from_runs(demo: gr.Blocks, text: gr.Textbox) -> gr.Number:
 
 
 def show_run_orders(demo: gr.Blocks, order: gr.HTML) -> None:
-    """Each finished Generate or Infill run's order of writing, from the frames its replay slider keeps. The page
+    """Each finished Generate or Infill run's order of writing, from the frames its replay slider keeps, and
+    Compare's confidence-order side's, whose text the panel takes. The page
     asks for it once, when the run's text is finished (a hidden box takes that text): asking at every frame, as
     a change of the frames would, sent a long run's thousands of frames a request each, which slowed it 4x."""
     found = by_elem_id(demo)
@@ -117,6 +120,9 @@ def show_run_orders(demo: gr.Blocks, order: gr.HTML) -> None:
             finished = gr.Textbox(visible=False)
             final_text.change(None, [final_text, finished], finished, js=TAKE_FINISHED, **QUIET)
             finished.change(run_order, fn.inputs[0], order, **QUIET)
+    if "compare-right-order" in found:  # Compare's text in the panel is confidence order's: so is its order
+        race_order = found["compare-right-order"]
+        race_order.change(None, [race_order, order], order, js=TAKE_ORDER, **QUIET)
 
 
 def run_options(*values: Any) -> tuple[Any, ...]:
@@ -152,7 +158,10 @@ def rewrite_panel(model: MDLM, demo: gr.Blocks) -> None:
             with gr.Row():
                 labels, views, picks = zip(*(choice_column(i + 1) for i in range(NUM_CHOICES)), strict=True)
             readout = gr.Markdown(WAITING, elem_id="rewrite-readout")
-            gr.Markdown("**Order of writing** of the last run (Generate, Infill, or the best rewrite)")
+            gr.Markdown(
+                "**Order of writing** of the last run (Generate, Infill, Compare's confidence order, or the best "
+                "rewrite)"
+            )
             order = gr.HTML(NO_ORDER, elem_id="rewrite-order")
     choices, history = gr.JSON(visible=False), gr.State([])
     outputs = [*views, *labels, order, readout, choices, controls["seed"]]

@@ -271,6 +271,10 @@ def compare_text_comes_to_the_panel(page) -> None:
     assert canvas.startswith("ROMEO:\n") and MASK_GLYPH not in canvas
     # the pick before it was of the pasted text: Undo would bring that back over the new run's
     expect(page.locator("#rewrite-undo")).to_be_disabled()
+    # nor may its rewrites stay to be picked
+    expect(page.locator("#rewrite-pick-1")).to_be_disabled()
+    expect(page.locator("#rewrite-label-1")).to_have_text("Choice 1")
+    page.locator("#rewrite-readout").screenshot(path="/tmp/rewrite-after-a-new-run.png")
     # each diffusion side's order of writing, folded under the takeaway until opened
     orders = [page.locator(f"#compare-{side}-order") for side in ("left", "right")]
     assert not orders[0].is_visible()
@@ -280,6 +284,10 @@ def compare_text_comes_to_the_panel(page) -> None:
         assert order.locator(".mdlm-pass").count() == len(canvas) - len("ROMEO:\n")  # each written character
     left = [int(n) for n in orders[0].locator(".mdlm-pass").evaluate_all("cells => cells.map(c => c.dataset.pass)")]
     assert left == sorted(left) and left[-1] > 1  # left to right: each pass writes after the one before
+    # the panel's order view is of the text it now holds, confidence order's
+    expect(page.locator("#rewrite-order .mdlm-pass")).to_have_count(len(canvas) - len("ROMEO:\n"))
+    panel_passes = page.locator("#rewrite-order .mdlm-pass").evaluate_all("cells => cells.map(c => c.dataset.pass)")
+    assert panel_passes == orders[1].locator(".mdlm-pass").evaluate_all("cells => cells.map(c => c.dataset.pass)")
     page.screenshot(path="/tmp/rewrite-compare-orders.png", full_page=True)
 
 
