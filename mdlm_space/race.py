@@ -9,6 +9,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import gradio as gr
+
 from mdlm_hf import MDLM, SamplerOptions, SamplerState, sample
 from mdlm_hf.autoregressive import DRAWS
 from mdlm_hf.metrics import words
@@ -139,6 +141,17 @@ def race(runs: dict[str, Iterator[SamplerState]]) -> Iterator[tuple[dict[str, Sa
                 latest[name] = state
         if runs:  # else the last run ended without a new state: its last one is shown already
             yield latest, seconds
+
+
+STOPPED = "Stopped before both sides finished: the passes and seconds above are theirs so far."
+
+
+def race_stopped(takeaway: str | None, left_stats: str | None) -> Any:
+    """The takeaway once a race's event has ended: a race that Stop cut short says so (one that never started, and
+    one that finished, keep theirs)."""
+    if not left_stats or (takeaway or "").startswith("**Takeaway"):
+        return gr.skip()
+    return " ".join(filter(None, (STOPPED, takeaway)))
 
 
 def rule_words(options: SamplerOptions, autoregressive: bool) -> str:

@@ -2381,3 +2381,19 @@ def test_the_race_spreads_the_first_pass_of_a_round_over_the_sides():
         woken["cold"] = True  # the page renders the round
     assert abs(seconds["left_to_right"] - seconds["confidence"]) < 0.05  # each paid 4 of the 8 cold passes
     assert min(seconds.values()) > 0.06
+
+
+def test_a_race_cut_short_by_stop_says_so_under_the_sides(model_dir):
+    # after Stop each side kept its passes and seconds so far, and the takeaway stayed blank: nothing said it stopped
+    assert race.race_stopped("", "9 forward passes · 0.4 s") == race.STOPPED
+    lowered = "Length lowered from 121 to 79."  # a note of the race's own stays beside it
+    assert race.race_stopped(lowered, "9 forward passes") == f"{race.STOPPED} {lowered}"
+    finished = "**Takeaway:** same 32 forward passes and reveal rule"
+    assert race.race_stopped(finished, "32 forward passes") == gr.skip()
+    assert race.race_stopped("", "") == gr.skip()  # a race that never started (a bad prompt) says its error instead
+    demo = app.build_demo(loading.load_model(model_dir)[0])
+    run = next(fn for fn in demo.fns.values() if fn.api_name == "compare")
+    stopped = next(fn for fn in demo.fns.values() if fn.fn is race.race_stopped)
+    takeaway, left_stats = run.outputs[4], run.outputs[1]
+    assert stopped.inputs == [takeaway, left_stats] and stopped.outputs == [takeaway]
+    assert stopped.trigger_after == run._id  # once the race's event has ended, stopped or not

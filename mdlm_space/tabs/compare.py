@@ -9,7 +9,7 @@ from mdlm_hf import MDLM
 from mdlm_hf.sampling.options import REVEAL_RULE_OPTIONS
 from mdlm_space.controls import control, default_value, follow_prompt, redraw, run_buttons, seed_controls, stoppable
 from mdlm_space.endpoints import event
-from mdlm_space.race import NO_RACE_ORDER, compare
+from mdlm_space.race import NO_RACE_ORDER, compare, race_stopped
 from mdlm_space.render import COMPARE_FONT_PX, COMPARE_ROWS, RACE_LEGEND, draft_canvas
 from mdlm_space.texts import DemoText
 
@@ -52,6 +52,19 @@ def order_views() -> list[gr.HTML]:
     return views
 
 
+EXPLAINED = (
+    "The reveal rule applies to both sides, except the prior weight and the spacing, which only confidence order "
+    "uses (left to right scores no position, and writes the next characters in a row). Tick the box to make the "
+    "left side autoregressive-like: one character per forward pass, strictly left to right, no reveal rule. It "
+    "still re-reads the whole canvas at every pass, with no key/value cache, so its seconds would overstate the gap "
+    "to a real autoregressive model: compare forward passes, not seconds."
+)
+TWIN_EXPLAINED = (
+    " The autoregressive twin is that real model: one character per pass too, each pass over the one new "
+    "character, its keys and values cached; its seconds are its own compute time, as each side's are."
+)
+
+
 def compare_tab(
     model: MDLM, known_words: set[str] | None, demo: gr.Blocks, texts: DemoText, twin: MDLM | None = None
 ) -> None:
@@ -89,20 +102,7 @@ def compare_tab(
     # the sides' orders are the race's own: of the reveal rule, only what both can share
     with gr.Accordion("Reveal rule, both sides", open=False):
         controls |= {name: control(name, block_size) for name in REVEAL_RULE_OPTIONS}
-    gr.Markdown(
-        "The reveal rule applies to both sides, except the prior weight and the spacing, which only confidence order "
-        "uses (left to right scores no position, and writes the next characters in a row). Tick the box to make the "
-        "left side autoregressive-like: one character per forward pass, strictly left to right, no reveal rule. It "
-        "still re-reads the whole canvas at every pass, "
-        "with no key/value cache, so its seconds would overstate the gap to a real autoregressive model: compare "
-        "forward passes, not seconds."
-        + (
-            " The autoregressive twin is that real model: one character per pass too, each pass over the one new "
-            "character, its keys and values cached; its seconds are its own compute time, as each side's are."
-            if twin
-            else ""
-        )
-    )
+    gr.Markdown(EXPLAINED + (TWIN_EXPLAINED if twin else ""))
     follow_prompt(demo, block_size, block_size, prompt, length, steps)
     for trigger in (prompt.change, length.change):
         redraw(trigger, compare_draft, [prompt, length], [left_canvas, right_canvas, twin_canvas])
@@ -110,4 +110,7 @@ def compare_tab(
     outputs = [left_canvas, left_stats, right_canvas, right_stats, summary, controls["seed"], twin_canvas, twin_stats]
     compared = event(compare, controls, model=model, known_words=known_words, twin=twin)
     # the takeaway, last of the race: in view, the race above it is too, on a phone as well
-    stoppable(button, stop, **compared, outputs=outputs + orders, api_name="compare", into_view="compare-takeaway")
+    race = stoppable(
+        button, stop, **compared, outputs=outputs + orders, api_name="compare", into_view="compare-takeaway"
+    )
+    race.then(race_stopped, [summary, left_stats], summary, queue=False, api_name=False, show_progress="hidden")
