@@ -107,7 +107,8 @@ API_DESCRIPTIONS: dict[str, tuple[str, str]] = {
         "times, each reading the text on both sides of the span, then ranked by the span's bits per character "
         "given the rest of the text (lower: likelier). Streams the three as they are written.",
         "the three rewrites as HTML, their labels (rank and bits per character), the order in which the best was "
-        "written as HTML, a readout, the three rewrites as a ranked list of texts, and the seed used.",
+        "written as HTML, a readout, the three rewrites as a ranked list (each its text, and the pass that wrote "
+        "each character of its span), and the seed used.",
     ),
     "forward_process": (
         "Shows the forward process on one line: each character is masked with probability t, and the model guesses "

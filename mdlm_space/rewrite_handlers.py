@@ -14,7 +14,7 @@ from mdlm_hf.pipeline import check_text
 from mdlm_hf.rewriting import check_span, span_canvas
 from mdlm_hf.windows import MAX_CANVAS
 from mdlm_space.checks import as_int, check_chars, run_seed
-from mdlm_space.order_view import PassRecorder, order_view
+from mdlm_space.order_view import PassRecorder, order_html
 from mdlm_space.render import COMPARE_FONT_PX, SUBDUED_TEXT, canvas_box, canvas_cells, placeholder, shown_char
 from mdlm_space.texts import passes
 
@@ -126,17 +126,29 @@ def finished(
     )
     if len({c["span"] for c in choices}) == 1:  # greedy drawing in a fixed order: nothing left to choose between
         readout += " The three are the same: raise the temperature for different ones."
-    best = order_view(model, recorder, state.tokens, choices[0]["choice"] - 1)
-    return (*views, *labels, best, readout, choices, seed)
+    for choice in choices:  # the pass that wrote each of its span's characters, for its order view when picked
+        written_at = recorder.passes[choice["choice"] - 1, start:end].tolist()
+        choice |= dict(start=start, written_at=written_at, passes=recorder.count)
+    return (*views, *labels, picked_order(choices[0]), readout, choices, seed)
+
+
+def picked_order(choice: dict) -> Any:
+    """A rewrite's order view: its text, the span tinted by the pass that wrote each character (no change for a
+    choice that does not say)."""
+    if "written_at" not in choice:
+        return gr.skip()
+    text, start, written_at = choice["text"], choice["start"], choice["written_at"]
+    return order_html(text, [0] * start + written_at + [0] * (len(text) - start - len(written_at)), choice["passes"])
 
 
 def pick(rank: int, text: str | None, choices: list[dict] | None, history: list[str]) -> tuple:
-    """Keeps the rewrite ranked `rank`: it replaces the text, the text before it goes on the undo list."""
+    """Keeps the rewrite ranked `rank`: it replaces the text, the text before it goes on the undo list, and the order
+    view shows how it was written."""
     if not choices:
         raise gr.Error("press Rewrite first: then pick one of its three rewrites", print_exception=False)
     choice = choices[rank - 1]
     note = f"Picked #{rank} ({choice['bits_per_char']:.2f} bits per character). Undo goes back."
-    return choice["text"], [*history, text or ""], gr.update(interactive=True), note
+    return choice["text"], [*history, text or ""], gr.update(interactive=True), note, picked_order(choice)
 
 
 def undo(history: list[str]) -> tuple:

@@ -170,7 +170,8 @@ def rewrite_panel(model: MDLM, demo: gr.Blocks) -> None:
     run.then(picks_ready, choices, list(picks), **QUIET)
     after_pick = [controls["text"], history, undo_button, readout]
     for rank, pick_button in enumerate(picks, 1):
-        pick_button.click(functools.partial(pick, rank), [controls["text"], choices, history], after_pick, **QUIET)
+        picked = dict(inputs=[controls["text"], choices, history], outputs=[*after_pick, order])
+        pick_button.click(functools.partial(pick, rank), **picked, **QUIET)
     undo_button.click(undo, history, after_pick, **QUIET)
     # input, not change: a pick's or an undo's text is a change too, and keeps the history
     cleared = [history, undo_button, choices, *views, *labels, *picks, readout]

@@ -65,6 +65,24 @@ def test_the_rewrite_endpoint_refuses_a_bad_span_in_one_line(client, changes, sa
     assert says in str(error.value) and "\n" not in str(error.value).strip()
 
 
+def test_a_picked_rewrite_shows_its_own_order_of_writing(tiny_model):
+    # after Pick #2 the order view still showed #1's, the best one's
+    text, (start, end) = "to be or not to be that is the question\n", (6, 20)
+    *_, last = rewrite_handlers.rewrite(tiny_model, text, start, end, 0, True, num_steps=7, temperature=1.0)
+    best, choices = last[6], last[-2]
+    for choice in choices:
+        assert len(choice["written_at"]) == end - start and all(
+            1 <= n <= choice["passes"] for n in choice["written_at"]
+        )
+    *_, order = rewrite_handlers.pick(1, text, choices, [])
+    assert order == best  # the best one's view, as the run ended with
+    *_, order = rewrite_handlers.pick(2, text, choices, [])
+    passes = [int(n) for n in re.findall(r"data-pass='(\d+)'", order)]
+    assert passes == choices[1]["written_at"] and "mdlm-pass" in order  # the span's characters, as #2 wrote them
+    cells = re.findall(r"<span class='mdlm-(?:pass|given)'[^>]*>([^<]*)</span>", order)
+    assert "".join(cells).replace("↵", "\n") == choices[1]["text"]
+
+
 def test_three_equal_rewrites_say_so(tiny_model):
     *_, last = rewrite_handlers.rewrite(
         tiny_model, "to be or not to be\n", 3, 8, 0, True, num_steps=5, temperature=0.0, order="left_to_right"
@@ -75,9 +93,9 @@ def test_three_equal_rewrites_say_so(tiny_model):
 
 def test_pick_keeps_a_rewrite_and_undo_goes_back_one_pick():
     choices = [dict(rank=r, text=f"text {r}", bits_per_char=1.0 + r) for r in (1, 2, 3)]
-    text, history, undo_button, note = rewrite_handlers.pick(2, "original", choices, [])
+    text, history, undo_button, note, _ = rewrite_handlers.pick(2, "original", choices, [])
     assert text == "text 2" and history == ["original"] and undo_button["interactive"] and "#2" in note
-    text, history, _, _ = rewrite_handlers.pick(1, text, choices, history)
+    text, history, _, _, _ = rewrite_handlers.pick(1, text, choices, history)
     assert text == "text 1" and history == ["original", "text 2"]
     text, history, undo_button, _ = rewrite_handlers.undo(history)
     assert text == "text 2" and history == ["original"] and undo_button["interactive"]
