@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import gradio as gr
 
-from mdlm_hf import MDLM, SamplerOptions
+from mdlm_hf import MDLM
 from mdlm_hf.windows import MAX_CANVAS
 from mdlm_space.controls import (
     control,
+    default_value,
     follow_prompt,
     output_column,
     redraw,
@@ -15,7 +16,7 @@ from mdlm_space.controls import (
     run_buttons,
     sampling_options,
 )
-from mdlm_space.endpoints import PARAMS, event
+from mdlm_space.endpoints import event
 from mdlm_space.handlers import generate
 from mdlm_space.render import draft_canvas
 from mdlm_space.texts import DemoText
@@ -23,7 +24,7 @@ from mdlm_space.texts import DemoText
 
 def generate_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
     """Prompt and run button first, then length, steps and the closed sampling options; the canvas beside them."""
-    block_size, default_length = model.block_size, min(PARAMS["length"].default, model.block_size)
+    block_size, default_length = model.block_size, min(default_value("length"), model.block_size)
     # the maximum follows the prompt once the page loads; the API accepts up to MAX_CANVAS and the handler lowers
     # the length to the room the prompt leaves, saying so
     room = max(1, default_length - len(texts.prompt))
@@ -33,7 +34,7 @@ def generate_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
             button, stop = run_buttons("Generate")
             length = control("length", block_size, room)
             end_at = control("end_at", block_size)
-            steps = control("num_steps", block_size, min(SamplerOptions().num_steps, default_length))
+            steps = control("num_steps", block_size, min(default_value("num_steps"), default_length))
             controls = dict(prompt=prompt, length=length, num_steps=steps, end_at=end_at)
             controls |= sampling_options("generate", block_size, ("drawing", "blocks"))
         outputs, replay = output_column("generate", 8, draft_canvas(texts.prompt, room), "Generate")
