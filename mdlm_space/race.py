@@ -143,13 +143,14 @@ def race(runs: dict[str, Iterator[SamplerState]]) -> Iterator[tuple[dict[str, Sa
             yield latest, seconds
 
 
+TAKEAWAY = "**Takeaway:**"  # how a finished race's line begins
 STOPPED = "Stopped before both sides finished: the passes and seconds above are theirs so far."
 
 
 def race_stopped(takeaway: str | None, left_stats: str | None) -> Any:
     """The takeaway once a race's event has ended: a race that Stop cut short says so (one that never started, and
     one that finished, keep theirs)."""
-    if not left_stats or (takeaway or "").startswith("**Takeaway"):
+    if not left_stats or (takeaway or "").startswith(TAKEAWAY):
         return gr.skip()
     return " ".join(filter(None, (STOPPED, takeaway)))
 
@@ -218,7 +219,7 @@ def takeaway(
     if autoregressive:
         ratio = left.num_forward_passes / max(1, right.num_forward_passes)
         line = (
-            f"**Takeaway:** one character per forward pass took left to right {left.num_forward_passes} passes; "
+            f"{TAKEAWAY} one character per forward pass took left to right {left.num_forward_passes} passes; "
             f"confidence order wrote the same length in {right.num_forward_passes}, {ratio:.1f}x fewer "
             f"(real words: {shares['left_to_right']} left to right, {shares['confidence']} confidence order). "
             "Compare the passes, not the time: this side re-reads the whole canvas at every pass, where a real "
@@ -226,7 +227,7 @@ def takeaway(
         )
     else:
         line = (
-            f"**Takeaway:** same {passes(right.num_forward_passes)} and reveal rule, only the order differs: "
+            f"{TAKEAWAY} same {passes(right.num_forward_passes)} and reveal rule, only the order differs: "
             f"real words {shares['left_to_right']} left to right, {shares['confidence']} confidence order."
         )
         if known_words is not None and clearly_more_words(texts["confidence"], texts["left_to_right"], known_words):
