@@ -22,6 +22,7 @@ ALLOW_PATTERNS = [
     "README.md",
     "docs/app.png",  # the README's picture
     "requirements.txt",
+    "mdlm_space/*.py",  # "**/" matches subfolders only: the package's own modules need their own pattern
     "mdlm_space/**/*.py",
     "mdlm_hf/*.py",
     "mdlm_hf/**/*.py",

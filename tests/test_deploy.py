@@ -1,7 +1,13 @@
 """The Space's deploy command, with the Hub intercepted: what it uploads, how much, and a valid front matter."""
 
+import shutil
+import socket
+import subprocess
+import sys
+import time
 import types
 
+import httpx
 import pytest
 import yaml
 from huggingface_hub import HfApi, SpaceCardData, hf_api
@@ -55,6 +61,48 @@ def test_deploy_uploads_the_app_the_package_and_the_models_only(hub, capsys):
     assert sorted(paths) == sorted(p.as_posix() for p in deploy.space_files())  # the dry run lists the same
     size = sum((REPO_ROOT / p).stat().st_size for p in paths)
     assert size < 25e6, f"the Space is {size / 1e6:.1f} MB"
+
+
+def test_every_module_of_the_app_and_the_package_is_uploaded():
+    # the pattern "mdlm_space/**/*.py" matched mdlm_space's subfolders only: the Space had no mdlm_space/__init__.py
+    listed = {p.as_posix() for p in deploy.space_files()}
+    for package in ("mdlm_space", "mdlm_hf"):
+        modules = {p.relative_to(REPO_ROOT).as_posix() for p in (REPO_ROOT / package).rglob("*.py")}
+        assert modules - listed == set(), f"{package} modules the Space would lack"
+
+
+@pytest.mark.slow
+def test_the_uploaded_files_alone_start_the_space_and_generate(tmp_path):
+    from gradio_client import Client
+
+    space = tmp_path / "space"
+    for path in deploy.space_files():  # exactly what the dry run lists, nothing else of the checkout
+        (space / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(REPO_ROOT / path, space / path)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    check = "import mdlm_hf, mdlm_space; print(mdlm_hf.__file__); print(mdlm_space.__file__)"
+    found = subprocess.run([sys.executable, "-c", check], cwd=space, capture_output=True, text=True, check=True)
+    assert all(line.startswith(str(space)) for line in found.stdout.split()), found.stdout  # the copy's, not ours
+    process = subprocess.Popen(
+        [sys.executable, "app.py", "--port", str(port)], cwd=space, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    try:
+        url, deadline = f"http://127.0.0.1:{port}/", time.monotonic() + 300
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                if httpx.get(url, timeout=5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(1)
+        assert process.poll() is None, process.stdout.read().decode(errors="replace")[-2000:]
+        client = Client(url, verbose=False)
+        result = client.predict(prompt="ROMEO:\n", length=40, num_steps=8, end_at="length", api_name="/generate")
+        assert result[1].startswith("ROMEO:\n") and len(result[1]) == len("ROMEO:\n") + 40  # the length is written
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
 
 
 def test_deploy_dry_run_uploads_nothing(hub, capsys):
