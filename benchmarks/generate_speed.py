@@ -1,11 +1,13 @@
-"""`generate(256)` with the default sampler against the previous default, timed interleaved in one run.
+"""`generate(256)` with the default sampler against a previous model or default, timed interleaved in one run.
 
     python -m benchmarks.generate_speed [--model DIR] [--length 256] [--repeats 30] [--threads 2]
+    python -m benchmarks.generate_speed --previous-model OLD_DIR --previous-rule default   # a model against another
 
-Each repeat times one `model.generate` of each rule, the order alternating, with the same seed; the model is
-loaded as `from_pretrained` loads it (the fast path where this machine chose it). The structure suite's rules
-(`evals.structure_suite.RULES`) name the previous default. Target: the default is no slower (the median of
-the per-repeat ratios, which a shared machine's drift moves least, at most 1).
+Each repeat times one `generate` of each way, the order alternating, with the same seed: the default sampler on
+`--model`, and `--previous-rule` (a rule of the structure suite, `evals.structure_suite.RULES`; default the
+default before word streams order) on `--previous-model` (default the same model). Models are loaded as
+`from_pretrained` loads them (the fast path where this machine chose it). Target: the default is no slower (the
+median of the per-repeat ratios, which a shared machine's drift moves least, at most 1).
 """
 
 from __future__ import annotations
@@ -17,11 +19,10 @@ import time
 import torch
 
 from benchmarks.common import load_model, thread_count
-from evals.structure_suite import rule_options
+from evals.structure_suite import RULES, rule_options
 from mdlm_hf import SamplerOptions
 
-# the default before word streams order (streams order, min-p 0.1, temperature 1.2, 0.6 after a capital)
-WAYS = {"previous default": rule_options("streams-t120-caps50"), "default": SamplerOptions()}
+PREVIOUS_RULE = "streams-t120-caps50"  # the default before word streams order (min-p 0.1, T 1.2, 0.6 after a capital)
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
@@ -31,20 +32,25 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--length", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--threads", type=thread_count, default=2)
+    parser.add_argument("--previous-model", default=None, help="the model the previous way runs (default: --model)")
+    parser.add_argument("--previous-rule", default=PREVIOUS_RULE, choices=list(RULES), help="the previous way's rule")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     model, source = load_model(args.model)
-    times: dict[str, list[float]] = {way: [] for way in WAYS}
-    ways = list(WAYS)
+    previous = load_model(args.previous_model)[0] if args.previous_model else model
+    ways = {"previous default": (previous, rule_options(args.previous_rule)), "default": (model, SamplerOptions())}
+    times: dict[str, list[float]] = {way: [] for way in ways}
     for repeat in range(args.repeats + 1):  # the first round warms up (and times the fast path's choice)
-        for way in ways if repeat % 2 else ways[::-1]:
+        for way in list(ways) if repeat % 2 else list(ways)[::-1]:
+            writer, options = ways[way]
             start = time.perf_counter()
-            model.generate(args.length, WAYS[way], seed=repeat)
+            writer.generate(args.length, options, seed=repeat)
             if repeat:
                 times[way].append(time.perf_counter() - start)
     medians = {way: statistics.median(measured) for way, measured in times.items()}
     # each repeat's two runs are neighbours in time: their ratio cancels most of a shared machine's drift
     paired = statistics.median(d / p for d, p in zip(times["default"], times["previous default"], strict=True))
+    print(f"previous: {args.previous_model or source} with {args.previous_rule}")
     print(
         f"model: {source} ({model.denoise_dtype}); {args.length} characters, {args.threads} threads, "
         f"{args.repeats} runs each, interleaved (median, min-max)"

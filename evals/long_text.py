@@ -95,7 +95,7 @@ def row(label: str, samples: list[Sample], context: dict, passes: str = "-") -> 
     loops = sum(repeated_span(s.text) is not None for s in samples)
     return (
         f"| {label} | {len(samples)} | {passes} | {fmt(m['headings_per_1k'], 1)} | {fmt(m['real_names'])} | "
-        f"{fmt(m['empty_speeches'])} | {fmt(m['same_speaker_twice'])} | {fmt(m['strangers'])} | "
+        f"{fmt(m['empty_speeches'])} | {fmt(m['same_speaker_twice'])} | {fmt(m['same_play'])} | "
         f"{fmt(m['repeated_lines'])} | "
         f"{fmt(m['long_lines'], 3)} | {fmt(m['run_on_headings'])} | {fmt(m['valid_words'], 3)} | "
         f"{fmt(m['judge_nll'])} | {loops} |"
@@ -109,7 +109,7 @@ def report(model: MDLM, store_path: Path) -> str:
     store = {k: v for k, v in load_store(store_path).items() if k.startswith(fingerprint + "|")}
     lines = [
         f"{LENGTH}-character texts. Held-out text: {context['heldout_name']}. Targets: {TARGETS}.\n",
-        "| text | samples | passes | headings/1k | names | empty | twice | strangers | repeated lines | long lines "
+        "| text | samples | passes | headings/1k | names | empty | twice | same play | repeated lines | long lines "
         "| run-on headings | valid words | judge NLL | loops |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         row("held-out Shakespeare", heldout_samples(context["reference"], 48, 0, LENGTH), context),

@@ -12,10 +12,12 @@ written), the last when it stops mid-line.
   held-out plays) or one that a given line of the same sample names.
 - An **empty speech** is a heading followed by a blank line or by another heading.
 - **Same speaker twice** is a heading naming the speaker of the heading before it.
-- **Strangers** are two speakers in a row (a heading and the one before it, different names, both of the cast
-  map) who never speak within CAST_SPAN lines of each other in the reference texts: casts of two plays mixed.
-  TinyShakespeare marks no play's end, so a span of about a play's length stands in for "the same play"; speakers
-  at the seam of two plays pass as one cast, so the count is a floor. Real text has none by definition.
+- **Same play** is the share of two speakers in a row (a heading and the one before it, different names, both of
+  the cast map) who speak within CAST_SPAN lines of each other in one of the reference texts, a play of the corpus
+  builder or TinyShakespeare; the others are **strangers**, casts of two plays mixed. The builder's plays come one
+  by one, their headings mapped to the play's list of persons. TinyShakespeare marks no play's end, so there a span
+  of about a play's length stands in for "the same play": speakers at the seam of two plays pass as one cast, so
+  strangers are a floor. Real text has none by definition.
 - A **repeated line** is a speech line (not blank, not a heading) that already occurred earlier in the text.
 - A **long line** is a speech line over LONG_LINE characters (real text has none: its verse and its wrapped prose
   stay under it); a **run-on heading** is an all-capitals name and its colon with the speech run on after it in the
@@ -218,6 +220,7 @@ def metrics(counts: Counts) -> dict[str, float]:
         "empty_speeches": ratio(counts.empty, counts.followed),
         "same_speaker_twice": ratio(counts.twice, counts.preceded),
         "strangers": ratio(counts.strangers, counts.paired),
+        "same_play": ratio(counts.paired - counts.strangers, counts.paired),
         "repeated_lines": ratio(counts.repeated_lines, counts.speech_lines),
         "long_lines": ratio(counts.long_lines, counts.speech_lines),
         "run_on_headings": ratio(counts.run_on, counts.headings + counts.run_on),

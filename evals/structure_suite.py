@@ -45,7 +45,9 @@ from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
 from mdlm_hf.metrics import word_list
 from mdlm_hf.pipeline import text_to_canvas
 from mdlm_hf.sampling.state import final_state
+from training.build_corpus import read_plays
 
+CORPUS = RUNS / "corpus" / "more_plays.txt"  # the corpus builder's plays: python -m training.build_corpus ... --out it
 STORE = RUNS / "evals" / "structure" / "texts.json"  # where sampled rows go unless --store names another
 COMMITTED_STORE = REPO_ROOT / "evals" / "results" / "structure" / "texts.json.gz"  # the texts of the docs' tables
 JUDGE_ORDER = 7
@@ -119,6 +121,14 @@ RULES: dict[str, dict | None] = {
     "word-streams-t120": dict(order="word_streams", min_p=0.1, temperature=1.2, capital_temperature_factor=0.5),
     "word-streams-t125": dict(order="word_streams", min_p=0.1, temperature=1.25, capital_temperature_factor=0.5),
     "word-streams-t130": dict(order="word_streams", min_p=0.1, temperature=1.3, capital_temperature_factor=0.5),
+    # cooler, for the model trained on 25 plays (invented words follow the temperature)
+    "word-streams-t110": dict(order="word_streams", min_p=0.1, temperature=1.1, capital_temperature_factor=0.5),
+    "word-streams-t115": dict(order="word_streams", min_p=0.1, temperature=1.15, capital_temperature_factor=0.5),
+    # and a name's letters cooler still (0.33): its misspelt names ("MERGARET", "SAMERSET") are letters after a capital
+    "word-streams-t110-caps30": dict(order="word_streams", min_p=0.1, temperature=1.1, capital_temperature_factor=0.3),
+    "word-streams-t115-caps30": dict(order="word_streams", min_p=0.1, temperature=1.15, capital_temperature_factor=0.3),
+    "word-streams-t125-caps30": dict(order="word_streams", min_p=0.1, temperature=1.25, capital_temperature_factor=0.3),
+    "word-streams-t125-caps10": dict(order="word_streams", min_p=0.1, temperature=1.25, capital_temperature_factor=0.1),
     # the default's options at fewer passes (the issue's stretch: 8 passes at 32 passes' structure)
     "word-streams-t125-16": dict(
         order="word_streams", min_p=0.1, temperature=1.25, capital_temperature_factor=0.5, num_steps=16
@@ -255,11 +265,11 @@ def report(store: dict, fingerprint: str, context: dict, rules: list[str]) -> st
     lines = [
         f"Held-out text: {context['heldout_name']}. Judge: character {JUDGE_ORDER}-gram Kneser-Ney on the training "
         f"split, nats per written character. Targets: {TARGETS}.\n",
-        "| prompt | rule | seeds | passes | headings/1k | names | empty | twice | strangers | repeated lines "
+        "| prompt | rule | seeds | passes | headings/1k | names | empty | twice | same play | repeated lines "
         "| long lines | run-on headings | valid words | judge NLL | misses |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         f"| (any) | held-out Shakespeare | 1 | - | {fmt(heldout['headings_per_1k'], 1)} | {fmt(heldout['real_names'])} "
-        f"| {fmt(heldout['empty_speeches'])} | {fmt(heldout['same_speaker_twice'])} | {fmt(heldout['strangers'])} | "
+        f"| {fmt(heldout['empty_speeches'])} | {fmt(heldout['same_speaker_twice'])} | {fmt(heldout['same_play'])} | "
         f"{fmt(heldout['repeated_lines'])} | {fmt(heldout['long_lines'], 3)} | {fmt(heldout['run_on_headings'])} | "
         f"{fmt(heldout['valid_words'], 3)} | {fmt(heldout['judge_nll'])} | |",
     ]
@@ -277,7 +287,7 @@ def report(store: dict, fingerprint: str, context: dict, rules: list[str]) -> st
             lines.append(
                 f"| {prompt} | {rule} | {', '.join(str(r['seed']) for r in rows)} | {fmt(m['passes'], 0)} | "
                 f"{fmt(m['headings_per_1k'], 1)} | {fmt(m['real_names'])} ({names}) | {fmt(m['empty_speeches'])} | "
-                f"{fmt(m['same_speaker_twice'])} | {fmt(m['strangers'])} | {fmt(m['repeated_lines'])} | "
+                f"{fmt(m['same_speaker_twice'])} | {fmt(m['same_play'])} | {fmt(m['repeated_lines'])} | "
                 f"{fmt(m['long_lines'], 3)} | {fmt(m['run_on_headings'])} | {fmt(m['valid_words'], 3)} | "
                 f"{fmt(m['judge_nll'])} | {misses} |"
             )
@@ -296,14 +306,17 @@ def pooled(context: dict, rows: list[dict]) -> dict:
 
 
 def report_context() -> dict:
-    """What the metrics need: the speakers and words of the training text and the held-out text, the judge, and the
-    held-out text itself (`reference`) with its name (the validation split where the held-out plays are absent)."""
+    """What the metrics need: the speakers of every play a model read (TinyShakespeare's training split and the corpus
+    builder's plays, where built) and of the held-out text, the casts of those plays, the training split's words,
+    the judge, and the held-out text itself (`reference`) with its name (the validation split where the held-out
+    plays are absent)."""
     train, validation = split_text(read_text(SHARED_DATA))
     heldout_text = read_text(HELDOUT_TEXT) if HELDOUT_TEXT.is_file() else None
     reference = heldout_text or validation
+    plays = list(read_plays(CORPUS).values())  # each its own text, so no cast spans two of them
     return dict(
-        speakers=speakers(train) | speakers(reference),
-        cast=castmates([train, reference]),
+        speakers=set().union(*(speakers(text) for text in [train, reference, *plays])),
+        cast=castmates([train, reference, *plays]),
         words=set(word_list(train)),
         judge=load_judge(train),
         reference=reference,

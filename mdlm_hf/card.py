@@ -11,7 +11,7 @@ Without them the example is the TinyShakespeare one. `card_data` (the front matt
 
 from pathlib import Path
 
-REPO_URL = "https://github.com/mdlm-hf/mdlm_hf"
+REPO_URL = None  # the package has no public source repository yet: the card names it without a link
 
 MODEL_CARD_TEMPLATE = (Path(__file__).resolve().parent / "model_card.md").read_text(encoding="utf-8")
 # an autoregressive twin's card (MDLM(causal=True)): the same values, its exact NLL where the diffusion model's has

@@ -119,6 +119,27 @@ def test_cli_prints_what_it_kept_and_writes_a_manifest(tmp_path, monkeypatch, ca
     assert (tmp_path / "more.txt.json").is_file()
 
 
+def test_read_plays_splits_the_text_back_into_its_plays(tmp_path, monkeypatch):
+    tiny_path = tmp_path / "tiny.txt"
+    tiny_path.write_text("".join(f"CLAUDIUS:\nLine {i} of the training text.\n\n" for i in range(50)))
+    plays = {
+        "lear": gutenberg_play([("Ber.", "Nothing will come of nothing.")]),
+        "john": gutenberg_play([("Ber.", "Speak again."), ("King.", "Mend your speech.")]),
+    }
+    monkeypatch.setattr(build_corpus, "fetch_texts", lambda directory: plays)
+    out = tmp_path / "more.txt"
+    build_corpus.main(["--tinyshakespeare", str(tiny_path), "--out", str(out)])
+    read = build_corpus.read_plays(out)
+    assert read == {
+        "john": "BERNARDO:\nSpeak again.\n\nKING:\nMend your speech.\n",
+        "lear": "BERNARDO:\nNothing will come of nothing.\n",
+    }
+    assert build_corpus.read_plays(tmp_path / "absent.txt") == {}
+    out.write_text(out.read_text() + "more")  # a text the manifest no longer describes
+    with pytest.raises(ValueError, match="do not add up"):
+        build_corpus.read_plays(out)
+
+
 def test_cli_refuses_a_missing_text_in_one_line(tmp_path):
     with pytest.raises(SystemExit, match="does not exist"):
         build_corpus.main(["--tinyshakespeare", str(tmp_path / "nope.txt"), "--out", str(tmp_path / "o.txt")])

@@ -64,6 +64,7 @@ def test_the_job_runs_end_to_end_at_a_tiny_size(tmp_path):
     assert metrics["failed"] == []
     assert set(metrics["scores"]) == {run.name for run in gpu_job.RUNS}
     assert metrics["scores"]["plays-d320"]["val_elbo"] > 0 and metrics["scores"]["twin-plays-d320"]["val_nll"] > 0
+    assert metrics["scores"]["twin-plays-d256"]["val_nll"] > 0  # the shipped model's twin on its text
     returned = {run.name for run in gpu_job.RUNS if run.returned}
     assert sorted(metrics["files"]) == sorted(f"{name}.tar" for name in returned)
     with tarfile.open(out / "plays-d320.tar") as tar:

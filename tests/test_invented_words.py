@@ -3,6 +3,7 @@
 import math
 
 from evals import invented_words
+from mdlm_hf import SamplerOptions
 
 
 def test_word_counts_on_hand_written_text():
@@ -19,3 +20,20 @@ def test_lexicon_joins_the_works_and_tinyshakespeare(tmp_path, monkeypatch):
     tiny.write_text("ROMEO:\nWherefore art thou?\n")
     monkeypatch.setattr(invented_words, "fetch_texts", lambda directory: {"hamlet": "To be, or not to be."})
     assert invented_words.shakespeare_lexicon(tiny) == {"romeo", "wherefore", "art", "thou", "to", "be", "or", "not"}
+
+
+def test_each_model_writes_with_each_rule_the_seeds_shared():
+    class Recorder:
+        def __init__(self):
+            self.calls = []
+
+        def generate(self, length, options, seed):
+            self.calls.append((length, options.temperature, seed))
+            return "x" * length
+
+    model = Recorder()
+    texts = invented_words.sample_texts({"m": model}, 2, 5, 8, ("default", "word-streams-t110"))
+    assert list(texts) == ["m · default", "m · word-streams-t110"]
+    default = SamplerOptions().temperature
+    assert model.calls == [(8, default, 5), (8, 1.1, 5), (8, default, 6), (8, 1.1, 6)]
+    assert list(invented_words.sample_texts({"m": Recorder()}, 1, 0, 4)) == ["m"]  # one rule: the model's name

@@ -62,7 +62,7 @@ def test_speakers_of_two_plays_in_a_row_are_strangers():
     m = metrics(count_structure([Sample.all_written(text)], set(cast), set(), None, cast))
     # HAMLET after ROMEO and JULIET after HAMLET are strangers, ROMEO after JULIET is not; OOPEY, no one's castmate,
     # and OOPEY after OOPEY are not pairs of the cast
-    assert m["strangers"] == 2 / 3
+    assert m["strangers"] == 2 / 3 and m["same_play"] == 1 / 3
     assert math.isnan(metrics(count_structure([Sample.all_written(text)], set(cast), set(), None))["strangers"])
 
 

@@ -1081,6 +1081,26 @@ def test_demo_metadata_gives_the_app_text_the_model_writes(tmp_path):
     assert training.card.demo_metadata(model, shakespeare, text) == {"subject": "Shakespeare"}
 
 
+def test_text_that_joined_the_training_split_only_is_named_apart_from_the_validation_text():
+    text = "the cut line\nFirst Citizen:\nBefore we proceed any further, hear me speak.\nAll:\nSpeak, speak.\n"
+    model = MDLM(CharTokenizer.from_text(text).vocab, n_layer=1, n_head=2, n_embd=16, block_size=64)
+    extra = dict(extra_chars=500, extra_name="more_plays", split_name="plays")
+    data = training.card.describe_training_data(model, text, text, "Plays and more", **extra)
+    assert (
+        training.card.demo_metadata(model, data, text)["sample_name"]
+        == "the validation text of plays (unseen in training)"
+    )
+    facts = training.card.training_facts(model, {}, {}, data)
+    assert (facts["validation_name"], facts["extra_chars"], facts["extra_name"]) == ("plays", 500, "more_plays")
+    assert facts["size_words"] == f"{2 * len(text) + 500:,} characters"  # what it read: the split text and the rest
+    shakespeare = dataclasses.replace(data, tinyshakespeare=True)
+    assert training.card.validation_name(shakespeare) == "TinyShakespeare"
+    evaluation = {"val_chars": 10, "nelbo": 1.5, "nelbo_bits": 2.2, "mask_draws": 1, "exact_nll": [], "accuracy": []}
+    card = model.generate_model_card(title="t", training=facts, evaluation=evaluation, validation_percent=10)
+    assert "and 500 characters of more_plays in the training split only" in str(card)
+    assert "](None)" not in str(card) and "github.com/mdlm-hf" not in str(card)  # no link to a repository
+
+
 def tensorboard_events(log_dir: Path):
     """Every event file of a TensorBoard log dir, read the way TensorBoard does (a resume's purge applied)."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator

@@ -256,6 +256,26 @@ def print_report(report: list[dict], text: str, train_overlap: float) -> None:
     )
 
 
+def read_plays(path: Path) -> dict[str, str]:
+    """The builder's text at `path` split back into its plays, by the manifest beside it (OUT.json): play -> text;
+    {} where either file is absent. A manifest that does not describe the text is a ValueError naming both."""
+    manifest_path = path.with_name(path.name + ".json")
+    if not path.is_file() or not manifest_path.is_file():
+        return {}
+    text = read_text(path)
+    try:
+        kept = [(row["play"], row["chars"]) for row in json.loads(manifest_path.read_text())["plays"] if "chars" in row]
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{manifest_path} is not the corpus builder's manifest ({error})") from None
+    if sum(chars for _, chars in kept) + len(kept) - 1 != len(text):  # the plays are joined by a newline
+        raise ValueError(f"{manifest_path} does not describe {path}: its plays' sizes do not add up to the text's")
+    plays, start = {}, 0
+    for name, chars in kept:
+        plays[name] = text[start : start + chars]
+        start += chars + 1
+    return plays
+
+
 def main(argv: list[str] | None = None) -> dict:
     """`python -m training.build_corpus`: writes the text and its manifest; returns the manifest."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

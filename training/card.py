@@ -46,9 +46,12 @@ class TrainingData:
     """What the model card says of the training text, and the terms the run gives its model (None: not stated)."""
 
     name: str
-    chars: int
+    chars: int  # the text that is split: its first 90 % trains, the rest validates
     val_chars: int
-    tinyshakespeare: bool = False
+    tinyshakespeare: bool = False  # the split text is TinyShakespeare
+    extra_chars: int = 0  # text that joined the training split only (training's --train-extra)
+    extra_name: str = ""  # what that text is
+    split_name: str = ""  # what the split text is, where text joined the training split beside it
     hub_id: str | None = None  # the Hub dataset it is
     license: str | None = None
     language: str | None = None
@@ -64,14 +67,19 @@ def describe_training_data(
     license: str | None = None,
     language: str | None = None,
     default_name: str = "its training text",
+    extra_chars: int = 0,
+    extra_name: str = "",
+    split_name: str = "",
 ) -> TrainingData:
     """The card's facts of the text: TinyShakespeare (by md5) gets its name, Hub id, license mit and language en
     unless given; any other text its `name` (else `default_name`), the given terms only, and usage examples drawn
-    from its validation split."""
+    from its validation split. `train_text` is the split's first part only: `extra_chars` of `extra_name` joined
+    the training split beside it (`split_name`: what the split text is, its files' names)."""
     if license is not None:
         check_license(license)
     text_md5 = hashlib.md5((train_text + val_text).encode("utf-8")).hexdigest()
     size = {"chars": len(train_text) + len(val_text), "val_chars": len(val_text)}
+    size |= {"extra_chars": extra_chars, "extra_name": extra_name, "split_name": split_name if extra_chars else ""}
     terms = {"license": license, "language": language}
     if text_md5 == TINYSHAKESPEARE_MD5:
         terms = {"license": license or "mit", "language": language or "en"}
@@ -122,8 +130,18 @@ def demo_metadata(model: MDLM, data: TrainingData, val_text: str) -> dict:
     if data.name != "its training text":  # describe_training_data's stand-in for no name
         metadata["subject"] = data.name
     if sample:
-        metadata |= {"sample": sample, "sample_name": f"the validation text of {data.name} (unseen in training)"}
+        metadata |= {
+            "sample": sample,
+            "sample_name": f"the validation text of {validation_name(data)} (unseen in training)",
+        }
     return metadata
+
+
+def validation_name(data: TrainingData) -> str:
+    """What the validation split is a part of: the split text, never the text that joined the training split only."""
+    if data.tinyshakespeare:
+        return "TinyShakespeare"
+    return data.split_name or data.name
 
 
 def python_string(text: str) -> str:
@@ -208,7 +226,7 @@ def card_front_matter(report: dict, data: TrainingData, model_name: str) -> dict
         dataset_type=data.hub_id or data.name,
         dataset_name=data.name,
         metric_type=name,
-        metric_name=f"validation {name.upper()}, last 10 % of the text (nats/char)",
+        metric_name=f"validation {name.upper()}, last 10 % of {validation_name(data)} (nats/char)",
         metric_value=round(report[f"val_{name}_nats_per_char"], 4),
     )
     datasets = [data.hub_id] if data.hub_id else None
@@ -226,9 +244,12 @@ def training_facts(model: MDLM, report: dict, run: dict, data: TrainingData) -> 
     args, minutes = run.get("args", {}), run.get("wall_time", 0) / 60
     return {
         "data_name": data.name,
+        "validation_name": validation_name(data),
         "hub_id": data.hub_id,
         "chars": data.chars,
-        "size_words": character_count(data.chars),
+        "extra_chars": data.extra_chars,
+        "extra_name": data.extra_name,
+        "size_words": character_count(data.chars + data.extra_chars),
         "license": data.license,
         "tinyshakespeare": data.tinyshakespeare,
         "parameters": model.num_parameters(),

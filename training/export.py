@@ -251,10 +251,13 @@ def export_run(
     if not other_data:
         check_run_text(run_dir, data_paths, extra_paths)
     train_text, val_text = split_text(read_texts(data_paths))
-    if extra_paths:
-        train_text += SEPARATOR + read_texts(extra_paths)
+    extra_text = read_texts(extra_paths) if extra_paths else ""
     file_names = " + ".join(Path(p).stem for p in [*data_paths, *extra_paths])
-    data = describe_training_data(model, train_text, val_text, dataset_name, license, language, file_names)
+    extra = {"extra_chars": len(extra_text), "extra_name": " + ".join(Path(p).stem for p in extra_paths)}
+    extra["split_name"] = " + ".join(Path(p).stem for p in data_paths)
+    data = describe_training_data(model, train_text, val_text, dataset_name, license, language, file_names, **extra)
+    if extra_paths:
+        train_text += SEPARATOR + extra_text
     recipe_notes, attachments = recipe_with_images(recipe_path, recipe_root) if recipe_path else ("", [])
     report = export_model(
         model,

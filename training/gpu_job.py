@@ -12,6 +12,7 @@ The runs train side by side on the one GPU, each the shipped recipe at batch 256
   tiny-d320        its control: the same shape on TinyShakespeare alone (what the new text gives)
   plays-d256       the shipped shape on the new text (what the width gives)
   twin-plays-d320  the candidate's autoregressive twin (dropout 0.1), for Compare and the likelihood table
+  twin-plays-d256  the shipped model's twin on its text (TinyShakespeare's training split and the plays)
 Then each run is exported on the GPU (training.export), and every model, the shipped ones too, is scored on the
 whole validation split (ELBO, 4 mask draws, seed 0; the exact left-to-right NLL) and on the held-out plays
 (ELBO): OUT/metrics.json, with each run's curve; OUT/curves.png. The exports are packed as OUT/RUN.tar, in parts
@@ -74,6 +75,7 @@ RUNS = (
     Run("tiny-d320", 320, 5, extra_text=False, returned=False),
     Run("plays-d256", 256, 4, extra_text=True),
     Run("twin-plays-d320", 320, 5, extra_text=True, objective="ar"),
+    Run("twin-plays-d256", 256, 4, extra_text=True, objective="ar"),
 )
 TINY_RUNS = tuple(Run(r.name, 32, 2, r.extra_text, r.objective, r.returned) for r in RUNS)
 
