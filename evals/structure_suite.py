@@ -82,7 +82,7 @@ RULES: dict[str, dict | None] = {
     "joint": dict(order="left_to_right", num_steps=LENGTH),  # one character per pass (num_steps: the masks)
     # the autoregressive twin (--twin), sampled as the joint is: its own distribution, left to right
     "twin": dict(order="left_to_right"),
-    "default": None,  # SamplerOptions(): word streams order, min-p 0.1, temperature 1.25, 0.625 after a capital
+    "default": None,  # SamplerOptions(): word streams order, min-p 0.1, temperature 1.25, 0.375 after a capital
     # the default before the structure suite
     "previous": dict(order="confidence", order_temperature=0.25, prior_weight=0.45, remask_ratio=0.65, spacing=2),
     "entropy-s2": dict(ENTROPY, spacing=2),
@@ -119,6 +119,7 @@ RULES: dict[str, dict | None] = {
     "streams-t120-caps50": dict(order="streams", min_p=0.1, temperature=1.2, capital_temperature_factor=0.5),
     # stretches that begin at word starts (word_streams order: a space or a line break before each, drawn first)
     "word-streams-t120": dict(order="word_streams", min_p=0.1, temperature=1.2, capital_temperature_factor=0.5),
+    # the default before a capital's factor fell to 0.3 (the model before's default)
     "word-streams-t125": dict(order="word_streams", min_p=0.1, temperature=1.25, capital_temperature_factor=0.5),
     "word-streams-t130": dict(order="word_streams", min_p=0.1, temperature=1.3, capital_temperature_factor=0.5),
     # cooler, for the model trained on 25 plays (invented words follow the temperature)
@@ -129,7 +130,7 @@ RULES: dict[str, dict | None] = {
     "word-streams-t115-caps30": dict(order="word_streams", min_p=0.1, temperature=1.15, capital_temperature_factor=0.3),
     "word-streams-t125-caps30": dict(order="word_streams", min_p=0.1, temperature=1.25, capital_temperature_factor=0.3),
     "word-streams-t125-caps10": dict(order="word_streams", min_p=0.1, temperature=1.25, capital_temperature_factor=0.1),
-    # the default's options at fewer passes (the issue's stretch: 8 passes at 32 passes' structure)
+    # the model before's default at fewer passes (a stretch goal: 8 passes at 32 passes' structure)
     "word-streams-t125-16": dict(
         order="word_streams", min_p=0.1, temperature=1.25, capital_temperature_factor=0.5, num_steps=16
     ),

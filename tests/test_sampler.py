@@ -470,7 +470,9 @@ def test_seed_and_generator_together_are_refused(tiny_model):
 
 def test_the_default_options_are_the_studys_recommendation_and_plain_turns_every_option_off():
     recommended = dict(num_steps=32, order="word_streams", temperature=1.25, min_p=0.1, top_p=None, order_temperature=0)
-    assert SamplerOptions() == SamplerOptions(**recommended, prior_weight=0.0, remask_ratio=0.0, spacing=8)
+    rest = dict(capital_temperature_factor=0.3, prior_weight=0.0, remask_ratio=0.0, spacing=8)
+    assert SamplerOptions() == SamplerOptions(**recommended, **rest)
+    assert SamplerOptions().capital_temperature_factor == 0.3  # chosen by the structure suite (docs/decisions.md)
     plain = SamplerOptions.plain()
     assert all(getattr(plain, name) == 0 for name in REVEAL_RULE_OPTIONS)
     assert plain.top_k is plain.top_p is plain.min_p is plain.block_length is plain.threshold is None

@@ -114,7 +114,7 @@ def option(default: Any, accepts: Accepts, label: str, **front_ends: Any) -> Any
 @dataclass(frozen=True)
 class SamplerOptions:
     """The options of one sampling run, validated when built. The defaults are the structure suite's rule
-    (benchmarks/structure_suite.py, docs/benchmarks.md): word streams order, min-p 0.1 at temperature 1.25, 0.625
+    (evals/structure_suite.py, docs/benchmarks.md): word streams order, min-p 0.1 at temperature 1.25, 0.375
     after a capital letter; `SamplerOptions.plain()` is the bare core with every option off.
     """
 
@@ -129,7 +129,7 @@ class SamplerOptions:
     # a character whose left neighbour is a capital letter is drawn at the temperature times this factor (1 = off):
     # a name is spelt, not improvised. A stretch's first character (left neighbour masked) keeps the temperature
     capital_temperature_factor: float = option(
-        0.5,
+        0.3,
         positive_fraction(),
         "Temperature factor after a capital (names' letters drawn cooler; 1 = off)",
         slider=(0.05, 1, 0.05),
