@@ -122,10 +122,8 @@ RULES: dict[str, dict | None] = {
     # the default before a capital's factor fell to 0.3 (the model before's default)
     "word-streams-t125": dict(order="word_streams", min_p=0.1, temperature=1.25, capital_temperature_factor=0.5),
     "word-streams-t130": dict(order="word_streams", min_p=0.1, temperature=1.3, capital_temperature_factor=0.5),
-    # cooler, for the model trained on 25 plays (invented words follow the temperature)
-    "word-streams-t110": dict(order="word_streams", min_p=0.1, temperature=1.1, capital_temperature_factor=0.5),
-    "word-streams-t115": dict(order="word_streams", min_p=0.1, temperature=1.15, capital_temperature_factor=0.5),
-    # and a name's letters cooler still (0.33): its misspelt names ("MERGARET", "SAMERSET") are letters after a capital
+    # for the model trained on 25 plays: cooler (invented words follow the temperature), and a name's letters cooler
+    # still, since its misspelt names ("MERGARET", "SAMERSET") are letters after a capital
     "word-streams-t110-caps30": dict(order="word_streams", min_p=0.1, temperature=1.1, capital_temperature_factor=0.3),
     "word-streams-t115-caps30": dict(order="word_streams", min_p=0.1, temperature=1.15, capital_temperature_factor=0.3),
     "word-streams-t125-caps30": dict(order="word_streams", min_p=0.1, temperature=1.25, capital_temperature_factor=0.3),
