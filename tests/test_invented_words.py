@@ -32,8 +32,8 @@ def test_each_model_writes_with_each_rule_the_seeds_shared():
             return "x" * length
 
     model = Recorder()
-    texts = invented_words.sample_texts({"m": model}, 2, 5, 8, ("default", "word-streams-t110"))
-    assert list(texts) == ["m · default", "m · word-streams-t110"]
+    texts = invented_words.sample_texts({"m": model}, 2, 5, 8, ("default", "word-streams-t110-caps30"))
+    assert list(texts) == ["m · default", "m · word-streams-t110-caps30"]
     default = SamplerOptions().temperature
     assert model.calls == [(8, default, 5), (8, 1.1, 5), (8, default, 6), (8, 1.1, 6)]
     assert list(invented_words.sample_texts({"m": Recorder()}, 1, 0, 4)) == ["m"]  # one rule: the model's name
