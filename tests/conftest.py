@@ -1,3 +1,5 @@
+import socket
+
 import pytest
 import torch
 
@@ -6,6 +8,13 @@ from mdlm_hf import MDLM, CharTokenizer
 TINY_TEXT = "".join(
     f"{word} {i % 7}\n" for i, word in enumerate(["to be or not", "that is the question", "whether tis nobler"] * 40)
 )
+
+
+def free_port() -> int:
+    """A loopback port no one listens on now, for a server a test starts."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 @pytest.fixture

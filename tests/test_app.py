@@ -49,6 +49,7 @@ from mdlm_space.texts import (
     sample_line,
     sample_passage,
 )
+from tests.conftest import free_port
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHAKESPEARE_LIKE = (
@@ -122,12 +123,6 @@ def tab_controls(demo: gr.Blocks, endpoint: str) -> dict:
     """The input components of an endpoint, by their API parameter names."""
     fn = next(fn for fn in demo.fns.values() if fn.api_name == endpoint)
     return dict(zip(api_names(demo, endpoint), fn.inputs, strict=True))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,6 @@
 """The Space's deploy command, with the Hub intercepted: what it uploads, how much, and a valid front matter."""
 
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ import yaml
 from huggingface_hub import HfApi, SpaceCardData, hf_api
 
 from mdlm_space import deploy
+from tests.conftest import free_port
 
 REPO_ROOT = deploy.REPO_ROOT
 
@@ -79,9 +79,7 @@ def test_the_uploaded_files_alone_start_the_space_and_generate(tmp_path):
     for path in deploy.space_files():  # exactly what the dry run lists, nothing else of the checkout
         (space / path).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(REPO_ROOT / path, space / path)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     check = "import mdlm_hf, mdlm_space; print(mdlm_hf.__file__); print(mdlm_space.__file__)"
     found = subprocess.run([sys.executable, "-c", check], cwd=space, capture_output=True, text=True, check=True)
     assert all(line.startswith(str(space)) for line in found.stdout.split()), found.stdout  # the copy's, not ours

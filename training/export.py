@@ -252,9 +252,9 @@ def export_run(
         check_run_text(run_dir, data_paths, extra_paths)
     train_text, val_text = split_text(read_texts(data_paths))
     extra_text = read_texts(extra_paths) if extra_paths else ""
-    file_names = " + ".join(Path(p).stem for p in [*data_paths, *extra_paths])
-    extra = {"extra_chars": len(extra_text), "extra_name": " + ".join(Path(p).stem for p in extra_paths)}
-    extra["split_name"] = " + ".join(Path(p).stem for p in data_paths)
+    split_name, extra_name = (" + ".join(Path(p).stem for p in paths) for paths in (data_paths, extra_paths))
+    file_names = " + ".join(name for name in (split_name, extra_name) if name)
+    extra = {"extra_chars": len(extra_text), "extra_name": extra_name, "split_name": split_name}
     data = describe_training_data(model, train_text, val_text, dataset_name, license, language, file_names, **extra)
     if extra_paths:
         train_text += SEPARATOR + extra_text
