@@ -6,6 +6,7 @@ and launches it.
     worker.py     the one model thread every torch call runs on
     checks.py     input checks: one gr.Error line per bad value
     endpoints.py  each endpoint's parameters by name, and `event`, which binds a handler to its components
+    api.py        the API's and MCP's endpoints: the same handlers, text and numbers out
     handlers.py   what the buttons run
     race.py       the Compare tab's race (the two orders and the autoregressive twin) and its takeaway
     controls.py   controls shared by the tabs (options, seeds, run/Stop, replay)

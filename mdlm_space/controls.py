@@ -13,6 +13,7 @@ import gradio as gr
 
 from mdlm_hf import SamplerOptions
 from mdlm_hf.sampling.options import OPTION_SPECS, ORDERS, STREAM_ORDERS, STREAMS_IGNORE, orders_using
+from mdlm_space.api import page_event
 from mdlm_space.endpoints import PARAMS
 from mdlm_space.handlers import stopped
 
@@ -285,17 +286,17 @@ def recorded(fn: Callable) -> Callable:
 
 
 def replayable(
-    run: gr.Button, stop: gr.Button, handler: dict, outputs: list, replay: tuple[gr.Slider, gr.State], api_name: str
+    run: gr.Button, stop: gr.Button, handler: dict, outputs: list, replay: tuple[gr.Slider, gr.State], endpoint: str
 ) -> None:
-    """A stoppable run whose frames are kept (`replay`: the slider and the session's list of canvases), so that
-    after it the slider scrubs through every step on the canvas (`outputs[0]`)."""
+    """A stoppable run, the page's event of `endpoint`, whose frames are kept (`replay`: the slider and the session's
+    list of canvases), so that after it the slider scrubs through every step on the canvas (`outputs[0]`)."""
     slider, canvases = replay
     run_event = stoppable(
         run,
         stop,
         **{**handler, "fn": recorded(handler["fn"])},
         outputs=[*outputs, canvases],
-        api_name=api_name,
+        **page_event(endpoint),
     )
     replayed = run_event.then(replay_slider, canvases, slider, queue=False, api_name=False, show_progress="hidden")
     replayed.then(stopped, outputs[2], outputs[2], queue=False, api_name=False, show_progress="hidden")  # the readout

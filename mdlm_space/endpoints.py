@@ -58,7 +58,7 @@ PARAMS: dict[str, Param] = {
     ),
     # fixed_seed off (the default) draws a new seed per run; every endpoint returns the seed it used as its last
     # output, so a run can be repeated with fixed_seed on
-    "seed": Param("Seed", "number", 0, 0, MAX_SEED, info="the last run's seed"),
+    "seed": Param("Seed", "number", 0, 0, MAX_SEED, info="with fixed seed on, the seed to run with; off, a new one"),
     "fixed_seed": Param("Fixed seed", "checkbox", False, info="off: a new random seed each run"),
     "autoregressive": Param("Left-to-right: one character per forward pass (autoregressive-like)", "checkbox", False),
     # Rewrite: a text and the span of it to write again, text[start:end] (the selection fills them)
@@ -242,14 +242,15 @@ def refuse_extra_values(demo: gr.Blocks) -> None:
 
 
 # what the API page prints inside a string literal as it is (it escapes nothing): such a default would not run as
-# pasted
-UNPRINTABLE_IN_A_LITERAL = ("\n", "\r", "\t", '"', "\\")
+# pasted (an apostrophe: in the curl and CLI snippets' single quotes)
+UNPRINTABLE_IN_A_LITERAL = ("\n", "\r", "\t", '"', "\\", "'")
 
 
 def api_examples_that_run(demo: gr.Blocks) -> None:
     """Makes `demo`'s API page show only snippets that run as pasted: a text parameter whose page default holds a
-    line break (the prompt "ROMEO:\\n", the Score passage) is required in the API, its example that default on one
-    line, since the page would print the break inside the string literal."""
+    line break (the prompt "ROMEO:\\n", the Score passage) or a quote is required in the API, its example that default
+    on one line without quotes, since the page would print them inside the Python snippet's string literal (a line
+    break) or the curl and CLI snippets' single quotes (an apostrophe)."""
     api_info = demo.get_api_info
 
     def get_api_info(*args: Any, **kwargs: Any) -> Any:
@@ -258,8 +259,8 @@ def api_examples_that_run(demo: gr.Blocks) -> None:
             for parameter in endpoint["parameters"]:
                 value = parameter["parameter_default"]
                 if isinstance(value, str) and any(char in value for char in UNPRINTABLE_IN_A_LITERAL):
-                    example = " ".join(value.split())
-                    printable = not any(char in example for char in UNPRINTABLE_IN_A_LITERAL)
+                    example = "".join(char for char in " ".join(value.split()) if char not in UNPRINTABLE_IN_A_LITERAL)
+                    printable = bool(example)
                     parameter.update(parameter_has_default=False, parameter_default=None)
                     parameter["example_input"] = example if printable else parameter["example_input"]
         return info

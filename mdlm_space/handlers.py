@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
@@ -183,9 +184,34 @@ def infill(
     yield from frames(model, states, int((canvas != model.mask_id).sum()), seed, greedy_note(options))
 
 
-def forward_process(model: MDLM, line: str | None, t: float, seed: float) -> tuple[str, str]:
-    """How it works tab: the line masked at ratio t and the model's guesses, one column per character, and how
-    many it gets right."""
+@dataclass(frozen=True)
+class ForwardGuesses:
+    """A line masked at ratio t, and the model's guess at every position (the How it works tab's forward process)."""
+
+    line: str
+    is_masked: list[bool]
+    guesses: list[str]
+
+    @property
+    def num_masked(self) -> int:
+        return sum(self.is_masked)
+
+    @property
+    def num_restored(self) -> int:
+        return sum(m and g == c for c, m, g in zip(self.line, self.is_masked, self.guesses, strict=True))
+
+    def summary(self) -> str:
+        """How many characters were masked and how many the model restored, in words."""
+        masked, restored = self.num_masked, self.num_restored
+        if not masked:
+            return "nothing masked at this t: raise the slider"
+        return (
+            f"{masked} of {len(self.line)} characters masked; the model restores {restored} ({restored / masked:.0%})"
+        )
+
+
+def forward_guesses(model: MDLM, line: str | None, t: float, seed: float) -> ForwardGuesses:
+    """The line masked at ratio t (each character with probability t, drawn from `seed`) and the model's guesses."""
     check_text(line, "line")
     if not line:
         raise ValueError("enter a line of at least one character")
@@ -198,15 +224,14 @@ def forward_process(model: MDLM, line: str | None, t: float, seed: float) -> tup
     with torch.inference_mode():
         predictions = model(noisy, is_masked.float().mean(dim=1)).argmax(dim=-1)
     guesses = [model.tokenizer.vocab[i] for i in predictions[0].tolist()]
-    view = forward_view(line, is_masked[0].tolist(), guesses)
-    num_masked = int(is_masked.sum())
-    correct = int(((predictions == tokens) & is_masked).sum())
-    summary = (
-        f"{num_masked} of {len(line)} characters masked; the model restores {correct} ({correct / num_masked:.0%})"
-        if num_masked
-        else "nothing masked at this t: raise the slider"
-    )
-    return view, summary
+    return ForwardGuesses(line, is_masked[0].tolist(), guesses)
+
+
+def forward_process(model: MDLM, line: str | None, t: float, seed: float) -> tuple[str, str]:
+    """How it works tab: the line masked at ratio t and the model's guesses, one column per character, and how
+    many it gets right."""
+    masked = forward_guesses(model, line, t, seed)
+    return forward_view(masked.line, masked.is_masked, masked.guesses), masked.summary()
 
 
 SCORE_MAX_CHARS = 2048  # read window by window past the context: 2,048 canvases, 22 s on two CPU cores (fast path)
@@ -216,21 +241,25 @@ SCORE_FAST = True  # Score's passes run where Generate's do (the fast path: bf16
 # 0.001 bits per character from fp32 on Sonnet 18; benchmarks/app_latency.py --score)
 
 
-def score(model: MDLM, text: str | None) -> Iterator[tuple[str, str]]:
-    """Score tab: the text's bits per character under the model (the exact left-to-right chain rule: each character
-    read with those before it and masks after it, SCORE_BATCH characters per forward pass; window by window past
-    the model's context) and each character tinted by how surprised the model was by it, streamed as it goes."""
+def scored(model: MDLM, text: str | None) -> Iterator[tuple[list[float], int]]:
+    """Each character's surprise in bits (NaN: not scored yet) and the forward passes so far, after every pass of
+    Score's exact left-to-right chain rule (SCORE_BATCH characters a pass; window by window past the context)."""
     check_text(text, "text")
     if not text:
         raise gr.Error("paste some text to score")
     check_chars(model, text, "text")
     check_fits(text, "text", SCORE_MAX_CHARS, f"Score reads at most {SCORE_MAX_CHARS:,} characters")
-    most = math.log2(len(model.tokenizer.vocab))
     tokens = torch.tensor(model.tokenizer.encode(text))
-    num_passes = 0
-    for nats in surprise_steps(model, tokens, SCORE_BATCH, fast=SCORE_FAST):
-        num_passes += 1
-        bits = (nats.cpu() / math.log(2)).tolist()
+    for num_passes, nats in enumerate(surprise_steps(model, tokens, SCORE_BATCH, fast=SCORE_FAST), 1):
+        yield (nats.cpu() / math.log(2)).tolist(), num_passes
+
+
+def score(model: MDLM, text: str | None) -> Iterator[tuple[str, str]]:
+    """Score tab: the text's bits per character under the model (the exact left-to-right chain rule: each character
+    read with those before it and masks after it, SCORE_BATCH characters per forward pass; window by window past
+    the model's context) and each character tinted by how surprised the model was by it, streamed as it goes."""
+    most = math.log2(len(model.tokenizer.vocab))
+    for bits, num_passes in scored(model, text):
         done = sum(b == b for b in bits)
         if done < len(text):
             yield score_view(text, bits, most), f"{SCORING} {done:,} of {len(text):,} characters ({passes(num_passes)})"

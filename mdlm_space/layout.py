@@ -13,7 +13,7 @@ from mdlm_space.tabs.generate import generate_tab
 from mdlm_space.tabs.how_it_works import how_it_works_tab
 from mdlm_space.tabs.infill import infill_tab
 from mdlm_space.tabs.score import score_tab
-from mdlm_space.texts import demo_texts
+from mdlm_space.texts import demo_texts, sample_passage
 
 
 def build_demo(
@@ -43,7 +43,9 @@ def build_demo(
                 score_tab(model, texts)
             with gr.Tab("How it works") as how_it_works:
                 how_it_works_tab(model, demo, how_it_works, texts)
-        rewrite_panel(model, demo)  # below the tabs: where a run's finished text is, whichever tab ran it
+        rewrite_panel(
+            model, demo, sample_passage(texts, model.block_size)
+        )  # below the tabs: where a run's finished text is, whichever tab ran it
     refuse_extra_values(demo)
     api_examples_that_run(demo)
     return demo

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
@@ -25,6 +26,50 @@ from mdlm_space.texts import passes
 NO_RACE_ORDER = placeholder("After the race: each character tinted by the pass that wrote it.", rows=COMPARE_ROWS)
 
 
+@dataclass
+class RaceRound:
+    """The race after a round: each side's latest state and own compute time so far, the takeaway ("" until every
+    side is done), and what every round shares (the seed, the prompt's length, each diffusion side's options)."""
+
+    latest: dict[str, SamplerState]
+    seconds: dict[str, float]
+    takeaway: str
+    seed: int
+    num_fixed: int
+    options: dict[str, SamplerOptions]
+
+
+def race_rounds(
+    model: MDLM,
+    known_words: set[str] | None,
+    prompt: str | None,
+    length: float,
+    num_steps: int,
+    temperature: float,
+    seed: float,
+    autoregressive: bool,
+    fixed_seed: bool,
+    twin: MDLM | None = None,
+    **rule: Any,
+) -> Iterator[RaceRound]:
+    """Left-to-right and confidence order on the same canvas, with the same reveal rule (`rule`: the
+    REVEAL_RULE_OPTIONS) where it applies, and the autoregressive `twin` (when given) writing the same length with
+    its key-value cache, in turns: a RaceRound after each round."""
+    check_text(prompt, "prompt")
+    check_chars(model, prompt, "prompt")
+    check_flag(autoregressive, "autoregressive")
+    length, note = fitted_length(prompt, length, model.block_size)
+    seed = run_seed(seed, fixed_seed)
+    canvas = prompt_canvas(model, prompt, length)
+    options = race_options(length, num_steps, temperature, autoregressive, rule)
+    runs = {name: sample(model, canvas, side, seed=seed) for name, side in options.items()}
+    if twin is not None:  # its own rule, left to right with a cache; each character drawn as the others draw theirs
+        runs["twin"] = sample(twin, canvas, twin_options(options["left_to_right"]), seed=seed)
+    for latest, seconds in race(runs):
+        summary = takeaway(model, latest, len(prompt), known_words, autoregressive, seconds)
+        yield RaceRound(latest, seconds, " ".join(filter(None, (summary, note))), seed, len(prompt), options)
+
+
 def compare(
     model: MDLM,
     known_words: set[str] | None,
@@ -38,37 +83,31 @@ def compare(
     twin: MDLM | None = None,
     **rule: Any,
 ) -> Iterator[tuple[str | int, ...]]:
-    """Compare tab: left-to-right and confidence order on the same canvas, with the same reveal rule (`rule`: the
-    REVEAL_RULE_OPTIONS) where it applies, and the autoregressive `twin` (when the app has one) writing the same
-    length with its key-value cache; streamed together, a state of each per frame, then a one-line takeaway. Last,
-    each diffusion side's order of writing, once it is done."""
-    check_text(prompt, "prompt")
-    check_chars(model, prompt, "prompt")
-    check_flag(autoregressive, "autoregressive")
-    length, note = fitted_length(prompt, length, model.block_size)
-    seed = run_seed(seed, fixed_seed)
-    canvas = prompt_canvas(model, prompt, length)
-    options = race_options(length, num_steps, temperature, autoregressive, rule)
-    runs = {name: sample(model, canvas, side, seed=seed) for name, side in options.items()}
-    if twin is not None:  # its own rule, left to right with a cache; each character drawn as the others draw theirs
-        runs["twin"] = sample(twin, canvas, twin_options(options["left_to_right"]), seed=seed)
-    orders = RaceOrders(model, tuple(options))
-    for latest, seconds in race(runs):
+    """Compare tab: the race (`race_rounds`) streamed, each side's canvas and statistics per round, then the
+    one-line takeaway; last, each diffusion side's order of writing, once it is done."""
+    race_args = (prompt, length, num_steps, temperature, seed, autoregressive, fixed_seed)
+    orders = None
+    for now in race_rounds(model, known_words, *race_args, twin=twin, **rule):
+        orders = orders or RaceOrders(model, tuple(now.options))
         views = [
             compare_view(
-                model, latest[name], len(prompt), known_words, rule_words(options[name], autoregressive), seconds[name]
+                model,
+                now.latest[name],
+                now.num_fixed,
+                known_words,
+                rule_words(side, autoregressive),
+                now.seconds[name],
             )
-            for name in options
+            for name, side in now.options.items()
         ]
         twin_view = ("", "")
-        if "twin" in latest:
+        if "twin" in now.latest:
             twin_rule = "reveal rule: none, one character per forward pass, left to right, keys and values cached"
             twin_view = compare_view(
-                twin, latest["twin"], len(prompt), known_words, twin_rule, seconds["twin"], shrink=False
+                twin, now.latest["twin"], now.num_fixed, known_words, twin_rule, now.seconds["twin"], shrink=False
             )
-        summary = takeaway(model, latest, len(prompt), known_words, autoregressive, seconds)
-        summary = " ".join(filter(None, (summary, note)))
-        yield (*(part for view in views for part in view), summary, seed, *twin_view, *orders.update(latest))
+        parts = (part for view in views for part in view)
+        yield (*parts, now.takeaway, now.seed, *twin_view, *orders.update(now.latest))
 
 
 def race_options(

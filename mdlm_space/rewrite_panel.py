@@ -13,6 +13,7 @@ import gradio as gr
 
 from mdlm_hf import MASK_GLYPH, MDLM
 from mdlm_hf.sampling.options import OPTION_SPECS
+from mdlm_space.api import example_span, page_event, public_endpoint, rewrite_result
 from mdlm_space.controls import control, replay_slider, run_buttons, sampling_options, stoppable
 from mdlm_space.endpoints import event
 from mdlm_space.order_view import run_order
@@ -135,7 +136,7 @@ def follow_run_options(demo: gr.Blocks, controls: dict[str, gr.components.Compon
     run wrote its text; not its steps, which it counts for the whole text. Compare's two sides have an order each:
     the panel keeps its options."""
     for fn in list(demo.fns.values()):
-        if fn.api_name not in ("generate", "infill"):
+        if fn.api_name not in (page_event("generate")["api_name"], page_event("infill")["api_name"]):
             continue
         named = dict(zip(inspect.signature(fn.fn).parameters, fn.inputs, strict=True))
         shared = [name for name in named if name in OPTION_SPECS and name in controls and name != "num_steps"]
@@ -144,8 +145,9 @@ def follow_run_options(demo: gr.Blocks, controls: dict[str, gr.components.Compon
             listen(run_options, [named[name] for name in shared], [controls[name] for name in shared], **QUIET)
 
 
-def rewrite_panel(model: MDLM, demo: gr.Blocks) -> None:
-    """The panel: the text and its span, Rewrite and Undo, the options; three choices and the order view beside."""
+def rewrite_panel(model: MDLM, demo: gr.Blocks, example: str) -> None:
+    """The panel: the text and its span, Rewrite and Undo, the options; three choices and the order view beside
+    (`example`: the text the API's example rewrites)."""
     block_size = model.block_size
     gr.Markdown(HOW)
     with gr.Row():
@@ -165,7 +167,10 @@ def rewrite_panel(model: MDLM, demo: gr.Blocks) -> None:
             order = gr.HTML(NO_ORDER, elem_id="rewrite-order")
     choices, history = gr.JSON(visible=False), gr.State([])
     outputs = [*views, *labels, order, readout, choices, controls["seed"]]
-    run = stoppable(button, stop, **event(rewrite, controls, model=model), outputs=outputs, api_name="rewrite")
+    run = stoppable(button, stop, **event(rewrite, controls, model=model), outputs=outputs, **page_event("rewrite"))
+    start, end = example_span(example)
+    example_call = dict(text=example, start=start, end=end)  # the page's text starts empty: the API's would not run
+    public_endpoint("rewrite", event(rewrite, controls, model=model), rewrite_result, example_call)
     button.click(picks_ready, None, list(picks), **QUIET)  # none while the rewrites are written
     run.then(picks_ready, choices, list(picks), **QUIET)
     after_pick = [controls["text"], history, undo_button, readout]

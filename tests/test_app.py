@@ -1,3 +1,4 @@
+import ast
 import asyncio
 import collections
 import concurrent.futures
@@ -49,7 +50,7 @@ from mdlm_space.texts import (
     sample_line,
     sample_passage,
 )
-from tests.conftest import free_port
+from tests.conftest import PageClient, free_port
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHAKESPEARE_LIKE = (
@@ -115,13 +116,13 @@ class Page:
 
 def api_names(demo: gr.Blocks, endpoint: str) -> list[str]:
     """An endpoint's API parameter names, in the order its API takes them."""
-    fn = next(fn for fn in demo.fns.values() if fn.api_name == endpoint)
+    fn = next(fn for fn in demo.fns.values() if fn.api_name == f"{endpoint}_page")
     return list(inspect.signature(fn.fn).parameters)
 
 
 def tab_controls(demo: gr.Blocks, endpoint: str) -> dict:
     """The input components of an endpoint, by their API parameter names."""
-    fn = next(fn for fn in demo.fns.values() if fn.api_name == endpoint)
+    fn = next(fn for fn in demo.fns.values() if fn.api_name == f"{endpoint}_page")
     return dict(zip(api_names(demo, endpoint), fn.inputs, strict=True))
 
 
@@ -160,7 +161,7 @@ def server(model_dir, twin_dir):
     demo = app.build_demo(model, known_words, twin=loading.load_twin(twin_dir, model))
     port = free_port()
     demo.queue(default_concurrency_limit=8).launch(
-        server_port=port, prevent_thread_lock=True, quiet=True, theme=render.THEME
+        server_port=port, prevent_thread_lock=True, quiet=True, theme=render.THEME, mcp_server=True
     )
     yield f"http://127.0.0.1:{port}/"
     demo.close()
@@ -168,7 +169,7 @@ def server(model_dir, twin_dir):
 
 @pytest.fixture(scope="module")
 def client(server):
-    return Client(server, verbose=False)
+    return PageClient(server, verbose=False)
 
 
 def test_generate_streams_and_keeps_the_prompt(client):
@@ -182,7 +183,7 @@ def test_generate_streams_and_keeps_the_prompt(client):
         seed=3,
         block_length=0,
         end_at="length",
-        api_name="/generate",
+        api_name="/generate_page",
     )
     frames = list(job)
     assert len(frames) == 13  # the all-mask canvas, then one frame per step
@@ -204,7 +205,7 @@ def test_generate_semi_autoregressive_blocks(client):
         seed=1,
         block_length=16,
         end_at="length",
-        api_name="/generate",
+        api_name="/generate_page",
     )
     assert len(text) == 64 and MASK_GLYPH not in text and "8 forward passes" in readout
 
@@ -221,7 +222,7 @@ def test_generate_with_a_soft_order(client):
         block_length=0,
         order_temperature=0.5,
         end_at="length",
-        api_name="/generate",
+        api_name="/generate_page",
     )
     *_, (canvas_html, text, readout, seed) = job
     assert len(text) == 48 and MASK_GLYPH not in text and "step 6/6" in readout
@@ -230,7 +231,7 @@ def test_generate_with_a_soft_order(client):
 def test_generate_shows_characters_taken_back_by_remasking(client):
     rule = dict(order_temperature=0.25, prior_weight=0.35, remask_ratio=0.75, spacing=1)
     run = dict(prompt="", length=64, num_steps=12, temperature=1.0, top_p=1.0, order="confidence", seed=0)
-    frames = list(client.submit(**run, block_length=0, **rule, end_at="length", api_name="/generate"))
+    frames = list(client.submit(**run, block_length=0, **rule, end_at="length", api_name="/generate_page"))
     assert len(frames) == 13 and len(frames[-1][1]) == 64 and MASK_GLYPH not in frames[-1][1]
     taken_back = [html.replace(render.LEGEND, "").count("#d9534f") for html, *_ in frames]
     assert sum(taken_back) > 0 and taken_back[-1] == 0
@@ -248,7 +249,7 @@ def test_generate_shows_characters_taken_back_by_remasking(client):
             prior_weight=0.35,
             remask_ratio=0.0,
             spacing=1,
-            api_name="/generate",
+            api_name="/generate_page",
         )
     )
     assert all("#d9534f" not in html.replace(render.LEGEND, "") for html, *_ in plain)
@@ -265,7 +266,7 @@ def test_infill_keeps_fixed_characters(client):
             order="entropy",
             seed=0,
             order_temperature=0.3,
-            api_name="/infill",
+            api_name="/infill_page",
         )
     )
     assert len(frames) == 5
@@ -280,22 +281,22 @@ def passes_and_rate(stats: str) -> tuple[int, float]:
 
 
 def test_compare_streams_both_sides(client):
-    frames = list(client.submit(**ROMEO_RACE, autoregressive=False, api_name="/compare"))
+    frames = list(client.submit(**ROMEO_RACE, autoregressive=False, api_name="/compare_page"))
     assert len(frames) >= 9
     left_html, left_stats, right_html, right_stats, summary, seed, twin_html, twin_stats, *orders = frames[-1]
     assert "8 forward passes" in left_stats and "8 forward passes" in right_stats and "real words" in left_stats
     *_, (left_html, left_stats, right_html, right_stats, summary, seed, twin_html, twin_stats, *orders) = client.submit(
-        **ROMEO_RACE, autoregressive=True, api_name="/compare"
+        **ROMEO_RACE, autoregressive=True, api_name="/compare_page"
     )
     assert "40 forward passes · 1.0 chars per pass" in left_stats and "8 forward passes" in right_stats
     assert MASK_GLYPH not in left_html and MASK_GLYPH not in right_html
 
 
 def test_compare_counts_the_characters_revealed_so_far_per_pass(client):
-    autoregressive = list(client.submit(**ROMEO_RACE, autoregressive=True, api_name="/compare"))
+    autoregressive = list(client.submit(**ROMEO_RACE, autoregressive=True, api_name="/compare_page"))
     assert [passes_and_rate(frame[1]) for frame in autoregressive[1:]] == [(i, 1.0) for i in range(1, 41)]
     rule = dict(order_temperature=0, prior_weight=0.35, remask_ratio=0, spacing=1)
-    frames = list(client.submit(**ROMEO_RACE, autoregressive=False, **rule, api_name="/compare"))
+    frames = list(client.submit(**ROMEO_RACE, autoregressive=False, **rule, api_name="/compare_page"))
     for left_html, left_stats, right_html, right_stats, *_ in frames[1:]:
         for canvas, stats in ((left_html, left_stats), (right_html, right_stats)):
             passes, rate = passes_and_rate(stats)
@@ -305,7 +306,7 @@ def test_compare_counts_the_characters_revealed_so_far_per_pass(client):
 
 def test_compare_uses_one_reveal_rule_on_both_sides_and_says_which(client):
     rule = dict(order_temperature=0.25, prior_weight=0.35, remask_ratio=0.5, spacing=1)
-    frames = list(client.submit(**ROMEO_RACE, autoregressive=False, **rule, api_name="/compare"))
+    frames = list(client.submit(**ROMEO_RACE, autoregressive=False, **rule, api_name="/compare_page"))
     left_html, left_stats, right_html, right_stats, summary, seed, twin_html, twin_stats, *orders = frames[-1]
     for stats in (left_stats, right_stats):
         assert "order temperature 0.25" in stats and "remask ratio 0.5" in stats
@@ -314,7 +315,7 @@ def test_compare_uses_one_reveal_rule_on_both_sides_and_says_which(client):
     assert any("#d9534f" in frame[0] for frame in frames)  # left to right remasks too
     # the autoregressive-like side: strictly one character per pass, no reveal rule, and says so
     *_, (left_html, left_stats, right_html, right_stats, summary, seed, twin_html, twin_stats, *orders) = client.submit(
-        **ROMEO_RACE, autoregressive=True, **rule, api_name="/compare"
+        **ROMEO_RACE, autoregressive=True, **rule, api_name="/compare_page"
     )
     assert "one character per forward pass" in left_stats and "remask" not in left_stats
     assert "remask ratio 0.5" in right_stats
@@ -324,11 +325,11 @@ def test_compare_has_a_legend_and_a_one_line_takeaway(client, model_dir):
     model, _ = loading.load_model(model_dir)
     demo = app.build_demo(model)
     assert render.RACE_LEGEND in [block.value for block in demo.blocks.values() if isinstance(block, gr.HTML)]
-    frames = list(client.submit(**ROMEO_RACE, autoregressive=False, api_name="/compare"))
+    frames = list(client.submit(**ROMEO_RACE, autoregressive=False, api_name="/compare_page"))
     assert frames[1][4] == "" and frames[-1][4].startswith("**Takeaway:** same 8 forward passes")
     assert "real words" in frames[-1][4]
     *_, (left_html, left_stats, right_html, right_stats, summary, seed, twin_html, twin_stats, *orders) = client.submit(
-        **ROMEO_RACE, autoregressive=True, api_name="/compare"
+        **ROMEO_RACE, autoregressive=True, api_name="/compare_page"
     )
     assert "took left to right 40 passes" in summary and "in 8, 5.0x fewer" in summary
     assert "key" in summary and "Compare the passes, not the time" in summary  # no key/value cache here
@@ -338,7 +339,7 @@ def test_compare_has_a_legend_and_a_one_line_takeaway(client, model_dir):
 
 
 def test_compare_races_the_autoregressive_twin_in_a_third_column(client, model_dir, twin_dir):
-    frames = list(client.submit(**ROMEO_RACE, autoregressive=False, api_name="/compare"))
+    frames = list(client.submit(**ROMEO_RACE, autoregressive=False, api_name="/compare_page"))
     twin_passes = [passes_and_rate(frame[7]) for frame in frames[1:]]
     assert twin_passes == [(i, 1.0) for i in range(1, 41)]  # one character a pass, every frame one more
     assert frames[1][6].count("mdlm-mask") == 39 and MASK_GLYPH not in frames[-1][6]  # cells, within the context
@@ -392,13 +393,15 @@ def test_the_twin_sentence_claims_a_speed_margin_only_where_it_is_real():
 
 def test_endpoints_take_their_parameters_by_name(client):
     *_, (canvas_html, text, readout, seed) = client.submit(
-        prompt="", length=30, num_steps=3, seed=1, end_at="length", api_name="/generate"
+        prompt="", length=30, num_steps=3, seed=1, end_at="length", api_name="/generate_page"
     )
     assert len(text) == 30 and "step 3/3" in readout
-    *_, (canvas_html, text, readout, seed) = client.submit(template="to __ or", num_steps=2, api_name="/infill")
+    *_, (canvas_html, text, readout, seed) = client.submit(template="to __ or", num_steps=2, api_name="/infill_page")
     assert text.startswith("to ") and text.endswith(" or") and "step 2/2" in readout
     # streams order writes each 2-character blank in 2 passes, though 4 steps are allowed: the readout says done
-    *_, (canvas_html, text, readout, seed) = client.submit(template="to __ or not __", num_steps=4, api_name="/infill")
+    *_, (canvas_html, text, readout, seed) = client.submit(
+        template="to __ or not __", num_steps=4, api_name="/infill_page"
+    )
     assert "done in 2 of 4 steps" in readout and "2 forward passes" in readout
 
 
@@ -425,7 +428,7 @@ def test_option_controls_take_label_bounds_and_defaults_from_the_one_table(model
 def test_length_follows_the_prompt_in_plain_words(client, model_dir):
     # the API: a length that the prompt leaves no room for is lowered, and the readout says so
     *_, last = client.submit(
-        prompt=JULIET, length=121, num_steps=8, temperature=1.0, seed=0, autoregressive=False, api_name="/compare"
+        prompt=JULIET, length=121, num_steps=8, temperature=1.0, seed=0, autoregressive=False, api_name="/compare_page"
     )
     assert "Length lowered from 121 to 79: a run holds 128 characters, and the prompt takes 49" in last[4]
     # the page: the length slider's maximum follows the prompt, and its value comes back with a shorter prompt
@@ -449,7 +452,7 @@ def test_length_follows_the_prompt_in_plain_words(client, model_dir):
 
 def test_generate_writes_past_the_context_window_by_window(client):
     frames = list(
-        client.submit(prompt="ROMEO:\n", length=300, num_steps=8, seed=1, end_at="length", api_name="/generate")
+        client.submit(prompt="ROMEO:\n", length=300, num_steps=8, seed=1, end_at="length", api_name="/generate_page")
     )
     canvas_html, text, readout, seed = frames[-1]
     assert len(text) == 307 and text.startswith("ROMEO:\n") and MASK_GLYPH not in text
@@ -463,26 +466,26 @@ def test_generate_writes_past_the_context_window_by_window(client):
 
 def test_generate_ends_at_a_line_by_default_and_says_what_it_kept(client):
     _, whole, _, _ = client.predict(
-        prompt="", length=100, num_steps=8, seed=5, fixed_seed=True, end_at="length", api_name="/generate"
+        prompt="", length=100, num_steps=8, seed=5, fixed_seed=True, end_at="length", api_name="/generate_page"
     )
     _, text, readout, _ = client.predict(
-        prompt="", length=100, num_steps=8, seed=5, fixed_seed=True, api_name="/generate"
+        prompt="", length=100, num_steps=8, seed=5, fixed_seed=True, api_name="/generate_page"
     )
     assert whole.startswith(text) and (text == whole or whole[len(text)].isspace())
     if text != whole:
         assert f"Ended at the end of a line: {len(text)} of 100 written characters kept." in readout
     _, text, readout, _ = client.predict(
-        prompt="", length=100, num_steps=8, seed=5, fixed_seed=True, end_at="speech", api_name="/generate"
+        prompt="", length=100, num_steps=8, seed=5, fixed_seed=True, end_at="speech", api_name="/generate_page"
     )
     assert whole.startswith(text)
     with pytest.raises(Exception, match="'word' .* is not in the list of choices: \\['length', 'line', 'speech'\\]"):
-        client.predict(prompt="", length=100, num_steps=8, end_at="word", api_name="/generate")
+        client.predict(prompt="", length=100, num_steps=8, end_at="word", api_name="/generate_page")
 
 
 def test_a_prompt_longer_than_the_context_is_kept_and_the_readout_says_how_much_was_read(client):
     prompt = "ROMEO:\nBut soft, what light through yonder window breaks?\n" * 4  # 232 characters
     _, text, readout, _ = client.predict(
-        prompt=prompt, length=40, num_steps=8, end_at="length", seed=0, api_name="/generate"
+        prompt=prompt, length=40, num_steps=8, end_at="length", seed=0, api_name="/generate_page"
     )
     assert text.startswith(prompt) and len(text) == len(prompt) + 40
     assert "The prompt has 232 characters and the model reads 128 at a time: its last 88 are the context" in readout
@@ -518,15 +521,21 @@ def test_steps_follow_the_characters_to_fill_both_ways(model_dir):
 
 
 def test_each_run_draws_a_new_seed_unless_fixed(client, model_dir):
-    args = dict(prompt="", length=40, num_steps=4, order="random", api_name="/generate")
+    args = dict(prompt="", length=40, num_steps=4, order="random", api_name="/generate_page")
     (_, first, readout, seed), (_, second, _, other_seed) = (client.predict(seed=0, **args) for _ in range(2))
     assert seed != other_seed and first != second and f"seed {seed} ·" in readout
     _, again, _, same_seed = client.predict(seed=seed, fixed_seed=True, **args)
     assert (again, same_seed) == (first, seed)
-    *_, seed = client.predict(template="to __ or", num_steps=2, seed=5, fixed_seed=True, api_name="/infill")
+    *_, seed = client.predict(template="to __ or", num_steps=2, seed=5, fixed_seed=True, api_name="/infill_page")
     assert seed == 5
     *_, seed, twin_canvas, twin_stats, _, _ = client.predict(
-        prompt="ROMEO:\n", length=20, num_steps=4, temperature=0.8, seed=5, autoregressive=False, api_name="/compare"
+        prompt="ROMEO:\n",
+        length=20,
+        num_steps=4,
+        temperature=0.8,
+        seed=5,
+        autoregressive=False,
+        api_name="/compare_page",
     )
     assert isinstance(seed, int)
     # the page: each run writes its seed into the seed box; typing a seed fixes it
@@ -573,7 +582,7 @@ def test_each_run_has_a_stop_button(model_dir):
     model, _ = loading.load_model(model_dir)
     demo = app.build_demo(model)
     for endpoint in ("generate", "infill", "compare"):
-        run = next(fn for fn in demo.fns.values() if fn.api_name == endpoint)
+        run = next(fn for fn in demo.fns.values() if fn.api_name == f"{endpoint}_page")
         stops = [fn for fn in demo.fns.values() if run._id in fn.cancels]
         assert stops, endpoint
         assert all(demo.blocks[target].value == "Stop" for fn in stops for target, _ in fn.targets)
@@ -615,7 +624,7 @@ def test_a_cancelled_run_stops_computing(client, server, counted_steps):
         order="confidence",
         seed=0,
         block_length=0,
-        api_name="/generate",
+        api_name="/generate_page",
     )
     while len(counted_steps) < 5:
         time.sleep(0.02)
@@ -648,7 +657,7 @@ def test_every_model_call_runs_on_the_apps_one_model_thread(client, monkeypatch)
             yield state
 
     monkeypatch.setattr(handlers, "sample", recording)
-    client.predict(prompt="", length=24, num_steps=6, seed=0, fixed_seed=True, api_name="/generate")
+    client.predict(prompt="", length=24, num_steps=6, seed=0, fixed_seed=True, api_name="/generate_page")
     single = event(lambda: threading.current_thread().name, {})["fn"]
     assert len(threads) == 7 and all(name.startswith("mdlm-model") for name in threads + [single()])
 
@@ -720,7 +729,7 @@ def test_an_error_while_computing_frames_reaches_the_caller():
 
 
 def test_forward_process(client):
-    view, summary = client.predict("Shall I compare thee", 0.5, 0, api_name="/forward_process")
+    view, summary = client.predict("Shall I compare thee", 0.5, 0, api_name="/forward_process_page")
     assert "of 20 characters masked" in summary and MASK_GLYPH in view
 
 
@@ -900,7 +909,7 @@ def test_bad_input_is_a_visible_error_and_the_app_keeps_serving(client, endpoint
                 seed=0,
                 block_length=0,
                 end_at="length",
-                api_name="/generate",
+                api_name="/generate_page",
             )[1]
         )
         == 10
@@ -922,7 +931,7 @@ def test_a_fraction_where_a_whole_number_belongs_is_refused_not_rounded(client, 
     with pytest.raises(Exception, match=message):
         client.predict(**kwargs, api_name=endpoint)
     _, text, readout, seed = client.predict(
-        prompt="", length=20.0, num_steps=4.0, seed=3.0, fixed_seed=True, end_at="length", api_name="/generate"
+        prompt="", length=20.0, num_steps=4.0, seed=3.0, fixed_seed=True, end_at="length", api_name="/generate_page"
     )
     assert len(text) == 20 and seed == 3 and "step 4/4" in readout  # whole numbers sent as floats are fine
 
@@ -965,7 +974,7 @@ def test_a_boolean_sent_for_a_number_is_refused_naming_the_parameter(client, end
 
 def test_eight_concurrent_users_are_all_served(server):
     def one_user(seed: int) -> str:
-        return Client(server, verbose=False).predict(
+        return PageClient(server, verbose=False).predict(
             prompt="",
             length=50,
             num_steps=10,
@@ -975,7 +984,7 @@ def test_eight_concurrent_users_are_all_served(server):
             seed=seed,
             block_length=0,
             end_at="length",
-            api_name="/generate",
+            api_name="/generate_page",
         )[1]
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
@@ -987,9 +996,9 @@ def test_eight_concurrent_users_are_all_served(server):
 def test_while_eight_generate_a_new_visitor_is_served_and_told_their_place_in_the_queue(server, counted_steps):
     from gradio_client.utils import Status
 
-    client = Client(server, verbose=False)
+    client = PageClient(server, verbose=False)
     running = [
-        client.submit(prompt="", length=100, num_steps=100, seed=s, fixed_seed=True, api_name="/generate")
+        client.submit(prompt="", length=100, num_steps=100, seed=s, fixed_seed=True, api_name="/generate_page")
         for s in range(8)
     ]
     ninth = None
@@ -998,9 +1007,9 @@ def test_while_eight_generate_a_new_visitor_is_served_and_told_their_place_in_th
         while len(counted_steps) < 40 and time.monotonic() < deadline:  # all eight under way
             time.sleep(0.05)
         assert httpx.get(server, timeout=10).status_code == 200  # the page
-        shown = client.predict("To be, or not to be", 0.5, 0, api_name="/forward_process")  # another tab's event
+        shown = client.predict("To be, or not to be", 0.5, 0, api_name="/forward_process_page")  # another tab's event
         assert "x_t" in shown[0]
-        ninth = client.submit(prompt="", length=20, num_steps=5, seed=9, fixed_seed=True, api_name="/generate")
+        ninth = client.submit(prompt="", length=20, num_steps=5, seed=9, fixed_seed=True, api_name="/generate_page")
         deadline = time.monotonic() + 10
         while (status := ninth.status()).code != Status.IN_QUEUE and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -1666,7 +1675,7 @@ def test_a_model_of_other_text_starts_and_shows_text_it_writes(arithmetic_dir):
     page.fire(tab, "select")  # the accuracy plot measures the model's own sample
     assert page.value(next(b for b in demo.blocks.values() if isinstance(b, gr.Plot))) is not None
     # the endpoint fills the blank and keeps the model's "_" as a character
-    infill = next(fn for fn in demo.fns.values() if fn.api_name == "infill")
+    infill = next(fn for fn in demo.fns.values() if fn.api_name == "infill_page")
     named = dict(template="x# = 2#3", num_steps=2, temperature=1.0, top_p=1.0, order="confidence", seed=0)
     named |= dict(order_temperature=0.25, prior_weight=0.35, remask_ratio=0.0, spacing=1, fixed_seed=True)
     named |= dict(entropy_bound=0, min_p=0.0, cut_where_sure=0.0, capital_temperature_factor=1.0)
@@ -1718,9 +1727,9 @@ def test_the_entropy_bound_is_a_reveal_rule_control_passed_by_name(client, model
 
     monkeypatch.setattr(handlers, "sample", spy)
     # in a scored order: streams order, the default, refuses an entropy bound by name
-    client.predict(prompt="", length=40, num_steps=20, order="entropy", entropy_bound=2.0, api_name="/generate")
-    client.predict(template="to __ or", num_steps=2, order="entropy", entropy_bound=1.5, api_name="/infill")
-    client.predict(prompt="", length=20, num_steps=4, api_name="/generate")  # the default: off
+    client.predict(prompt="", length=40, num_steps=20, order="entropy", entropy_bound=2.0, api_name="/generate_page")
+    client.predict(template="to __ or", num_steps=2, order="entropy", entropy_bound=1.5, api_name="/infill_page")
+    client.predict(prompt="", length=20, num_steps=4, api_name="/generate_page")  # the default: off
     assert seen == [2.0, 1.5, None]
     model, _ = loading.load_model(model_dir)
     demo = app.build_demo(model)
@@ -1732,7 +1741,7 @@ def test_the_entropy_bound_is_a_reveal_rule_control_passed_by_name(client, model
 
 def test_after_a_run_the_replay_slider_shows_each_of_its_frames_without_sampling_again(client, model_dir, monkeypatch):
     # the API's outputs stay the canvas, the text, the readout and the seed: the frames live in the page's session
-    assert len(client.predict(prompt="", length=20, num_steps=4, api_name="/generate")) == 4
+    assert len(client.predict(prompt="", length=20, num_steps=4, api_name="/generate_page")) == 4
     model, _ = loading.load_model(model_dir)
     demo = app.build_demo(model)
     for endpoint, values in (
@@ -1741,7 +1750,7 @@ def test_after_a_run_the_replay_slider_shows_each_of_its_frames_without_sampling
         ("infill", dict(template="to __ or not __", num_steps=4, steps_taken=2)),
     ):
         controls, names = tab_controls(demo, endpoint), api_names(demo, endpoint)
-        run = next(fn for fn in demo.fns.values() if fn.api_name == endpoint)
+        run = next(fn for fn in demo.fns.values() if fn.api_name == f"{endpoint}_page")
         streamed = list(run.fn(*[values.get(name, controls[name].value) for name in names]))  # steps_taken: no name
         canvases = streamed[-1][-1]
         steps = len(canvases) - 1  # streams order ends sooner where the blanks are shorter than the steps
@@ -1772,7 +1781,7 @@ def test_score_gives_bits_per_character_and_tints_each_character(client, model_d
     from mdlm_hf.diffusion import char_nll, surprise_steps
 
     text = "ROMEO:\nBut soft, what light"
-    view, summary = client.predict(text, api_name="/score")
+    view, summary = client.predict(text, api_name="/score_page")
     model, _ = loading.load_model(model_dir)
     tokens = torch.tensor(model.tokenizer.encode(text))
     # Score runs Generate's pass (the fast path's bf16 weights where faster, 2.4x), and says on which weights
@@ -1799,7 +1808,7 @@ def test_score_reads_a_text_longer_than_the_context_window_by_window(client, mod
     from mdlm_hf.diffusion import surprise_steps
 
     text = ("ROMEO:\nBut soft, what light through yonder window breaks?\n" * 6)[:300]  # the context is 128
-    view, summary = client.predict(text=text, api_name="/score")
+    view, summary = client.predict(text=text, api_name="/score_page")
     model, _ = loading.load_model(model_dir)
     *_, nats = surprise_steps(model, torch.tensor(model.tokenizer.encode(text)), 32, fast=handlers.SCORE_FAST)
     bits = (nats / math.log(2)).tolist()
@@ -1822,7 +1831,7 @@ def test_score_reads_a_text_longer_than_the_context_window_by_window(client, mod
 )
 def test_score_refuses_what_it_cannot_score_in_one_line(client, text, message):
     with pytest.raises(Exception) as error:
-        client.predict(text, api_name="/score")
+        client.predict(text, api_name="/score_page")
     assert message in str(error.value) and "\n" not in str(error.value)
 
 
@@ -1863,7 +1872,7 @@ def test_main_serves_on_the_device_with_mcp_only_when_its_extra_is_installed(mod
     )
     app.main(["--model", str(model_dir), "--device", "cpu"])
     assert launched["device"] == "cpu" and launched["mcp_server"] is mcp
-    fn = next(fn for fn in launched["blocks"].fns.values() if fn.api_name == "generate")
+    fn = next(fn for fn in launched["blocks"].fns.values() if fn.api_name == "generate_page")
     assert fn.fn.__doc__.startswith("Writes text after a prompt")  # what "Use via API" and MCP clients show
     assert mcp_available() is (importlib.util.find_spec("mcp") is not None)
 
@@ -1934,7 +1943,7 @@ def test_temperature_zero_repeats_itself_or_says_what_still_draws(client):
             seed=seed,
             fixed_seed=True,
             end_at="length",
-            api_name="/generate",
+            api_name="/generate_page",
             **options,
         )
         return text, readout
@@ -1996,9 +2005,9 @@ def test_a_users_mistake_logs_no_traceback(client, capfd):
 
     for kwargs in (dict(num_steps=999), dict(length=0), dict(prompt="é"), dict(order="sideways")):
         with pytest.raises(AppError):
-            client.predict(**{"prompt": "", "length": 20, **kwargs}, api_name="/generate")
+            client.predict(**{"prompt": "", "length": 20, **kwargs}, api_name="/generate_page")
     with pytest.raises(AppError, match="template has no blank"):
-        client.predict(template="to be", api_name="/infill")
+        client.predict(template="to be", api_name="/infill_page")
     assert "Traceback" not in capfd.readouterr().err
 
 
@@ -2062,7 +2071,7 @@ def python_snippet(info: dict, endpoint: str) -> str:
     def shown(value, kind: str) -> str:
         if kind in ("str", "string") or kind.startswith("Literal["):
             return f'"{value}"'
-        return {True: "True", False: "False", None: "None"}.get(value, str(value))
+        return str(value)  # None, True, False and numbers as Python writes them
 
     lines = []
     for par in info["named_endpoints"][f"/{endpoint}"]["parameters"]:
@@ -2072,16 +2081,20 @@ def python_snippet(info: dict, endpoint: str) -> str:
 
 
 def test_the_api_page_snippets_run_as_pasted_and_name_no_internals(server):
-    # the page printed the prompt "ROMEO:\n" with a real line break inside the string, and named MAX_CANVAS
+    # the page printed the prompt "ROMEO:\n" with a real line break inside the string, and named MAX_CANVAS; the
+    # curl snippets of /score and /forward_process broke on the apostrophe of "summer's", in single quotes; /rewrite's
+    # sent an empty text with start = end = 0
     info = httpx.get(f"{server}gradio_api/info", timeout=30).json()
-    for endpoint in ("generate", "infill", "compare", "score", "forward_process"):
+    client = Client(server, verbose=False)
+    for endpoint in MCP_CALLS:
         snippet = python_snippet(info, endpoint)
-        compile(snippet, endpoint, "exec")  # a SyntaxError: the snippet does not run as pasted
+        result = eval(compile(snippet, endpoint, "eval"), {"client": client})  # runs as pasted
+        assert isinstance(result, dict) and "'" not in snippet, (endpoint, snippet)
         described = info["named_endpoints"][f"/{endpoint}"]["description"]
         assert described and not re.search(r"\b[A-Z]+_[A-Z_]+\b|\btab\b", described), described
         assert "`" not in described  # the page shows it as plain text
-    client = Client(server, verbose=False)
-    *_, seed = client.predict(**{"length": 8, "num_steps": 2, "prompt": "ROMEO:"}, api_name="/generate")
+    client = PageClient(server, verbose=False)
+    *_, seed = client.predict(**{"length": 8, "num_steps": 2, "prompt": "ROMEO:"}, api_name="/generate_page")
     assert isinstance(seed, (int, float))
 
 
@@ -2183,6 +2196,82 @@ def test_mcp_tools_are_named_and_described_for_a_caller(model_dir):
         assert all(parameters.values()), (name, parameters)
         for text in (description, *parameters.values(), *returns):
             assert not re.search(r"\b[A-Z]+_[A-Z_]+\b|\btabs?\b", text), (name, text)
+
+
+# one call of each MCP tool, and what its answer must hold
+MCP_CALLS = {
+    "generate": (dict(prompt="ROMEO:\n", length=24, num_steps=4, end_at="length", seed=3, fixed_seed=True), "text"),
+    "infill": (dict(template="to __ or not __", num_steps=2), "text"),
+    "compare": (dict(prompt="ROMEO:\n", length=16, num_steps=4, seed=1, fixed_seed=True), "takeaway"),
+    "score": (dict(text="to be or not"), "bits_per_character"),
+    "rewrite": (dict(text="to be or not to be", start=3, end=8, num_steps=4), "ranking"),
+    "forward_process": (dict(line="to be or not to be", t=0.5, seed=0), "restored"),
+}
+
+
+def mcp_answers(server: str, progress: bool = False) -> tuple[set[str], dict]:
+    """The app's MCP tools, and each MCP_CALLS call's result, through gradio's MCP server as a client calls it (with
+    a progress token: the streaming path)."""
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamablehttp_client
+
+    async def noted(progress: float, total: float | None, message: str | None) -> None:
+        pass
+
+    async def calls() -> tuple[set[str], dict]:
+        async with streamablehttp_client(f"{server}gradio_api/mcp/") as (read, write, _):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                tools = {tool.name for tool in (await session.list_tools()).tools}
+                answers = {}
+                for name, (arguments, _) in MCP_CALLS.items():
+                    callback = noted if progress else None
+                    answers[name] = await session.call_tool(name, arguments, progress_callback=callback)
+                return tools, answers
+
+    return asyncio.run(calls())
+
+
+@pytest.mark.parametrize("progress", [False, True])
+def test_every_mcp_tool_answers_in_text_and_numbers(server, progress):
+    # generate and infill failed on every MCP call ("pop index out of range": their replay frames, a gr.State, were
+    # among the outputs gradio's MCP server unpacks), and score and compare answered with the page's HTML
+    tools, answers = mcp_answers(server, progress)
+    assert tools == set(MCP_CALLS)
+    for name, answer in answers.items():
+        assert not answer.isError, (name, answer.content)
+        (content,) = answer.content
+        result = ast.literal_eval(content.text)  # a dict of text and numbers, one per tool
+        assert MCP_CALLS[name][1] in result and "<" not in content.text, (name, content.text)
+    generated = ast.literal_eval(answers["generate"].content[0].text)
+    assert generated["text"].startswith("ROMEO:\n") and len(generated["text"]) == 31 and generated["seed"] == 3
+    ranking = ast.literal_eval(answers["rewrite"].content[0].text)["ranking"]
+    assert [choice["rank"] for choice in ranking] == [1, 2, 3]
+    assert all(choice["text"][:3] == "to " and choice["text"][8:] == " not to be" for choice in ranking)
+    scored = ast.literal_eval(answers["score"].content[0].text)
+    assert scored["characters"] == 12 and scored["bits_per_character"] > 0
+
+
+def test_the_api_endpoints_return_text_and_numbers_with_the_pages_defaults(server, model_dir):
+    # the API returned the page's HTML (3,347 characters for Score's one-line summary, 18k for Compare) and its
+    # schema said "default: None" where the default is 0
+    client = Client(server, verbose=False)  # what a caller sees: the API page's endpoints only
+    info = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
+    assert sorted(info) == sorted(f"/{name}" for name in MCP_CALLS)
+    defaults = {p["parameter_name"]: p for p in info["/generate"]["parameters"]}
+    assert defaults["seed"]["parameter_default"] == 0 and defaults["seed"]["python_type"]["type"] == "int"
+    assert defaults["fixed_seed"]["parameter_default"] is False
+    assert defaults["order"]["parameter_default"] == SamplerOptions().order
+    frames = list(client.submit(**MCP_CALLS["generate"][0], api_name="/generate"))
+    assert len(frames) == 5 and all(set(frame) == {"text", "readout", "seed"} for frame in frames)
+    assert MASK_GLYPH in frames[0]["text"] and MASK_GLYPH not in frames[-1]["text"]
+    assert frames[-1]["readout"].startswith("seed 3 · step 4/4")
+    compared = client.predict(**MCP_CALLS["compare"][0], api_name="/compare")
+    assert set(compared) == {"left_to_right", "confidence", "twin", "takeaway", "seed"}
+    assert all(len(compared[side]["text"]) == 16 for side in ("left_to_right", "confidence", "twin"))
+    assert compared["takeaway"].startswith("Takeaway:") and "<" not in json.dumps(compared)
+    with pytest.raises(Exception, match="seed must be a whole number"):
+        client.predict(prompt="", length=10, seed=2.5, fixed_seed=True, api_name="/generate")
 
 
 def test_uploads_are_capped_and_deleted_when_the_app_exits(model_dir, monkeypatch, tmp_path):
@@ -2387,7 +2476,7 @@ def test_a_race_cut_short_by_stop_says_so_under_the_sides(model_dir):
     assert race.race_stopped(finished, "32 forward passes") == gr.skip()
     assert race.race_stopped("", "") == gr.skip()  # a race that never started (a bad prompt) says its error instead
     demo = app.build_demo(loading.load_model(model_dir)[0])
-    run = next(fn for fn in demo.fns.values() if fn.api_name == "compare")
+    run = next(fn for fn in demo.fns.values() if fn.api_name == "compare_page")
     stopped = next(fn for fn in demo.fns.values() if fn.fn is race.race_stopped)
     takeaway, left_stats = run.outputs[4], run.outputs[1]
     assert stopped.inputs == [takeaway, left_stats] and stopped.outputs == [takeaway]

@@ -97,7 +97,8 @@ def test_the_uploaded_files_alone_start_the_space_and_generate(tmp_path):
         assert process.poll() is None, process.stdout.read().decode(errors="replace")[-2000:]
         client = Client(url, verbose=False)
         result = client.predict(prompt="ROMEO:\n", length=40, num_steps=8, end_at="length", api_name="/generate")
-        assert result[1].startswith("ROMEO:\n") and len(result[1]) == len("ROMEO:\n") + 40  # the length is written
+        text = result["text"]
+        assert text.startswith("ROMEO:\n") and len(text) == len("ROMEO:\n") + 40  # the length is written
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -32,7 +32,7 @@ SPAN = (12, 30)  # "oft, what light th"
 
 def rewrite_call(client, **changes):  # noqa: F811 (the fixture)
     values = dict(text=TEXT, start=SPAN[0], end=SPAN[1], num_steps=8, temperature=1.0, order="word_streams")
-    return client.predict(**(values | dict(seed=3, fixed_seed=True) | changes), api_name="/rewrite")
+    return client.predict(**(values | dict(seed=3, fixed_seed=True) | changes), api_name="/rewrite_page")
 
 
 def test_the_rewrite_endpoint_gives_three_ranked_rewrites_of_the_span_only(client):  # noqa: F811
@@ -135,7 +135,7 @@ def test_pick_is_usable_only_once_a_runs_rewrites_are_ranked(model_dir):  # noqa
     found = by_elem_id(demo)
     picks = [found[f"rewrite-pick-{number}"] for number in (1, 2, 3)]
     assert all(pick.interactive is False for pick in picks)
-    run = next(fn for fn in demo.fns.values() if fn.api_name == "rewrite")
+    run = next(fn for fn in demo.fns.values() if fn.api_name == "rewrite_page")
     ready = [fn for fn in demo.fns.values() if fn.fn is rewrite_handlers.picks_ready]
     assert {tuple(map(tuple, fn.targets)) for fn in ready} >= {tuple(map(tuple, run.targets))}  # off as a run starts
     assert all(fn.outputs == picks for fn in ready) and any(fn.inputs for fn in ready)  # on, given its choices
@@ -323,7 +323,7 @@ def test_a_generate_or_infill_run_gives_the_panel_its_sampling_options(model_dir
             page.type(controls[name], value)
         steps = page.value(panel["num_steps"])
         page.type(controls["num_steps"], 5)
-        run = next(fn for fn in page.demo.fns.values() if fn.api_name == endpoint)
+        run = next(fn for fn in page.demo.fns.values() if fn.api_name == f"{endpoint}_page")
         for fn in copies:  # what the run's click fires beside the run
             if fn.targets == run.targets:
                 page.run(fn)

@@ -7,6 +7,7 @@ import gradio as gr
 
 from mdlm_hf import MDLM
 from mdlm_hf.sampling.options import REVEAL_RULE_OPTIONS
+from mdlm_space.api import page_event, public_endpoint, race_result
 from mdlm_space.controls import control, default_value, follow_prompt, redraw, run_buttons, seed_controls, stoppable
 from mdlm_space.endpoints import event
 from mdlm_space.race import NO_RACE_ORDER, compare, race_stopped
@@ -111,6 +112,8 @@ def compare_tab(
     compared = event(compare, controls, model=model, known_words=known_words, twin=twin)
     # the takeaway, last of the race: in view, the race above it is too, on a phone as well
     race = stoppable(
-        button, stop, **compared, outputs=outputs + orders, api_name="compare", into_view="compare-takeaway"
+        button, stop, **compared, outputs=outputs + orders, **page_event("compare"), into_view="compare-takeaway"
     )
     race.then(race_stopped, [summary, left_stats], summary, queue=False, api_name=False, show_progress="hidden")
+    raced = event(race_result(model, known_words, twin), controls)
+    public_endpoint("compare", raced, lambda result: result)

@@ -6,6 +6,7 @@ import gradio as gr
 
 from mdlm_hf import MDLM
 from mdlm_hf.windows import MAX_CANVAS
+from mdlm_space.api import public_endpoint, run_result
 from mdlm_space.controls import (
     control,
     default_value,
@@ -42,4 +43,5 @@ def generate_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
     for trigger in (prompt.change, length.change):  # the canvas before a run shows what will be filled
         redraw(trigger, draft_canvas, [prompt, length], outputs[0])
     generated = event(generate, controls, model=model)  # the API takes the controls by name, in this order
-    replayable(button, stop, generated, outputs + [controls["seed"]], replay, api_name="generate")
+    replayable(button, stop, generated, outputs + [controls["seed"]], replay, "generate")
+    public_endpoint("generate", generated, run_result)  # the API's and MCP's: text and numbers

@@ -14,6 +14,7 @@ import torch
 from mdlm_hf import MDLM, SamplerOptions
 from mdlm_hf.diffusion import MASK_RATIOS, accuracy_by_mask_ratio
 from mdlm_hf.plots import accuracy_figure
+from mdlm_space.api import forward_guessed, forward_result, page_event, public_endpoint
 from mdlm_space.checks import as_float
 from mdlm_space.endpoints import event
 from mdlm_space.handlers import forward_process
@@ -82,15 +83,9 @@ def accuracy_plot_once(model: MDLM, texts: DemoText = SHAKESPEARE) -> Callable[[
     return draw
 
 
-def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab, texts: DemoText) -> None:
-    """The forward process on a line of the sample text, the accuracy plot marked at its t, and how the reverse
-    process reveals."""
-    gr.Markdown(
-        "**Forward process.** Each character is replaced by a mask independently with probability t. "
-        "The model sees the masked line (x_t) and predicts every masked character at once; under each wrong "
-        "guess is the true character. Training teaches it to do this for every t; generation runs it in reverse, "
-        "from t = 1 (all masks) to t = 0."
-    )
+def forward_process_views(model: MDLM, demo: gr.Blocks, texts: DemoText) -> gr.Slider:
+    """A line of the sample text, its mask ratio and seed, and the masked line with the model's guesses (also the
+    API's /forward_process); the mask ratio's slider, which the accuracy plot follows."""
     with gr.Row():
         line = gr.Textbox(
             label=sample_label(texts),
@@ -109,8 +104,23 @@ def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab, texts: DemoText)
     mask_ratio.change(**forward, outputs=outputs, api_name=False, trigger_mode="always_last", show_progress="hidden")
     for trigger in (line.submit, seed.submit):
         trigger(**forward, outputs=outputs, api_name=False)
-    gr.Button("Mask and predict", size="sm").click(**forward, outputs=outputs, api_name="forward_process")
+    gr.Button("Mask and predict", size="sm").click(**forward, outputs=outputs, **page_event("forward_process"))
+    forward_api = event(forward_guessed, dict(line=line, t=mask_ratio, seed=seed), model=model)
+    public_endpoint("forward_process", forward_api, forward_result)
     demo.load(**forward, outputs=outputs, api_name=False)
+    return mask_ratio
+
+
+def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab, texts: DemoText) -> None:
+    """The forward process on a line of the sample text, the accuracy plot marked at its t, and how the reverse
+    process reveals."""
+    gr.Markdown(
+        "**Forward process.** Each character is replaced by a mask independently with probability t. "
+        "The model sees the masked line (x_t) and predicts every masked character at once; under each wrong "
+        "guess is the true character. Training teaches it to do this for every t; generation runs it in reverse, "
+        "from t = 1 (all masks) to t = 0."
+    )
+    mask_ratio = forward_process_views(model, demo, texts)
     # measured once, at start-up (app.main) or on the tab's first visit, then kept for every visitor; the Plot's
     # own label would sit over the figure's title on a phone: the figure's title says it all
     plot = gr.Plot(show_label=False, elem_id="accuracy-plot")

@@ -7,6 +7,7 @@ import functools
 import gradio as gr
 
 from mdlm_hf import MDLM
+from mdlm_space.api import public_endpoint, run_result
 from mdlm_space.controls import (
     control,
     fit_steps_to_length,
@@ -56,4 +57,5 @@ def infill_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
     demo.load(**fit, queue=False, api_name=False, show_progress="hidden")  # steps fit the first template too
     redraw(template.change, functools.partial(draft_template, blank=blank), [template], outputs[0])
     filled = event(infill, controls, model=model, blank=blank)
-    replayable(button, stop, filled, outputs + [controls["seed"]], replay, api_name="infill")
+    replayable(button, stop, filled, outputs + [controls["seed"]], replay, "infill")
+    public_endpoint("infill", filled, run_result)

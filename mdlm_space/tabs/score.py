@@ -5,6 +5,7 @@ from __future__ import annotations
 import gradio as gr
 
 from mdlm_hf import MDLM
+from mdlm_space.api import page_event, public_endpoint, score_result, scores
 from mdlm_space.controls import run_buttons, stoppable
 from mdlm_space.endpoints import event
 from mdlm_space.handlers import SCORE_MAX_CHARS, score
@@ -29,4 +30,5 @@ def score_tab(model: MDLM, texts: DemoText) -> None:
             waiting = placeholder("Press Score: each character is tinted by the model's surprise.")
             view, summary = gr.HTML(waiting, elem_id="score-view"), gr.Markdown(elem_id="score-summary")
     scored = event(score, dict(text=text), model=model)  # streamed: each pass on the model thread, others between
-    stoppable(button, stop, **scored, outputs=[view, summary], api_name="score", readout=summary)
+    stoppable(button, stop, **scored, outputs=[view, summary], **page_event("score"), readout=summary)
+    public_endpoint("score", event(scores, dict(text=text), model=model), score_result(model))
