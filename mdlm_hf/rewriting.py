@@ -84,29 +84,48 @@ def score_window(length: int, start: int, end: int, block_size: int) -> tuple[in
 
 
 @torch.no_grad()
+def span_nats_steps(
+    model: nn.Module, texts: list[str], start: int, end: int, fast: bool = False
+) -> Iterator[torch.Tensor]:
+    """`span_nats` of several texts of one length (rewrites of one span), batched: their canvases SCORE_ROWS a pass,
+    text after text; yields the (len(texts), end - start) nats so far on the CPU (NaN: not scored yet) after each
+    pass, so that a caller can show its progress, and use a text's figure as soon as it is complete."""
+    check_model(model, "span_nats_steps", "texts, start, end")
+    for text in texts:
+        check_span(model, text, start, end)
+    if len({len(text) for text in texts}) > 1:
+        raise ValueError("the texts must have one length: rewrites of one span")
+    check_flag(fast, "fast")
+    low, high = score_window(len(texts[0]), start, end, model.block_size)
+    device = next(model.parameters()).device
+    windows = torch.tensor([model.tokenizer.encode(text[low:high]) for text in texts], device=device)  # (m, n)
+    first, n, length = start - low, high - low, end - start
+    forward = model.denoise if fast else model
+    nats = torch.full((len(texts), length), float("nan"))
+    # row (i, k): text i with the span's first k characters revealed, the rest masked; it scores character k
+    row_ids = torch.arange(len(texts) * length, device=device)
+    text_of, char_of = row_ids.div(length, rounding_mode="floor"), row_ids % length
+    with evaluating(model):
+        for rows in row_ids.split(SCORE_ROWS):
+            which, chars = text_of[rows], char_of[rows]
+            canvas = windows[which].clone()  # (b, n)
+            positions = torch.arange(n, device=device)[None, :]
+            canvas[(positions >= first + chars[:, None]) & (positions < end - low)] = model.mask_id
+            t = (length - chars).float() / n  # each canvas's mask ratio
+            log_probs = forward(canvas, t).float().log_softmax(dim=-1)  # (b, n, V)
+            at = first + chars
+            scored = -log_probs[torch.arange(len(rows), device=device), at, windows[which, at]]
+            nats[which.cpu(), chars.cpu()] = scored.cpu()
+            yield nats.clone()
+
+
 def span_nats(model: nn.Module, text: str, start: int, end: int, fast: bool = False) -> torch.Tensor:
     """-log p, in nats, of each character of `text[start:end]` given the text on both sides and the span's earlier
     characters, its later ones masked: the exact chain rule left to right over the span; (end - start,) on the CPU.
     `fast`: the passes run where the sampler's do (`denoise`: bf16 weights where faster) instead of the exact fp32."""
     check_model(model, "span_nats", "text, start, end")
-    check_span(model, text, start, end)
-    check_flag(fast, "fast")
-    low, high = score_window(len(text), start, end, model.block_size)
-    device = next(model.parameters()).device
-    window = torch.tensor(model.tokenizer.encode(text[low:high]), device=device)  # (n,)
-    first, n = start - low, high - low
-    forward = model.denoise if fast else model
-    nats = []
-    with evaluating(model):
-        for chunk in torch.arange(end - start, device=device).split(SCORE_ROWS):
-            canvas = window.expand(len(chunk), -1).clone()  # (b, n): row k reveals the span's first k characters
-            positions = torch.arange(n, device=device)[None, :]
-            canvas[(positions >= first + chunk[:, None]) & (positions < end - low)] = model.mask_id
-            t = ((end - start) - chunk).float() / n  # each canvas's mask ratio
-            log_probs = forward(canvas, t).float().log_softmax(dim=-1)  # (b, n, V)
-            rows, at = torch.arange(len(chunk), device=device), first + chunk
-            nats.append(-log_probs[rows, at, window[at]])
-    return torch.cat(nats).cpu()
+    *_, nats = span_nats_steps(model, [text], start, end, fast)
+    return nats[0]
 
 
 def span_bits_per_char(model: nn.Module, text: str, start: int, end: int, fast: bool = False) -> float:

@@ -4,14 +4,16 @@ span's bits per character; a pick, its undo, and the selection in words."""
 from __future__ import annotations
 
 import html
+import math
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import gradio as gr
 
-from mdlm_hf import MDLM, SamplerOptions, SamplerState, sample, span_bits_per_char
+from mdlm_hf import MDLM, SamplerOptions, SamplerState, sample
 from mdlm_hf.pipeline import check_text
-from mdlm_hf.rewriting import check_span, span_canvas
+from mdlm_hf.rewriting import check_span, span_canvas, span_nats_steps
 from mdlm_hf.windows import MAX_CANVAS
 from mdlm_space.checks import as_int, check_chars, run_seed
 from mdlm_space.order_view import PassRecorder, order_html
@@ -70,6 +72,15 @@ def step_line(state: SamplerState, seed: int, start: int, end: int) -> str:
     )
 
 
+def ranking_line(num_scored: int, written: float, seed: int, start: int, end: int) -> str:
+    """The readout while the rewrites are ranked: how many of their characters are scored."""
+    total = NUM_CHOICES * (end - start)
+    return (
+        f"seed {seed} · written in {written:.1f} s · ranking by the span's bits per character (the exact chain "
+        f"rule, a canvas per character): {num_scored:,} of {total:,} characters scored"
+    )
+
+
 def ranked(texts: list[str], bits: list[float], start: int, end: int) -> list[dict[str, Any]]:
     """The rewrites, likeliest span first: each one's rank, whole text, span and bits per character."""
     order = sorted(range(len(texts)), key=bits.__getitem__)
@@ -90,19 +101,27 @@ def rewrite(
     options = options.replace(num_steps=min(controls.get("num_steps", end - start), end - start))  # one a character
     canvas = span_canvas(model, text, start, end).expand(NUM_CHOICES, -1)
     recorder = PassRecorder()
+    began = time.perf_counter()
     for state in sample(model, canvas, options, seed=seed):
         recorder.update(state)
         views = [choice_view(model, state, row, text, start, end) for row in range(NUM_CHOICES)]
         labels = [f"Choice {row + 1}: writing…" for row in range(NUM_CHOICES)]
         yield (*views, *labels, NO_ORDER, step_line(state, seed, start, end), None, seed)
     texts = [model.tokenizer.decode(row) for row in state.tokens.tolist()]
-    bits = []
-    for row, written in enumerate(texts):  # one choice a yield: other runs' steps interleave on the model thread
-        bits.append(span_bits_per_char(model, written, start, end, fast=True))
-        labels[row] = f"Choice {row + 1}: {bits[-1]:.2f} bits/char"
-        yield (*views, *labels, NO_ORDER, f"Scoring the rewrites… {row + 1} of {NUM_CHOICES}", None, seed)
-    before = span_bits_per_char(model, text, start, end, fast=True)  # the span as it was: the bar to clear
-    yield finished(model, state, recorder, ranked(texts, bits, start, end), (start, end), seed, before)
+    written = time.perf_counter() - began
+    # one pass a yield, so the readout moves and other runs' steps interleave on the model thread
+    for nats in span_nats_steps(model, texts, start, end, fast=True):
+        bits = (nats.nanmean(dim=1) / math.log(2)).tolist()
+        scored = (nats == nats).sum(dim=1).tolist()
+        labels = [
+            f"Choice {row + 1}: " + (f"{bits[row]:.2f} bits/char" if scored[row] == end - start else "ranking…")
+            for row in range(NUM_CHOICES)
+        ]
+        yield (*views, *labels, NO_ORDER, ranking_line(sum(scored), written, seed, start, end), None, seed)
+    choices = ranked(texts, bits, start, end)
+    yield finished(model, state, recorder, choices, (start, end), seed, None)  # the ranking, before the bar
+    *_, nats = span_nats_steps(model, [text], start, end, fast=True)  # the span as it was: the bar to clear
+    yield finished(model, state, recorder, choices, (start, end), seed, float(nats.mean()) / math.log(2))
 
 
 def finished(
@@ -112,17 +131,17 @@ def finished(
     choices: list[dict],
     span: tuple[int, int],
     seed: int,
-    before: float,
+    before: float | None,
 ) -> tuple:
     """The panel after the run: the choices ranked left to right, the best one's order of writing, the readout
-    (with `before`, the bits per character of the span as it was)."""
+    (with `before`, the bits per character of the span as it was; None: still being scored)."""
     start, end = span
     views = [choice_view(model, state, c["choice"] - 1, c["text"], start, end) for c in choices]
     labels = [f"**#{c['rank']}** · {c['bits_per_char']:.2f} bits/char" for c in choices]
     readout = (
         f"seed {seed} · {passes(state.num_forward_passes)} · ranked by the span's bits per "
         "character given the rest of the text (the exact chain rule over its characters; lower: likelier); the "
-        f"span as it was: {before:.2f} bits/char. Pick one to keep it."
+        f"span as it was: {'scoring…' if before is None else f'{before:.2f} bits/char'}. Pick one to keep it."
     )
     if len({c["span"] for c in choices}) == 1:  # greedy drawing in a fixed order: nothing left to choose between
         readout += " The three are the same: raise the temperature for different ones."

@@ -8,7 +8,7 @@ import torch
 
 from mdlm_hf import MASK_GLYPH, MDLM, rewrite, span_bits_per_char, stream_rewrite
 from mdlm_hf.diffusion import exact_nll
-from mdlm_hf.rewriting import score_window, span_nats
+from mdlm_hf.rewriting import SCORE_ROWS, score_window, span_nats, span_nats_steps
 
 TEXT = "to be or not to be\nthat is the question 3\n"
 
@@ -76,6 +76,19 @@ def test_a_span_scores_as_the_chain_rule_computed_by_hand(tiny_model):
             log_probs = tiny_model(canvas[None], torch.tensor([(end - k) / len(TEXT)])).log_softmax(-1)
         expected.append(-log_probs[0, k, ids[k]].item())
     assert span_nats(tiny_model, TEXT, start, end).tolist() == pytest.approx(expected, rel=1e-5)
+
+
+def test_rewrites_of_one_span_are_scored_together_pass_by_pass_as_each_alone(tiny_model):
+    start, end = 5, 25  # 20 characters: 60 canvases for three texts, SCORE_ROWS a pass
+    texts = [rewrite(tiny_model, TEXT, start, end, seed=seed) for seed in range(3)]
+    steps = list(span_nats_steps(tiny_model, texts, start, end))
+    assert len(steps) == math.ceil(3 * (end - start) / SCORE_ROWS)
+    scored = [int((nats == nats).sum()) for nats in steps]  # NaN: not scored yet
+    assert scored == sorted(scored) and scored[0] == SCORE_ROWS and scored[-1] == 3 * (end - start)
+    for row, text in enumerate(texts):
+        assert steps[-1][row].tolist() == pytest.approx(span_nats(tiny_model, text, start, end).tolist(), rel=1e-5)
+    with pytest.raises(ValueError, match="one length"):
+        next(span_nats_steps(tiny_model, [TEXT, TEXT + TEXT[0]], start, end))
 
 
 def test_a_long_text_is_scored_in_a_window_centred_on_the_span():

@@ -1,0 +1,70 @@
+"""How long does the Rewrite panel take, for a span of `--span` characters in a passage of `--window`: to its first
+frame, to the three rewrites written, to their ranking, and to the span as it was scored (the bar to clear)?
+
+    python -m benchmarks.rewrite_speed [--model DIR] [--span 80] [--window 256] [--repeats 5] [--threads 2]
+
+It runs the panel's own handler (`mdlm_space.rewrite_handlers.rewrite`) with the panel's options, as the app does
+minus the server, each repeat on another passage of the validation split, and prints the medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+
+import torch
+
+from benchmarks.common import SHARED_DATA, SHIPPED_MODEL, thread_count, whole_number
+from mdlm_hf import MDLM
+from mdlm_hf.data import read_text, split_text
+from mdlm_space.rewrite_handlers import rewrite
+
+PANEL_STEPS = 16  # the panel's num_steps (mdlm_space.rewrite_panel.CHANGES)
+
+
+def timed_run(model: MDLM, text: str, start: int, end: int, seed: int) -> dict[str, float]:
+    """Seconds from the press to the first frame, to the last writing frame, to the ranking and to the bar."""
+    began, marks = time.perf_counter(), {}
+    for frame in rewrite(model, text, start, end, seed, True, num_steps=PANEL_STEPS):
+        now = time.perf_counter() - began
+        readout, choices = frame[-3], frame[-2]
+        marks.setdefault("first frame", now)
+        if readout.startswith(f"seed {seed} · step"):
+            marks["written"] = now
+        if choices and "ranked" not in marks:
+            marks["ranked"] = now
+        marks["bar"] = now
+    return marks
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Times the runs and prints each mark's median."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default=str(SHIPPED_MODEL))
+    parser.add_argument("--data", default=str(SHARED_DATA))
+    parser.add_argument("--span", type=whole_number(1), default=80)
+    parser.add_argument("--window", type=whole_number(2), default=256)
+    parser.add_argument("--repeats", type=whole_number(1), default=5)
+    parser.add_argument("--threads", type=thread_count, default=2)
+    args = parser.parse_args(argv)
+    if args.span >= args.window:
+        parser.error(f"--span must be below --window ({args.window}), got {args.span}")
+    torch.set_num_threads(args.threads)
+    model = MDLM.from_pretrained(args.model).eval()
+    if args.window > model.block_size:
+        parser.error(f"--window must be at most the model's context ({model.block_size}), got {args.window}")
+    validation, rng = split_text(read_text(args.data))[1], random.Random(0)
+    timed_run(model, validation[: args.window], 0, args.span, seed=0)  # warm-up
+    runs = []
+    for repeat in range(args.repeats):
+        low = rng.randrange(len(validation) - args.window)
+        start = (args.window - args.span) // 2
+        runs.append(timed_run(model, validation[low : low + args.window], start, start + args.span, seed=repeat))
+    for mark in runs[0]:
+        print(f"{mark}: {statistics.median(run[mark] for run in runs):.2f} s (median of {args.repeats})")
+
+
+if __name__ == "__main__":
+    main()
