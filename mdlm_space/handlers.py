@@ -39,8 +39,10 @@ def stopped(line: str | None) -> Any:
     """A readout (Generate's, Infill's) or Score's line after Stop: a run still going says where it stopped; one
     that had ended is kept."""
     first, *rest = (line or "").split("\n\n", 1)
-    if first.endswith(f" · {RUNNING}"):
-        first = first.removesuffix(f" · {RUNNING}").replace(" · step ", " · stopped at step ", 1)
+    parts = first.split(" · ")
+    if RUNNING in parts:  # the speed of a run still going (a long run's window comes after it)
+        parts.remove(RUNNING)
+        first = " · ".join(parts).replace(" · step ", " · stopped at step ", 1)
     elif first.startswith(f"{SCORING} "):
         first = f"Stopped: {first.removeprefix(f'{SCORING} ').replace(' characters', ' characters scored', 1)}"
     else:
@@ -127,7 +129,7 @@ def frames(
         if state.step == 0 and prompt_length is not None:
             note = " ".join(filter(None, (note, sentence(unseen_prompt_note(state, prompt_length) or ""))))
         seconds = time.perf_counter() - start_time
-        shown = note
+        shown, kept = note, None
         text = model.tokenizer.decode(state.tokens[0, : (state.window or (0, None))[1]])
         if state.done:
             whole = model.tokenizer.decode(state.tokens[0])
@@ -138,9 +140,10 @@ def frames(
                 cut = f"Ended at {ENDED_AT[reached]}: {kept:,} of {written:,} written characters kept."
                 if reached != end_at:  # the text holds no end of the kind asked for: it fell back to a shorter one
                     cut = f"No {end_at} ended in the text, so it {cut[0].lower()}{cut[1:]}"
-                shown = " ".join(filter(None, (note, cut)))
+                shown, kept = " ".join(filter(None, (note, cut))), len(text)
         num_generated = state.tokens.size(1) - num_fixed
-        yield render_canvas(model, state) + LEGEND, text, readout(state, seconds, num_generated, seed, shown), seed
+        canvas = render_canvas(model, state, kept=kept) + LEGEND
+        yield canvas, text, readout(state, seconds, num_generated, seed, shown), seed
 
 
 def generate(

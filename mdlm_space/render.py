@@ -83,6 +83,11 @@ def colour_scale(low: str, high: str) -> str:
     )
 
 
+# the written characters after where a text ended (a line, a speech): kept on the canvas, struck out
+DROPPED = f"text-decoration: line-through; opacity: 0.45; color: {SUBDUED_TEXT};"
+DROPPED_TITLE = "written after the end: not in the text"
+
+
 def legend(window: bool = True) -> str:
     """The line under a canvas: what each mark means; `window`: with the live window's frame, which only a text
     longer than the context shows (never a Compare race)."""
@@ -100,7 +105,7 @@ def legend(window: bool = True) -> str:
         f"{NEWLINE_GLYPH} line break &nbsp; "
         f"{frame}"
         f"<span style='{CANVAS_FONT} background:{TAKEN_BACK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span> taken back this "
-        "step (remasking)</div>"
+        f"step (remasking) &nbsp; <span style='{DROPPED}'>x</span> written after the end, left out of the text</div>"
     )
 
 
@@ -203,11 +208,18 @@ def render_canvas(
     rows: int = CANVAS_ROWS,
     font_px: int = 15,
     shrink: bool | None = None,
+    kept: int | None = None,
 ) -> str:
     """The canvas as HTML: one cell per position. A text longer than the model's context shows its finished part
     as text, the live window's cells framed, and a count of what is still to come; the box follows the window. A
-    text within the context is all cells, whatever part a sampler reads (the twin's cache reads the new character)."""
+    text within the context is all cells, whatever part a sampler reads (the twin's cache reads the new character).
+    `kept`: a finished text ended before its last position (at a line, a speech): the cells after it struck out."""
     length = state.tokens.size(1)
+    if kept is not None and kept < length:
+        cells = canvas_cells(model, state, row, slice(0, length))
+        dropped = f"<span class='mdlm-dropped' style='{DROPPED}' title='{DROPPED_TITLE}'>{''.join(cells[kept:])}</span>"
+        follow = length > model.block_size  # a long text's box shows its end, where it was cut
+        return canvas_box([*cells[:kept], dropped], rows, font_px, follow=follow, shrink=shrink)
     start, end = state.window or (0, length)
     if end - start == length or length <= model.block_size:
         return canvas_box(canvas_cells(model, state, row, slice(0, length)), rows, font_px, shrink=shrink)

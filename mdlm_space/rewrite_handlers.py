@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -160,30 +161,53 @@ def picked_order(choice: dict) -> Any:
     return order_html(text, [0] * start + written_at + [0] * (len(text) - start - len(written_at)), choice["passes"])
 
 
-def pick(rank: int, text: str | None, choices: list[dict] | None, history: list[str]) -> tuple:
-    """Keeps the rewrite ranked `rank`: it replaces the text, the text before it goes on the undo list, and the order
-    view shows how it was written."""
+def pick(rank: int, text: str | None, choices: list[dict] | None, history: list[dict], order: str | None) -> tuple:
+    """Keeps the rewrite ranked `rank`: it replaces the text, the text before it (with its `order` view) goes on the
+    undo list, and the order view shows how the rewrite was written."""
     if not choices:
         raise gr.Error("press Rewrite first: then pick one of its three rewrites", print_exception=False)
     choice = choices[rank - 1]
     note = f"Picked #{rank} ({choice['bits_per_char']:.2f} bits per character). Undo goes back."
-    return choice["text"], [*history, text or ""], gr.update(interactive=True), note, picked_order(choice)
+    before = dict(text=text or "", order=order)
+    return choice["text"], [*history, before], gr.update(interactive=True), note, picked_order(choice)
 
 
-def undo(history: list[str]) -> tuple:
-    """Goes back one pick: the text as it was before it."""
+def undo(history: list[dict]) -> tuple:
+    """Goes back one pick: the text as it was before it, and its order view."""
     if not history:
-        return gr.skip(), history, gr.update(interactive=False), "Nothing to undo."
-    rest = history[:-1]
-    return history[-1], rest, gr.update(interactive=bool(rest)), "Undone: the text before the last pick."
+        return gr.skip(), history, gr.update(interactive=False), "Nothing to undo.", gr.skip()
+    *rest, last = history
+    note = "Undone: the text before the last pick."
+    return last["text"], rest, gr.update(interactive=bool(rest)), note, last["order"] or gr.skip()
+
+
+def stopped(readout: str | None, *labels: str | None) -> tuple:
+    """The readout and the choices' labels after Stop: a run still writing or ranking says where it stopped, and a
+    choice it had not finished says so; a finished run (or one that never started) keeps them."""
+    line = readout or ""
+    writing = re.match(r"seed (\d+) · step (\d+/\d+) · (.*?) · characters", line)
+    ranking = re.search(r"(\d[\d,]*) of ([\d,]+) characters scored", line)
+    if writing:
+        said = f"Stopped at step {writing[2]} of writing (seed {writing[1]}, {writing[3]}): nothing to pick."
+    elif ranking and " · ranking by " in line:
+        said = f"Stopped while ranking: {ranking[1]} of {ranking[2]} characters scored; nothing to pick."
+    else:
+        return (gr.skip(),) * (1 + len(labels))
+    unfinished = ("writing…", "ranking…")
+    return said, *(
+        re.sub(r": (writing|ranking)…$", ": stopped", label) if (label or "").endswith(unfinished) else gr.skip()
+        for label in labels
+    )
 
 
 def new_text() -> tuple:
     """A new text in the box, a run's or the visitor's own edit: the undo history and the rewrites were of the text
     it replaced, so both go, from the panel too (an Undo or a Pick would bring that text back, the new one lost):
-    the history, Undo, the choices, their views, labels and Pick buttons, and the readout."""
+    the history, Undo, the choices, their views, labels and Pick buttons, the readout, and From and To (a span of
+    the text it replaced, which the visitor never selected in this one)."""
     labels = [f"Choice {row + 1}" for row in range(NUM_CHOICES)]
-    return [], gr.update(interactive=False), None, *[NO_CHOICE] * NUM_CHOICES, *labels, *picks_ready(), WAITING
+    cleared = [NO_CHOICE] * NUM_CHOICES, labels, picks_ready()
+    return [], gr.update(interactive=False), None, *(part for group in cleared for part in group), WAITING, 0, 0
 
 
 def picks_ready(choices: list[dict] | None = None) -> tuple:

@@ -28,6 +28,7 @@ from mdlm_space.rewrite_handlers import (
     rewrite,
     selection,
     selection_line,
+    stopped,
     undo,
 )
 
@@ -173,13 +174,14 @@ def rewrite_panel(model: MDLM, demo: gr.Blocks, example: str) -> None:
     public_endpoint("rewrite", event(rewrite, controls, model=model), rewrite_result, example_call)
     button.click(picks_ready, None, list(picks), **QUIET)  # none while the rewrites are written
     run.then(picks_ready, choices, list(picks), **QUIET)
-    after_pick = [controls["text"], history, undo_button, readout]
+    run.then(stopped, [readout, *labels], [readout, *labels], **QUIET)  # after Stop: where it stopped
+    after_pick = [controls["text"], history, undo_button, readout, order]
     for rank, pick_button in enumerate(picks, 1):
-        picked = dict(inputs=[controls["text"], choices, history], outputs=[*after_pick, order])
+        picked = dict(inputs=[controls["text"], choices, history, order], outputs=after_pick)
         pick_button.click(functools.partial(pick, rank), **picked, **QUIET)
     undo_button.click(undo, history, after_pick, **QUIET)
     # input, not change: a pick's or an undo's text is a change too, and keeps the history
-    cleared = [history, undo_button, choices, *views, *labels, *picks, readout]
+    cleared = [history, undo_button, choices, *views, *labels, *picks, readout, controls["start"], controls["end"]]
     forgotten = dict(fn=new_text, inputs=None, outputs=cleared, **QUIET)
     controls["text"].input(**forgotten)
     feed_from_runs(demo, controls["text"]).change(**forgotten)

@@ -2481,3 +2481,27 @@ def test_a_race_cut_short_by_stop_says_so_under_the_sides(model_dir):
     takeaway, left_stats = run.outputs[4], run.outputs[1]
     assert stopped.inputs == [takeaway, left_stats] and stopped.outputs == [takeaway]
     assert stopped.trigger_after == run._id  # once the race's event has ended, stopped or not
+
+
+def test_a_stopped_run_past_the_context_says_it_stopped_where_its_window_was():
+    # a stopped 3,007-character run kept "step 4/377 · … · window 0–256 of 3,007": the window's part came after the
+    # running speed, which was what the stop looked for at the line's end
+    line = "seed 3 · step 4/377 · 4 forward passes · 1.20 s · … · window 0–256 of 3,007\n\nA note."
+    said = handlers.stopped(line)
+    assert said.startswith("seed 3 · stopped at step 4/377 · 4 forward passes · 1.20 s · window 0–256 of 3,007")
+    assert "…" not in said.split("\n\n")[0] and said.endswith("A note.")
+    finished = "seed 3 · step 377/377 · 377 forward passes · 9.00 s · 333 chars/s"
+    assert handlers.stopped(finished) == gr.skip()
+
+
+@pytest.mark.parametrize("length", [100, 300])  # within the model's context, and window by window past it
+def test_a_text_that_ends_at_a_line_shows_its_dropped_tail_as_dropped(model_dir, length):
+    # after ending at a line or a speech, the canvas showed the characters cut off styled as kept text
+    model, _ = loading.load_model(model_dir)
+    for seed in range(20):
+        *_, (canvas, text, readout, _) = handlers.generate(model, "", length, seed, True, "line", num_steps=8)
+        if len(text) < length:
+            break
+    assert "Ended at the end of a line" in readout
+    kept, dropped = canvas.split("class='mdlm-dropped'", 1)
+    assert "mdlm-dropped" not in kept and dropped.count("mdlm-earlier") == length - len(text)

@@ -2,6 +2,7 @@
 after a run, rewritten, picked and undone. The server and browser fixtures are test_app's."""
 
 import re
+from types import SimpleNamespace
 
 import gradio as gr
 import pytest
@@ -74,9 +75,9 @@ def test_a_picked_rewrite_shows_its_own_order_of_writing(tiny_model):
         assert len(choice["written_at"]) == end - start and all(
             1 <= n <= choice["passes"] for n in choice["written_at"]
         )
-    *_, order = rewrite_handlers.pick(1, text, choices, [])
+    *_, order = rewrite_handlers.pick(1, text, choices, [], None)
     assert order == best  # the best one's view, as the run ended with
-    *_, order = rewrite_handlers.pick(2, text, choices, [])
+    *_, order = rewrite_handlers.pick(2, text, choices, [], None)
     passes = [int(n) for n in re.findall(r"data-pass='(\d+)'", order)]
     assert passes == choices[1]["written_at"] and "mdlm-pass" in order  # the span's characters, as #2 wrote them
     cells = re.findall(r"<span class='mdlm-(?:pass|given)'[^>]*>([^<]*)</span>", order)
@@ -92,15 +93,29 @@ def test_three_equal_rewrites_say_so(tiny_model):
 
 
 def test_pick_keeps_a_rewrite_and_undo_goes_back_one_pick():
+    # after Pick then Undo, the text was back but the order view still showed the picked rewrite's
     choices = [dict(rank=r, text=f"text {r}", bits_per_char=1.0 + r) for r in (1, 2, 3)]
-    text, history, undo_button, note, _ = rewrite_handlers.pick(2, "original", choices, [])
-    assert text == "text 2" and history == ["original"] and undo_button["interactive"] and "#2" in note
-    text, history, _, _, _ = rewrite_handlers.pick(1, text, choices, history)
-    assert text == "text 1" and history == ["original", "text 2"]
-    text, history, undo_button, _ = rewrite_handlers.undo(history)
-    assert text == "text 2" and history == ["original"] and undo_button["interactive"]
-    text, history, undo_button, _ = rewrite_handlers.undo(history)
-    assert text == "original" and history == [] and not undo_button["interactive"]
+    text, history, undo_button, note, _ = rewrite_handlers.pick(2, "original", choices, [], "order of original")
+    assert text == "text 2" and undo_button["interactive"] and "#2" in note
+    text, history, _, _, _ = rewrite_handlers.pick(1, text, choices, history, "order of text 2")
+    assert text == "text 1" and len(history) == 2
+    text, history, undo_button, _, order = rewrite_handlers.undo(history)
+    assert text == "text 2" and order == "order of text 2" and undo_button["interactive"]
+    text, history, undo_button, _, order = rewrite_handlers.undo(history)
+    assert text == "original" and order == "order of original" and history == [] and not undo_button["interactive"]
+
+
+def test_a_stopped_rewrite_says_it_stopped_in_its_readout_and_labels():
+    # Stop left "Choice N: writing…" and "step 3/16" (or "Scoring the rewrites… 1 of 3") on the panel
+    writing = rewrite_handlers.step_line(SimpleNamespace(step=3, num_steps=16, num_forward_passes=3), 7, 2, 30)
+    labels = ["Choice 1: 1.23 bits/char", "Choice 2: ranking…", "Choice 3: writing…"]
+    readout, *after = rewrite_handlers.stopped(writing, *labels)
+    assert readout.startswith("Stopped at step 3/16") and "seed 7" in readout
+    assert after == [gr.skip(), "Choice 2: stopped", "Choice 3: stopped"]  # a finished choice keeps its figure
+    ranking = rewrite_handlers.ranking_line(40, 1.5, 7, 2, 30)
+    assert rewrite_handlers.stopped(ranking, *labels)[0].startswith("Stopped while ranking: 40 of 84")
+    finished = "seed 7 · 16 forward passes · ranked by … Pick one to keep it."
+    assert all(update == gr.skip() for update in rewrite_handlers.stopped(finished, *labels))
 
 
 def test_an_edit_of_the_text_starts_a_new_history_and_forgets_the_rewrites(model_dir):  # noqa: F811
@@ -115,10 +130,19 @@ def test_an_edit_of_the_text_starts_a_new_history_and_forgets_the_rewrites(model
     page.type(text, "original")
     page.values[choices._id] = [dict(rank=r, text=f"text {r}", bits_per_char=1.0 + r) for r in (1, 2, 3)]
     page.fire(found["rewrite-pick-2"], "click")
-    assert page.value(text) == "text 2" and page.state[history._id] == ["original"]
+    assert page.value(text) == "text 2" and [entry["text"] for entry in page.state[history._id]] == ["original"]
     assert page.props[undo_button._id]["interactive"] is True
+    page.type(found["rewrite-start"], 2)
+    page.type(found["rewrite-end"], 6)
+    assert page.value(found["rewrite-selection"]).startswith("Rewriting characters 2–6")
     page.type(text, "text 2, edited")
     assert page.state[history._id] == [] and page.props[undo_button._id]["interactive"] is False
+    # From and To were of the text it replaced: a new run's text read "Rewriting characters 10-20: «r love, ha»", a
+    # span the visitor never selected
+    assert page.value(found["rewrite-start"]) == page.value(found["rewrite-end"]) == 0
+    assert page.value(found["rewrite-selection"]).startswith("Select the characters to rewrite")
+    new_text_fns = [fn for fn in fns if fn.fn is rewrite_handlers.new_text]
+    assert len(new_text_fns) == 2 and all(found["rewrite-start"] in fn.outputs for fn in new_text_fns)  # runs too
     assert not page.value(choices)  # a Pick now asks for a Rewrite of this text
     # and the rewrites of the text it replaced leave the panel: their views, labels and Pick buttons
     for number in (1, 2, 3):
@@ -143,7 +167,7 @@ def test_pick_is_usable_only_once_a_runs_rewrites_are_ranked(model_dir):  # noqa
     ranked = [dict(rank=r, text="t", bits_per_char=1.0) for r in (1, 2, 3)]
     assert [update["interactive"] for update in rewrite_handlers.picks_ready(ranked)] == [True] * 3
     with pytest.raises(gr.Error) as error:
-        rewrite_handlers.pick(1, "text", None, [])
+        rewrite_handlers.pick(1, "text", None, [], None)
     assert error.value.print_exception is False  # a visitor's mistake: no traceback in the log
 
 
