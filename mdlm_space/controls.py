@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import math
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -162,27 +163,36 @@ def remembered(slider: gr.Slider, refit: Callable | None = None, inputs: tuple =
     """The value the user last chose on `slider` (by hand: capping it does not change this), which a capped
     slider returns to when its cap rises again. `refit(*inputs, wanted)`: the slider's update (its cap) for the
     values of `inputs`; a number typed into its box past that cap is set to the cap, and its info line says so
-    (raw: gradio's own bounds check would only log a traceback, and the page would quietly run at the cap)."""
+    (raw: gradio's own bounds check would only log a traceback, and the page would quietly run at the cap); one
+    below the slider's minimum, or none, is not taken: the slider keeps the last value, and its info line says so
+    (the page would run at the minimum). A value in bounds clears such a note."""
     wanted = gr.State(slider.value)
 
-    def remember(value: Any, *others: Any) -> tuple[Any, Any]:
+    def remember(value: Any, last: Any, *others: Any) -> tuple[Any, Any]:
         if refit is None:
             return value, gr.skip()
-        update = refit(*others, value)
         try:
             number = float(value)
         except (TypeError, ValueError):
+            number = math.nan
+        update = refit(*others, last if number != number or number < slider.minimum else value)
+        if update.get("interactive") is False:
             return value, gr.skip()
-        cap = update.get("maximum")
-        if update.get("interactive") is False or cap is None or number <= cap:
-            return value, gr.skip()
+        if number != number or number < slider.minimum:  # NaN too: "abc"
+            said = "an empty box" if value in (None, "") else f"{value} is not a number"
+            if number == number:
+                said = f"{int(number):,} is less than {slider.minimum:g}, the least here"
+            return last, {**update, "info": f"{said}: kept {update['value']:,}"}
         typed = f"{int(number):,}" if number.is_integer() else f"{number:g}"
+        cap = update.get("maximum")
+        if cap is None or number <= cap:
+            return value, gr.update(info=update.get("info"))  # an earlier note no longer describes the value
         info = f"{typed} is more than {cap:,}, the most here ({update.get('info')}): set to {cap:,}"
         return value, {**update, "value": cap, "info": info}
 
     slider.input(
         remember,
-        [slider, *inputs],
+        [slider, wanted, *inputs],
         [wanted, slider],
         queue=False,
         preprocess=False,

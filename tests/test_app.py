@@ -2505,3 +2505,21 @@ def test_a_text_that_ends_at_a_line_shows_its_dropped_tail_as_dropped(model_dir,
     assert "Ended at the end of a line" in readout
     kept, dropped = canvas.split("class='mdlm-dropped'", 1)
     assert "mdlm-dropped" not in kept and dropped.count("mdlm-earlier") == length - len(text)
+
+
+@pytest.mark.parametrize("typed", [0, -5, None])
+def test_steps_typed_below_one_or_left_empty_keep_the_last_value_and_say_so(model_dir, typed):
+    # the steps box took empty, 0 or -5 and ran one pass (gibberish), showing 1 with no note; and a note of an
+    # earlier cap stayed under a value it no longer described
+    model, _ = loading.load_model(model_dir)
+    page = Page(app.build_demo(model))
+    for endpoint in ("generate", "infill", "compare"):
+        steps = tab_controls(page.demo, endpoint)["num_steps"]
+        page.type(steps, 6)
+        page.type(steps, typed)
+        note = page.props[steps._id]["info"]
+        said = "an empty box" if typed is None else f"{typed} is less than 1, the least here"
+        assert page.value(steps) == 6 and note == f"{said}: kept 6", note
+        page.type(steps, 999)
+        page.type(steps, 5)
+        assert page.value(steps) == 5 and "999" not in page.props[steps._id]["info"]
