@@ -16,7 +16,7 @@ from mdlm_hf import SamplerOptions
 from mdlm_hf.sampling.options import OPTION_SPECS, ORDERS, STREAM_ORDERS, STREAMS_IGNORE, orders_using
 from mdlm_space.api import page_event
 from mdlm_space.endpoints import PARAMS
-from mdlm_space.handlers import stopped
+from mdlm_space.handlers import running, stopped
 
 
 def capped_slider(cap: int, wanted: float | None, info: str) -> dict:
@@ -256,6 +256,8 @@ def stoppable(
     # the frames are the progress: no status overlay on the outputs, which a stop would leave reading "Error" (and
     # whose error badge sat over the readout); a user's mistake still shows as gradio's error message
     kwargs.setdefault("show_progress", "hidden")
+    # a press while a run streams runs once it ends ("once", gradio's default, drops it without a word)
+    kwargs.setdefault("trigger_mode", "always_last")
     dependency = run.click(*args, **kwargs)
     stop.click(None, cancels=[dependency], api_name=False)
     if readout is not None:  # once the run has ended: a line rewritten at the Stop click could be a frame behind
@@ -321,13 +323,23 @@ def replayable(
     )
 
 
-def redraw(trigger: Callable, fn: Callable, inputs: list, outputs: Any) -> None:
+def redraw(
+    trigger: Callable, fn: Callable, inputs: list, outputs: Any, readout: gr.components.Component | None = None
+) -> None:
     """A quick redraw of `outputs` from the raw values of `inputs`, no queue: it computes nothing heavy. Raw, since
     a slider's bounds check would fail on a value its new maximum has not caught up with yet (the prompt's change
-    lowers the length's maximum at the same time), and show an error for what is only a preview."""
+    lowers the length's maximum at the same time), and show an error for what is only a preview. None while the
+    tab's `readout` says a run is streaming: the draft would replace the run's canvas until its next frame, and
+    stay over its last."""
+
+    def drawn(*values: Any) -> Any:
+        if readout is not None and running(values[-1]):
+            return gr.skip()
+        return fn(*values[: len(inputs)])
+
     trigger(
-        fn,
-        inputs,
+        drawn,
+        [*inputs, *([readout] if readout is not None else [])],
         outputs,
         queue=False,
         preprocess=False,

@@ -35,6 +35,11 @@ RUNNING = "…"  # the speed of a run still going: it is known once the run ends
 SCORING = "Scoring…"  # Score's line while it scores
 
 
+def running(line: str | None) -> bool:
+    """Whether a readout (Generate's, Infill's) is of a run still streaming: its speed is not known yet."""
+    return RUNNING in (line or "").split("\n\n", 1)[0].split(" · ")
+
+
 def stopped(line: str | None) -> Any:
     """A readout (Generate's, Infill's) or Score's line after Stop: a run still going says where it stopped; one
     that had ended is kept."""

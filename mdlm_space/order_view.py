@@ -11,7 +11,7 @@ import gradio as gr
 import torch
 
 from mdlm_hf import MDLM, SamplerState
-from mdlm_space.render import LEGEND_TEXT, NEWLINE_GLYPH, SUBDUED_TEXT, canvas_box
+from mdlm_space.render import LEGEND_TEXT, NEWLINE_GLYPH, SUBDUED_TEXT, canvas_box, placeholder
 
 # yellow (first pass) through green and blue to violet (last), lighter to darker: the hue tells passes apart where
 # lightness alone would be too fine a scale, and the lightness still orders them for any colour vision
@@ -86,6 +86,11 @@ def order_view(model: MDLM, recorder: PassRecorder, tokens: torch.Tensor, row: i
 
 
 # a position's cell on a streamed canvas (render.canvas_cells): its kind and its character, as drawn
+DROPPED_TAIL = "class='mdlm-dropped'"  # render.render_canvas's written characters after where a text ended
+NOT_DRAWN = placeholder(
+    "The last run was longer than the model's context, written window by window: its order of writing is not drawn.",
+    rows=8,
+)
 CELL = re.compile(r"<span class='mdlm-(mask|given|new|earlier)'[^>]*>([^<]*)</span>")
 
 
@@ -98,6 +103,9 @@ def order_from_frames(canvases: list[str]) -> tuple[str, list[int], int] | None:
         return None
     if any(kind == "mask" for kind, _ in frames[-1]):
         return None
+    if DROPPED_TAIL in canvases[-1]:  # a text that ended at a line or a speech: the rest is not in it
+        kept = len(CELL.findall(canvases[-1].split(DROPPED_TAIL, 1)[0]))
+        frames = [cells[:kept] for cells in frames]
     passes = [0] * len(frames[0])
     for k, (before, after) in enumerate(zip(frames, frames[1:], strict=False), 1):
         for i, ((was, _), (now, _)) in enumerate(zip(before, after, strict=True)):
@@ -107,11 +115,12 @@ def order_from_frames(canvases: list[str]) -> tuple[str, list[int], int] | None:
 
 
 def run_order(canvases: list[str] | None) -> object:
-    """The order view of a tab's run once it has finished, from its replay frames; no change before."""
+    """The order view of a tab's run once it has finished, from its replay frames; no change before. A finished run
+    whose order cannot be drawn (longer than the model's context) says so: the view of an earlier run would stay."""
     last = canvases[-1] if canvases else ""
     # called at every frame of a run: only its last frame is looked at until it is the finished one, since reading
     # all of a long run's frames at each of them would hold the server (and the model thread) for seconds
-    if "mdlm-window" in last or "class='mdlm-mask'" in last:
+    if not canvases or "mdlm-window" in last or "class='mdlm-mask'" in last:
         return gr.skip()
-    found = order_from_frames(canvases or [])
-    return gr.skip() if found is None else order_html(*found)
+    found = order_from_frames(canvases)
+    return NOT_DRAWN if found is None else order_html(*found)

@@ -2523,3 +2523,26 @@ def test_steps_typed_below_one_or_left_empty_keep_the_last_value_and_say_so(mode
         page.type(steps, 999)
         page.type(steps, 5)
         assert page.value(steps) == 5 and "999" not in page.props[steps._id]["info"]
+
+
+def test_a_press_while_a_run_streams_runs_next_and_an_edit_does_not_draw_over_the_run(model_dir):
+    # pressing "Fill the blanks" while a run streamed was ignored silently, and the canvas then showed the new
+    # template's blanks over the old run
+    model, _ = loading.load_model(model_dir)
+    page = Page(app.build_demo(model))
+    for endpoint in ("generate", "infill", "compare", "rewrite", "score"):
+        run = next(fn for fn in page.demo.fns.values() if fn.api_name == f"{endpoint}_page")
+        assert run.trigger_mode == "always_last", endpoint  # not "once", which drops a press while one is pending
+    found = {block.elem_id: block for block in page.demo.blocks.values() if getattr(block, "elem_id", None)}
+    template, canvas, readout = (
+        tab_controls(page.demo, "infill")["template"],
+        found["infill-canvas"],
+        found["infill-readout"],
+    )
+    page.values[canvas._id] = "the run's frame"
+    page.values[readout._id] = "seed 3 · step 4/16 · 4 forward passes · 0.50 s · …"
+    page.type(template, "to __ or")
+    assert page.value(canvas) == "the run's frame"
+    page.values[readout._id] = "seed 3 · step 16/16 · 16 forward passes · 2.00 s · 30 chars/s"
+    page.type(template, "to __ or not")
+    assert page.value(canvas) != "the run's frame"  # between runs, the draft of the template to fill

@@ -354,3 +354,23 @@ def test_a_generate_or_infill_run_gives_the_panel_its_sampling_options(model_dir
         assert {name: page.value(panel[name]) for name in options} == options, endpoint
         assert page.value(panel["num_steps"]) == steps  # a run counts its steps for its whole text
         assert page.props[panel["order_temperature"]._id]["interactive"] is True  # the copied order uses it
+
+
+@pytest.mark.parametrize("length", [100, 300])
+def test_the_order_view_describes_the_text_a_run_ended_with(model_dir, length):  # noqa: F811
+    # after a short run and then a 320-character run, the order view still showed the short run; and a run that
+    # ended at a line drew the characters it dropped too
+    from mdlm_space import handlers
+
+    model, _ = loading.load_model(model_dir)
+    for seed in range(20):
+        frames = list(handlers.generate(model, "", length, seed, True, "line", num_steps=8))
+        text = frames[-1][1]
+        if len(text) < length:
+            break
+    order = run_order([frame[0] for frame in frames])
+    if length > model.block_size:
+        assert order != gr.skip() and "was longer than the model" in order
+    else:
+        drawn, passes, _ = order_from_frames([frame[0] for frame in frames])
+        assert "mdlm-pass" in order and drawn == text and len(passes) == len(text)

@@ -41,7 +41,7 @@ def generate_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
         outputs, replay = output_column("generate", 8, draft_canvas(texts.prompt, room), "Generate")
     follow_prompt(demo, MAX_CANVAS, block_size, prompt, length, steps)
     for trigger in (prompt.change, length.change):  # the canvas before a run shows what will be filled
-        redraw(trigger, draft_canvas, [prompt, length], outputs[0])
+        redraw(trigger, draft_canvas, [prompt, length], outputs[0], outputs[2])
     generated = event(generate, controls, model=model)  # the API takes the controls by name, in this order
     replayable(button, stop, generated, outputs + [controls["seed"]], replay, "generate")
     public_endpoint("generate", generated, run_result)  # the API's and MCP's: text and numbers

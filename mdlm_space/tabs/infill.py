@@ -55,7 +55,7 @@ def infill_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
     fit = dict(fn=fit_steps, inputs=[template, remembered(steps, fit_steps, (template,))], outputs=steps)
     template.change(**fit, queue=False, api_name=False, show_progress="hidden")
     demo.load(**fit, queue=False, api_name=False, show_progress="hidden")  # steps fit the first template too
-    redraw(template.change, functools.partial(draft_template, blank=blank), [template], outputs[0])
+    redraw(template.change, functools.partial(draft_template, blank=blank), [template], outputs[0], outputs[2])
     filled = event(infill, controls, model=model, blank=blank)
     replayable(button, stop, filled, outputs + [controls["seed"]], replay, "infill")
     public_endpoint("infill", filled, run_result)
