@@ -30,7 +30,7 @@ CANVAS_ROWS = 10  # the canvas's fixed height in lines: new line breaks scroll i
 COMPARE_ROWS = 9
 TWIN_PHONE_ROWS = 6  # the twin's canvas on a phone, where it takes the whole width
 COMPARE_FONT_PX = 13  # two canvases side by side, on a phone too
-NARROW_FONT_PX, NARROW_PADDING_PX = 9, 4  # a side-by-side canvas's text and side margins on a phone's screen
+NARROW_FONT_PX, NARROW_PADDING_PX = 12, 4  # a side-by-side canvas's text (no smaller: read on a phone) and side margins
 PHONE_WIDTH_PX = 390  # the phone the narrow sizes are set for (the browser tests' 390x844)
 CANVAS_BACKGROUND = "#fbfaf7"
 MASK_COLOUR, TAKEN_BACK_COLOUR, NEW_COLOUR = "#c4bcae", "#d9534f", "#ffd54f"
@@ -60,7 +60,7 @@ def canvas_style(rows: int, font_px: int = 15, shrink: bool | None = None) -> st
     margin above and below is a border in the background's colour, not padding, which would scroll with the lines:
     the box shows exactly `rows` whole lines, at the top and when scrolled to its end, never part of the next.
     A canvas set at COMPARE_FONT_PX or less (Compare's, side by side) shrinks its text and side margins with a
-    narrow screen, down to NARROW_FONT_PX on a phone: each side then holds 22 characters a line, not 14 (`shrink`
+    narrow screen, down to NARROW_FONT_PX on a phone: each side then holds 17 characters a line, not 14 (`shrink`
     False: not, for a canvas that takes a phone's whole width, as the twin's does)."""
     line = 1.6
     size, padding = f"{font_px}px", "10px"

@@ -58,8 +58,9 @@ HOW = (
 
 
 def choice_column(number: int) -> tuple[gr.Markdown, gr.HTML, gr.Button]:
-    """One rewrite: its rank and score, its view, its Pick button. Narrow, so three sit side by side on a phone."""
-    with gr.Column(min_width=80):
+    """One rewrite: its rank and score, its view, its Pick button: three side by side, stacked on a phone (side by
+    side there, a choice held 12 characters a line at the least readable size, 12 px)."""
+    with gr.Column(min_width=240):
         label = gr.Markdown(f"Choice {number}", elem_id=f"rewrite-label-{number}")
         view = gr.HTML(NO_CHOICE, elem_id=f"rewrite-{number}")
         # usable once a run's rewrites are ranked: before, there is nothing to pick

@@ -1263,9 +1263,10 @@ CHARACTERS_PER_LINE = """canvas => {
 
 @pytest.mark.browser
 def test_browser_compare_on_a_phone_holds_a_line_of_verse_per_side(server):
-    # side by side on a phone, each Compare canvas held about 14 characters a line, so every
-    # line of verse (about 40) wrapped two or three times; the sides stay side by side (the race in the first
-    # screen) and their text shrinks with the screen instead, whole at desktop width
+    # side by side on a phone, each Compare canvas held about 14 characters a line, so every line of verse (about
+    # 40) wrapped two or three times; the sides stay side by side (the race in the first screen) and their text and
+    # margins shrink with the screen instead, whole at desktop width, but to no less than 12 px (9 px was too small
+    # to read on a phone)
     with chromium() as browser:
         widths = {}
         for where, (width, height) in (("desktop", DESKTOP), ("phone", PHONE)):
@@ -1277,9 +1278,9 @@ def test_browser_compare_on_a_phone_holds_a_line_of_verse_per_side(server):
                 box.wait_for()
                 widths[where, side] = box.evaluate(CHARACTERS_PER_LINE)
                 font_px = float(box.evaluate("c => parseFloat(getComputedStyle(c).fontSize)"))
-                assert font_px >= (13 if where == "desktop" else 9), (where, side, font_px)
+                assert font_px >= (13 if where == "desktop" else 12), (where, side, font_px)
             page.close()
-    assert min(widths[("phone", side)] for side in ("left", "right")) >= 22, widths
+    assert min(widths[("phone", side)] for side in ("left", "right")) >= 17, widths
     assert min(widths[("desktop", side)] for side in ("left", "right")) >= 40, widths
 
 
