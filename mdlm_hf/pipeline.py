@@ -87,6 +87,8 @@ def run_generator(generator: object, seed: int | None) -> torch.Generator:
 
 def check_text(value: object, name: str) -> None:
     """A ValueError naming the argument when a prompt or template is not a string."""
+    if value is None:  # an API caller's null, an empty box
+        raise ValueError(f"{name} must be a string, got nothing")
     if not isinstance(value, str):
         shown, kind = described(value), type(value).__name__
         raise ValueError(f"{name} must be a string, got {kind if shown == kind else f'{kind} {shown}'}")

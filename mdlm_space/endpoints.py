@@ -175,14 +175,15 @@ def preprocessed(component: gr.components.Component, name: str, value: Any) -> A
     """An event's raw input through its component's preprocessing, and a sampler option's through its OptionSpec
     (a slider's 0 is "off"); a payload of the wrong type (a string for a number) is a gr.Error naming the
     parameter, where gradio's own would be a generic "verbose error" line."""
+    got = "nothing" if value is None or value == "" else repr(value)  # an empty box reads as None
     if isinstance(value, bool) and isinstance(component, (gr.Slider, gr.Number)):  # a slider would take True as 1
-        raise gr.Error(f"{name} must be {payload_words(component)}, got {value!r}")
+        raise gr.Error(f"{name} must be {payload_words(component)}, got {got}")
     try:
         value = component.preprocess(value)
     except gr.Error:  # the component's own message, such as a slider's bounds
         raise
     except Exception:
-        raise gr.Error(f"{name} must be {payload_words(component)}, got {value!r}") from None
+        raise gr.Error(f"{name} must be {payload_words(component)}, got {got}") from None
     return OPTION_SPECS[name].parse(value) if name in OPTION_SPECS else value
 
 

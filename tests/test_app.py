@@ -1598,14 +1598,14 @@ WRONG_TYPES = [
     ("/generate", dict(prompt="", length="abc"), "length must be a number, got 'abc'"),
     ("/generate", dict(prompt="", length=20, num_steps="abc"), "num_steps must be a number, got 'abc'"),
     ("/generate", dict(prompt="", length=20, temperature="hot"), "temperature must be a number, got 'hot'"),
-    ("/generate", dict(prompt=None, length=20), "prompt must be a string, got NoneType None"),
+    ("/generate", dict(prompt=None, length=20), "prompt must be a string, got nothing"),
     ("/generate", dict(prompt="", length=20, fixed_seed="yes"), "fixed_seed must be true or false, got 'yes'"),
     ("/generate", dict(prompt="", length=20, seed="x", fixed_seed=True), "seed must be a number, got 'x'"),
-    ("/infill", dict(template=None), "template must be a string, got NoneType None"),
+    ("/infill", dict(template=None), "template must be a string, got nothing"),
     ("/infill", dict(template="to __", num_steps=[2]), "num_steps must be a number, got [2]"),
     ("/compare", dict(prompt="", length="x"), "length must be a number, got 'x'"),
     ("/compare", dict(prompt="", length=20, autoregressive="no"), "autoregressive must be true or false, got 'no'"),
-    ("/forward_process", dict(line=None, t=0.5, seed=0), "line must be a string, got NoneType None"),
+    ("/forward_process", dict(line=None, t=0.5, seed=0), "line must be a string, got nothing"),
     ("/forward_process", dict(line="abc", t="x", seed=0), "t must be a number, got 'x'"),
 ]
 
@@ -1619,9 +1619,9 @@ def test_a_payload_of_the_wrong_type_is_one_line_naming_the_field(client, endpoi
 
 def test_handlers_name_a_field_of_the_wrong_type(model_dir):
     model, _ = loading.load_model(model_dir)
-    with pytest.raises(ValueError, match="^prompt must be a string, got NoneType None$"):
+    with pytest.raises(ValueError, match="^prompt must be a string, got nothing$"):
         next(handlers.generate(model, prompt=None, length=10, seed=0, fixed_seed=False))
-    with pytest.raises(ValueError, match="^template must be a string, got NoneType None$"):
+    with pytest.raises(ValueError, match="^template must be a string, got nothing$"):
         next(handlers.infill(model, template=None, seed=0, fixed_seed=False))
     with pytest.raises(ValueError, match="^prompt must be a string"):
         next(race.compare(model, None, None, 10, 4, 1.0, 0, False, False))
@@ -1827,7 +1827,7 @@ def test_score_reads_a_text_longer_than_the_context_window_by_window(client, mod
         ("", "paste some text to score"),
         ("x" * 2049, "the text has 2,049 characters, but Score reads at most 2,048 characters: shorten it"),
         ("To be é", "the text has 1 character outside the model's vocabulary: 'é'"),
-        (None, "text must be a string, got NoneType None"),
+        (None, "text must be a string, got nothing"),
     ],
 )
 def test_score_refuses_what_it_cannot_score_in_one_line(client, text, message):

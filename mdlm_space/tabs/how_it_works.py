@@ -74,8 +74,12 @@ def accuracy_plot_once(model: MDLM, texts: DemoText = SHAKESPEARE) -> Callable[[
     lock = threading.Lock()
 
     def draw(t: float) -> Any:
-        """How it works tab: the denoising accuracy by mask ratio on the sample text, marked at t."""
-        t = as_float(t, "mask ratio", 0.0, 1.0)
+        """How it works tab: the denoising accuracy by mask ratio on the sample text, marked at t (no change for a t
+        that is not one: the forward view, on the same slider, says what is wrong, once)."""
+        try:
+            t = as_float(t, "mask ratio", 0.0, 1.0)
+        except gr.Error:
+            return gr.skip()
         results = accuracy_results(model, texts.sample).result()
         with lock:  # pyplot, which draws the figure, is not thread-safe
             return marked_accuracy_figure(results, t, texts.sample_name)
@@ -124,9 +128,10 @@ def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab, texts: DemoText)
     # measured once, at start-up (app.main) or on the tab's first visit, then kept for every visitor; the Plot's
     # own label would sit over the figure's title on a phone: the figure's title says it all
     plot = gr.Plot(show_label=False, elem_id="accuracy-plot")
-    draw = event(accuracy_plot_once(model, texts), dict(t=mask_ratio), on_model=False)  # measured in pieces
-    tab.select(**draw, outputs=plot, api_name=False)
-    mask_ratio.change(**draw, outputs=plot, api_name=False, trigger_mode="always_last", show_progress="hidden")
+    # raw: the slider's own check of t would raise the forward view's error a second time in the same toast
+    draw = dict(fn=accuracy_plot_once(model, texts), inputs=mask_ratio, outputs=plot, preprocess=False, api_name=False)
+    tab.select(**draw)
+    mask_ratio.change(**draw, trigger_mode="always_last", show_progress="hidden")
     gr.Markdown(
         "**Reverse process.** Generation starts from all masks. Each step predicts every masked "
         "character, draws a candidate for each (temperature, min-p), and reveals a few of them: by default "
