@@ -4,7 +4,9 @@ frame, to the three rewrites written, to their ranking, and to the span as it wa
     python -m benchmarks.rewrite_speed [--model DIR] [--span 80] [--window 256] [--repeats 5] [--threads 2]
 
 It runs the panel's own handler (`mdlm_space.rewrite_handlers.rewrite`) with the panel's options, as the app does
-minus the server, each repeat on another passage of the validation split, and prints the medians.
+minus the server, each repeat on another passage of the validation split, interleaved with `generate(256)` (the
+default sampler), and prints the medians, each also as a multiple of `generate(256)`'s time: the figure to carry to
+another machine (the targets were set where `generate(256)` takes 0.34 s).
 """
 
 from __future__ import annotations
@@ -58,12 +60,20 @@ def main(argv: list[str] | None = None) -> None:
     validation, rng = split_text(read_text(args.data))[1], random.Random(0)
     timed_run(model, validation[: args.window], 0, args.span, seed=0)  # warm-up
     runs = []
+    generate_seconds = []
     for repeat in range(args.repeats):
+        began = time.perf_counter()
+        model.generate(256, seed=repeat)
+        generate_seconds.append(time.perf_counter() - began)
         low = rng.randrange(len(validation) - args.window)
         start = (args.window - args.span) // 2
         runs.append(timed_run(model, validation[low : low + args.window], start, start + args.span, seed=repeat))
+    generate_median = statistics.median(generate_seconds)
+    print(f"generate(256): {generate_median:.2f} s (median of {args.repeats})")
     for mark in runs[0]:
-        print(f"{mark}: {statistics.median(run[mark] for run in runs):.2f} s (median of {args.repeats})")
+        seconds = statistics.median(run[mark] for run in runs)
+        ratio = statistics.median(run[mark] / g for run, g in zip(runs, generate_seconds, strict=True))
+        print(f"{mark}: {seconds:.2f} s, {ratio:.1f}x generate(256) (medians of {args.repeats})")
 
 
 if __name__ == "__main__":

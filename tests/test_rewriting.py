@@ -104,3 +104,14 @@ def test_a_span_past_the_context_is_rewritten_and_scored(tiny_model):
     new = rewrite(tiny_model, text, 100, 110, seed=1)
     assert new[:100] == text[:100] and new[110:] == text[110:]
     assert math.isfinite(span_bits_per_char(tiny_model, text, 100, 110))
+
+
+def test_the_cheaper_rankings_reduce_to_the_exact_chain_at_their_limits(tiny_model):
+    # evals.rewrite_ranking's estimates: the strided chain scoring one character a canvas, and the local chain
+    # reading the whole text, are the exact chain rule
+    from evals.rewrite_ranking import local_bits, strided_bits
+
+    start, end = 7, 30
+    exact = span_bits_per_char(tiny_model, TEXT, start, end, fast=True)
+    assert strided_bits(tiny_model, TEXT, start, end, 1) == pytest.approx(exact, rel=1e-5)
+    assert local_bits(tiny_model, TEXT, start, end, len(TEXT)) == pytest.approx(exact, rel=1e-5)
