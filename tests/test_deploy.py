@@ -1,5 +1,6 @@
 """The Space's deploy command, with the Hub intercepted: what it uploads, how much, and a valid front matter."""
 
+import re
 import shutil
 import subprocess
 import sys
@@ -131,3 +132,12 @@ def test_readme_front_matter_is_what_the_hub_reads_as_a_space_card():
     front = yaml.safe_load((REPO_ROOT / "README.md").read_text(encoding="utf-8").split("---\n")[1])
     card = SpaceCardData(**front)
     assert card.sdk == "gradio" and card.app_file == "app.py"
+
+
+def test_the_readmes_file_count_is_the_dry_runs():
+    # the README said 44 files where the dry run listed 55
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    said = re.search(r"--dry-run +# the files it would upload \((\d+), (\d+) MB\)", readme)
+    files = deploy.space_files()
+    megabytes = sum((REPO_ROOT / path).stat().st_size for path in files) / 1e6
+    assert said and int(said[1]) == len(files) and int(said[2]) == round(megabytes), (said and said.groups())
