@@ -1,6 +1,6 @@
 """Words of a text and the valid-word rate: what the app shows of a sample (its word list comes with an export).
 
-The study's other metrics (character entropy, distinct-n, the Kneser-Ney judge) live in benchmarks/judge.py.
+The study's other metrics (character entropy, distinct-n, the Kneser-Ney judge) live in evals/text_metrics.py.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 
 # the most characters one canvas (prompt or template included) may hold: about two minutes of writing on two CPU
-# cores (benchmarks/long_text.py); the state of a canvas is a few tensors of its length, so memory is no limit
+# cores (benchmarks/long_text_speed.py); the state of a canvas is a few tensors of its length, so memory is no limit
 MAX_CANVAS = 16_384
 
 
