@@ -116,6 +116,16 @@ def end_reached(cut_off: str) -> str:
     return "speech" if "\n\n" in gap else "line" if "\n" in gap else "word"
 
 
+def end_words(end_at: str, reached: str, kept: int, written: int) -> str:
+    """Where a text ended, asked to end `end_at` and cut where it `reached` (`end_reached`), in a sentence."""
+    ranks = list(ENDED_AT)[::-1]  # word, line, speech: a speech's end is a line's end too
+    counts = f"{kept:,} of {written:,} written characters kept."
+    if ranks.index(reached) >= ranks.index(end_at):
+        return f"Ended at {ENDED_AT[end_at]}: {counts}"
+    # the text holds no end of the kind asked for: it fell back to a shorter one
+    return f"No {end_at} ended in the text, so it ended at {ENDED_AT[reached]}: {counts}"
+
+
 def frames(
     model: MDLM,
     states: Iterator[SamplerState],
@@ -141,10 +151,7 @@ def frames(
             text = ended(whole, prompt_length or 0, end_at)
             if len(text) < len(whole):
                 kept, written = len(text) - (prompt_length or 0), len(whole) - (prompt_length or 0)
-                reached = end_reached(whole[len(text) :])
-                cut = f"Ended at {ENDED_AT[reached]}: {kept:,} of {written:,} written characters kept."
-                if reached != end_at:  # the text holds no end of the kind asked for: it fell back to a shorter one
-                    cut = f"No {end_at} ended in the text, so it {cut[0].lower()}{cut[1:]}"
+                cut = end_words(end_at, end_reached(whole[len(text) :]), kept, written)
                 shown, kept = " ".join(filter(None, (note, cut))), len(text)
         num_generated = state.tokens.size(1) - num_fixed
         canvas = render_canvas(model, state, kept=kept) + LEGEND

@@ -229,7 +229,9 @@ def compare_view(
         stats += f" · real words: {word_share(model.tokenizer.decode(state.tokens[0, num_fixed:]), known_words)}"
     canvas = render_canvas(model, state, rows=COMPARE_ROWS, font_px=COMPARE_FONT_PX, shrink=shrink)
     # the rule folded, one line: on a phone it ran to five lines a side, pushing the twin and the takeaway down
-    return canvas, f"{stats}\n\n<details><summary><small>reveal rule</small></summary><small>{rule}</small></details>"
+    small = "<span style='font-size: 12px'>{}</span>"  # <small> was 11.2 px: under 12, too small on a phone
+    rule_line = f"<details><summary>{small.format('reveal rule')}</summary>{small.format(rule)}</details>"
+    return canvas, f"{stats}\n\n{rule_line}"
 
 
 # a difference in seconds below this ratio, or below this many seconds whatever its ratio, is the machine's noise,

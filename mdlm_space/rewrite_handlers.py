@@ -107,7 +107,7 @@ def rewrite(
         recorder.update(state)
         views = [choice_view(model, state, row, text, start, end) for row in range(NUM_CHOICES)]
         labels = [f"Choice {row + 1}: writing…" for row in range(NUM_CHOICES)]
-        yield (*views, *labels, NO_ORDER, step_line(state, seed, start, end), None, seed)
+        yield (*views, *labels, gr.skip(), step_line(state, seed, start, end), None, seed)  # the text's order stays
     texts = [model.tokenizer.decode(row) for row in state.tokens.tolist()]
     written = time.perf_counter() - began
     # one pass a yield, so the readout moves and other runs' steps interleave on the model thread
@@ -118,7 +118,7 @@ def rewrite(
             f"Choice {row + 1}: " + (f"{bits[row]:.2f} bits/char" if scored[row] == end - start else "ranking…")
             for row in range(NUM_CHOICES)
         ]
-        yield (*views, *labels, NO_ORDER, ranking_line(sum(scored), written, seed, start, end), None, seed)
+        yield (*views, *labels, gr.skip(), ranking_line(sum(scored), written, seed, start, end), None, seed)
     choices = ranked(texts, bits, start, end)
     yield finished(model, state, recorder, choices, (start, end), seed, None)  # the ranking, before the bar
     *_, nats = span_nats_steps(model, [text], start, end, fast=True)  # the span as it was: the bar to clear
@@ -161,24 +161,25 @@ def picked_order(choice: dict) -> Any:
     return order_html(text, [0] * start + written_at + [0] * (len(text) - start - len(written_at)), choice["passes"])
 
 
-def pick(rank: int, text: str | None, choices: list[dict] | None, history: list[dict], order: str | None) -> tuple:
-    """Keeps the rewrite ranked `rank`: it replaces the text, the text before it (with its `order` view) goes on the
-    undo list, and the order view shows how the rewrite was written."""
+def pick(rank: int, text: str | None, choices: list[dict] | None, history: list[dict], text_order: str | None) -> tuple:
+    """Keeps the rewrite ranked `rank`: it replaces the text, the text before it (with `text_order`, its order of
+    writing) goes on the undo list, and the order view shows how the rewrite was written, now the text's."""
     if not choices:
         raise gr.Error("press Rewrite first: then pick one of its three rewrites", print_exception=False)
     choice = choices[rank - 1]
     note = f"Picked #{rank} ({choice['bits_per_char']:.2f} bits per character). Undo goes back."
-    before = dict(text=text or "", order=order)
-    return choice["text"], [*history, before], gr.update(interactive=True), note, picked_order(choice)
+    before, view = dict(text=text or "", order=text_order), picked_order(choice)
+    return choice["text"], [*history, before], gr.update(interactive=True), note, view, view
 
 
 def undo(history: list[dict]) -> tuple:
-    """Goes back one pick: the text as it was before it, and its order view."""
+    """Goes back one pick: the text as it was before it, and its order of writing (shown, and the text's)."""
     if not history:
-        return gr.skip(), history, gr.update(interactive=False), "Nothing to undo.", gr.skip()
+        return gr.skip(), history, gr.update(interactive=False), "Nothing to undo.", gr.skip(), gr.skip()
     *rest, last = history
     note = "Undone: the text before the last pick."
-    return last["text"], rest, gr.update(interactive=bool(rest)), note, last["order"] or gr.skip()
+    view = last["order"] or gr.skip()
+    return last["text"], rest, gr.update(interactive=bool(rest)), note, view, view
 
 
 def stopped(readout: str | None, *labels: str | None) -> tuple:

@@ -109,8 +109,9 @@ def feed_from_runs(demo: gr.Blocks, text: gr.Textbox) -> gr.Number:
     return landed
 
 
-def show_run_orders(demo: gr.Blocks, order: gr.HTML) -> None:
-    """Each finished Generate or Infill run's order of writing, from the frames its replay slider keeps, and
+def show_run_orders(demo: gr.Blocks, order: gr.HTML, text_order: gr.HTML) -> None:
+    """Each finished Generate or Infill run's order of writing (shown, and kept as the text's: `text_order`), from
+    the frames its replay slider keeps, and
     Compare's confidence-order side's, whose text the panel takes. The page
     asks for it once, when the run's text is finished (a hidden box takes that text): asking at every frame, as
     a change of the frames would, sent a long run's thousands of frames a request each, which slowed it 4x."""
@@ -122,10 +123,17 @@ def show_run_orders(demo: gr.Blocks, order: gr.HTML) -> None:
         if final_text is not None:
             finished = gr.Textbox(visible=False)
             final_text.change(None, [final_text, finished], finished, js=TAKE_FINISHED, **QUIET)
-            finished.change(run_order, fn.inputs[0], order, **QUIET)
+            finished.change(run_orders, fn.inputs[0], [order, text_order], **QUIET)
     if "compare-right-order" in found:  # Compare's text in the panel is confidence order's: so is its order
         race_order = found["compare-right-order"]
-        race_order.change(None, [race_order, order], order, js=TAKE_ORDER, **QUIET)
+        for view in (order, text_order):
+            race_order.change(None, [race_order, view], view, js=TAKE_ORDER, **QUIET)
+
+
+def run_orders(canvases: list[str] | None) -> tuple[object, object]:
+    """A finished run's order view (`run_order`), shown and kept as its text's."""
+    view = run_order(canvases)
+    return view, view
 
 
 def run_options(*values: Any) -> tuple[Any, ...]:
@@ -159,14 +167,18 @@ def rewrite_panel(model: MDLM, demo: gr.Blocks, example: str) -> None:
             undo_button = gr.Button("Undo", interactive=False, elem_id="rewrite-undo")
             controls |= sampling_options("rewrite", block_size, ("steps", "drawing"), CHANGES)
         with gr.Column(scale=2):
+            # above the choices: on a phone they stack, and a readout below them was out of view while they streamed
+            readout = gr.Markdown(WAITING, elem_id="rewrite-readout")
             with gr.Row():
                 labels, views, picks = zip(*(choice_column(i + 1) for i in range(NUM_CHOICES)), strict=True)
-            readout = gr.Markdown(WAITING, elem_id="rewrite-readout")
             gr.Markdown(
                 "**Order of writing** of the last run (Generate, Infill, Compare's confidence order, or the best "
                 "rewrite)"
             )
             order = gr.HTML(NO_ORDER, elem_id="rewrite-order")
+            # the text's own order of writing (a run's, a pick's), which a rewrite's view replaces on screen: what
+            # Undo brings back with the text (hidden, not a State: Compare's page function writes it too)
+            text_order = gr.HTML(NO_ORDER, visible=False, elem_id="rewrite-text-order")
     choices, history = gr.JSON(visible=False), gr.State([])
     outputs = [*views, *labels, order, readout, choices, controls["seed"]]
     run = stoppable(button, stop, **event(rewrite, controls, model=model), outputs=outputs, **page_event("rewrite"))
@@ -176,9 +188,9 @@ def rewrite_panel(model: MDLM, demo: gr.Blocks, example: str) -> None:
     button.click(picks_ready, None, list(picks), **QUIET)  # none while the rewrites are written
     run.then(picks_ready, choices, list(picks), **QUIET)
     run.then(stopped, [readout, *labels], [readout, *labels], **QUIET)  # after Stop: where it stopped
-    after_pick = [controls["text"], history, undo_button, readout, order]
+    after_pick = [controls["text"], history, undo_button, readout, order, text_order]
     for rank, pick_button in enumerate(picks, 1):
-        picked = dict(inputs=[controls["text"], choices, history, order], outputs=after_pick)
+        picked = dict(inputs=[controls["text"], choices, history, text_order], outputs=after_pick)
         pick_button.click(functools.partial(pick, rank), **picked, **QUIET)
     undo_button.click(undo, history, after_pick, **QUIET)
     # input, not change: a pick's or an undo's text is a change too, and keeps the history
@@ -186,5 +198,5 @@ def rewrite_panel(model: MDLM, demo: gr.Blocks, example: str) -> None:
     forgotten = dict(fn=new_text, inputs=None, outputs=cleared, **QUIET)
     controls["text"].input(**forgotten)
     feed_from_runs(demo, controls["text"]).change(**forgotten)
-    show_run_orders(demo, order)
+    show_run_orders(demo, order, text_order)
     follow_run_options(demo, controls)

@@ -2547,3 +2547,16 @@ def test_a_press_while_a_run_streams_runs_next_and_an_edit_does_not_draw_over_th
     page.values[readout._id] = "seed 3 · step 16/16 · 16 forward passes · 2.00 s · 30 chars/s"
     page.type(template, "to __ or not")
     assert page.value(canvas) != "the run's frame"  # between runs, the draft of the template to fill
+
+
+def test_a_text_that_ends_at_a_speech_has_ended_at_a_line_too():
+    # with End at = line, a text cut at a blank line read "No line ended in the text, so it ended at the end of a
+    # speech": a speech's end is a line's end as well
+    assert (
+        handlers.end_words("line", "speech", 244, 249)
+        == "Ended at the end of a line: 244 of 249 written characters kept."
+    )
+    fell_back = handlers.end_words("speech", "line", 10, 20)
+    assert (
+        fell_back == "No speech ended in the text, so it ended at the end of a line: 10 of 20 written characters kept."
+    )

@@ -140,4 +140,4 @@ def test_the_readmes_file_count_is_the_dry_runs():
     said = re.search(r"--dry-run +# the files it would upload \((\d+), (\d+) MB\)", readme)
     files = deploy.space_files()
     megabytes = sum((REPO_ROOT / path).stat().st_size for path in files) / 1e6
-    assert said and int(said[1]) == len(files) and int(said[2]) == round(megabytes), (said and said.groups())
+    assert said and int(said[1]) == len(files) and int(said[2]) == round(megabytes), said and said.groups()

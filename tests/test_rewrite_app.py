@@ -95,14 +95,32 @@ def test_three_equal_rewrites_say_so(tiny_model):
 def test_pick_keeps_a_rewrite_and_undo_goes_back_one_pick():
     # after Pick then Undo, the text was back but the order view still showed the picked rewrite's
     choices = [dict(rank=r, text=f"text {r}", bits_per_char=1.0 + r) for r in (1, 2, 3)]
-    text, history, undo_button, note, _ = rewrite_handlers.pick(2, "original", choices, [], "order of original")
+    text, history, undo_button, note, _, _ = rewrite_handlers.pick(2, "original", choices, [], "order of original")
     assert text == "text 2" and undo_button["interactive"] and "#2" in note
-    text, history, _, _, _ = rewrite_handlers.pick(1, text, choices, history, "order of text 2")
+    text, history, _, _, _, _ = rewrite_handlers.pick(1, text, choices, history, "order of text 2")
     assert text == "text 1" and len(history) == 2
-    text, history, undo_button, _, order = rewrite_handlers.undo(history)
+    text, history, undo_button, _, order, _ = rewrite_handlers.undo(history)
     assert text == "text 2" and order == "order of text 2" and undo_button["interactive"]
-    text, history, undo_button, _, order = rewrite_handlers.undo(history)
+    text, history, undo_button, _, order, _ = rewrite_handlers.undo(history)
     assert text == "original" and order == "order of original" and history == [] and not undo_button["interactive"]
+
+
+def test_undo_after_a_rewrite_brings_back_the_order_view_of_the_text_it_restores(model_dir):  # noqa: F811
+    # a finished rewrite shows its best choice's order of writing; Pick then saved that view as the text's, so after
+    # Undo the text was the run's and the view a rewrite's
+    page = Page(app.build_demo(loading.load_model(model_dir)[0]))
+    found = by_elem_id(page.demo)
+    text, order = found["rewrite-text"], found["rewrite-order"]
+    fns = list(page.demo.fns.values())
+    choices = next(fn.inputs[1] for fn in fns if getattr(fn.fn, "func", None) is rewrite_handlers.pick)
+    text_order = next(fn.inputs[3] for fn in fns if getattr(fn.fn, "func", None) is rewrite_handlers.pick)
+    page.type(text, "original")
+    page.values[text_order._id] = "order of the run"  # as a finished run's order lands
+    page.values[order._id] = "order of rewrite #1"  # as a finished rewrite shows its best
+    page.values[choices._id] = [dict(rank=r, text=f"text {r}", bits_per_char=1.0 + r) for r in (1, 2, 3)]
+    page.fire(found["rewrite-pick-2"], "click")
+    page.fire(found["rewrite-undo"], "click")
+    assert page.value(text) == "original" and page.value(order) == "order of the run"
 
 
 def test_a_stopped_rewrite_says_it_stopped_in_its_readout_and_labels():
