@@ -12,6 +12,7 @@ from typing import Any
 
 import gradio as gr
 
+from mdlm_hf import MASK_GLYPH
 from mdlm_hf.pipeline import END_AT
 from mdlm_hf.sampling.options import OPTION_SPECS
 from mdlm_hf.windows import MAX_CANVAS
@@ -78,43 +79,44 @@ API_DESCRIPTIONS: dict[str, tuple[str, str]] = {
         "line, of a speech, or at exactly the length (end_at). A text longer than the model's context is written "
         f"window by window; the prompt and the text share {MAX_CANVAS:,} characters, and a length past the room "
         "the prompt leaves is lowered (the readout says so). Streams one result per step.",
-        "the canvas as HTML, the text so far (finished at the end), a readout (seed, steps, forward passes, speed) "
-        "and the seed used.",
+        f"a dict per step: text (the canvas so far, each mask as {MASK_GLYPH}; finished at the end), readout "
+        "(seed, steps, forward passes, speed, where the text ended) and seed (the seed used).",
     ),
     "infill": (
         "Fills in the blanks of a template: every _ is a character to write, every other character stays as it is; "
         "the blanks are revealed a few per denoising step, with context on both sides. Streams one result per step.",
-        "the canvas as HTML, the template filled so far (finished at the end), a readout and the seed used.",
+        f"a dict per step: text (the template filled so far, each mask as {MASK_GLYPH}), readout and seed (the "
+        "seed used).",
     ),
     "compare": (
         "Races two reveal orders of the same model on the same prompt, seed and number of forward passes: left to "
         "right against confidence order (the surest characters first), with the same reveal rule; and the model's "
         "autoregressive twin, when the app has one, writing the same length one character per pass. Streams each "
         "side's canvas as it goes, then a one-line takeaway.",
-        "each side's canvas as HTML and its statistics (forward passes, characters per pass, seconds, share of real "
-        "words), the takeaway, the seed used, the twin's canvas and statistics (empty without one), and the order "
-        "in which each diffusion side wrote its text as HTML (left to right's, then confidence order's).",
+        "a dict per round: left_to_right, confidence and twin (without a twin: absent), each a dict of text (each "
+        f"mask as {MASK_GLYPH}), forward_passes, seconds and real_words (the share of words in the model's word "
+        "list, once done); takeaway (once every side is done) and seed (the seed used).",
     ),
     "score": (
         "Scores a text under the model: its bits per character, each character read left to right with those "
         "before it (past the model's context, window by window), and how surprised the model was by each "
         "character. Streams its progress.",
-        "the text as HTML, each character tinted by its surprise (bits in a tooltip), and a summary line (bits per "
-        "character, the most surprising character).",
+        "a dict per pass: bits_per_character (null until every character is scored), characters, "
+        "most_surprising (position from 1, character, bits) and summary (one line).",
     ),
     "rewrite": (
         "Rewrites a span of a text: the characters from start up to end are masked and written again three "
         "times, each reading the text on both sides of the span, then ranked by the span's bits per character "
         "given the rest of the text (lower: likelier). Streams the three as they are written.",
-        "the three rewrites as HTML, their labels (rank and bits per character), the order in which the best was "
-        "written as HTML, a readout, the three rewrites as a ranked list (each its text, and the pass that wrote "
-        "each character of its span), and the seed used.",
+        "a dict per step: ranking (empty until the three are scored, then each rewrite's rank, text, span and "
+        "bits_per_char, likeliest first), readout (the step, the ranking's progress, the span as it was) and "
+        "seed (the seed used).",
     ),
     "forward_process": (
         "Shows the forward process on one line: each character is masked with probability t, and the model guesses "
         "every masked character at once.",
-        "the line as HTML (the masked line, the model's guesses, the true character under each wrong guess) and how "
-        "many masked characters the model restored.",
+        f"a dict: masked_line (each mask as {MASK_GLYPH}), guesses (the line with the model's guess at each mask), "
+        "masked, restored (how many masked characters it guessed right) and summary.",
     ),
 }
 # the parameters that neither PARAMS nor the sampler options describe, by endpoint
