@@ -1437,9 +1437,10 @@ def test_browser_on_a_phone_a_run_brings_its_canvas_into_view(server, tmp_path):
             assert box["y"] >= 0 and box["y"] + box["height"] <= height + 1, (tab, box)  # 1 px: subpixel layout
             assert button.bounding_box()["y"] + button.bounding_box()["height"] > 0  # only as far as needed
             page.screenshot(path=str(screenshots(tmp_path) / f"phone-{tab.lower()}-run-in-view.png"))
-            # stopped, not waited for: 1,001 passes took over 60 s on a 2-core Zen 3
+            # stopped, not waited for: 1,001 passes took 14 s in one virtualenv and over 60 s in another on one Zen 3
             page.get_by_role("tabpanel").locator("button:visible", has_text="Stop").click()  # not the Rewrite panel's
-            expect(page.locator(f"#{tab.lower()}-readout")).to_contain_text("stopped at step", timeout=60_000)
+            ended = re.compile(r"stopped at step|chars/s")  # a run that finished before the click ends as it was
+            expect(page.locator(f"#{tab.lower()}-readout")).to_contain_text(ended, timeout=60_000)
             page.evaluate("window.scrollTo(0, 0)")
 
 
