@@ -120,7 +120,7 @@ def run_order(canvases: list[str] | None) -> object:
     last = canvases[-1] if canvases else ""
     # called at every frame of a run: only its last frame is looked at until it is the finished one, since reading
     # all of a long run's frames at each of them would hold the server (and the model thread) for seconds
-    if not canvases or "mdlm-window" in last or "class='mdlm-mask'" in last:
+    if not canvases or "class='mdlm-mask'" in last or "more characters to write" in last:  # still running
         return gr.skip()
     found = order_from_frames(canvases)
     return NOT_DRAWN if found is None else order_html(*found)

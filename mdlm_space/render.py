@@ -215,7 +215,7 @@ def render_canvas(
     text within the context is all cells, whatever part a sampler reads (the twin's cache reads the new character).
     `kept`: a finished text ended before its last position (at a line, a speech): the cells after it struck out."""
     length = state.tokens.size(1)
-    if kept is not None and kept < length:
+    if kept is not None and kept < length <= model.block_size:  # a long text's thousands of cells would stall the page
         cells = canvas_cells(model, state, row, slice(0, length))
         dropped = f"<span class='mdlm-dropped' style='{DROPPED}' title='{DROPPED_TITLE}'>{''.join(cells[kept:])}</span>"
         follow = length > model.block_size  # a long text's box shows its end, where it was cut
