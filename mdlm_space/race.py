@@ -29,7 +29,8 @@ NO_RACE_ORDER = placeholder("After the race: each character tinted by the pass t
 @dataclass
 class RaceRound:
     """The race after a round: each side's latest state and own compute time so far, the takeaway ("" until every
-    side is done), and what every round shares (the seed, the prompt's length, each diffusion side's options)."""
+    side is done), and what every round shares (the seed, the prompt's length, each diffusion side's options, and
+    whether left to right writes one character a pass)."""
 
     latest: dict[str, SamplerState]
     seconds: dict[str, float]
@@ -37,6 +38,7 @@ class RaceRound:
     seed: int
     num_fixed: int
     options: dict[str, SamplerOptions]
+    autoregressive: bool
 
 
 def race_rounds(
@@ -67,27 +69,17 @@ def race_rounds(
         runs["twin"] = sample(twin, canvas, twin_options(options["left_to_right"]), seed=seed)
     for latest, seconds in race(runs):
         summary = takeaway(model, latest, len(prompt), known_words, autoregressive, seconds)
-        yield RaceRound(latest, seconds, " ".join(filter(None, (summary, note))), seed, len(prompt), options)
+        summary = " ".join(filter(None, (summary, note)))
+        yield RaceRound(latest, seconds, summary, seed, len(prompt), options, autoregressive)
 
 
 def compare(
-    model: MDLM,
-    known_words: set[str] | None,
-    prompt: str | None,
-    length: float,
-    num_steps: int,
-    temperature: float,
-    seed: float,
-    autoregressive: bool,
-    fixed_seed: bool,
-    twin: MDLM | None = None,
-    **rule: Any,
+    model: MDLM, known_words: set[str] | None, *race_args: Any, twin: MDLM | None = None, **controls: Any
 ) -> Iterator[tuple[str | int, ...]]:
-    """Compare tab: the race (`race_rounds`) streamed, each side's canvas and statistics per round, then the
-    one-line takeaway; last, each diffusion side's order of writing, once it is done."""
-    race_args = (prompt, length, num_steps, temperature, seed, autoregressive, fixed_seed)
+    """Compare tab: the race (`race_rounds`, its parameters by position or name) streamed, each side's canvas and
+    statistics per round, then the one-line takeaway; last, each diffusion side's order of writing, once done."""
     orders = None
-    for now in race_rounds(model, known_words, *race_args, twin=twin, **rule):
+    for now in race_rounds(model, known_words, *race_args, twin=twin, **controls):
         orders = orders or RaceOrders(model, tuple(now.options))
         views = [
             compare_view(
@@ -95,7 +87,7 @@ def compare(
                 now.latest[name],
                 now.num_fixed,
                 known_words,
-                rule_words(side, autoregressive),
+                rule_words(side, now.autoregressive),
                 now.seconds[name],
             )
             for name, side in now.options.items()
