@@ -16,7 +16,7 @@ import gradio as gr
 from mdlm_hf import MASK_GLYPH, MDLM
 from mdlm_hf.metrics import valid_word_rate
 from mdlm_space.endpoints import api_doc
-from mdlm_space.handlers import forward_guesses, score_summary, scored
+from mdlm_space.handlers import ForwardGuesses, forward_guesses, score_summary, scored
 from mdlm_space.race import race_rounds
 from mdlm_space.texts import passes
 
@@ -115,18 +115,23 @@ def scores(model: MDLM, text: str | None) -> Iterator[tuple[str, list[float], in
         yield text, bits, num_passes
 
 
-def forward_result(line: str, is_masked: list[bool], guesses: list[str], summary: str) -> dict:
-    """/forward_process: the masked line (masks as MASK_GLYPH), the model's guess under each mask, and the count."""
-    masked = "".join(MASK_GLYPH if m else c for c, m in zip(line, is_masked, strict=True))
-    guessed = "".join(g if m else c for c, m, g in zip(line, is_masked, guesses, strict=True))
-    restored = sum(m and g == c for c, m, g in zip(line, is_masked, guesses, strict=True))
-    return dict(masked_line=masked, guesses=guessed, masked=sum(is_masked), restored=restored, summary=summary)
+def forward_result(found: ForwardGuesses) -> dict:
+    """/forward_process: the masked line (masks as MASK_GLYPH), the model's guess under each mask, and the counts."""
+    triples = list(zip(found.line, found.is_masked, found.guesses, strict=True))
+    masked = "".join(MASK_GLYPH if m else c for c, m, _ in triples)
+    guessed = "".join(g if m else c for c, m, g in triples)
+    return dict(
+        masked_line=masked,
+        guesses=guessed,
+        masked=found.num_masked,
+        restored=found.num_restored,
+        summary=found.summary(),
+    )
 
 
-def forward_guessed(model: MDLM, line: str | None, t: float, seed: float) -> tuple[str, list[bool], list[str], str]:
-    """/forward_process's handler: the line, which characters were masked, the guesses and the summary."""
-    masked = forward_guesses(model, line, t, seed)
-    return masked.line, masked.is_masked, masked.guesses, masked.summary()
+def forward_guessed(model: MDLM, line: str | None, t: float, seed: float) -> tuple[ForwardGuesses]:
+    """/forward_process's handler: the masked line and the model's guesses (`forward_guesses`), as its one output."""
+    return (forward_guesses(model, line, t, seed),)
 
 
 def race_result(model: MDLM, known_words: set[str] | None, twin: MDLM | None) -> Callable[..., Iterator[tuple]]:

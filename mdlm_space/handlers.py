@@ -44,8 +44,8 @@ def stopped(line: str | None) -> Any:
     """A readout (Generate's, Infill's) or Score's line after Stop: a run still going says where it stopped; one
     that had ended is kept."""
     first, *rest = (line or "").split("\n\n", 1)
-    parts = first.split(" · ")
-    if RUNNING in parts:  # the speed of a run still going (a long run's window comes after it)
+    if running(first):  # its speed part says so (a long run's window comes after it)
+        parts = first.split(" · ")
         parts.remove(RUNNING)
         first = " · ".join(parts).replace(" · step ", " · stopped at step ", 1)
     elif first.startswith(f"{SCORING} "):
@@ -144,7 +144,7 @@ def frames(
         if state.step == 0 and prompt_length is not None:
             note = " ".join(filter(None, (note, sentence(unseen_prompt_note(state, prompt_length) or ""))))
         seconds = time.perf_counter() - start_time
-        shown, kept = note, None
+        shown, cut_at = note, None
         text = model.tokenizer.decode(state.tokens[0, : (state.window or (0, None))[1]])
         if state.done:
             whole = model.tokenizer.decode(state.tokens[0])
@@ -152,9 +152,9 @@ def frames(
             if len(text) < len(whole):
                 kept, written = len(text) - (prompt_length or 0), len(whole) - (prompt_length or 0)
                 cut = end_words(end_at, end_reached(whole[len(text) :]), kept, written)
-                shown, kept = " ".join(filter(None, (note, cut))), len(text)
+                shown, cut_at = " ".join(filter(None, (note, cut))), len(text)
         num_generated = state.tokens.size(1) - num_fixed
-        canvas = render_canvas(model, state, kept=kept) + LEGEND
+        canvas = render_canvas(model, state, kept=cut_at) + LEGEND
         yield canvas, text, readout(state, seconds, num_generated, seed, shown), seed
 
 
