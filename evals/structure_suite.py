@@ -128,6 +128,17 @@ RULES: dict[str, dict | None] = {
     "word-streams-t115-caps30": dict(order="word_streams", min_p=0.1, temperature=1.15, capital_temperature_factor=0.3),
     "word-streams-t125-caps30": dict(order="word_streams", min_p=0.1, temperature=1.25, capital_temperature_factor=0.3),
     "word-streams-t125-caps10": dict(order="word_streams", min_p=0.1, temperature=1.25, capital_temperature_factor=0.1),
+    "word-streams-t100-caps30": dict(order="word_streams", min_p=0.1, temperature=1.0, capital_temperature_factor=0.3),
+    # every word kept to the model's words.txt (real_words), at the default's temperature and cooler ones
+    "real-words-t100": dict(
+        order="word_streams", min_p=0.1, temperature=1.0, capital_temperature_factor=0.3, real_words=True
+    ),
+    "real-words-t110": dict(
+        order="word_streams", min_p=0.1, temperature=1.1, capital_temperature_factor=0.3, real_words=True
+    ),
+    "real-words-t125": dict(
+        order="word_streams", min_p=0.1, temperature=1.25, capital_temperature_factor=0.3, real_words=True
+    ),
     # the model before's default at fewer passes (a stretch goal: 8 passes at 32 passes' structure)
     "word-streams-t125-16": dict(
         order="word_streams", min_p=0.1, temperature=1.25, capital_temperature_factor=0.5, num_steps=16

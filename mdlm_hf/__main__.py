@@ -31,6 +31,11 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
             f"{spec.label}; {spec.note + '; ' if spec.note else ''}default {'off' if default is None else default}"
         )
         kind, choices = spec.accepts.kind, spec.accepts.choices or None
+        if kind is bool:  # --real-words / --no-real-words: bool("False") would be True
+            group.add_argument(
+                *flags, dest=name, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=help_text
+            )
+            continue
         group.add_argument(*flags, dest=name, type=kind, choices=choices, default=argparse.SUPPRESS, help=help_text)
 
 
@@ -55,6 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="where the text ends: exactly --length characters (the default), or within them at the last line or "
         "speech end",
+    )
+    parser.add_argument(
+        "--lexicon",
+        default=None,
+        help="with --real-words: a file with one word a line to keep the words to (default: the model's words.txt)",
     )
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--show-steps", action="store_true", help="print every intermediate canvas")
@@ -93,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
             canvas = text_to_canvas(model, args.template)
         else:
             canvas = prompt_canvas(model, args.prompt, args.length)
-        for state in sample(model, canvas, seed=args.seed, **overrides):
+        for state in sample(model, canvas, seed=args.seed, lexicon=args.lexicon, **overrides):
             note = unseen_prompt_note(state, len(args.prompt)) if state.step == 0 and args.template is None else None
             if note:
                 print(f"note: {note}", file=sys.stderr)
@@ -102,6 +112,12 @@ def main(argv: list[str] | None = None) -> None:
             if args.show_steps and not state.done:
                 print(model.tokenizer.decode(state.tokens[0]))
             elif state.done:
+                if state.word_fallbacks is not None and int(state.word_fallbacks[0]):
+                    print(
+                        f"note: {int(state.word_fallbacks[0])} characters fell back to the model's own draw, "
+                        "where no character kept its word in the list",
+                        file=sys.stderr,
+                    )
                 text = model.tokenizer.decode(state.tokens[0])
                 print(text if args.template is not None else ended(text, len(args.prompt), args.end_at))
     except (ValueError, OSError) as error:  # bad input or an unreachable model: one clear line

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from mdlm_hf.inference import check_batch_size, check_token_ids, evaluating, predictor
 from mdlm_hf.kv_cache import KVCache
 from mdlm_hf.sampling.drawing import candidate_tokens, capital_letters
+from mdlm_hf.sampling.lexicon import Lexicon, WordKeeper
 from mdlm_hf.sampling.options import SamplerOptions, described
 from mdlm_hf.sampling.state import SamplerState
 from mdlm_hf.windows import score_windows
@@ -27,7 +28,7 @@ WRITES_LEFT_TO_RIGHT = "an autoregressive model writes left to right only"
 # the options a left-to-right run takes: how each character is drawn, as the diffusion model draws it; the others
 # (num_steps and window_context too: one character a pass, the context slides by itself) are refused unless left as
 # SamplerOptions.default_for_causal() has them
-DRAWS = ("temperature", "top_k", "top_p", "min_p", "cut_where_sure", "capital_temperature_factor")
+DRAWS = ("temperature", "top_k", "top_p", "min_p", "cut_where_sure", "capital_temperature_factor", "real_words")
 # after its context fills, the writer reads again the last three quarters of it, so that a re-read (one pass over
 # 192 characters) comes every 64 characters and every character is drawn knowing at least 192 before it
 KEPT_CONTEXT = 3 / 4
@@ -112,10 +113,15 @@ def check_options(options: SamplerOptions) -> None:
 
 
 def write_left_to_right(
-    model: nn.Module, canvas: torch.Tensor, options: SamplerOptions, generator: torch.Generator
+    model: nn.Module,
+    canvas: torch.Tensor,
+    options: SamplerOptions,
+    generator: torch.Generator,
+    lexicon: Lexicon | None = None,
 ) -> Iterator[SamplerState]:
     """The sampler core for a causal model: fills the masks of `canvas` (B, T), which must all follow its given text,
-    one character a pass with a key-value cache; yields the states as `mdlm_hf.sample` does."""
+    one character a pass with a key-value cache, its words kept to `lexicon` when given (real_words); yields the
+    states as `mdlm_hf.sample` does."""
     check_options(options)
     is_masked = canvas == model.mask_id
     columns = torch.arange(canvas.size(1), device=canvas.device)
@@ -129,12 +135,18 @@ def write_left_to_right(
             else "and cannot fill blanks that have text after them (the diffusion model infills)"
         )
         raise ValueError(f"{WRITES_LEFT_TO_RIGHT}: it continues a prompt, {problem}")
-    return _write(model, canvas, begin, options, generator)
+    keeper = None if lexicon is None else WordKeeper(lexicon, model.tokenizer.vocab, canvas.size(0))
+    return _write(model, canvas, begin, options, generator, keeper)
 
 
 @torch.no_grad()
 def _write(
-    model: nn.Module, canvas: torch.Tensor, begin: int, options: SamplerOptions, generator: torch.Generator
+    model: nn.Module,
+    canvas: torch.Tensor,
+    begin: int,
+    options: SamplerOptions,
+    generator: torch.Generator,
+    keeper: WordKeeper | None = None,
 ) -> Iterator[SamplerState]:
     """`write_left_to_right`'s states, the masks being columns begin..T-1."""
     device = next(model.parameters()).device
@@ -145,9 +157,12 @@ def _write(
     confidence = torch.full((B, N), float("nan"), device=device)
     nothing = torch.zeros_like(is_given)
     num_steps, cache, window_start = N - begin, None, max(0, begin - (L - 1))
+    fallbacks = None if keeper is None else keeper.counts
+    if keeper is not None:
+        keeper.enter(is_given)
     yield SamplerState(
         tokens.clone(), nothing, nothing, confidence.clone(), is_given, 0, num_steps, 0, mask_id, (window_start, begin)
-    )
+    ).counting(fallbacks)
     capitals = capital_letters(model, device)
     with evaluating(model):
         for i in range(begin, N):
@@ -160,6 +175,10 @@ def _write(
             logits = predictor(model)(reading, None, cache)[:, -1:].float()  # (B, 1, V)
             cooler = None if capitals is None or i == 0 else capitals[tokens[:, i - 1 : i]]  # (B, 1)
             drawn = candidate_tokens(logits, options, generator, cooler)  # (B, 1)
+            if keeper is not None:
+                at, proposed = torch.zeros_like(is_given), tokens.clone()
+                at[:, i], proposed[:, i] = True, drawn[:, 0]
+                drawn = keeper.keep(logits, tokens, at, proposed, options, generator)[:, i : i + 1]
             probability = logits.softmax(dim=-1).gather(-1, drawn[..., None])[:, 0, 0]  # (B,)
             tokens[:, i], confidence[:, i] = drawn[:, 0], probability
             revealed = nothing.clone()
@@ -176,4 +195,4 @@ def _write(
                 step,
                 mask_id,
                 (window_start, i + 1),
-            )
+            ).counting(fallbacks)

@@ -17,6 +17,11 @@ def words(text: str) -> list[str]:
     return [w.lower() for w in WORD_PATTERN.findall(text)]
 
 
+def written_words(text: str, written: list[bool]) -> list[str]:
+    """Lower-cased words of `text` that hold a `written` character (not wholly a prompt's or a template's)."""
+    return [m.group().lower() for m in WORD_PATTERN.finditer(text) if any(written[m.start() : m.end()])]
+
+
 def word_list(text: str) -> list[str]:
     """The sorted distinct words of `text`: the vocabulary the valid-word rate checks against."""
     return sorted(set(words(text)))

@@ -42,6 +42,7 @@ MLP_KINDS = ("gelu", "relu2", "swiglu")
 NORM_KINDS = ("layernorm", "rmsnorm")
 # bounds on a config, so a malformed or hostile config.json is refused before anything is allocated
 CONFIG_LIMITS = {"n_layer": 64, "n_head": 8192, "n_embd": 8192, "block_size": 65536}
+WORD_LIST_FILE = "words.txt"  # beside the weights: the training text's words (training/export.py writes it)
 MAX_VALUES = 2**30  # parameters and position tables together: 4 GiB in fp32
 FLOAT_DTYPES = ("F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2")  # safetensors' names of floating-point dtypes
 
@@ -352,7 +353,28 @@ class MDLM(
             model_file = hf_hub_download(model_id, "model.safetensors", local_files_only=local_files_only, **download)
             config_file = hf_hub_download(model_id, "config.json", local_files_only=local_files_only, **download)
             check_config_keys(json.loads(Path(config_file).read_text(encoding="utf-8")), f"{model_id}'s config.json")
-        return load_weights(cls(**model_kwargs), model_file, map_location)
+            hub = dict(download, local_files_only=local_files_only)
+        model = load_weights(cls(**model_kwargs), model_file, map_location)
+        model.loaded_from = (model_id, None if os.path.isdir(model_id) else hub)
+        return model
+
+    # where it came from: (folder or Hub repo id, the Hub download's arguments or None), for what its export wrote
+    # beside its weights; None for a model built here
+    loaded_from: tuple[str, dict | None] | None = None
+
+    def word_list_file(self) -> Path | None:
+        """The words.txt its export wrote beside the weights it was loaded from (the training text's words, which
+        real_words keeps to; from a Hub repo, downloaded when first asked), or None where there is none."""
+        if self.loaded_from is None:
+            return None
+        source, hub = self.loaded_from
+        if hub is None:
+            path = Path(source) / WORD_LIST_FILE
+            return path if path.is_file() else None
+        try:
+            return Path(hf_hub_download(source, WORD_LIST_FILE, **hub))
+        except Exception:  # an older export without one, or the Hub out of reach: the caller says what to pass
+            return None
 
 
 def load_weights(model: MDLM, model_file: str, device: str = "cpu") -> MDLM:

@@ -7,8 +7,9 @@ name, plus `seed` or `generator`: `complete(model, "ROMEO:\\n", 200, num_steps=3
 
 from __future__ import annotations
 
+import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import torch
@@ -16,6 +17,7 @@ import torch.nn as nn
 
 from mdlm_hf.autoregressive import is_causal, write_left_to_right
 from mdlm_hf.inference import check_model
+from mdlm_hf.sampling.lexicon import Lexicon, run_lexicon
 from mdlm_hf.sampling.loop import write_by_denoising
 from mdlm_hf.sampling.options import SamplerOptions, check_seed, described
 from mdlm_hf.sampling.state import SamplerState, final_state
@@ -33,6 +35,7 @@ def sample(
     *,
     generator: torch.Generator | None = None,
     seed: int | None = None,
+    lexicon: Lexicon | Iterable[str] | str | os.PathLike | None = None,
     **overrides: Any,
 ) -> Iterator[SamplerState]:
     """Fills the [MASK] positions of `canvas` (T,) or (B, T); returns a generator of every state.
@@ -40,7 +43,8 @@ def sample(
     `options` defaults to the study's recommendation, `SamplerOptions()` (an autoregressive twin's:
     `SamplerOptions.default_for_causal()`, and it writes left to right, mdlm_hf.autoregressive); `overrides` change
     single options by name (`sample(model, canvas, num_steps=8)`). `seed` (an integer in [0, 2**63)) or `generator`
-    is the single source of randomness.
+    is the single source of randomness. With `real_words=True` every word written is one of `lexicon` (words, or a
+    file with one word a line; default: the model's words.txt) or a counted fallback (`SamplerState.word_fallbacks`).
     """
     check_model(model, "sample", "canvas")
     if options is not None and not isinstance(options, SamplerOptions):
@@ -48,8 +52,9 @@ def sample(
     options = (SamplerOptions.default_for(model) if options is None else options).replace(**overrides)
     canvas = checked_canvas(model, canvas)
     generator = run_generator(generator, seed)
+    words = run_lexicon(model, options, lexicon)
     writer = write_left_to_right if is_causal(model) else write_by_denoising
-    return writer(model, canvas.clone(), options, generator)
+    return writer(model, canvas.clone(), options, generator, words)
 
 
 def checked_canvas(model: nn.Module, canvas: object) -> torch.Tensor:

@@ -136,7 +136,7 @@ def forward_guessed(model: MDLM, line: str | None, t: float, seed: float) -> tup
 
 def race_result(model: MDLM, known_words: set[str] | None, twin: MDLM | None) -> Callable[..., Iterator[tuple]]:
     """/compare's handler: after each round, each side's text (masks as MASK_GLYPH), forward passes, seconds and,
-    once done, share of real words; the takeaway and the seed."""
+    once done, share of real words, and with real_words its characters that fell back; the takeaway and the seed."""
 
     def compared(**controls: Any) -> Iterator[tuple[dict]]:
         for now in race_rounds(model, known_words, twin=twin, **controls):
@@ -149,6 +149,7 @@ def race_result(model: MDLM, known_words: set[str] | None, twin: MDLM | None) ->
                     forward_passes=state.num_forward_passes,
                     seconds=round(now.seconds[name], 3),
                     real_words=real_word_share(written, known_words) if state.done else None,
+                    fell_back=None if state.word_fallbacks is None else int(state.word_fallbacks[0]),
                 )
             yield (dict(sides, takeaway=without_markdown(now.takeaway), seed=now.seed),)
 

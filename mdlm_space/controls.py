@@ -103,6 +103,8 @@ def option_control(name: str, block_size: int, value: Any, label: str | None, **
     """The control of one sampler option at `value`, labelled and bounded by its OPTION_SPECS entry."""
     spec = OPTION_SPECS[name]
     value = spec.shown(value)
+    if spec.accepts.kind is bool:
+        return gr.Checkbox(value=value, label=label or spec.label, info=spec.note or None, **layout)
     if spec.accepts.choices:  # shown in words ("word streams"), passed by name ("word_streams")
         choices = [(choice.replace("_", " "), choice) for choice in spec.accepts.choices]
         return gr.Dropdown(choices, value=value, label=label or spec.label, **layout)

@@ -94,8 +94,9 @@ API_DESCRIPTIONS: dict[str, tuple[str, str]] = {
         "autoregressive twin, when the app has one, writing the same length one character per pass. Streams each "
         "side's canvas as it goes, then a one-line takeaway.",
         "a dict per round: left_to_right, confidence and twin (without a twin: absent), each a dict of text (each "
-        f"mask as {MASK_GLYPH}), forward_passes, seconds and real_words (the share of words in the model's word "
-        "list, once done); takeaway (once every side is done) and seed (the seed used).",
+        f"mask as {MASK_GLYPH}), forward_passes, seconds, real_words (the share of words in the model's word "
+        "list, once done) and fell_back (with real_words on: the characters drawn without the list, where no "
+        "character kept a word in it; else null); takeaway (once every side is done) and seed (the seed used).",
     ),
     "score": (
         "Scores a text under the model: its bits per character, each character read left to right with those "

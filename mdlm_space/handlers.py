@@ -14,7 +14,7 @@ import torch
 
 from mdlm_hf import MDLM, SamplerOptions, SamplerState, mask_tokens, sample
 from mdlm_hf.diffusion import surprise_steps
-from mdlm_hf.metrics import valid_word_rate
+from mdlm_hf.metrics import valid_word_rate, written_words
 from mdlm_hf.pipeline import check_end_at, check_text, ended, prompt_canvas, text_to_canvas, unseen_prompt_note
 from mdlm_hf.sampling.drawing import GREEDY_BELOW
 from mdlm_hf.windows import MAX_CANVAS
@@ -75,6 +75,25 @@ def word_share(text: str, known_words: set[str] | None) -> str:
         return "n/a (no word list)"
     rate = valid_word_rate(text, known_words)
     return "n/a (no words)" if rate != rate else f"{rate:.0%}"
+
+
+def kept_words_note(model: MDLM, state: SamplerState) -> str:
+    """After a real_words run: how many words it wrote (in every row) and how many of its characters fell back to
+    the model's own draw, where no character kept a word in the list ("" for a run without real_words)."""
+    if state.word_fallbacks is None:
+        return ""
+    written = sum(
+        len(written_words(model.tokenizer.decode(row), (~given).tolist()))
+        for row, given in zip(state.tokens, state.is_given, strict=True)
+    )
+    fallbacks = int(state.word_fallbacks.sum())
+    fell_back = (
+        "none fell back"
+        if fallbacks == 0
+        else f"{fallbacks} character{'' if fallbacks == 1 else 's'} fell back to the model's own draw, where no "
+        "character kept its word in the list"
+    )
+    return f"Only words it has read: {written:,} word{'' if written == 1 else 's'} written, {fell_back}."
 
 
 def greedy_note(options: SamplerOptions) -> str:
@@ -153,6 +172,8 @@ def frames(
                 kept, written = len(text) - (prompt_length or 0), len(whole) - (prompt_length or 0)
                 cut = end_words(end_at, end_reached(whole[len(text) :]), kept, written)
                 shown, cut_at = " ".join(filter(None, (note, cut))), len(text)
+        if state.done:
+            shown = " ".join(filter(None, (shown, kept_words_note(model, state))))
         num_generated = state.tokens.size(1) - num_fixed
         canvas = render_canvas(model, state, kept=cut_at) + LEGEND
         yield canvas, text, readout(state, seconds, num_generated, seed, shown), seed

@@ -16,6 +16,7 @@ from mdlm_hf import MDLM, SamplerOptions, SamplerState, sample
 from mdlm_hf.autoregressive import DRAWS
 from mdlm_hf.metrics import words
 from mdlm_hf.pipeline import check_text, prompt_canvas
+from mdlm_hf.sampling.lexicon import model_lexicon
 from mdlm_hf.sampling.options import SCORED_ORDERS
 from mdlm_space.checks import check_chars, check_flag, fitted_length, run_seed
 from mdlm_space.handlers import word_share
@@ -51,22 +52,25 @@ def race_rounds(
     seed: float,
     autoregressive: bool,
     fixed_seed: bool,
+    real_words: bool = False,
     twin: MDLM | None = None,
     **rule: Any,
 ) -> Iterator[RaceRound]:
     """Left-to-right and confidence order on the same canvas, with the same reveal rule (`rule`: the
     REVEAL_RULE_OPTIONS) where it applies, and the autoregressive `twin` (when given) writing the same length with
-    its key-value cache, in turns: a RaceRound after each round."""
+    its key-value cache, in turns, every side keeping its words to the model's word list with `real_words`: a
+    RaceRound after each round."""
     check_text(prompt, "prompt")
     check_chars(model, prompt, "prompt")
     check_flag(autoregressive, "autoregressive")
     length, note = fitted_length(prompt, length, model.block_size)
     seed = run_seed(seed, fixed_seed)
     canvas = prompt_canvas(model, prompt, length)
-    options = race_options(length, num_steps, temperature, autoregressive, rule)
+    options = race_options(length, num_steps, temperature, autoregressive, dict(rule, real_words=real_words))
     runs = {name: sample(model, canvas, side, seed=seed) for name, side in options.items()}
     if twin is not None:  # its own rule, left to right with a cache; each character drawn as the others draw theirs
-        runs["twin"] = sample(twin, canvas, twin_options(options["left_to_right"]), seed=seed)
+        words = model_lexicon(model) if real_words else None  # the model's list: the twin read the same text
+        runs["twin"] = sample(twin, canvas, twin_options(options["left_to_right"]), seed=seed, lexicon=words)
     for latest, seconds in race(runs):
         summary = takeaway(model, latest, len(prompt), known_words, autoregressive, seconds)
         summary = " ".join(filter(None, (summary, note)))
@@ -105,13 +109,15 @@ def compare(
 def race_options(
     length: int, num_steps: int, temperature: float, autoregressive: bool, rule: dict[str, Any]
 ) -> dict[str, SamplerOptions]:
-    """Each diffusion side's options: the same reveal rule where it applies; left to right, when `autoregressive`,
-    exactly one character per forward pass."""
+    """Each diffusion side's options: the same reveal rule where it applies (`rule`, and real_words); left to right,
+    when `autoregressive`, exactly one character per forward pass."""
     # confidence order: the rule's options apply to it (streams order, the default, has none)
     shared = SamplerOptions(order="confidence", num_steps=num_steps, temperature=temperature, **rule)
     return {
         # autoregressive-like: exactly one character per forward pass, strictly left to right, no reveal rule
-        "left_to_right": SamplerOptions.plain(order="left_to_right", num_steps=length, temperature=temperature)
+        "left_to_right": SamplerOptions.plain(
+            order="left_to_right", num_steps=length, temperature=temperature, real_words=shared.real_words
+        )
         if autoregressive
         # no spacing: it would reveal characters spacing apart, not the next ones in a row
         else shared.replace(order="left_to_right", spacing=0),
@@ -219,6 +225,8 @@ def compare_view(
     stats += f" · {seconds:.2f} s"
     if state.done:
         stats += f" · real words: {word_share(model.tokenizer.decode(state.tokens[0, num_fixed:]), known_words)}"
+        if state.word_fallbacks is not None:  # real_words: the draws that found no word of the list
+            stats += f" · fell back: {int(state.word_fallbacks[0])}"
     canvas = render_canvas(model, state, rows=COMPARE_ROWS, font_px=COMPARE_FONT_PX, shrink=shrink)
     # the rule folded, one line: on a phone it ran to five lines a side, pushing the twin and the takeaway down
     small = "<span style='font-size: 12px'>{}</span>"  # <small> was 11.2 px: under 12, too small on a phone

@@ -17,6 +17,7 @@ from mdlm_hf.pipeline import check_text
 from mdlm_hf.rewriting import check_span, span_canvas, span_nats_steps
 from mdlm_hf.windows import MAX_CANVAS
 from mdlm_space.checks import as_int, check_chars, run_seed
+from mdlm_space.handlers import kept_words_note
 from mdlm_space.order_view import PassRecorder, order_html
 from mdlm_space.render import COMPARE_FONT_PX, SUBDUED_TEXT, canvas_box, canvas_cells, placeholder, shown_char
 from mdlm_space.texts import passes
@@ -144,6 +145,7 @@ def finished(
         "character given the rest of the text (the exact chain rule over its characters; lower: likelier); the "
         f"span as it was: {'scoring…' if before is None else f'{before:.2f} bits/char'}. Pick one to keep it."
     )
+    readout = " ".join(filter(None, (readout, kept_words_note(model, state))))
     if len({c["span"] for c in choices}) == 1:  # greedy drawing in a fixed order: nothing left to choose between
         readout += " The three are the same: raise the temperature for different ones."
     for choice in choices:  # the pass that wrote each of its span's characters, for its order view when picked

@@ -164,8 +164,10 @@ def rewrite_panel(model: MDLM, demo: gr.Blocks, example: str) -> None:
         with gr.Column(scale=1, min_width=300):
             controls = span_controls(block_size)
             button, stop = run_buttons("Rewrite")
+            real_words = control("real_words", block_size)
             undo_button = gr.Button("Undo", interactive=False, elem_id="rewrite-undo")
             controls |= sampling_options("rewrite", block_size, ("steps", "drawing"), CHANGES)
+            controls["real_words"] = real_words
         with gr.Column(scale=2):
             # above the choices: on a phone they stack, and a readout below them was out of view while they streamed
             readout = gr.Markdown(WAITING, elem_id="rewrite-readout")

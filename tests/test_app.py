@@ -412,7 +412,9 @@ def test_option_controls_take_label_bounds_and_defaults_from_the_one_table(model
     for name in OPTION_SPECS.keys() & generate.keys():
         spec, control = OPTION_SPECS[name], generate[name]
         assert control.label == spec.label and control.value == spec.shown(getattr(SamplerOptions(), name)), name
-        if spec.slider is None:
+        if spec.accepts.kind is bool:
+            assert isinstance(control, gr.Checkbox) and control.info == spec.note, name
+        elif spec.slider is None:
             assert [value for _, value in control.choices] == list(spec.accepts.choices)
             assert [label for label, _ in control.choices] == [c.replace("_", " ") for c in spec.accepts.choices]
         else:
@@ -1414,6 +1416,47 @@ def test_browser_generate_infill_and_compare(server, tmp_path):
 
 
 @pytest.mark.browser
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_browser_only_words_it_has_read(server, tmp_path, viewport):
+    from playwright.sync_api import expect
+
+    from mdlm_hf.metrics import words
+
+    known = set(words(SHAKESPEARE_LIKE))  # the model_dir model's words.txt
+    with chromium() as browser:
+        page = browser.new_page(viewport=dict(zip(("width", "height"), viewport, strict=True)))
+        page.goto(server)
+        expect(page.get_by_text("at most 121")).to_be_visible()  # loaded: the load's fit will not undo the fill
+        tab = page.get_by_role("tabpanel")
+        button, checkbox = (
+            tab.get_by_role("button", name="Generate", exact=True),
+            tab.get_by_label("Only words it has read"),
+        )
+        # beside the run button, not in the closed options: in view with it on a phone too
+        expect(checkbox).to_be_visible()
+        assert 0 <= checkbox.bounding_box()["y"] - button.bounding_box()["y"] < 200
+        checkbox.check()
+        page.get_by_label("number input for Characters to generate (at most)").fill("80")
+        button.click()
+        readout = page.locator("#generate-readout")
+        expect(readout).to_contain_text("chars/s", timeout=60_000)
+        note = re.search(r"Only words it has read: (\d+) words? written, (none|\d+)", readout.inner_text())
+        assert note, readout.inner_text()
+        written = page.locator("#generate-final-text textarea").input_value().removeprefix("ROMEO:\n")
+        fell_back = 0 if note[2] == "none" else int(note[2])
+        assert sum(w not in known for w in words(written)) <= fell_back, written
+        page.screenshot(path=str(screenshots(tmp_path) / f"real-words-{viewport[0]}.png"), full_page=True)
+
+        page.get_by_role("tab", name="Compare").click()
+        page.get_by_role("tabpanel").get_by_label("Only words it has read").check()
+        page.get_by_role("button", name="Compare", exact=True).click()
+        expect(page.locator("#compare-takeaway")).to_contain_text("Takeaway:", timeout=60_000)
+        for side in ("left", "right", "twin"):
+            expect(page.locator(f"#compare-{side}-stats")).to_contain_text("fell back:")
+        page.screenshot(path=str(screenshots(tmp_path) / f"real-words-compare-{viewport[0]}.png"), full_page=True)
+
+
+@pytest.mark.browser
 def test_browser_on_a_phone_a_run_brings_its_canvas_into_view(server, tmp_path):
     from playwright.sync_api import expect
 
@@ -1682,7 +1725,7 @@ def test_a_model_of_other_text_starts_and_shows_text_it_writes(arithmetic_dir):
     infill = next(fn for fn in demo.fns.values() if fn.api_name == "infill_page")
     named = dict(template="x# = 2#3", num_steps=2, temperature=1.0, top_p=1.0, order="confidence", seed=0)
     named |= dict(order_temperature=0.25, prior_weight=0.35, remask_ratio=0.0, spacing=1, fixed_seed=True)
-    named |= dict(entropy_bound=0, min_p=0.0, cut_where_sure=0.0, capital_temperature_factor=1.0)
+    named |= dict(entropy_bound=0, min_p=0.0, cut_where_sure=0.0, capital_temperature_factor=1.0, real_words=False)
     values = tuple(named[name] for name in api_names(demo, "infill"))  # the event's function takes the API's order
     *_, (_, text, *_) = infill.fn(*values)
     assert text.startswith("x") and text[2:6] == " = 2" and text[7] == "3" and "#" not in text
@@ -2059,7 +2102,7 @@ def test_a_call_with_too_few_values_names_what_is_missing(server, capfd):
     # gradio's own check of too few values raised a plain error that reached the caller as {"error": null}
     stream = api_call(server, "generate", ["ROMEO:\n", 20, 4])
     assert "event: error" in stream
-    assert "generate takes 18 values" in stream and "got 3" in stream
+    assert "generate takes 19 values" in stream and "got 3" in stream
     assert "missing end_at, order, order_temperature" in stream  # in the page's order of the controls
     assert "capital_temperature_factor" in stream
     empty = api_call(server, "forward_process", [])

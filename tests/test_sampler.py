@@ -486,7 +486,7 @@ def test_every_option_is_documented_in_the_one_table():
     for name, spec in OPTION_SPECS.items():
         default = getattr(SamplerOptions(), name)
         assert spec.label and spec.accepts.test(default), name
-        assert spec.accepts.kind in (int, float, str)
+        assert spec.accepts.kind in (int, float, str, bool)
         if spec.slider is not None:
             low, high, step = spec.slider
             shown = spec.off if default is None else default

@@ -17,6 +17,7 @@ import torch.nn as nn
 
 from mdlm_hf.inference import evaluating, predictor
 from mdlm_hf.sampling.drawing import capital_letters
+from mdlm_hf.sampling.lexicon import Lexicon, WordKeeper
 from mdlm_hf.sampling.options import SCORED_ORDERS, SamplerOptions
 from mdlm_hf.sampling.orders import plan_streams, word_separators
 from mdlm_hf.sampling.prior import character_log_prior, log_mean_probability
@@ -28,10 +29,15 @@ from mdlm_hf.windows import Window, plan_windows
 
 
 def write_by_denoising(
-    model: nn.Module, canvas: torch.Tensor, options: SamplerOptions, generator: torch.Generator
+    model: nn.Module,
+    canvas: torch.Tensor,
+    options: SamplerOptions,
+    generator: torch.Generator,
+    lexicon: Lexicon | None = None,
 ) -> Iterator[SamplerState]:
     """The sampler core for a diffusion model: fills the masks of `canvas` (B, T) (checked by `mdlm_hf.sample`), its
-    windows and blocks planned up front; a generator of every state."""
+    windows and blocks planned up front, its words kept to `lexicon` when given (real_words); a generator of every
+    state."""
     is_masked = canvas == model.mask_id
     window_context = model.block_size // 4 if options.window_context is None else options.window_context
     if canvas.size(1) > model.block_size and window_context >= model.block_size:
@@ -47,7 +53,8 @@ def write_by_denoising(
             steps = max(steps, math.ceil((w.fill_end - w.start) / options.block_length))
         plans.append(block_plan(pending[:, w.start : w.fill_end], steps, options.block_length))
         pending[:, w.start : w.fill_end] = False
-    return _slide(model, canvas.clone(), list(zip(windows, plans, strict=True)), options, generator)
+    keeper = None if lexicon is None else WordKeeper(lexicon, model.tokenizer.vocab, canvas.size(0))
+    return _slide(model, canvas.clone(), list(zip(windows, plans, strict=True)), options, generator, keeper)
 
 
 @torch.no_grad()
@@ -57,6 +64,7 @@ def _slide(
     plan: list[tuple[Window, list[tuple[slice, int]]]],
     options: SamplerOptions,
     generator: torch.Generator,
+    keeper: WordKeeper | None = None,
 ) -> Iterator[SamplerState]:
     """Runs the core over each window of `plan` in turn; yields the whole canvas's states (one window: as is)."""
     device = next(model.parameters()).device
@@ -68,13 +76,16 @@ def _slide(
     total_steps = sum(steps for _, blocks in plan for _, steps in blocks)
     step, num_forward_passes = 0, 0
     first = (plan[0][0].start, plan[0][0].end)
+    fallbacks = None if keeper is None else keeper.counts
     yield SamplerState(
         tokens.clone(), nothing, nothing, confidence.clone(), is_given, 0, total_steps, 0, model.mask_id, first
-    )
+    ).counting(fallbacks)
     for w, blocks in plan:
         first_mask = int((tokens[:, w.start : w.fill_end] == model.mask_id).any(dim=0).int().argmax())
         fills = slice(w.start + first_mask, w.fill_end)  # only this window writes here
-        for state in _run(model, tokens[:, w.start : w.end].clone(), blocks, options, generator):
+        if keeper is not None:  # the caller's text only is given: earlier windows' words were kept to the list
+            keeper.enter(is_given[:, w.start : w.end], (w.start > 0, w.end < N))
+        for state in _run(model, tokens[:, w.start : w.end].clone(), blocks, options, generator, keeper):
             tokens[:, w.start : w.end] = state.tokens
             revealed, remasked = nothing.clone(), nothing.clone()
             revealed[:, w.start : w.end], remasked[:, w.start : w.end] = state.revealed, state.remasked
@@ -90,7 +101,7 @@ def _slide(
                 num_forward_passes + state.num_forward_passes,
                 model.mask_id,
                 (w.start, w.end),
-            )
+            ).counting(fallbacks)
         step, num_forward_passes = step + state.step, num_forward_passes + state.num_forward_passes
 
 
@@ -101,10 +112,11 @@ def _run(
     plan: list[tuple[slice, int]],
     options: SamplerOptions,
     generator: torch.Generator,
+    keeper: WordKeeper | None = None,
 ) -> Iterator[SamplerState]:
     """The steps of one window: `tokens` (B, T), on the model's device, filled block by block as `plan` says; yields
     the window's state after each step (`_slide` yields the canvas before the first)."""
-    run = _WindowRun(model, tokens, options, generator, sum(steps for _, steps in plan))
+    run = _WindowRun(model, tokens, options, generator, sum(steps for _, steps in plan), keeper)
     with evaluating(model):  # back in the caller's mode when the run ends, fails or is closed
         run.start()
         for block, block_steps in plan:
@@ -122,8 +134,10 @@ class _WindowRun:
         options: SamplerOptions,
         generator: torch.Generator,
         total_steps: int,
+        keeper: WordKeeper | None = None,
     ) -> None:
         self.model, self.options, self.generator, self.total_steps = model, options, generator, total_steps
+        self.keeper = keeper  # real_words: keeps each revealed character's word in the list
         self.tokens, self.mask_id = tokens, model.mask_id
         self.is_given = tokens != self.mask_id
         self.confidence = torch.full(tokens.shape, float("nan"), device=tokens.device)
@@ -192,6 +206,7 @@ class _WindowRun:
                 capitals=self.capitals,
                 separators=separators,
                 separator_ids=self.separator_ids,
+                keeper=self.keeper,
             )
             self.confidence = torch.where(revealed, step_confidence, self.confidence)
             remasked = self.nothing

@@ -76,6 +76,11 @@ def one_of(choices: tuple[str, ...]) -> Accepts:
     return Accepts(lambda x: x in choices, f"one of {choices}", str, choices)
 
 
+def boolean() -> Accepts:
+    """True or False (not 0 or 1: a number here is a mistake)."""
+    return Accepts(lambda x: isinstance(x, bool), "True or False", bool)
+
+
 def optional(accepts: Accepts) -> Accepts:
     """None (the option off) or what `accepts` accepts."""
     return Accepts(lambda x: x is None or accepts.test(x), f"None or {accepts.words}", accepts.kind, accepts.choices)
@@ -90,8 +95,8 @@ class OptionSpec:
     slider: tuple[float, float | None, float] | None = None  # the app's (minimum, maximum, step); None max: block_size
     off: float | None = None  # the value that means None (the option off) to a slider or a flag
     note: str = ""  # advice shown with the control
-    # where the app shows it: "steps", "order", "reveal" (the rest of the reveal rule), "drawing" or "blocks";
-    # None: the API and the CLI only
+    # where the app shows it: "steps", "order", "reveal" (the rest of the reveal rule), "drawing", "blocks" or
+    # "words" (beside the run button); None: the API and the CLI only
     group: str | None = None
 
     def parse(self, value: Any) -> Any:
@@ -145,6 +150,15 @@ class SamplerOptions:
     # Nguyen et al. 2024); None = all. It cuts the tail where the model is sure, where typos come from
     min_p: float | None = option(
         0.1, optional(positive_fraction()), "Min-p", slider=(0, 0.5, 0.01), off=0.0, group="drawing"
+    )
+    # keep every word written to the words the model was trained on (its words.txt, or `lexicon=`): each letter is
+    # drawn among those that leave its word part of a word of the list (mdlm_hf/sampling/lexicon.py)
+    real_words: bool = option(
+        False,
+        boolean(),
+        "Only words it has read",
+        note="each letter drawn among those that keep its word one of the training text's words",
+        group="words",
     )
     # top-k, top-p and min-p cut the tail only where the most probable character has at least this probability
     # (the model's own, before temperature); None = everywhere. Where the model is unsure the tail is the choice

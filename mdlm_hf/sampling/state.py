@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -24,6 +24,14 @@ class SamplerState:
     # (start, end) of the positions the model reads at this step: the whole canvas when it fits the model's
     # context, else the window being written (mdlm_hf/windows.py); at step 0 the first window
     window: tuple[int, int] | None = None
+    # real_words: (B,) how many characters each row drew without the word list so far, at a dead end (no character
+    # kept its word in the list); None without real_words
+    word_fallbacks: torch.Tensor | None = None
+
+    def counting(self, fallbacks: Callable[[], torch.Tensor] | None) -> SamplerState:
+        """This state with the run's dead ends so far (`fallbacks`: a real_words run's count; None: none)."""
+        self.word_fallbacks = None if fallbacks is None else fallbacks()
+        return self
 
     @property
     def is_masked(self) -> torch.Tensor:

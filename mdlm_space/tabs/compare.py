@@ -99,6 +99,7 @@ def compare_tab(
         controls = dict(prompt=prompt, length=length, num_steps=steps, temperature=temperature)
     with gr.Row():
         controls["autoregressive"] = control("autoregressive", block_size)
+        controls["real_words"] = control("real_words", block_size)
         controls |= seed_controls("compare", block_size)
     # the sides' orders are the race's own: of the reveal rule, only what both can share
     with gr.Accordion("Reveal rule, both sides", open=False):

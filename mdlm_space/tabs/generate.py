@@ -33,11 +33,13 @@ def generate_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
         with gr.Column(scale=1, min_width=300):
             prompt = control("prompt", block_size, texts.prompt, lines=2)
             button, stop = run_buttons("Generate")
+            real_words = control("real_words", block_size)
             length = control("length", block_size, room)
             end_at = control("end_at", block_size)
             steps = control("num_steps", block_size, min(default_value("num_steps"), default_length))
             controls = dict(prompt=prompt, length=length, num_steps=steps, end_at=end_at)
             controls |= sampling_options("generate", block_size, ("drawing", "blocks"))
+            controls["real_words"] = real_words
         outputs, replay = output_column("generate", 8, draft_canvas(texts.prompt, room), "Generate")
     follow_prompt(demo, MAX_CANVAS, block_size, prompt, length, steps)
     for trigger in (prompt.change, length.change):  # the canvas before a run shows what will be filled

@@ -40,6 +40,7 @@ def infill_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
             label = f"Template: every {blank} is a character to fill"
             template = control("template", block_size, first, label=label, lines=4, info=info)
             button, stop = run_buttons("Fill the blanks")
+            real_words = control("real_words", block_size)
             if examples:
                 gr.Examples(examples, inputs=[template])
             steps = control("num_steps", block_size, changes=CHANGES)
@@ -47,6 +48,7 @@ def infill_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
             # no semi-autoregressive blocks: they split a free text into stretches left to right, while a template's
             # blanks sit where the template puts them
             controls |= sampling_options("infill", block_size, ("drawing",), CHANGES)
+            controls["real_words"] = real_words
         outputs, replay = output_column("infill", 6, draft_template(first, blank), "Fill the blanks")
 
     def fit_steps(text: str | None, wanted: float | None) -> dict:

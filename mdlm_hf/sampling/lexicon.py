@@ -1,0 +1,259 @@
+"""Keeping the words a run writes to a word list (the `real_words` option): which characters a draw may take.
+
+A word is a run of letters with inner apostrophes (`mdlm_hf.metrics.words`), matched case-insensitively. Each
+character drawn joins a fragment of a word: the letters already known on its either side, up to a separator or a
+mask. The draw is kept among the characters that leave that fragment part of some word of the list: the word's
+start where a separator is known on its left, its end where one is known on its right, the whole word where both
+are, and no longer than the masks around it leave room for. A separator ends the fragment on its left and starts the
+one on its right, so each is checked the same way. The last of a word's characters and separators to be written
+sees the whole word, so in any reveal order every word ends in the list, or a draw fell back: where no character
+fits (a dead end), the character is the model's own draw, and the run counts it.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import torch
+
+from mdlm_hf.metrics import words
+from mdlm_hf.sampling.drawing import candidate_tokens
+from mdlm_hf.sampling.options import SamplerOptions, described
+
+LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+IN_WORDS = LETTERS | {"'"}  # an apostrophe is a word's own between letters, a quote elsewhere
+
+
+class Lexicon:
+    """A word list, lower case, with the shortest word that holds each fragment at its start, its end or anywhere
+    (each table built when first asked)."""
+
+    def __init__(self, entries: Iterable[str], source: str = "lexicon") -> None:
+        items = list(entries)
+        bad = next((item for item in items if not isinstance(item, str)), None)
+        if bad is not None:
+            raise ValueError(f"{source} must hold words as strings, got {described(bad)}")
+        self.words = frozenset(words("\n".join(items)))
+        if not self.words:
+            raise ValueError(f"{source} holds no word (a word is letters, with apostrophes between them)")
+        self._tables: dict[tuple[bool, bool], dict[str, int]] = {(True, True): {w: len(w) for w in self.words}}
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def shortest(self, fragment: str, left_closed: bool, right_closed: bool) -> float:
+        """The length of the shortest word with `fragment` (lower case) at its start (`left_closed`), its end
+        (`right_closed`), as a whole (both) or anywhere (neither); infinity where no word holds it."""
+        key = (left_closed, right_closed)
+        if key not in self._tables:
+            self._tables[key] = fragment_table(self.words, *key)
+        return self._tables[key].get(fragment, math.inf)
+
+    def prepare(self) -> Lexicon:
+        """Builds every table now (about a second for 20,000 words), not at a run's first draw; returns itself."""
+        for sides in ((True, False), (False, True), (False, False)):
+            self.shortest("", *sides)
+        return self
+
+    def fits(self, fragment: str, left_closed: bool, right_closed: bool, room: float = 0) -> bool:
+        """Whether `fragment` can be part of a word of the list placed as its sides say, with at most `room` more
+        characters around it (empty fits)."""
+        if left_closed:
+            fragment = fragment.lstrip("'")  # an opening quote, not the word's
+        if right_closed:
+            fragment = fragment.rstrip("'")  # a closing quote (or a plural's possessive), not the word's
+        if not fragment:
+            return True
+        shortest = self.shortest(fragment.lower(), left_closed, right_closed)
+        return shortest < math.inf and shortest <= len(fragment) + room
+
+
+def fragment_table(word_list: frozenset[str], at_start: bool, at_end: bool) -> dict[str, int]:
+    """Every fragment of the words at their start, their end or anywhere, with the length of the shortest word
+    holding it there."""
+    table: dict[str, int] = {}
+    for word in word_list:
+        n = len(word)
+        starts = [0] if at_start else range(n)
+        for i in starts:
+            ends = [n] if at_end else range(i + 1, n + 1)
+            for j in ends:
+                piece = word[i:j]
+                if table.get(piece, math.inf) > n:
+                    table[piece] = n
+    return table
+
+
+@functools.lru_cache(maxsize=4)
+def read_lexicon(path: str, modified: float) -> Lexicon:
+    """The word list in the file at `path`, one word a line (`modified`: its time, so an edited file is read anew)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"lexicon file {path} is not UTF-8 text") from None
+    except OSError as error:
+        raise ValueError(f"lexicon file {path} cannot be read: {error.strerror or error}") from None
+    return Lexicon(text.splitlines(), source=f"lexicon file {path}")
+
+
+def as_lexicon(lexicon: object) -> Lexicon:
+    """`lexicon` as a Lexicon: one already, a file's path (one word a line), or an iterable of words."""
+    if isinstance(lexicon, Lexicon):
+        return lexicon
+    if isinstance(lexicon, (str, os.PathLike)):
+        path = Path(lexicon).expanduser()
+        if not path.is_file():
+            raise ValueError(f"lexicon file {path} does not exist (pass a file with one word a line, or the words)")
+        return read_lexicon(str(path.resolve()), path.stat().st_mtime)
+    if isinstance(lexicon, Iterable) and not isinstance(lexicon, (bytes, torch.Tensor)):
+        return Lexicon(lexicon)
+    raise ValueError(f"lexicon must be words (a list or set of strings) or a file's path, got {described(lexicon)}")
+
+
+def model_lexicon(model: torch.nn.Module) -> Lexicon:
+    """The words `model` was trained on: the words.txt its export wrote beside its weights."""
+    find = getattr(model, "word_list_file", None)
+    path = find() if callable(find) else None
+    if path is None:
+        raise ValueError(
+            "real_words needs the model's word list, words.txt beside its weights, and this model has none: "
+            "pass lexicon= (the words, or a file with one word a line)"
+        )
+    return as_lexicon(path)
+
+
+def run_lexicon(model: torch.nn.Module, options: SamplerOptions, lexicon: object = None) -> Lexicon | None:
+    """The word list a run keeps its words to: `lexicon`, else the model's own, with `real_words`; None without."""
+    if not options.real_words:
+        if lexicon is not None:
+            raise ValueError("lexicon applies with real_words=True: pass real_words=True too, or no lexicon")
+        return None
+    return model_lexicon(model) if lexicon is None else as_lexicon(lexicon)
+
+
+class Side:
+    """The known letters next to a position on one side, up to a separator, a mask or the canvas's edge."""
+
+    def __init__(self, chars: list[str | None], given: list[bool], p: int, step: int, open_edge: bool) -> None:
+        i, n = p + step, len(chars)
+        while 0 <= i < n and chars[i] is not None and chars[i] in IN_WORDS:
+            i += step
+        span = range(p + step, i, step)
+        self.text = "".join(chars[k] for k in (reversed(span) if step < 0 else span))
+        self.given = any(c in LETTERS for c in self.text) and all(given[k] for k in span if chars[k] in LETTERS)
+        at_edge = not 0 <= i < n
+        self.closed = (at_edge and not open_edge) or (not at_edge and chars[i] is not None)
+        self.room = 0 if self.closed else math.inf
+        if not at_edge and chars[i] is None:  # masks: as many more letters as there are, if a separator follows
+            j = i
+            while 0 <= j < n and chars[j] is None:
+                j += step
+            beyond = chars[j] if 0 <= j < n else None
+            if (0 <= j < n and beyond not in IN_WORDS) or (not 0 <= j < n and not open_edge):
+                self.room = abs(j - i)
+
+
+def ends_here(lexicon: Lexicon, side: Side, left: bool) -> bool:
+    """Whether a separator may end (`left`: the fragment on its left) or start the word of `side`: it fits as a
+    word's end or start, or it is given text no word of the list continues (a prompt's own word, kept)."""
+    closed_left, closed_right = (side.closed, True) if left else (True, side.closed)
+    if lexicon.fits(side.text, closed_left, closed_right, side.room):
+        return True
+    return side.given and not lexicon.fits(
+        side.text, side.closed if left else False, False if left else side.closed, math.inf
+    )
+
+
+def allowed(
+    lexicon: Lexicon, vocab: str, chars: list[str | None], given: list[bool], p: int, edges: tuple[bool, bool]
+) -> list[bool]:
+    """Which characters of `vocab` may go at position `p` of a row (`chars`: None where masked), its words kept to
+    `lexicon`; `edges`: whether the row's left and right ends are open (a window's, with text beyond them)."""
+    left, right = Side(chars, given, p, -1, edges[0]), Side(chars, given, p, 1, edges[1])
+    room = left.room + right.room
+    separator = ends_here(lexicon, left, left=True) and ends_here(lexicon, right, left=False)
+    inner = bool(left.text) and lexicon.fits(f"{left.text}'{right.text}", left.closed, right.closed, room)
+    # between two letters an apostrophe is the word's own ("don't"); beside a separator or a mask, maybe a quote
+    apostrophe = inner if left.text[-1:] in LETTERS and right.text[:1] in LETTERS else inner or separator
+    flags = []
+    for c in vocab:
+        if c in LETTERS:
+            flags.append(lexicon.fits(left.text + c + right.text, left.closed, right.closed, room))
+        else:
+            flags.append(apostrophe if c == "'" else separator)
+    return flags
+
+
+class WordKeeper:
+    """A run's `real_words`: draws each step's revealed characters again one by one, left to right, each among the
+    characters `allowed` there (the model's own odds among them, drawn as every character is), and counts each
+    row's dead ends, where its own draw stands."""
+
+    def __init__(self, lexicon: Lexicon, vocab: str, batch_size: int) -> None:
+        self.lexicon, self.vocab = lexicon, vocab
+        self.fallbacks = [0] * batch_size  # dead ends per row, over the whole run
+        self.given: torch.Tensor | None = None
+        self.edges = (False, False)
+
+    def enter(self, given: torch.Tensor, edges: tuple[bool, bool] = (False, False)) -> None:
+        """Starts a window: `given` (B, T) marks the caller's text in it (a prompt, a template: only a word the
+        caller wrote may stay outside the list) and `edges` whether its left and right ends have text beyond."""
+        self.given, self.edges = given, edges
+
+    def counts(self) -> torch.Tensor:
+        """(B,) the dead ends so far, each a character drawn without the list."""
+        return torch.tensor(self.fallbacks)
+
+    def keep(
+        self,
+        logits: torch.Tensor,
+        tokens: torch.Tensor,
+        positions: torch.Tensor,
+        candidates: torch.Tensor,
+        options: SamplerOptions,
+        generator: torch.Generator,
+    ) -> torch.Tensor:
+        """`candidates` (B, T) with each of `positions` (B, T) drawn again from its `logits` (B, T, V; a writer that
+        predicts one position at a time: (B, 1, V)) among the characters that keep its words in the list, left to
+        right, each knowing those drawn before it; `tokens` (B, T) is the canvas before them."""
+        given = torch.zeros_like(positions) if self.given is None else self.given
+        kept = candidates.clone()
+        for row, (ids, at) in enumerate(zip(tokens.tolist(), positions.tolist(), strict=True)):
+            chars = [self.vocab[i] if i < len(self.vocab) else None for i in ids]
+            given_row = given[row].tolist()
+            for p in (k for k, here in enumerate(at) if here):
+                flags = allowed(self.lexicon, self.vocab, chars, given_row, p, self.edges)
+                drawn = self.draw(
+                    logits[row, p if logits.size(1) > 1 else 0],
+                    flags,
+                    p > 0 and (chars[p - 1] or "").isupper(),
+                    options,
+                    generator,
+                )
+                if drawn is None:
+                    self.fallbacks[row] += 1
+                else:
+                    kept[row, p] = drawn
+                chars[p] = self.vocab[int(kept[row, p])] if int(kept[row, p]) < len(self.vocab) else None
+        return kept
+
+    def draw(
+        self,
+        logits: torch.Tensor,
+        flags: list[bool],
+        after_capital: bool,
+        options: SamplerOptions,
+        generator: torch.Generator,
+    ) -> int | None:
+        """One character from `logits` (V,) among those `flags` allows (the ids past the vocabulary, [MASK], never);
+        None at a dead end: none allowed, or none the model gives a chance."""
+        keep = torch.tensor(flags + [False] * (logits.size(-1) - len(flags)), device=logits.device)
+        masked = logits.float().masked_fill(~keep, -math.inf)
+        if not torch.isfinite(masked).any():
+            return None
+        cooler = torch.tensor([[after_capital]], device=logits.device)
+        return int(candidate_tokens(masked.view(1, 1, -1), options, generator, cooler)[0, 0])
