@@ -14,6 +14,7 @@ from mdlm_hf.autoregressive import check_twin
 from mdlm_hf.data import read_text
 from mdlm_hf.devices import max_threads
 from mdlm_hf.sampling.options import orders_using
+from mdlm_hf.sampling.orders import reveal_order
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_MODEL = REPO_ROOT / "pretrained" / "mdlm-shakespeare-char"
@@ -55,7 +56,7 @@ def reveal_rules(
     return [
         dict(order=o, order_temperature=t, prior_weight=p, remask_ratio=r, spacing=s)
         for o, t, p, r, s in grid
-        if not (o == "random" and t > 0)
+        if not (reveal_order(o).at_random and t > 0)
         and not (t > 0 and o not in orders_using("order_temperature"))
         and not (p > 0 and o not in orders_using("prior_weight"))
     ]

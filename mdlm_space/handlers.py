@@ -17,6 +17,7 @@ from mdlm_hf.diffusion import surprise_steps
 from mdlm_hf.metrics import valid_word_rate, written_words
 from mdlm_hf.pipeline import check_end_at, check_text, ended, prompt_canvas, text_to_canvas, unseen_prompt_note
 from mdlm_hf.sampling.drawing import GREEDY_BELOW
+from mdlm_hf.sampling.orders import reveal_order
 from mdlm_hf.windows import MAX_CANVAS
 from mdlm_space.checks import (
     MAX_SEED,
@@ -102,8 +103,8 @@ def greedy_note(options: SamplerOptions) -> str:
     if options.temperature >= GREEDY_BELOW:
         return ""
     drawing = []
-    if options.order == "random":
-        drawing.append("the random order")
+    if reveal_order(options.order).at_random:
+        drawing.append(f"the {options.order.replace('_', ' ')} order")
     elif options.order_temperature >= GREEDY_BELOW:
         drawing.append(f"order temperature {options.order_temperature:g} (0: strict order)")
     if options.reveal_counts == "binomial":

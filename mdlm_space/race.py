@@ -17,7 +17,7 @@ from mdlm_hf.autoregressive import DRAWS
 from mdlm_hf.metrics import words
 from mdlm_hf.pipeline import check_text, prompt_canvas
 from mdlm_hf.sampling.lexicon import model_lexicon
-from mdlm_hf.sampling.options import SCORED_ORDERS
+from mdlm_hf.sampling.orders import reveal_order
 from mdlm_space.checks import check_chars, check_flag, fitted_length, run_seed
 from mdlm_space.handlers import word_share
 from mdlm_space.order_view import PassRecorder, order_view
@@ -203,7 +203,7 @@ def rule_words(options: SamplerOptions, autoregressive: bool) -> str:
         if options.order != "left_to_right"
         else "no spacing (left to right writes the next characters in a row)",
         f"prior weight {options.prior_weight:g}"
-        if options.order in SCORED_ORDERS
+        if reveal_order(options.order).by_belief
         else "no prior weight (left to right scores no position)",
     ]
     return "reveal rule: " + ", ".join(parts)

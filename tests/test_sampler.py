@@ -11,7 +11,14 @@ import mdlm_hf.sampling.loop as loop_module
 from mdlm_hf import MASK_GLYPH, MDLM, ORDERS, CharTokenizer, sample
 from mdlm_hf.pipeline import prompt_canvas, text_to_canvas
 from mdlm_hf.sampling.drawing import after_capital, candidate_tokens, capital_letters, separator_tokens
-from mdlm_hf.sampling.options import OPTION_SPECS, REVEAL_RULE_OPTIONS, SCORED_ORDERS, STREAM_ORDERS, SamplerOptions
+from mdlm_hf.sampling.options import (
+    OPTION_SPECS,
+    REVEAL_RULE_OPTIONS,
+    SCORED_ORDERS,
+    STREAM_ORDERS,
+    SamplerOptions,
+    orders_using,
+)
 from mdlm_hf.sampling.orders import stream_passes, word_separators, word_stream_passes
 from mdlm_hf.sampling.prior import character_log_prior
 from mdlm_hf.sampling.schedule import planned_reveals
@@ -814,3 +821,26 @@ def test_word_streams_without_a_space_or_a_line_break_in_the_vocabulary_is_strea
     monkeypatch.setattr(loop_module, "word_separators", lambda model, device: None)
     words = final_state(sample(tiny_model, canvas, PLAIN, order="word_streams", num_steps=6, seed=1)).tokens
     assert torch.equal(words, streams)
+
+
+def test_a_registered_order_runs_through_sample_and_an_unknown_one_is_refused(tiny_model, monkeypatch):
+    from mdlm_hf.sampling import orders
+
+    def right_to_left(probs, candidates, generator):  # the rightmost first
+        return torch.arange(candidates.size(-1), dtype=probs.dtype).expand(candidates.shape)
+
+    monkeypatch.setattr(orders, "REVEAL_ORDERS", dict(orders.REVEAL_ORDERS))  # the toy leaves with the test
+    monkeypatch.setattr("mdlm_hf.sampling.options.REVEAL_ORDERS", orders.REVEAL_ORDERS)
+    orders.register_order(orders.RevealOrder("right_to_left", score=right_to_left))
+    canvas = torch.full((1, 12), tiny_model.mask_id)
+    states = list(sample(tiny_model, canvas, seed=0, order="right_to_left", num_steps=12, spacing=0))
+    assert [int(s.revealed[0].nonzero()) for s in states[1:]] == list(range(11, -1, -1))
+    assert "right_to_left" in orders_using("order_temperature") and "right_to_left" not in orders_using("prior_weight")
+    with pytest.raises(ValueError, match="a reveal order named 'right_to_left' exists already"):
+        orders.register_order(orders.RevealOrder("right_to_left", score=right_to_left))
+    with pytest.raises(ValueError, match="needs a score or a plan, not both or neither"):
+        orders.register_order(orders.RevealOrder("nothing"))
+    with pytest.raises(ValueError, match=r"^order must be one of \('confidence'.*got 'upside_down'$"):
+        sample(tiny_model, canvas, order="upside_down")
+    with pytest.raises(ValueError, match="unknown reveal order 'upside_down'; the orders are confidence, margin"):
+        orders.reveal_scores(torch.ones(1, 12, 3), torch.zeros(1, 12, dtype=torch.long), "upside_down", None)

@@ -18,8 +18,8 @@ import torch.nn as nn
 from mdlm_hf.inference import evaluating, predictor
 from mdlm_hf.sampling.drawing import capital_letters
 from mdlm_hf.sampling.lexicon import Lexicon, WordKeeper
-from mdlm_hf.sampling.options import SCORED_ORDERS, SamplerOptions
-from mdlm_hf.sampling.orders import plan_streams, word_separators
+from mdlm_hf.sampling.options import SamplerOptions
+from mdlm_hf.sampling.orders import plan_streams, reveal_order, word_separators
 from mdlm_hf.sampling.prior import character_log_prior, log_mean_probability
 from mdlm_hf.sampling.remasking import remask_picks
 from mdlm_hf.sampling.schedule import block_plan, num_to_reveal
@@ -145,7 +145,7 @@ class _WindowRun:
         self.step, self.num_forward_passes = 0, 0
         self.logits: torch.Tensor | None = None
         self.logits_canvas: torch.Tensor | None = None
-        self.needs_prior = options.prior_weight > 0 and options.order in SCORED_ORDERS
+        self.needs_prior = options.prior_weight > 0 and reveal_order(options.order).by_belief
         # an adaptive rule with exact counts reveals at least one per pass; binomial counts may still draw none
         self.adaptive = options.reveal_counts == "exact" and (
             options.threshold is not None or options.entropy_bound is not None
@@ -153,10 +153,10 @@ class _WindowRun:
 
     def start(self) -> None:
         """What the run reads of the model before its first step (in eval mode): its capitals, its word separators
-        (word streams order) and, unless a row starts all masked, each character's prior (one row, not counted)."""
-        device, word_streams = self.tokens.device, self.options.order == "word_streams"
+        (a planned order) and, unless a row starts all masked, each character's prior (one row, not counted)."""
+        device, planned = self.tokens.device, reveal_order(self.options.order).plan is not None
         self.capitals = capital_letters(self.model, device)
-        self.separator_ids = word_separators(self.model, device) if word_streams else None
+        self.separator_ids = word_separators(self.model, device) if planned else None
         self.log_prior, self.fully_masked = None, (self.tokens == self.mask_id).all(dim=1)  # (B,)
         if self.needs_prior and not self.fully_masked.any():
             self.log_prior = character_log_prior(self.model, self.tokens.size(1), device)

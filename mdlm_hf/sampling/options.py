@@ -14,10 +14,13 @@ from typing import Any
 
 import torch.nn as nn
 
-ORDERS = ("confidence", "margin", "entropy", "random", "left_to_right", "streams", "word_streams")
-# orders that write from a plan, stretches left to right in parallel (mdlm_hf.sampling.orders)
-STREAM_ORDERS = ("streams", "word_streams")
-SCORED_ORDERS = ("confidence", "margin", "entropy")  # orders that rank positions by the model's beliefs
+from mdlm_hf.sampling.orders import REVEAL_ORDERS, reveal_order
+
+# the package's reveal orders, as REVEAL_ORDERS registers them (mdlm_hf.sampling.orders): all of them, those that
+# write from a plan (stretches left to right in parallel), and those that rank positions by the model's beliefs
+ORDERS = tuple(REVEAL_ORDERS)
+STREAM_ORDERS = tuple(name for name, order in REVEAL_ORDERS.items() if order.plan is not None)
+SCORED_ORDERS = tuple(name for name, order in REVEAL_ORDERS.items() if order.by_belief)
 # the options that, beside the order itself, decide which positions are revealed (and taken back)
 REVEAL_RULE_OPTIONS = ("order_temperature", "prior_weight", "remask_ratio", "spacing")
 SCHEDULES = ("linear", "cosine", "front_loaded")
@@ -76,6 +79,11 @@ def one_of(choices: tuple[str, ...]) -> Accepts:
     return Accepts(lambda x: x in choices, f"one of {choices}", str, choices)
 
 
+def registered_order() -> Accepts:
+    """The name of an order in REVEAL_ORDERS, one registered after import too (the app offers those of ORDERS)."""
+    return Accepts(lambda x: isinstance(x, str) and x in REVEAL_ORDERS, f"one of {ORDERS}", str, ORDERS)
+
+
 def boolean() -> Accepts:
     """True or False (not 0 or 1: a number here is a mistake)."""
     return Accepts(lambda x: isinstance(x, bool), "True or False", bool)
@@ -127,7 +135,7 @@ class SamplerOptions:
     num_steps: int = option(32, integer(1), "Denoising steps", slider=(1, None, 1), group="steps")
     # which masked positions go first: by a score (confidence, margin, entropy), random, left_to_right, or a plan of
     # stretches written left to right in parallel (streams; word_streams, the default, starts each at a word)
-    order: str = option("word_streams", one_of(ORDERS), "Reveal order", group="order")
+    order: str = option("word_streams", registered_order(), "Reveal order", group="order")
     # of the character drawn at each position: 0 = greedy argmax (so is anything below GREEDY_BELOW); otherwise
     # Gumbel-max sampling in float64
     temperature: float = option(1.25, non_negative(), "Temperature (0 = greedy)", slider=(0, 2, 0.05), group="drawing")
@@ -254,7 +262,7 @@ class SamplerOptions:
             value, accepts = getattr(self, f.name), f.metadata["spec"].accepts
             if not accepts.test(value):
                 raise ValueError(f"{f.name} must be {accepts.words}, got {described(value)}")
-        if self.order in STREAM_ORDERS:  # it reveals by position from a plan: these would be silently ignored
+        if reveal_order(self.order).plan is not None:  # it reveals by position from a plan: these would be ignored
             ignored = {name: value for name, value in STREAMS_IGNORE.items() if getattr(self, name) != value}
             if ignored:
                 name = next(iter(ignored))
@@ -308,11 +316,12 @@ STREAMS_IGNORE = dict(
 
 
 def orders_using(name: str) -> tuple[str, ...]:
-    """The orders for which the option `name` changes what is revealed: the prior weight weighs scores, so only the
-    scored orders; streams order, a plan, has no use for STREAMS_IGNORE's options (and refuses them)."""
+    """The orders for which the option `name` changes what is revealed: the prior weight weighs the model's beliefs,
+    so only the orders that rank by them; a planned order has no use for STREAMS_IGNORE's options (and refuses
+    them)."""
     if name == "prior_weight":
-        return SCORED_ORDERS
-    return tuple(order for order in ORDERS if order not in STREAM_ORDERS or name not in STREAMS_IGNORE)
+        return tuple(order.name for order in REVEAL_ORDERS.values() if order.by_belief)
+    return tuple(order.name for order in REVEAL_ORDERS.values() if order.plan is None or name not in STREAMS_IGNORE)
 
 
 # the one table of the options: name -> accepted values, label, slider bounds (the fields' metadata)

@@ -1,37 +1,96 @@
 """The reveal orders: which masked positions a step reveals, by a score (confidence, margin, entropy, random, left to
 right) or by a plan (streams, word streams: stretches written left to right in parallel).
 
+`REVEAL_ORDERS` lists each order once, with its score or its plan; everything else (the options' choices, which
+options an order uses, the app's reveal rules) reads it. Adding an order is its entry, its function and its test.
 Why streams and word streams are built as they are: docs/decisions.md.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from mdlm_hf.sampling.options import STREAM_ORDERS
+# (probs (B, T, V), candidates (B, T), generator) -> how much each position wants to be revealed next (B, T)
+Score = Callable[[torch.Tensor, torch.Tensor, torch.Generator], torch.Tensor]
+# (eligible (B, T), given (B, T), num_steps, separator ids or None) -> each position's pass (B, T), and the
+# separators drawn in the first pass (B, T) or None
+Plan = Callable[[torch.Tensor, torch.Tensor, int, torch.Tensor | None], tuple[torch.Tensor, torch.Tensor | None]]
+
+
+@dataclass(frozen=True)
+class RevealOrder:
+    """One reveal order: a score that ranks the masked positions at every step, or a plan made at a block's start
+    that says which pass writes each position (exactly one of the two)."""
+
+    name: str
+    # log scale, higher first, so that order_temperature means the same for every scored order: position i is
+    # drawn with probability proportional to exp(score_i / order_temperature)
+    score: Score | None = None
+    plan: Plan | None = None
+    by_belief: bool = False  # ranks by the model's beliefs: prior_weight reweighs its scores
+    at_random: bool = False  # picks positions at random: at temperature 0 a new seed still gives another text
+
+
+REVEAL_ORDERS: dict[str, RevealOrder] = {}
+
+
+def register_order(order: RevealOrder) -> RevealOrder:
+    """Adds `order` to REVEAL_ORDERS (a ValueError for a name taken, or not exactly one of a score and a plan)."""
+    if order.name in REVEAL_ORDERS:
+        raise ValueError(f"a reveal order named {order.name!r} exists already")
+    if (order.score is None) == (order.plan is None):
+        raise ValueError(f"reveal order {order.name!r} needs a score or a plan, not both or neither")
+    REVEAL_ORDERS[order.name] = order
+    return order
+
+
+def reveal_order(name: str) -> RevealOrder:
+    """The registered order named `name`; any other name is a ValueError, never a silent default."""
+    if name not in REVEAL_ORDERS:
+        raise ValueError(f"unknown reveal order {name!r}; the orders are {', '.join(REVEAL_ORDERS)}")
+    return REVEAL_ORDERS[name]
 
 
 def reveal_scores(
     probs: torch.Tensor, candidates: torch.Tensor, order: str, generator: torch.Generator
 ) -> torch.Tensor:
-    """How much each position wants to be revealed next, on a log scale (B, T); higher goes first.
+    """A scored order's wish to reveal each position next, on a log scale (B, T); higher goes first."""
+    score = reveal_order(order).score
+    if score is None:
+        raise ValueError(f"{order} order reveals from a plan, not by a score")
+    return score(probs, candidates, generator)
 
-    Log scale so that `order_temperature` means the same for every order: position i is then drawn
-    with probability proportional to exp(score_i / order_temperature), e.g. confidence^(1 / order_temperature).
-    """
-    if order == "confidence":
-        return probs.gather(-1, candidates[..., None]).squeeze(-1).log()
-    if order == "margin":
-        top2 = probs.topk(2, dim=-1).values
-        return (top2[..., 0] - top2[..., 1]).log()
-    if order == "entropy":
-        return (probs * probs.clamp(min=1e-12).log()).sum(dim=-1)  # negative entropy = log(1 / perplexity)
-    if order == "random":
-        return torch.rand(candidates.shape, generator=generator).to(probs.device)
+
+def confidence_score(probs: torch.Tensor, candidates: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """The log probability of the character drawn at each position."""
+    return probs.gather(-1, candidates[..., None]).squeeze(-1).log()
+
+
+def margin_score(probs: torch.Tensor, candidates: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """The log of the gap between each position's two likeliest characters."""
+    top2 = probs.topk(2, dim=-1).values
+    return (top2[..., 0] - top2[..., 1]).log()
+
+
+def entropy_score(probs: torch.Tensor, candidates: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Each position's negative entropy, log(1 / perplexity): the surest first."""
+    return (probs * probs.clamp(min=1e-12).log()).sum(dim=-1)
+
+
+def random_score(probs: torch.Tensor, candidates: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """A uniform draw per position."""
+    return torch.rand(candidates.shape, generator=generator).to(probs.device)
+
+
+def left_to_right_score(probs: torch.Tensor, candidates: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Minus each position: the leftmost first."""
     positions = torch.arange(candidates.size(-1), device=probs.device, dtype=probs.dtype)
-    return -positions.expand(candidates.shape)  # left_to_right
+    return -positions.expand(candidates.shape)
 
 
 def spaced_picks(order: torch.Tensor, eligible: torch.Tensor, count: torch.Tensor, spacing: int) -> torch.Tensor:
@@ -161,13 +220,39 @@ def run_any(flags: torch.Tensor, run: torch.Tensor) -> torch.Tensor:
     return found.scatter_reduce(1, run, flags.long(), reduce="amax").gather(1, run).bool()
 
 
+def streams_plan(
+    eligible: torch.Tensor, given: torch.Tensor, num_steps: int, separator_ids: torch.Tensor | None
+) -> tuple[torch.Tensor, None]:
+    """Streams order's plan (`stream_passes`), no separators."""
+    return stream_passes(eligible, given, num_steps), None
+
+
+def word_streams_plan(
+    eligible: torch.Tensor, given: torch.Tensor, num_steps: int, separator_ids: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Word streams order's plan and separators (`word_stream_passes`); streams order's for a model that has no
+    separator."""
+    if separator_ids is None:
+        return streams_plan(eligible, given, num_steps, separator_ids)
+    return word_stream_passes(eligible, given, num_steps)
+
+
 def plan_streams(
     order: str, eligible: torch.Tensor, given: torch.Tensor, num_steps: int, separator_ids: torch.Tensor | None
 ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    """A block's plan under a streams order and word streams order's separators, made at the block's start
-    (`stream_passes`, `word_stream_passes`); (None, None) for a scored order."""
-    if order == "word_streams" and separator_ids is not None:
-        return word_stream_passes(eligible, given, num_steps)
-    if order in STREAM_ORDERS:
-        return stream_passes(eligible, given, num_steps), None
-    return None, None
+    """A block's plan and separators under a planned order, made at the block's start; (None, None) for a scored
+    order."""
+    plan = reveal_order(order).plan
+    return (None, None) if plan is None else plan(eligible, given, num_steps, separator_ids)
+
+
+for _order in (
+    RevealOrder("confidence", score=confidence_score, by_belief=True),
+    RevealOrder("margin", score=margin_score, by_belief=True),
+    RevealOrder("entropy", score=entropy_score, by_belief=True),
+    RevealOrder("random", score=random_score, at_random=True),
+    RevealOrder("left_to_right", score=left_to_right_score),
+    RevealOrder("streams", plan=streams_plan),
+    RevealOrder("word_streams", plan=word_streams_plan),
+):
+    register_order(_order)

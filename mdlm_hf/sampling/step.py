@@ -6,8 +6,8 @@ import torch
 
 from mdlm_hf.sampling.drawing import GREEDY_BELOW, after_capital, candidate_tokens, gumbel_noise, separator_tokens
 from mdlm_hf.sampling.lexicon import WordKeeper
-from mdlm_hf.sampling.options import STREAM_ORDERS, SamplerOptions
-from mdlm_hf.sampling.orders import entropy_bounded_count, reveal_scores, spaced_picks
+from mdlm_hf.sampling.options import SamplerOptions
+from mdlm_hf.sampling.orders import entropy_bounded_count, reveal_order, reveal_scores, spaced_picks
 
 
 def denoise_step(
@@ -36,7 +36,7 @@ def denoise_step(
     probs = logits.softmax(dim=-1)  # (B, T, V) the model's own distribution
     candidates = candidate_tokens(logits, options, generator, after_capital(tokens, capitals))  # (B, T)
     confidence = probs.gather(-1, candidates[..., None]).squeeze(-1)  # (B, T)
-    if options.order in STREAM_ORDERS:
+    if reveal_order(options.order).plan is not None:
         if streams_due is None:
             raise ValueError("streams order needs streams_due, the positions whose pass it is (stream_passes)")
         revealed = eligible & streams_due
