@@ -26,12 +26,12 @@ import urllib.request
 from gradio_client import Client
 
 import app
-from benchmarks.common import load_model
-from evals.structure_suite import rule_options
 from mdlm_hf import MDLM, SamplerOptions
 from mdlm_hf.sampling.options import OPTION_SPECS
 from mdlm_space import handlers, worker
 from mdlm_space.texts import SONNET_18
+from studio.common import load_model
+from studio.rules import rule_options
 
 # Generate's sampling controls, as the app's API takes them (top_p 1.0 and min_p 0 are off)
 RULE = (

@@ -25,10 +25,10 @@ from unittest import mock
 import torch
 import torch.nn as nn
 
-from benchmarks.common import RUNS, SHARED_DATA, load_model, thread_count
 from mdlm_hf import layers
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 from mdlm_hf.diffusion import elbo
+from studio.common import RUNS, SHARED_DATA, load_model, thread_count
 
 OUT = RUNS / "benchmarks" / "forward_speed.md"  # the table as last committed: benchmarks/results/forward_speed.md
 

@@ -18,9 +18,9 @@ import time
 
 import torch
 
-from benchmarks.common import load_model, thread_count
-from evals.structure_suite import RULES, rule_options
 from mdlm_hf import SamplerOptions
+from studio.common import load_model, thread_count
+from studio.rules import RULES, rule_options
 
 PREVIOUS_RULE = "streams-t120-caps50"  # the default before word streams order (min-p 0.1, T 1.2, 0.6 after a capital)
 

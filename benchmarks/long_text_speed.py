@@ -16,10 +16,10 @@ import time
 
 import torch
 
-from benchmarks.common import load_model, load_twin, thread_count
 from mdlm_hf import MDLM, sample
 from mdlm_hf.pipeline import prompt_canvas
 from mdlm_hf.sampling.state import final_state
+from studio.common import load_model, load_twin, thread_count
 
 LENGTH = 2000
 REFERENCE_SECONDS = 0.34  # generate(256) on the machine the 3 s target was set on

@@ -18,10 +18,10 @@ import time
 
 import torch
 
-from benchmarks.common import SHARED_DATA, SHIPPED_MODEL, thread_count, whole_number
 from mdlm_hf import MDLM
 from mdlm_hf.data import read_text, split_text
 from mdlm_space.rewrite_handlers import rewrite
+from studio.common import SHARED_DATA, SHIPPED_MODEL, thread_count, whole_number
 
 PANEL_STEPS = 16  # the panel's num_steps (mdlm_space.rewrite_panel.CHANGES)
 

@@ -15,8 +15,8 @@ import time
 
 import torch
 
-from benchmarks.common import load_model, reveal_rules
 from mdlm_hf import MDLM, ORDERS, SamplerOptions, sample
+from studio.common import load_model, reveal_rules
 
 
 def interleaved_timing(

@@ -16,8 +16,8 @@ import time
 import torch
 import torch.nn.functional as F
 
-from benchmarks.common import SHARED_DATA
 from mdlm_hf import MDLM, CharTokenizer
+from studio.common import SHARED_DATA
 from training import train
 
 

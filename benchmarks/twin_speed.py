@@ -15,8 +15,8 @@ import time
 
 import torch
 
-from benchmarks.common import load_model, load_twin, thread_count
 from mdlm_hf import MDLM
+from studio.common import load_model, load_twin, thread_count
 
 
 def speed(model: MDLM, twin: MDLM, lengths: list[int], repeats: int) -> None:

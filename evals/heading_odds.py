@@ -49,13 +49,13 @@ from typing import Any
 
 import torch
 
-from benchmarks.common import RUNS, SHARED_DATA, load_model, load_twin, thread_count
 from evals.heldout_plays import HELDOUT_TEXT
 from evals.sampling_quality import model_fingerprint
 from evals.structure_metrics import heading_name
 from evals.structure_suite import COMMITTED_STORE, PROMPTS, RULES, load_store
 from mdlm_hf import MDLM
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
+from studio.common import RUNS, SHARED_DATA, load_model, load_twin, thread_count
 
 OUT_DIR = RUNS / "evals" / "heading_odds"  # where the tables go
 REAL_HEADINGS = 512  # headings of a real text read (at random, seeded)

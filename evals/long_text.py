@@ -22,7 +22,6 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import RUNS, load_model, load_twin, thread_count, whole_number
 from evals.sampling_quality import model_fingerprint
 from evals.structure_metrics import Sample, repeated_span
 from evals.structure_suite import (
@@ -39,6 +38,7 @@ from evals.structure_suite import (
 from mdlm_hf import MDLM, sample
 from mdlm_hf.pipeline import prompt_canvas
 from mdlm_hf.sampling.state import final_state
+from studio.common import RUNS, load_model, load_twin, thread_count, whole_number
 
 STORE = RUNS / "evals" / "long_text" / "texts.json"  # where sampled texts go unless --store names another
 LENGTH = 2000

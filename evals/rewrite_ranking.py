@@ -27,11 +27,11 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import SHARED_DATA, thread_count
 from mdlm_hf import MDLM, SamplerOptions, sample
 from mdlm_hf.data import read_text, split_text
 from mdlm_hf.rewriting import SCORE_ROWS, span_bits_per_char, span_canvas
 from mdlm_hf.sampling.state import final_state
+from studio.common import SHARED_DATA, thread_count
 
 NUM_CHOICES = 3
 PANEL_OPTIONS = SamplerOptions(num_steps=16)  # the Rewrite panel's: the default sampler, 16 steps

@@ -36,7 +36,6 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import RUNS, SHARED_DATA, load_model, reveal_rules
 from evals.sampling_plots import (
     label_colours,
     quality_vs_speed_figure,
@@ -48,6 +47,7 @@ from mdlm_hf import MDLM, ORDERS, SamplerOptions, sample
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 from mdlm_hf.metrics import valid_word_rate, word_list
 from mdlm_hf.sampling.options import REVEAL_RULE_OPTIONS, orders_using
+from studio.common import RUNS, SHARED_DATA, load_model, reveal_rules
 
 OUT_DIR = RUNS / "evals" / "sampling_quality"  # rows, table and figures unless --out-dir names another
 

@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("mdlm_hf", "training", "mdlm_space", "mdlm_space/tabs", "benchmarks", "evals")
+PACKAGES = ("mdlm_hf", "training", "mdlm_space", "mdlm_space/tabs", "benchmarks", "evals", "studio")
 APP_FILES = ("app.py", "mdlm_space/*.py", "mdlm_space/tabs/*.py")
 MAX_APP_FILE_LINES, MAX_APP_FUNCTION_LINES = 400, 60
 
@@ -66,6 +66,20 @@ def test_the_import_graph_has_no_cycle():
     assert {"mdlm_space.layout", "mdlm_space.tabs.generate"} <= graph.keys()
     found = cycle(graph)
     assert found is None, " -> ".join(found)
+
+
+def test_speed_and_quality_import_neither_the_other():
+    # both leaned on each other (benchmarks/common.py, evals.structure_suite's rules): what they share is studio/
+    graph = import_graph()
+    crossing = [
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        for target in targets
+        for mine, theirs in (("benchmarks.", "evals."), ("evals.", "benchmarks."))
+        if module.startswith(mine) and target.startswith(theirs)
+    ]
+    assert not crossing, crossing
+    assert "studio.common" in graph["evals.structure_suite"] and "studio.rules" in graph["benchmarks.generate_speed"]
 
 
 def test_the_cycle_check_finds_a_cycle():
