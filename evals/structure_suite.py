@@ -14,9 +14,9 @@ ending in .gz is read and written gzipped):
 
     python -m evals.structure_suite --store evals/results/structure/texts.json.gz --report   # texts.md
 
-Rules are named in `RULES` (studio/rules.py, shared with the speed benchmarks); "twin" is the autoregressive twin (--twin, default the shipped one) writing left to right
-at temperature 1, its own joint, on every prompt but the infill template (it continues a prompt, it cannot fill
-blanks).
+Rules are named in `RULES` (studio/rules.py, shared with the speed benchmarks); "twin" is the autoregressive twin
+(--twin, default the shipped one) writing left to right at temperature 1, its own joint, on every prompt but the
+infill template (it continues a prompt, it cannot fill blanks).
 The metrics are defined in evals/structure_metrics.py; the targets (the sampling issue's) in `TARGETS`.
 """
 

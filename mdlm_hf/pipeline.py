@@ -82,6 +82,11 @@ def run_generator(generator: object, seed: int | None) -> torch.Generator:
         raise ValueError(f"generator must be a torch.Generator, got {described(generator)}")
     if generator is not None and seed is not None:
         raise ValueError("give seed or generator, not both: a generator already carries its own seed")
+    if generator is not None and generator.device.type != "cpu":
+        raise ValueError(
+            f"generator must be a CPU torch.Generator (every draw is made on the CPU, then moved to the model's "
+            f"device), got one on {generator.device.type}"
+        )
     if seed is not None:
         check_seed(seed)
     if generator is None:

@@ -844,3 +844,32 @@ def test_a_registered_order_runs_through_sample_and_an_unknown_one_is_refused(ti
         sample(tiny_model, canvas, order="upside_down")
     with pytest.raises(ValueError, match="unknown reveal order 'upside_down'; the orders are confidence, margin"):
         orders.reveal_scores(torch.ones(1, 12, 3), torch.zeros(1, 12, dtype=torch.long), "upside_down", None)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        (dict(order_temperature=10**20, order="confidence"), None),
+        (dict(entropy_bound=10**30, order="confidence"), None),
+        (dict(temperature=10**20), None),
+        (dict(temperature=10**400), "temperature must be a finite number >= 0, got int"),
+        (dict(prior_weight=-(10**400), order="confidence"), "prior_weight must be a finite number >= 0, got int"),
+        (dict(generator="cuda"), "generator must be a CPU torch.Generator .*, got one on cuda"),
+    ],
+)
+def test_huge_integers_and_a_generator_off_the_cpu_are_named_or_run(tiny_model, changes, message):
+    # formerly OverflowError from deep in the sampler, and a torch error for a generator off the CPU
+    canvas = torch.full((1, 8), tiny_model.mask_id)
+    if changes.get("generator") == "cuda":  # this torch makes no meta generator, and this machine has no GPU
+
+        class OnTheGPU(torch.Generator):
+            @property
+            def device(self) -> torch.device:
+                return torch.device("cuda")
+
+        changes = dict(generator=OnTheGPU())
+    if message is None:
+        assert final_state(sample(tiny_model, canvas, seed=0, **changes)).done
+        return
+    with pytest.raises(ValueError, match=message):
+        final_state(sample(tiny_model, canvas, **changes))

@@ -92,6 +92,34 @@ def test_a_new_run_refuses_an_out_dir_that_holds_a_run(text_file, tmp_path):
     assert {name: (tmp_path / "run" / name).read_bytes() for name in before} == before
 
 
+def test_a_new_run_refuses_a_folder_of_a_users_files_and_reuses_its_own(text_file, tmp_path):
+    # formerly: --out-dir of a user's folder deleted its .draft.tmp and replaced its train.bin and history.json
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    files = {".draft.tmp": b"notes", "train.bin": b"my data", "history.json": b"{}"}
+    for name, data in files.items():
+        (mine / name).write_bytes(data)
+    with pytest.raises(ValueError, match=r"holds files a training run did not make \(\.draft\.tmp, history\.json"):
+        run(text_file, mine, "--max-steps", "2")
+    assert {name: (mine / name).read_bytes() for name in files} == files
+    killed = tmp_path / "killed"  # a run killed before its first checkpoint: its own folder, used again
+    run(text_file, killed, "--max-steps", "2")
+    (killed / "ckpt.pt").unlink()
+    assert run(text_file, killed, "--max-steps", "3")["step"] == 3
+
+
+def test_resuming_a_copy_of_a_run_never_replaces_the_originals_export(text_file, tmp_path):
+    original, copy = tmp_path / "run1", tmp_path / "r7"
+    run(text_file, original, "--max-steps", "3", "--stop-at-step", "2", "--export-dir", str(original / "export"))
+    shutil.copytree(original, copy)
+    with pytest.raises(ValueError, match=f"this checkpoint was written in {original}, and that run exports to"):
+        run(text_file, copy, "--resume")
+    assert not (original / "export").exists()
+    resumed = run(text_file, copy, "--resume", "--export-dir", str(copy / "export"))
+    assert resumed["finished"] and (copy / "export" / "model.safetensors").is_file()
+    assert not (original / "export").exists()
+
+
 def test_killed_write_keeps_the_previous_file(tmp_path, monkeypatch):
     path = tmp_path / "ckpt.pt"
     atomic_write_bytes(path, b"good checkpoint")
@@ -1639,3 +1667,17 @@ def test_a_training_text_that_cannot_be_read_is_one_line(text_file, tmp_path, mo
     with pytest.raises(SystemExit) as stopped:
         train.cli(["--data", str(text_file), "--out-dir", str(tmp_path / "run"), *TINY_ARGS, "--max-steps", "2"])
     assert str(stopped.value) == f"error: training text {text_file} could not be read (Permission denied)"
+
+
+def test_files_added_to_the_export_folder_while_it_runs_are_kept(tmp_path):
+    from training.export_dir import replace_directory, write_manifest
+
+    earlier, staging = tmp_path / "export", tmp_path / ".export.new"
+    for folder, text in ((earlier, "old"), (staging, "new")):
+        folder.mkdir()
+        (folder / "model.safetensors").write_text(text)
+        write_manifest(folder)
+    (earlier / "notes.txt").write_text("mine")  # came while the export evaluated the model
+    with pytest.raises(ValueError, match=r"gained files the export did not write while it ran \(notes\.txt\)"):
+        replace_directory(staging, earlier)
+    assert (earlier / "notes.txt").read_text() == "mine" and (earlier / "model.safetensors").read_text() == "old"

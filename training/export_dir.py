@@ -107,6 +107,12 @@ def replace_directory(staging: Path, export_dir: Path) -> None:
         if foreign_entries(old) != []:
             raise ValueError(f"{old} is in the way and is not an earlier export; move it elsewhere")
         shutil.rmtree(old)
+    foreign = foreign_entries(export_dir) if export_dir.exists() else []
+    if foreign:  # checked at the start of the export too: these came while it ran
+        raise ValueError(
+            f"{export_dir} gained files the export did not write while it ran ({', '.join(foreign[:5])}): it was "
+            "left as it is; move them elsewhere and export again"
+        )
     if export_dir.exists():
         export_dir.rename(old)
     staging.rename(export_dir)

@@ -68,6 +68,7 @@ def run_settings(argv: list[str] | None) -> tuple[argparse.Namespace, set[str], 
                 f"--out-dir {args.out_dir} already holds a run ({ckpt_path.name}): pass --resume to continue it, or "
                 "give another --out-dir"
             )
+        check_new_run_dir(Path(args.out_dir))
         return args, explicit, None
     if not ckpt_path.is_file():
         raise ValueError(f"--resume: no checkpoint at {ckpt_path}")
@@ -77,6 +78,7 @@ def run_settings(argv: list[str] | None) -> tuple[argparse.Namespace, set[str], 
     saved.setdefault("objective", "ar" if checkpoint["model_config"].get("causal") else "diffusion")
     if problem := saved_setting_problem(saved):
         raise ValueError(f"{ckpt_path}: its args are malformed ({problem}): not as saved")
+    check_copied_export(args, explicit, saved)
     args = resumed_args(args, explicit, saved)
     problem = flag_problem(args) or settings_problem(args)  # the run's own settings with the typed changes
     if problem:
@@ -101,12 +103,42 @@ def fine_tuning_start(args: argparse.Namespace, explicit: set[str]) -> dict:
 
 # -- the run directory and the processes
 
+RUN_MARKER = ".mdlm_run"  # written into --out-dir by the run that made it: a later new run may write there again
+
+
+def check_new_run_dir(out_dir: Path) -> None:
+    """Refuses a new run's --out-dir that holds files a run did not make: the run writes train.bin, history.json and
+    its checkpoints there and clears temporary files, so a user's folder would lose them."""
+    if not out_dir.is_dir() or (out_dir / RUN_MARKER).is_file():
+        return
+    entries = sorted(entry.name + ("/" if entry.is_dir() else "") for entry in out_dir.iterdir())
+    if entries:
+        shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
+        raise ValueError(
+            f"--out-dir {out_dir} holds files a training run did not make ({shown}): a run writes its own files "
+            "there, so give a new or empty directory"
+        )
+
+
+def check_copied_export(args: argparse.Namespace, explicit: set[str], saved: dict) -> None:
+    """Refuses to resume a copy of a run (its checkpoint written under another --out-dir) that would export into the
+    original's --export-dir, unless --export-dir is typed again: the copy would replace the original's export."""
+    export_dir, saved_out = saved.get("export_dir"), saved.get("out_dir")
+    if "export_dir" in explicit or not export_dir or not isinstance(saved_out, str):
+        return
+    if os.path.abspath(saved_out) != os.path.abspath(args.out_dir):
+        raise ValueError(
+            f"--resume: this checkpoint was written in {saved_out}, and that run exports to {export_dir}; resuming "
+            f"it in {args.out_dir} would replace that export: pass --export-dir for this run's own"
+        )
+
 
 def prepare_out_dir(args: argparse.Namespace, processes: Processes) -> Path:
     """Creates --out-dir (rank 0) and removes what a killed write left there; returns it."""
     out_dir = Path(args.out_dir)
     if processes.is_main:
         out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / RUN_MARKER).write_text('{"written_by": "python -m training.train"}\n', encoding="utf-8")
         for stale in out_dir.glob(".*.tmp"):  # SIGKILL cannot be caught, so its temporary files stay behind
             stale.unlink()
     return out_dir

@@ -50,6 +50,14 @@ def is_number(x: object) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
+def is_finite(x: int | float) -> bool:
+    """A number a float holds (an int past about 1.8e308 is not one, and math.isfinite would overflow on it)."""
+    try:
+        return math.isfinite(x)
+    except OverflowError:
+        return False
+
+
 def described(value: object) -> str:
     """How an error names a value it refuses: the repr of a plain value (None, a bool, number or short string), else
     its type's name (a model's or a tensor's repr runs to many lines)."""
@@ -66,7 +74,7 @@ def integer(low: int) -> Accepts:
 def non_negative(below: float = math.inf) -> Accepts:
     """Finite numbers in [0, below)."""
     words = "a finite number >= 0" if below == math.inf else f"a number in [0, {below:g})"
-    return Accepts(lambda x: is_number(x) and math.isfinite(x) and 0 <= x < below, words, float)
+    return Accepts(lambda x: is_number(x) and is_finite(x) and 0 <= x < below, words, float)
 
 
 def positive_fraction() -> Accepts:
@@ -262,6 +270,8 @@ class SamplerOptions:
             value, accepts = getattr(self, f.name), f.metadata["spec"].accepts
             if not accepts.test(value):
                 raise ValueError(f"{f.name} must be {accepts.words}, got {described(value)}")
+            if accepts.kind is float and is_int(value):  # 10**20 as a float: torch takes no int past int64
+                object.__setattr__(self, f.name, float(value))
         if reveal_order(self.order).plan is not None:  # it reveals by position from a plan: these would be ignored
             ignored = {name: value for name, value in STREAMS_IGNORE.items() if getattr(self, name) != value}
             if ignored:
