@@ -140,6 +140,15 @@ def test_read_plays_splits_the_text_back_into_its_plays(tmp_path, monkeypatch):
         build_corpus.read_plays(out)
 
 
+def test_cli_refuses_an_sdist_dir_that_is_a_file_in_one_line(tmp_path):
+    # formerly a FileExistsError traceback
+    (tmp_path / "tiny.txt").write_text("ROMEO:\nHi.\n")
+    (tmp_path / "sdist").write_text("a file")
+    flags = ["--tinyshakespeare", str(tmp_path / "tiny.txt"), "--out", str(tmp_path / "o.txt")]
+    with pytest.raises(SystemExit, match=f"--sdist-dir {tmp_path / 'sdist'} is a file; give a folder"):
+        build_corpus.main([*flags, "--sdist-dir", str(tmp_path / "sdist")])
+
+
 def test_cli_refuses_a_missing_text_in_one_line(tmp_path):
     with pytest.raises(SystemExit, match="does not exist"):
         build_corpus.main(["--tinyshakespeare", str(tmp_path / "nope.txt"), "--out", str(tmp_path / "o.txt")])

@@ -1426,7 +1426,10 @@ def test_init_from_errors_are_one_line(text_file, tmp_path, tiny_text):
         train.main([*flags, "--init-from", str(tmp_path / "twin"), "--stream-masks", "0.5"])
 
 
-@pytest.mark.parametrize(("out", "says"), [("", "--out is empty: give a directory"), ("file", "is not a directory")])
+@pytest.mark.parametrize(
+    ("out", "says"),
+    [("", "--out is empty: give a directory"), ("file", "is not a directory"), ("/proc/x", "is not a directory")],
+)
 def test_evaluate_refuses_an_out_it_cannot_write_before_the_evaluation(tmp_path, capsys, out, says):
     # "" wrote nothing and said nothing; an existing file failed only after the whole evaluation
     from training import evaluate
@@ -1434,6 +1437,7 @@ def test_evaluate_refuses_an_out_it_cannot_write_before_the_evaluation(tmp_path,
     (tmp_path / "file").write_text("taken")
     with pytest.raises(SystemExit) as stopped:
         evaluate.main(["--model", str(tmp_path / "none"), "--data", "x.txt", "--out", out and str(tmp_path / out)])
+    # /proc/x: os.access said /proc was writable, and the evaluation failed after all its work (6 min 40 s)
     assert stopped.value.code == 2
     assert says in capsys.readouterr().err.strip().splitlines()[-1]
     with pytest.raises(ValueError, match="does not exist"):  # a run that fails leaves no empty --out behind

@@ -286,11 +286,13 @@ def main(argv: list[str] | None = None) -> dict:
     out = Path(args.out)
     if out.is_dir():
         sys.exit(f"error: --out {out} is a folder; give a file name")
+    if args.sdist_dir and Path(args.sdist_dir).exists() and not Path(args.sdist_dir).is_dir():
+        sys.exit(f"error: --sdist-dir {args.sdist_dir} is a file; give a folder for the sdist")
     try:
         tinyshakespeare = read_text(args.tinyshakespeare)
         with tempfile.TemporaryDirectory() as scratch:
             texts = fetch_texts(Path(args.sdist_dir or scratch))
-    except (ValueError, RuntimeError, subprocess.CalledProcessError) as error:
+    except (ValueError, RuntimeError, OSError, subprocess.CalledProcessError) as error:
         sys.exit(f"error: {error}")
     text, report, train_overlap = build(texts, tinyshakespeare)
     print_report(report, text, train_overlap)

@@ -7,17 +7,18 @@ python -m training.evaluate --model pretrained/mdlm-shakespeare-char --data ../s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
-import os
 import sys
+import tempfile
 from pathlib import Path
 
 import torch
 
 from mdlm_hf import MDLM, ElboResult, SamplerOptions, elbo
 from mdlm_hf.autoregressive import char_nats
-from mdlm_hf.data import split_text
+from mdlm_hf.data import atomic_write_bytes, split_text
 from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
 from mdlm_hf.diffusion import NLL_ORDERS, accuracy_by_mask_ratio, exact_nll
 from mdlm_hf.plots import accuracy_figure
@@ -113,14 +114,24 @@ def draw_samples(model: MDLM, num_texts: int = 3, seed: int = 0) -> dict:
 
 
 def out_problem(out: Path) -> str | None:
-    """Why metrics could not be written under `out`, asked without making it (a failed run leaves no empty folder)."""
+    """Why metrics could not be written under `out`, found by making it and a file in it, then removing what was
+    made (a failed run leaves no empty folder; asking os.access passed /proc, whose folders cannot be made)."""
     existing = out.absolute()
     while not existing.exists():
         existing = existing.parent
     if not existing.is_dir():
         return f"--out {out} is not a directory this program can write to ({existing} is a file)"
-    if not os.access(existing, os.W_OK | os.X_OK):
-        return f"--out {out} is not a directory this program can write to ({existing} is not writable)"
+    made = [folder for folder in [out.absolute(), *out.absolute().parents] if not folder.exists()]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as error:
+        return f"--out {out} is not a directory this program can write to ({error.strerror or error})"
+    finally:
+        for folder in made:  # deepest first
+            with contextlib.suppress(OSError):
+                folder.rmdir()
     return None
 
 
@@ -173,7 +184,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "metrics.json").write_text(json.dumps(report, indent=2))
+        atomic_write_bytes(out / "metrics.json", json.dumps(report, indent=2).encode())  # never a half-written one
         if "accuracy_by_mask_ratio" in report:  # a diffusion model's
             plot_accuracy(report["accuracy_by_mask_ratio"], out / "accuracy_vs_mask_ratio.png")
     return report
