@@ -487,6 +487,31 @@ def test_export_recovers_from_a_swap_killed_half_way(text_file, tmp_path):
     assert not leftover.exists() and MDLM.from_pretrained(export_dir)
 
 
+def test_a_killed_exports_staging_is_cleaned_and_a_full_disk_is_one_line(text_file, tmp_path, monkeypatch):
+    # each killed export left a hidden .NAME.xxxxxxxx folder (9 after 14 kills); a full disk printed a traceback
+    out, export_dir = tmp_path / "run", tmp_path / "export"
+    run(text_file, out, "--max-steps", "2")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    killed = tmp_path / (export.staging_prefix(export_dir, int(dead.stdout)) + "abcd1234")
+    alive = tmp_path / (export.staging_prefix(export_dir, os.getpid()) + "efgh5678")  # an export running now
+    for folder in (killed, alive):
+        folder.mkdir()
+        (folder / "model.safetensors").write_text("half")
+    export.export_run(out, export_dir, text_file, weights_dtype="float32")
+    assert not killed.exists() and alive.exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".export")) == [alive.name]
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(export, "save_word_list", full_disk)
+    before = sorted(p.name for p in export_dir.iterdir())
+    with pytest.raises(ValueError, match=r"^could not write the export beside .* \(No space left on device\)"):
+        export.export_run(out, export_dir, text_file, weights_dtype="float32")
+    assert sorted(p.name for p in export_dir.iterdir()) == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".export")) == [alive.name]
+
+
 FOREIGN_CHECKPOINTS = {
     "no model_config": {"state_dict": {"w": torch.zeros(2)}},
     "no optimizer state": {"model_config": {"vocab": "ab", "n_layer": 1, "n_head": 2, "n_embd": 8}, "model": {}},

@@ -37,6 +37,8 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from safetensors import SafetensorError
+
 from mdlm_hf import MDLM
 from mdlm_hf.data import atomic_write_bytes, split_text
 from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
@@ -139,7 +141,8 @@ def export_model(
     report = {**evaluate_model(model, val_text, ELBO_SAMPLES, nelbo=nelbo, progress=True), **weights_facts}
     print(f"export: writing {export_dir}...", flush=True)
     model = model.cpu()  # the files are written from host memory, wherever the evaluation ran
-    staging = Path(tempfile.mkdtemp(dir=export_dir.parent, prefix=f".{export_dir.name}."))
+    remove_stale_staging(export_dir)
+    staging = Path(tempfile.mkdtemp(dir=export_dir.parent, prefix=staging_prefix(export_dir, os.getpid())))
     try:
         name = repo_id.split("/")[-1] if repo_id else export_dir.name
         card = model_card_details(model, report, run, recipe_notes, data=data, repo_id=repo_id, model_name=name)
@@ -158,10 +161,44 @@ def export_model(
         write_manifest(staging)
         apply_umask(staging)
         replace_directory(staging, export_dir)
+    except (OSError, SafetensorError) as error:  # a full disk, a file size limit: one line, nothing half-written
+        shutil.rmtree(staging, ignore_errors=True)
+        reason = getattr(error, "strerror", None) or str(error)
+        raise ValueError(f"could not write the export beside {export_dir} ({reason}); it was left as it was") from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return report
+
+
+def staging_prefix(export_dir: Path, pid: int) -> str:
+    """The name an export's staging folder starts with: hidden, beside its directory, with the exporting process."""
+    return f".{export_dir.name}.{pid}."
+
+
+def remove_stale_staging(export_dir: Path) -> None:
+    """Removes the staging folders of exports that were killed (their process is gone): each left a hidden
+    `.NAME.PID.xxxxxxxx` beside the directory, which no later export cleaned."""
+    pattern = re.compile(rf"^\.{re.escape(export_dir.name)}\.(\d+)\.[A-Za-z0-9_]{{8}}$")
+    for entry in export_dir.parent.glob(f".{export_dir.name}.*.*"):
+        found = pattern.match(entry.name)
+        if found and entry.is_dir() and not entry.is_symlink() and not process_alive(int(found[1])):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process with this id runs on this machine (one of another user counts as alive)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OverflowError:  # no process has such an id
+        return False
+    return True
 
 
 def push_to_hub(export_dir: Path, repo_id: str, token: str | None = None, private: bool = False) -> str:
