@@ -896,6 +896,13 @@ def test_token_files_are_streamed_in_chunks_and_read_newlines_as_before(tmp_path
     time.sleep(0.01)
     corpus.tokenize([first, second], tmp_path / "run", corpus.scan_text([first, second]))
     assert (tmp_path / "run" / "train.bin").stat().st_mtime_ns == written
+    # a damaged file of the right size (an IndexError on resume) is found by its checksum and written anew
+    damaged = bytearray((tmp_path / "run" / "train.bin").read_bytes())
+    damaged[:8] = b"\xff" * 8
+    (tmp_path / "run" / "train.bin").write_bytes(bytes(damaged))
+    tokens = corpus.tokenize([first, second], tmp_path / "run", corpus.scan_text([first, second]))
+    assert tokens.train.tolist() == tokenizer.encode(train_text)
+    written = (tmp_path / "run" / "train.bin").stat().st_mtime_ns
     # another text is tokenized again, and a vocabulary that lacks its characters is refused
     with pytest.raises(ValueError, match="1 character\\(s\\) outside the run's vocabulary: 'é'"):
         corpus.tokenize([first], tmp_path / "run", corpus.scan_text([first]), vocab=tokenizer.vocab.replace("é", ""))
@@ -1604,7 +1611,7 @@ def test_tokenizing_onto_a_full_disk_is_one_line(text_file, tmp_path, monkeypatc
     message = str(stopped.value)
     assert message.startswith(f"error: could not write the token files in {out} (No space left on device)")
     assert "free some space" in message and "\n" not in message
-    assert sorted(p.name for p in out.iterdir()) == []  # nothing half-written is kept
+    assert sorted(p.name for p in out.iterdir()) == [train.RUN_MARKER]  # nothing half-written is kept
 
 
 def test_tokenizing_past_the_file_size_limit_is_one_line(text_file, tmp_path):

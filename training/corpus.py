@@ -167,6 +167,7 @@ def tokenize(
             directory.mkdir(parents=True, exist_ok=True)
             (directory / TOKENS_META).unlink(missing_ok=True)  # never a record that describes half-written files
             _write_tokens(paths, directory, facts, vocab, dtype, extra_paths, extra)
+            meta["token_sha256"] = token_hashes(directory)
             atomic_write_bytes(directory / TOKENS_META, json.dumps(meta, indent=2).encode())
         except OSError as error:
             raise RunError(
@@ -195,6 +196,11 @@ def texts_trained_on(directory: str | Path) -> list[dict] | None:
     return [text_record(meta), *(r for r in (earlier if isinstance(earlier, list) else []) if isinstance(r, dict))]
 
 
+def token_hashes(directory: Path) -> dict[str, str]:
+    """The sha256 of each token file, which tokens.json records: a damaged file of the right size is found."""
+    return {name: hashlib.sha256((directory / name).read_bytes()).hexdigest() for name in TOKEN_FILES}
+
+
 def load_tokens(directory: str | Path) -> Corpus:
     """Memory-maps the token files that tokens.json describes (read-only)."""
     directory = Path(directory)
@@ -217,7 +223,9 @@ def _holds(directory: Path, meta: dict) -> bool:
     itemsize = np.dtype(meta["dtype"]).itemsize
     sizes = (meta["train_tokens"] * itemsize, meta["val_tokens"] * itemsize)
     files = [directory / name for name in TOKEN_FILES]
-    return all(f.is_file() and f.stat().st_size == size for f, size in zip(files, sizes, strict=True))
+    if not all(f.is_file() and f.stat().st_size == size for f, size in zip(files, sizes, strict=True)):
+        return False
+    return stored.get("token_sha256") == token_hashes(directory)  # written anew when damaged (or unrecorded)
 
 
 def _write_tokens(
