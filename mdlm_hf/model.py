@@ -11,6 +11,7 @@ only those before it and predicts the next character, and a `KVCache` keeps the 
 from __future__ import annotations
 
 import difflib
+import hashlib
 import inspect
 import itertools
 import json
@@ -281,6 +282,10 @@ class MDLM(
         """`text` with `text[start:end]` masked and written again, reading both sides (mdlm_hf.rewriting)."""
         return rewriting.rewrite(self, text, start, end, options, **overrides)
 
+    def _save_pretrained(self, save_directory: Path) -> None:
+        # the mixin's writer, with the checksum of the tensors that loading checks (`save_weights`)
+        save_weights(self, Path(save_directory) / "model.safetensors")
+
     def generate_model_card(self, *args: Any, card_data: dict | None = None, **kwargs: Any) -> ModelCard:
         """The card `save_pretrained` writes: the class's front matter (library, pipeline, tags) with the fields of
         `card_data` over it (license, language, datasets, model_name and eval_results: what a training run knows),
@@ -327,7 +332,12 @@ class MDLM(
             raise ValueError(f"{path} is a file; pass the directory that holds config.json and model.safetensors")
         elif meant_as_folder(str(pretrained_model_name_or_path)):  # the Hub would retry for half a minute, then fail
             raise ValueError(missing_folder(path))
-        model = super().from_pretrained(pretrained_model_name_or_path, **kwargs)
+        try:
+            model = super().from_pretrained(pretrained_model_name_or_path, **kwargs)
+        except RecursionError:  # the Hub repo's config.json, read by the mixin
+            raise ValueError(
+                f"{pretrained_model_name_or_path}'s config.json is nested too deeply to be a config"
+            ) from None
         model.fast = fast
         return model
 
@@ -377,6 +387,27 @@ class MDLM(
             return None
 
 
+CHECKSUM_KEY = "mdlm_sha256"  # in a safetensors file's metadata: the sha256 of its tensors (`tensors_digest`)
+
+
+def tensors_digest(stored: Any) -> str:
+    """The sha256 of a safetensors file's tensors (a `safe_open` handle), their bytes as stored, by name."""
+    digest = hashlib.sha256()
+    for name in sorted(stored.keys()):
+        digest.update(name.encode())
+        digest.update(stored.get_tensor(name).contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def save_weights(model: nn.Module, model_file: str | Path) -> None:
+    """Writes `model`'s weights as safetensors (tied weights once) with the checksum of its tensors in the metadata,
+    which `load_weights` checks: a file with flipped bytes is refused, not loaded."""
+    safetensors.torch.save_model(model, str(model_file), metadata={"format": "pt"})
+    with safetensors.safe_open(str(model_file), framework="pt") as stored:
+        digest = tensors_digest(stored)
+    safetensors.torch.save_model(model, str(model_file), metadata={"format": "pt", CHECKSUM_KEY: digest})
+
+
 def load_weights(model: MDLM, model_file: str, device: str = "cpu") -> MDLM:
     """Loads a safetensors file into `model` (tied weights stored under either name), in eval mode; a ValueError
     names every tensor that is missing, unexpected or of the wrong shape, or the first holding NaN or infinity."""
@@ -385,6 +416,12 @@ def load_weights(model: MDLM, model_file: str, device: str = "cpu") -> MDLM:
             for name in stored.keys():
                 if (dtype := stored.get_slice(name).get_dtype()) not in FLOAT_DTYPES:
                     raise ValueError(f"{model_file} holds {name} as {dtype}: weights must be floating point")
+            recorded = (stored.metadata() or {}).get(CHECKSUM_KEY)
+            if recorded is not None and recorded != tensors_digest(stored):
+                raise ValueError(
+                    f"{model_file} is damaged: its weights do not match the checksum they were saved with; download "
+                    "or export the model again"
+                )
         missing, unexpected = safetensors.torch.load_model(model, model_file, strict=False, device=device)
     except safetensors.SafetensorError as error:  # truncated or garbled file
         raise ValueError(f"{model_file} is not a readable safetensors file ({error})") from error
@@ -437,6 +474,8 @@ def _check_local_checkpoint(path: Path) -> None:
         config = json.loads(config_path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ValueError(f"{config_path} is not valid JSON ({error})") from error
+    except RecursionError:  # 100,000 nested brackets: no config
+        raise ValueError(f"{config_path} is not a config: its JSON is nested too deeply") from None
     if not isinstance(config, dict) or not isinstance(config.get("vocab"), str):
         raise ValueError(f"{config_path} has no 'vocab' string; was it written by mdlm_hf?")
     check_config_keys(config, config_path)

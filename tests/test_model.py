@@ -374,3 +374,18 @@ def test_loading_onto_cuda_without_cuda_says_so_before_loading(tiny_model, tmp_p
         with pytest.raises(ValueError, match="^map_location must be a device mdlm_hf runs on"):
             MDLM.from_pretrained(tmp_path, map_location=where)
     assert MDLM.from_pretrained(tmp_path, map_location="cpu").tokenizer == tiny_model.tokenizer
+
+
+def test_flipped_bytes_in_the_weights_and_a_deeply_nested_config_are_refused_in_one_line(tiny_model, tmp_path):
+    # formerly: 1,000 flipped bytes loaded silently and wrote garbage; 100k nested brackets gave RecursionError
+    tiny_model.save_pretrained(tmp_path)
+    assert torch.equal(MDLM.from_pretrained(tmp_path).lm_head.weight, tiny_model.lm_head.weight)  # its checksum holds
+    weights = tmp_path / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1000:] = bytes(255 - b for b in data[-1000:])  # in the tensors, past the header
+    weights.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"model\.safetensors is damaged: its weights do not match the checksum"):
+        MDLM.from_pretrained(tmp_path)
+    (tmp_path / "config.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match="config.json is not a config: its JSON is nested too deeply"):
+        MDLM.from_pretrained(tmp_path)

@@ -11,6 +11,7 @@ import torch
 
 from mdlm_hf import MDLM, ElboResult, elbo
 from mdlm_hf.autoregressive import autoregressive_nll
+from mdlm_hf.model import save_weights
 
 WEIGHTS_DTYPES = ("auto", "float32", "bfloat16")
 
@@ -65,7 +66,5 @@ def choose_weights(model: MDLM, val_text: str, weights_dtype: str = "auto") -> t
 def write_weights(model: MDLM, directory: Path, weights_dtype: str) -> None:
     """Rewrites model.safetensors with bf16 tensors (from_pretrained upcasts them); fp32 stays as saved."""
     if weights_dtype == "bfloat16":
-        import safetensors.torch
-
         half = copy.deepcopy(model).to(torch.bfloat16)
-        safetensors.torch.save_model(half, str(directory / "model.safetensors"), metadata={"format": "pt"})
+        save_weights(half, directory / "model.safetensors")  # with the checksum loading checks
