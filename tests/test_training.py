@@ -1650,6 +1650,10 @@ def test_the_export_files_follow_the_umask(text_file, tmp_path, umask):
         ("args", "nonsense", "its args is malformed ('nonsense', expected a dict of the run's flags)"),
         ("best_val", "low", "its best_val is malformed"),
         ("rng", {"data": 1}, "its rng is malformed"),
+        # formerly a traceback (a tensor), or accepted (none; a step past int64)
+        ("rng", [torch.zeros(3)], "its rng is malformed"),
+        ("rng", [], "its rng is malformed ([], expected a list of random-number states)"),
+        ("step", 2**70, "its step is malformed (1180591620717411303424, expected a whole number >= 0)"),
     ],
 )
 def test_a_checkpoint_field_that_is_malformed_is_named_in_one_line(text_file, tmp_path, field, value, says):
@@ -1679,6 +1683,10 @@ def test_new_data_without_resume_is_refused_as_private_without_push_is(capsys):
         ("args", {"lr": "x"}, "its args are malformed (--lr is 'x', not a number)"),
         ("args", {"max_steps": "x"}, "its args are malformed (--max-steps is 'x', not a whole number)"),
         ("optimizers", ["x", "y"], "its optimizers is malformed (['x', 'y'], expected a list of optimizer states)"),
+        # formerly tracebacks (data, train_extra) or accepted (objective)
+        ("args", {"data": [123]}, "its args are malformed (--data is [123], not a list of file names)"),
+        ("args", {"train_extra": 5}, "its args are malformed (--train-extra is 5, not a list of file names)"),
+        ("args", {"objective": "xyz"}, "its args are malformed (--objective is 'xyz', not one of diffusion, ar)"),
     ],
 )
 def test_a_checkpoint_setting_of_the_wrong_type_is_named_in_one_line(text_file, tmp_path, field, value, says):

@@ -119,7 +119,15 @@ def load_checkpoint(path: Path, required: tuple[str, ...] = MODEL_KEYS) -> dict:
 
 
 def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63  # torch's int64
+
+
+def _is_rng(value: Any) -> bool:
+    """One process's random-number states: the data, noise and torch generators' byte tensors."""
+    return isinstance(value, dict) and all(
+        isinstance(value.get(name), torch.Tensor) and value[name].dtype == torch.uint8
+        for name in ("data", "noise", "torch")
+    )
 
 
 def _is_number(value: Any) -> bool:
@@ -141,7 +149,7 @@ FIELD_CHECKS = {
     "best_val": ("a number", _is_number),
     "history": ("a dict of train and val lists", _is_history),
     "args": ("a dict of the run's flags", lambda v: isinstance(v, dict)),
-    "rng": ("a list of random-number states", lambda v: isinstance(v, list)),
+    "rng": ("a list of random-number states", lambda v: isinstance(v, list) and bool(v) and all(map(_is_rng, v))),
     "optimizers": ("a list of optimizer states", lambda v: isinstance(v, list) and all(isinstance(o, dict) for o in v)),
     "hardware": ("a description or None", lambda v: v is None or isinstance(v, str)),
 }

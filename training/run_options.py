@@ -349,17 +349,33 @@ def resumed_args(args: argparse.Namespace, explicit: set[str], saved: dict) -> a
 def saved_setting_problem(saved: dict) -> str | None:
     """What is wrong with a checkpoint's saved flag whose value is not of its flag's type (a number for --lr, a whole
     number for --max-steps...), or None; flags unknown to this version, and lists, are not checked."""
-    kinds = flag_kinds()
+    kinds, choices, lists = flag_kinds(), flag_choices(), list_flags()
     for name, value in sorted(saved.items()):
+        if name in lists and value is not None:
+            if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+                return f"{flag(name)} is {repr(value)[:40]}, not a list of file names"
+            continue
         kind = kinds.get(name)
         if kind is None or (value is None and kind is not bool):  # None: a flag that was not given
             continue
+        if name in choices and value not in choices[name]:
+            return f"{flag(name)} is {repr(value)[:40]}, not one of {', '.join(map(str, choices[name]))}"
         # a float flag takes a whole number too; a bool is an int to isinstance, but never a count or a number
         fits = isinstance(value, (int, float) if kind is float else kind) and (kind is bool or type(value) is not bool)
         if not fits:
             words = {bool: "true or false", int: "a whole number", float: "a number", str: "text"}[kind]
             return f"{flag(name)} is {repr(value)[:40]}, not {words}"
     return None
+
+
+def flag_choices() -> dict[str, tuple]:
+    """The choices of each flag that has them, by its name in the namespace."""
+    return {a.dest: tuple(a.choices) for a in build_parser()._actions if a.choices is not None}
+
+
+def list_flags() -> set[str]:
+    """The flags that take several values (file names), by their names in the namespace."""
+    return {a.dest for a in build_parser()._actions if isinstance(a, argparse._StoreAction) and a.nargs is not None}
 
 
 def flag_kinds() -> dict[str, type]:
