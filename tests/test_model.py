@@ -389,3 +389,20 @@ def test_flipped_bytes_in_the_weights_and_a_deeply_nested_config_are_refused_in_
     (tmp_path / "config.json").write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(ValueError, match="config.json is not a config: its JSON is nested too deeply"):
         MDLM.from_pretrained(tmp_path)
+
+
+def test_the_fp32_bf16_timing_stops_once_it_has_taken_its_budget(tiny_model, monkeypatch):
+    # under load its five rounds took 9-45 s, and the first sampling call waited for them
+    import mdlm_hf.fast
+
+    calls = []
+
+    def slow_pass(model, tokens, t):
+        calls.append(model)
+        return 1.5  # seconds, as the clock below says
+
+    clock = iter(range(0, 1000))
+    monkeypatch.setattr(mdlm_hf.fast, "_time_pass", slow_pass)
+    monkeypatch.setattr(mdlm_hf.fast.time, "perf_counter", lambda: next(clock) * 1.5)
+    mdlm_hf.fast.bf16_is_faster(tiny_model, tiny_model)
+    assert len(calls) == 4  # the warm-up round and one measured round, not five

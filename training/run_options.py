@@ -238,6 +238,9 @@ def flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+MAX_BATCH_CHARS = 2**24  # characters per step and process: 256x the GPU job's batch of 256 windows of 256
+
+
 def flag_problem(args: argparse.Namespace) -> str | None:
     """What is wrong with a single flag's value, or None."""
     for name in ("out_dir", "init_from", "export_dir"):  # "" would be the working directory, or silently nothing
@@ -269,6 +272,12 @@ def flag_problem(args: argparse.Namespace) -> str | None:
         for name in names:
             if not test(getattr(args, name)):
                 return f"{flag(name)} {words}, got {getattr(args, name)}"
+    if args.batch_size * args.block_size > MAX_BATCH_CHARS:  # hung in the fp32/bf16 timing, or no memory
+        chars = args.batch_size * args.block_size
+        return (
+            f"--batch-size {args.batch_size} of --block-size {args.block_size} is {chars:,} characters a step, more "
+            f"than {MAX_BATCH_CHARS:,}: lower --batch-size"
+        )
     return device_problem(args.device) or missing_package(args.tracker)
 
 

@@ -27,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 
+import torch
 import torch.distributed as dist
 
 from training.checkpoints import RESUME_KEYS, RunError, load_checkpoint, prepare_dir, starting_point
@@ -292,6 +293,9 @@ def cli(argv: list[str] | None = None) -> None:
         main(argv)
     except (ValueError, FloatingPointError, RunError) as error:  # bad input, a diverged run, no network, full disk
         sys.exit(f"error: {error}")
+    except (MemoryError, torch.OutOfMemoryError) as error:  # more than this machine holds: the batch, the model
+        reason = " ".join(str(error).split())[:200] or type(error).__name__
+        sys.exit(f"error: out of memory ({reason}); lower --batch-size or the model's size")
     except Exception as error:
         if not peer_failed(error):
             raise
