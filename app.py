@@ -29,7 +29,7 @@ from mdlm_space.loading import (
     warm_up,
 )
 from mdlm_space.render import THEME
-from mdlm_space.serving import MAX_UPLOAD, host_problem, port_number, private_uploads
+from mdlm_space.serving import host_problem, launch_limits, port_number, private_uploads
 from mdlm_space.tabs.how_it_works import accuracy_results
 from mdlm_space.texts import demo_texts
 from mdlm_space.worker import on_model_thread
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> None:
             server_port=args.port,
             mcp_server=mcp_available(),
             theme=THEME,
-            max_file_size=MAX_UPLOAD,
+            **launch_limits(),
         )
     except OSError as error:  # above all, a port that another program holds
         where = f"port {args.port}" if args.port else "gradio's default ports"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import json
 import os
 import shutil
 import signal
@@ -42,10 +43,35 @@ def host_problem(host: str) -> str | None:
     return f"--host {host}: not an address this machine can serve on ({reason})"
 
 
-# gradio serves an upload route whether or not an app takes files (this one takes none): what anyone who reaches
-# the app can upload is capped, and kept only while it runs
+# gradio serves an upload route whether or not an app takes files (this one takes none): it is refused (`NoUploads`;
+# capped per file only, 350 uploads of 100 kB left 36 MB on disk, each served back), and what gradio writes is kept
+# only while the app runs
 MAX_UPLOAD = "100kb"
 UPLOADS_ENV_VAR = "GRADIO_TEMP_DIR"  # where gradio keeps uploads and the files it serves
+NO_FILES = "this app takes no files: uploads are refused"
+
+
+class NoUploads:
+    """ASGI middleware that answers gradio's upload route with 403 before it reads the body: the app takes no files."""
+
+    def __init__(self, app: Callable) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] == "http" and scope["path"].rstrip("/").endswith("/upload"):
+            body = json.dumps({"error": NO_FILES}).encode()
+            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+            await send({"type": "http.response.start", "status": 403, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+
+def launch_limits() -> dict:
+    """What `launch()` takes to bound what a visitor can send: the upload size, and no upload route at all."""
+    from starlette.middleware import Middleware
+
+    return dict(max_file_size=MAX_UPLOAD, app_kwargs={"middleware": [Middleware(NoUploads)]})
 
 
 def private_uploads() -> tuple[str, Callable[[], None]]:

@@ -2344,6 +2344,29 @@ def test_uploads_are_capped_and_deleted_when_the_app_exits(model_dir, monkeypatc
     assert signal.SIGTERM in signals
 
 
+def test_the_upload_route_is_refused_before_anything_is_written(model_dir, monkeypatch, tmp_path):
+    # uploads had no total cap: 350 uploads of 100 kB left 36 MB on disk, each served back; 50 files a request
+    launched = {}
+    monkeypatch.setattr(gr.Blocks, "launch", lambda self, **kwargs: launched.update(kwargs))
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path))
+    app.main(["--model", str(model_dir), "--device", "cpu", "--twin", "none"])
+    assert [m.cls for m in launched["app_kwargs"]["middleware"]] == [serving.NoUploads]  # what the app launches with
+    monkeypatch.undo()
+    model, _ = loading.load_model(model_dir)
+    demo = app.build_demo(model)
+    port = free_port()
+    demo.launch(server_port=port, prevent_thread_lock=True, quiet=True, **serving.launch_limits())
+    try:
+        files = [("files", (f"f{i}.txt", b"x" * 1000, "text/plain")) for i in range(50)]
+        for route in ("gradio_api/upload", "gradio_api/upload/", "upload"):
+            answer = httpx.post(f"http://127.0.0.1:{port}/{route}", files=files, timeout=30)
+            assert answer.status_code == 403 and answer.json() == {"error": serving.NO_FILES}, route
+        assert httpx.get(f"http://127.0.0.1:{port}/", timeout=30).status_code == 200  # the page is served
+        assert not list(tmp_path.rglob("f*.txt"))
+    finally:
+        demo.close()
+
+
 def test_the_accuracy_plot_is_measured_at_start_up_in_the_background(model_dir, monkeypatch):
     # on a first visit after start-up the plot took 26 s, measured only then, and the forward view above it was
     # blank with no indicator
