@@ -21,7 +21,7 @@ PROJECT_PACKAGES = ("mdlm_hf", "mdlm_space", "training", "benchmarks", "evals", 
 PATH = re.compile(r"(?<![\w/.-])((?:" + "|".join(PROJECT_PACKAGES) + r"|docs|pretrained|\.ci)/[\w./*-]*[\w/*])")
 COMMAND = re.compile(r"python -m ([\w.]+)")
 # words a line uses when it tells how the project got here rather than how it is
-DIARY = re.compile(r"\bnot kept\b|\bNext:|\bnot in the repository\b|\bnow\b|\blast session\b|\bthis session\b", re.I)
+DIARY = re.compile(r"\bnot kept\b|\bNext\**:|\bnot in the repository\b|\bnow\b|\blast session\b|\bthis session\b", re.I)
 
 
 def doc_lines():
