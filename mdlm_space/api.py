@@ -15,7 +15,7 @@ import gradio as gr
 
 from mdlm_hf import MASK_GLYPH, MDLM
 from mdlm_hf.metrics import valid_word_rate
-from mdlm_space.endpoints import api_doc
+from mdlm_space.endpoints import REQUEST, api_doc, input_names
 from mdlm_space.handlers import ForwardGuesses, forward_guesses, score_summary, scored
 from mdlm_space.race import race_rounds
 from mdlm_space.texts import passes
@@ -51,7 +51,7 @@ def public_endpoint(
     """Serves `bound` (an `event` of the page: its function and input controls) as the API endpoint and MCP tool
     `name`: the same parameters, typed and with the page's defaults (or `defaults`, where the page's would not run:
     Rewrite's empty text), and `result(*outputs)` (a dict of text and numbers) for each of its outputs."""
-    fn, names = bound["fn"], list(inspect.signature(bound["fn"]).parameters)
+    fn, names = bound["fn"], input_names(bound["fn"])
 
     if inspect.isgeneratorfunction(fn):
 
@@ -74,8 +74,9 @@ def public_endpoint(
         )
         for name_, component in zip(names, bound["inputs"], strict=True)
     ]
-    plain.__signature__ = inspect.Signature(parameters, return_annotation=dict)
-    plain.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": dict}
+    request = REQUEST.replace(default=None)  # passed on to the page's function; after defaults, so one too
+    plain.__signature__ = inspect.Signature([*parameters, request], return_annotation=dict)
+    plain.__annotations__ = {p.name: p.annotation for p in [*parameters, REQUEST]} | {"return": dict}
     plain.__name__ = name  # the MCP tool's name
     plain.__doc__ = api_doc(name, dict(zip(names, bound["inputs"], strict=True)))
     gr.api(plain, api_name=name)

@@ -296,6 +296,7 @@ def recorded(fn: Callable) -> Callable:
                 yield (*outputs, list(canvases))
 
     recording.__signature__, recording.__doc__, recording.__name__ = fn.__signature__, fn.__doc__, fn.__name__
+    recording.__annotations__ = fn.__annotations__  # gradio passes the request where one is annotated
     return recording
 
 

@@ -4,8 +4,10 @@ tab's controls by their names."""
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import inspect
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -190,6 +192,15 @@ def preprocessed(component: gr.components.Component, name: str, value: Any) -> A
     return OPTION_SPECS[name].parse(value) if name in OPTION_SPECS else value
 
 
+# gradio passes the request (the caller's address) where a parameter is annotated gr.Request; it is no input
+REQUEST = inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=gr.Request)
+
+
+def input_names(fn: Callable) -> list[str]:
+    """The names of an event function's inputs: its parameters but the request gradio passes."""
+    return [name for name, p in inspect.signature(fn).parameters.items() if p.annotation is not gr.Request]
+
+
 def event(handler: Callable, inputs: dict[str, gr.components.Component], on_model: bool = True, **context: Any) -> dict:
     """Arguments of a gradio event that calls `handler(**context, **{name: value})` for the `inputs` (name ->
     control, in the order the tab laid them out: the API's parameter order; a control named after a SamplerOptions
@@ -203,11 +214,17 @@ def event(handler: Callable, inputs: dict[str, gr.components.Component], on_mode
             for (name, component), value in zip(inputs.items(), values, strict=True)
         }
 
+    def with_request(values: tuple) -> tuple[tuple, gr.Request | None]:
+        """The inputs' values and the request gradio passes after them (none in a direct call)."""
+        return (values[:-1], values[-1]) if len(values) == len(inputs) + 1 else (values, None)
+
     def streaming(*values: Any) -> Iterator:
-        with errors_shown():
+        values, request = with_request(values)
+        with errors_shown(), client_run(request):
             yield from iterate_on_model_thread(handler(**context, **by_name(values)))
 
     def single(*values: Any) -> Any:
+        values, _ = with_request(values)  # a single pass is no long run: not counted
         with errors_shown():
             if not on_model:
                 return handler(**context, **by_name(values))
@@ -218,9 +235,51 @@ def event(handler: Callable, inputs: dict[str, gr.components.Component], on_mode
     fn.__name__ = handler.__name__
     fn.__doc__ = api_doc(handler.__name__, inputs) or handler.__doc__
     fn.__signature__ = inspect.Signature(
-        [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in inputs]
+        [*(inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in inputs), REQUEST]
     )
+    fn.__annotations__ = {REQUEST.name: gr.Request}
     return dict(fn=fn, inputs=list(inputs.values()), preprocess=False)
+
+
+# streamed runs one caller may have going at once: more wait their turn in the queue behind everyone else's, so a
+# few callers with many long runs kept a short one waiting for minutes
+MAX_RUNS_PER_CLIENT = 2
+_runs_by_client: collections.Counter[str] = collections.Counter()
+_runs_lock = threading.Lock()
+
+
+def client_key(request: gr.Request | None) -> str | None:
+    """Who a call comes from: the first address a proxy forwarded (a Space's visitors), else the connection's; None
+    for this machine itself (`python app.py`: its one user's tabs and scripts) or unknown."""
+    if request is None:
+        return None
+    forwarded = (request.headers.get("x-forwarded-for") or "").split(",")[0].strip()
+    host = forwarded or getattr(request.client, "host", None)
+    return None if host in (None, "127.0.0.1", "::1", "localhost") else host
+
+
+@contextlib.contextmanager
+def client_run(request: gr.Request | None) -> Iterator[None]:
+    """Counts a streamed run against its caller while it runs; a gr.Error when the caller has MAX_RUNS_PER_CLIENT
+    going already."""
+    key = client_key(request)
+    if key is None:
+        yield
+        return
+    with _runs_lock:
+        if _runs_by_client[key] >= MAX_RUNS_PER_CLIENT:
+            raise gr.Error(
+                f"{MAX_RUNS_PER_CLIENT} of your runs are going already: wait for one to end, or stop one",
+                print_exception=False,
+            )
+        _runs_by_client[key] += 1
+    try:
+        yield
+    finally:
+        with _runs_lock:
+            _runs_by_client[key] -= 1
+            if _runs_by_client[key] <= 0:
+                del _runs_by_client[key]
 
 
 def refuse_extra_values(demo: gr.Blocks) -> None:
@@ -231,7 +290,7 @@ def refuse_extra_values(demo: gr.Blocks) -> None:
 
     def validate_inputs(block_fn: Any, inputs: list[Any]) -> None:
         wanted = len(block_fn.inputs)
-        names = list(inspect.signature(block_fn.fn).parameters) if block_fn.fn else []
+        names = input_names(block_fn.fn) if block_fn.fn else []
         if len(inputs) == wanted or (len(inputs) < wanted and len(names) != wanted):
             check_inputs(block_fn, inputs)  # too few for a page event without named parameters: gradio's check
             return

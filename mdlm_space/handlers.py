@@ -18,7 +18,7 @@ from mdlm_hf.metrics import valid_word_rate, written_words
 from mdlm_hf.pipeline import check_end_at, check_text, ended, prompt_canvas, text_to_canvas, unseen_prompt_note
 from mdlm_hf.sampling.drawing import GREEDY_BELOW
 from mdlm_hf.sampling.orders import reveal_order
-from mdlm_hf.windows import MAX_CANVAS
+from mdlm_hf.windows import MAX_CANVAS, plan_windows
 from mdlm_space.checks import (
     MAX_SEED,
     as_float,
@@ -33,6 +33,9 @@ from mdlm_space.render import LEGEND, forward_view, render_canvas, score_view, s
 from mdlm_space.texts import passes
 
 RUNNING = "…"  # the speed of a run still going: it is known once the run ends
+# a run's forward passes at most: a 16,384-character text at the default 32 steps makes about 2,800; at 256 steps it
+# made 22,000, and eight such calls kept a 64-character one waiting for minutes
+MAX_RUN_PASSES = 4096
 SCORING = "Scoring…"  # Score's line while it scores
 
 
@@ -54,6 +57,32 @@ def stopped(line: str | None) -> Any:
     else:
         return gr.skip()
     return "\n\n".join([first, *rest])
+
+
+def capped_steps(model: MDLM, canvas: torch.Tensor, options: SamplerOptions) -> tuple[SamplerOptions, str]:
+    """`options` with num_steps lowered as far as it takes for the run to make at most MAX_RUN_PASSES forward passes
+    (a long text's windows each take theirs), and a note saying so ("" when nothing was lowered)."""
+    masked = (canvas == model.mask_id).reshape(1, -1)
+    context = model.block_size // 4 if options.window_context is None else options.window_context
+
+    def passes(steps: int) -> int:
+        windows = plan_windows(masked, model.block_size, context, steps, options.spacing)
+        return sum(window.num_steps for window in windows)
+
+    try:
+        if passes(options.num_steps) <= MAX_RUN_PASSES:
+            return options, ""
+    except ValueError:  # a window context the sampler refuses, in its own words
+        return options, ""
+    low, high = 1, options.num_steps  # the most steps within the cap: passes grow with the steps
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if passes(middle) <= MAX_RUN_PASSES else (low, middle - 1)
+    note = (
+        f"Steps lowered from {options.num_steps} to {low}: a run makes at most {MAX_RUN_PASSES:,} forward passes, "
+        "so that every visitor's run gets its turn."
+    )
+    return options.replace(num_steps=low), note
 
 
 def readout(state: SamplerState, seconds: float, num_generated: int, seed: int, note: str = "") -> str:
@@ -201,9 +230,9 @@ def generate(
     length, note = fitted_length(prompt, length, MAX_CANVAS)
     seed = run_seed(seed, fixed_seed)
     canvas = prompt_canvas(model, prompt, length)
-    options = SamplerOptions().replace(**controls)  # validates them
+    options, capped = capped_steps(model, canvas, SamplerOptions().replace(**controls))  # validated, then capped
     states = sample(model, canvas, options, seed=seed)
-    note = " ".join(filter(None, (note, greedy_note(options))))
+    note = " ".join(filter(None, (note, capped, greedy_note(options))))
     yield from frames(model, states, len(prompt), seed, note, prompt_length=len(prompt), end_at=end_at)
 
 
@@ -216,9 +245,10 @@ def infill(
     check_fits(template, "template", MAX_CANVAS, f"a run writes at most {MAX_CANVAS:,} characters")
     canvas = text_to_canvas(model, template, blank)
     seed = run_seed(seed, fixed_seed)
-    options = SamplerOptions().replace(**controls)  # validates them
+    options, capped = capped_steps(model, canvas, SamplerOptions().replace(**controls))  # validated, then capped
     states = sample(model, canvas, options, seed=seed)
-    yield from frames(model, states, int((canvas != model.mask_id).sum()), seed, greedy_note(options))
+    note = " ".join(filter(None, (capped, greedy_note(options))))
+    yield from frames(model, states, int((canvas != model.mask_id).sum()), seed, note)
 
 
 @dataclass(frozen=True)

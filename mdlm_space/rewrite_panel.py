@@ -5,7 +5,6 @@ per character; pick one, Undo goes back. Beside them, the order view of the best
 from __future__ import annotations
 
 import functools
-import inspect
 import json
 from typing import Any
 
@@ -15,7 +14,7 @@ from mdlm_hf import MASK_GLYPH, MDLM
 from mdlm_hf.sampling.options import OPTION_SPECS
 from mdlm_space.api import example_span, page_event, public_endpoint, rewrite_result
 from mdlm_space.controls import control, replay_slider, run_buttons, sampling_options, stoppable
-from mdlm_space.endpoints import event
+from mdlm_space.endpoints import event, input_names
 from mdlm_space.order_view import run_order
 from mdlm_space.rewrite_handlers import (
     NO_CHOICE,
@@ -148,7 +147,7 @@ def follow_run_options(demo: gr.Blocks, controls: dict[str, gr.components.Compon
     for fn in list(demo.fns.values()):
         if fn.api_name not in (page_event("generate")["api_name"], page_event("infill")["api_name"]):
             continue
-        named = dict(zip(inspect.signature(fn.fn).parameters, fn.inputs, strict=True))
+        named = dict(zip(input_names(fn.fn), fn.inputs, strict=True))
         shared = [name for name in named if name in OPTION_SPECS and name in controls and name != "num_steps"]
         for block_id, trigger in fn.targets:
             listen = getattr(demo.blocks[block_id], trigger)

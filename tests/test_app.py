@@ -4,7 +4,6 @@ import collections
 import concurrent.futures
 import contextlib
 import importlib.util
-import inspect
 import json
 import math
 import os
@@ -117,7 +116,7 @@ class Page:
 def api_names(demo: gr.Blocks, endpoint: str) -> list[str]:
     """An endpoint's API parameter names, in the order its API takes them."""
     fn = next(fn for fn in demo.fns.values() if fn.api_name == f"{endpoint}_page")
-    return list(inspect.signature(fn.fn).parameters)
+    return endpoints.input_names(fn.fn)
 
 
 def tab_controls(demo: gr.Blocks, endpoint: str) -> dict:
@@ -993,6 +992,44 @@ def test_eight_concurrent_users_are_all_served(server):
         texts = list(pool.map(one_user, range(8)))
     assert len(texts) == 8 and all(len(t) == 50 and MASK_GLYPH not in t for t in texts)
     assert len(set(texts)) == 8  # different seeds, different texts
+
+
+def test_one_visitors_many_long_runs_leave_room_for_another_visitors_short_one(server, counted_steps):
+    # 8 concurrent calls of 16,384 characters at 256 steps kept a 64-character call waiting for more than 240 s
+    from gradio_client.utils import Status
+
+    greedy = PageClient(server, verbose=False, headers={"X-Forwarded-For": "203.0.113.5"})
+    long_run = dict(prompt="", length=MAX_CANVAS, num_steps=128, seed=0, fixed_seed=True, api_name="/generate_page")
+    jobs = [greedy.submit(**long_run) for _ in range(3)]
+    try:
+        deadline = time.monotonic() + 60
+        while sum(job.status().code == Status.FINISHED for job in jobs) < 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        refused = [job for job in jobs if job.done()]
+        assert len(refused) == 1, [job.status().code for job in jobs]  # a third run of theirs is refused at once
+        with pytest.raises(Exception, match="2 of your runs are going already: wait for one to end, or stop one"):
+            refused[0].result()
+        other = PageClient(server, verbose=False, headers={"X-Forwarded-For": "198.51.100.7"})
+        start = time.monotonic()
+        *_, (_, text, readout, _) = other.submit(
+            prompt="", length=64, num_steps=8, seed=1, fixed_seed=True, api_name="/generate_page"
+        )
+        assert len(text) <= 64 and MASK_GLYPH not in text and time.monotonic() - start < 60
+    finally:
+        for job in jobs:
+            job.cancel()
+
+
+def test_a_runs_steps_are_lowered_to_the_cap_on_its_passes_saying_so(model_dir):
+    from mdlm_hf.pipeline import prompt_canvas
+
+    model, _ = loading.load_model(model_dir)  # a context of 128 characters
+    canvas = prompt_canvas(model, "", MAX_CANVAS)
+    options, note = handlers.capped_steps(model, canvas, SamplerOptions(num_steps=128))
+    assert options.num_steps < 128 and note.startswith(f"Steps lowered from 128 to {options.num_steps}: a run makes")
+    windows = handlers.plan_windows(canvas[None] == model.mask_id, 128, 32, options.num_steps, options.spacing)
+    assert sum(w.num_steps for w in windows) <= handlers.MAX_RUN_PASSES
+    assert handlers.capped_steps(model, prompt_canvas(model, "", 100), SamplerOptions(num_steps=100))[1] == ""
 
 
 def test_while_eight_generate_a_new_visitor_is_served_and_told_their_place_in_the_queue(server, counted_steps):
@@ -2239,6 +2276,7 @@ def test_mcp_tools_are_named_and_described_for_a_caller(model_dir):
     for name, fn in named.items():
         assert fn.fn.__name__ == name
         description, parameters, returns = get_function_description(fn.fn)
+        parameters.pop("request")  # gradio's own: the caller's address, no parameter of the tool
         assert description and returns, name
         assert all(parameters.values()), (name, parameters)
         for text in (description, *parameters.values(), *returns):
