@@ -2667,3 +2667,18 @@ def test_a_text_that_ends_at_a_speech_has_ended_at_a_line_too():
     assert (
         fell_back == "No speech ended in the text, so it ended at the end of a line: 10 of 20 written characters kept."
     )
+
+
+def test_rewrite_and_infill_with_only_words_it_has_read_say_what_they_wrote(model_dir):
+    from mdlm_space import rewrite_handlers
+
+    model, _ = loading.load_model(model_dir)
+    text = "ROMEO:\nBut soft, what light through yonder window breaks?\n"
+    *_, last = rewrite_handlers.rewrite(model, text, 17, 27, 0, True, real_words=True, num_steps=4)
+    assert re.search(
+        r"Only words it has read: \d+ words? written, (none fell back|\d+ characters? fell back)", last[-3]
+    )
+    *_, (_, filled, readout, _) = handlers.infill(model, "To be, __ not __ be", 0, True, real_words=True)
+    assert "Only words it has read:" in readout and filled.startswith("To be, ")
+    *_, (_, _, plain_readout, _) = handlers.infill(model, "To be, __ not __ be", 0, True)
+    assert "Only words it has read" not in plain_readout
