@@ -5,6 +5,7 @@ import tarfile
 
 import numpy as np
 import pytest
+import torch
 
 from training import gpu_job
 from training.corpus import load_tokens, scan_text, tokenize
@@ -101,3 +102,52 @@ def test_the_job_refuses_an_unknown_run(tmp_path, capsys):
     with pytest.raises(SystemExit):
         gpu_job.main([*argv, "--heldout", str(tmp_path / "heldout.txt"), "--out", str(tmp_path / "o"), "--runs", "x"])
     assert "--runs: no run named x" in capsys.readouterr().err
+
+
+def test_a_plan_file_chooses_the_runs_and_settings_and_its_mistakes_are_one_line(tmp_path, capsys):
+    plan = {
+        "runs": [{"name": "plays-d384", "n_embd": 384, "n_head": 6, "extra_text": True}],
+        "steps": 9000,
+        "minutes": 8.5,
+        "compile": True,
+    }
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    runs, settings = gpu_job.read_plan(tmp_path / "plan.json")
+    assert runs == (gpu_job.Run("plays-d384", 384, 6, extra_text=True),)
+    assert settings == {"steps": 9000, "minutes": 8.5, "compile": True}
+    assert gpu_job.tiny(runs)[0].n_embd == 32
+    bad = {
+        "no runs": {"runs": []},
+        "an unknown key": {"runs": plan["runs"], "stepz": 3},
+        "a width its heads do not divide": {"runs": [{"name": "x", "n_embd": 100, "n_head": 3, "extra_text": True}]},
+        "a field runs lack": {"runs": [{"name": "x", "n_embd": 64, "n_head": 2, "extra_text": True, "lr": 1}]},
+        "a setting of the wrong type": {"runs": plan["runs"], "compile": "yes"},
+        "two runs of one name": {"runs": plan["runs"] * 2},
+    }
+    for what, content in bad.items():
+        (tmp_path / "bad.json").write_text(json.dumps(content))
+        with pytest.raises(ValueError, match=f"--plan {tmp_path / 'bad.json'}") as error:
+            gpu_job.read_plan(tmp_path / "bad.json")
+        assert "\n" not in str(error.value), what
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(SystemExit):
+        gpu_job.main(
+            ["--data", "x", "--train-extra", "y", "--heldout", "z", "--out", "o", "--plan", str(tmp_path / "bad.json")]
+        )
+    assert "is not a readable JSON file" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_compiled_run_trains_and_resumes_on_the_cpu(tmp_path):
+    # --compile is measured on a GPU in the job's first call; here it must train, save and resume as an eager run
+    from training import train
+
+    (tmp_path / "text.txt").write_text("".join(f"ROMEO:\nThis is line {i} of a play.\n\n" for i in range(200)))
+    flags = ["--data", str(tmp_path / "text.txt"), "--out-dir", str(tmp_path / "run"), "--n-layer", "1"]
+    flags += ["--n-embd", "32", "--n-head", "2", "--block-size", "32", "--batch-size", "4", "--warmup-steps", "2"]
+    flags += ["--eval-interval", "2", "--eval-chars", "256", "--eval-samples", "1", "--threads", "1"]
+    flags += ["--dtype", "float32", "--compile"]
+    first = train.main([*flags, "--max-steps", "4", "--stop-at-step", "2"])
+    assert first["step"] == 2
+    resumed = train.main([*flags, "--max-steps", "4", "--resume"])
+    assert resumed["finished"] and all(torch.isfinite(p).all() for p in resumed["model"].parameters())

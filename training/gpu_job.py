@@ -18,6 +18,11 @@ whole validation split (ELBO, 4 mask draws, seed 0; the exact left-to-right NLL)
 (ELBO): OUT/metrics.json, with each run's curve; OUT/curves.png. The exports are packed as OUT/RUN.tar, in parts
 of at most 16 MiB (the device returns 8 files of at most 16 MiB); the control's export stays behind.
 --tiny: a CPU rehearsal of the whole job at a tiny size, in about a minute (tests/test_gpu_job.py).
+
+A window's runs are chosen by flags (`--runs`, `--steps`, `--minutes`, `--batch-size`, `--compile`) or by a plan file,
+`--plan PLAN.json`, never by editing RUNS: {"runs": [{"name": "plays-d256", "n_embd": 256, "n_head": 4,
+"extra_text": true, "objective": "diffusion", "returned": true}, ...], "steps": 8000, "minutes": 9, "batch_size":
+256, "compile": false}; each key but "runs" is optional, and a flag typed on the command line wins over the plan.
 """
 
 from __future__ import annotations
@@ -77,7 +82,49 @@ RUNS = (
     Run("twin-plays-d320", 320, 5, extra_text=True, objective="ar"),
     Run("twin-plays-d256", 256, 4, extra_text=True, objective="ar"),
 )
-TINY_RUNS = tuple(Run(r.name, 32, 2, r.extra_text, r.objective, r.returned) for r in RUNS)
+
+
+def tiny(runs: tuple[Run, ...]) -> tuple[Run, ...]:
+    """The runs at the CPU rehearsal's size."""
+    return tuple(Run(r.name, 32, 2, r.extra_text, r.objective, r.returned) for r in runs)
+
+
+TINY_RUNS = tiny(RUNS)
+PLAN_SETTINGS = {"steps": int, "minutes": (int, float), "batch_size": int, "compile": bool}
+
+
+def read_plan(path: Path) -> tuple[tuple[Run, ...], dict]:
+    """A plan file's runs and settings (steps, minutes, batch_size, compile), or a ValueError naming what is wrong."""
+    try:
+        plan = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise ValueError(f"--plan {path} is not a readable JSON file ({error})") from None
+    if not isinstance(plan, dict) or not isinstance(plan.get("runs"), list) or not plan["runs"]:
+        raise ValueError(f"--plan {path} must be a JSON object with a non-empty list of runs")
+    unknown = sorted(set(plan) - {"runs", *PLAN_SETTINGS})
+    if unknown:
+        raise ValueError(
+            f"--plan {path} has unknown keys {', '.join(unknown)}; it takes runs, {', '.join(PLAN_SETTINGS)}"
+        )
+    for name, kind in PLAN_SETTINGS.items():
+        value = plan.get(name)
+        if value is not None and (not isinstance(value, kind) or (kind is not bool and isinstance(value, bool))):
+            raise ValueError(f"--plan {path}: {name} is {value!r}, of the wrong type")
+    runs = []
+    for entry in plan["runs"]:
+        try:
+            run = Run(**entry)
+        except TypeError as error:
+            raise ValueError(f"--plan {path}: a run {entry!r} is malformed ({error})") from None
+        ok = isinstance(run.name, str) and run.name and isinstance(run.n_embd, int) and isinstance(run.n_head, int)
+        if not ok or run.n_head < 1 or run.n_embd % run.n_head or run.objective not in ("diffusion", "ar"):
+            raise ValueError(
+                f"--plan {path}: run {entry!r} needs a name, n_embd a multiple of n_head, objective diffusion or ar"
+            )
+        runs.append(run)
+    if len({run.name for run in runs}) < len(runs):
+        raise ValueError(f"--plan {path}: two runs share a name")
+    return tuple(runs), {name: plan[name] for name in PLAN_SETTINGS if name in plan}
 
 
 def launch(command: list[str], log: Path, threads: int) -> subprocess.Popen:
@@ -105,6 +152,7 @@ def train_all(runs: tuple[Run, ...], args: argparse.Namespace, work: Path) -> li
         device = ["--device", "cpu", "--threads", "1", "--warmup-steps", "2"]
     schedule = ["--max-steps", str(args.steps), "--eval-interval", str(max(args.steps // 10, 1))]
     schedule += ["--max-minutes", str(args.minutes), "--batch-size", str(args.batch_size)]
+    schedule += ["--compile"] if args.compile else []
     processes, logs = {}, {}
     for run in runs:
         logs[run.name] = work / f"{run.name}.train.log"
@@ -234,6 +282,16 @@ def main(argv: list[str] | None = None) -> dict:
         "--runs", nargs="+", default=None, help=f"only these runs (of {', '.join(r.name for r in RUNS)})"
     )
     parser.add_argument("--tiny", action="store_true", help="a CPU rehearsal at a tiny size")
+    parser.add_argument("--compile", action="store_true", help="torch.compile each run's training steps")
+    parser.add_argument("--plan", default=None, help="a JSON plan of the runs and settings (see the module's doc)")
+    planned = RUNS
+    plan_path = parser.parse_known_args(argv)[0].plan
+    if plan_path is not None:  # the plan's settings are the defaults; typed flags still win
+        try:
+            planned, settings = read_plan(Path(plan_path))
+        except ValueError as error:
+            parser.error(str(error))
+        parser.set_defaults(**settings)
     args = parser.parse_args(argv)
     for path in [args.data, *args.train_extra, args.heldout]:
         if not Path(path).is_file():
@@ -244,7 +302,7 @@ def main(argv: list[str] | None = None) -> dict:
     if not args.tiny and not torch.cuda.is_available():
         parser.error("no GPU here: pass --tiny for the CPU rehearsal")
     args.device = "cpu" if args.tiny else "cuda"
-    runs = TINY_RUNS if args.tiny else RUNS
+    runs = tiny(planned) if args.tiny else planned
     if args.runs:
         if unknown := set(args.runs) - {run.name for run in runs}:
             parser.error(f"--runs: no run named {', '.join(sorted(unknown))}")

@@ -64,8 +64,9 @@ RESUMABLE_CHANGES = (
     "threads",
     "device",
     "dtype",
+    "compile",
 )
-MACHINE_FLAGS = ("threads",)  # a resume takes these from its own command line, never from the checkpoint
+MACHINE_FLAGS = ("threads", "compile")  # a resume takes these from its own command line, never from the checkpoint
 _NOT_GIVEN = object()
 
 
@@ -164,6 +165,12 @@ def add_optimisation_flags(p: argparse.ArgumentParser) -> None:
         choices=["auto", "float32", "bfloat16"],
         default="auto",
         help="autocast dtype; auto = bfloat16 on GPU, and on CPU whichever a timed trial step finds faster",
+    )
+    p.add_argument(
+        "--compile",
+        action="store_true",
+        help="torch.compile the model for the training steps (compiling takes a while first: for long GPU runs; "
+        "time it against eager steps with the GPU job's --compile)",
     )
     p.add_argument("--device", type=str, default="auto", help=DEVICE_HELP)
     p.add_argument("--threads", type=int, default=0, help="CPU threads per process (0: torch's default)")

@@ -138,6 +138,8 @@ class Trainer:
         if checkpoint is not None:
             self.restore(checkpoint)
         self.train_model = DistributedDataParallel(self.model) if processes.distributed else self.model
+        if getattr(args, "compile", False):  # the steps' forward and backward; evaluation and export run eagerly
+            self.train_model = torch.compile(self.train_model)
         self.autocast = nullcontext()
 
     def restore(self, checkpoint: dict) -> None:
