@@ -8,7 +8,10 @@ writes a play: a `NAME:` heading after a blank line, the speech below it, no act
     python -m training.build_corpus --tinyshakespeare tinyshakespeare.txt --out runs/corpus/more_plays.txt
 
 - Speaker headings are mapped to full names from the play's own list of persons ("Ber." -> "BERNARDO",
-  "1 Clown." -> "First Clown"); a play with a heading that maps to no person, or to two, is left out.
+  "1 Clown." -> "First Clown"): a word the list holds, else the one it abbreviates (of several, the one the play
+  speaks most: "Pol." is POLONIUS, not the singular POLONIU the list's plurals make), else an OCR slip one or two
+  letters from one person ("ANDARUS." -> PANDARUS), else a line of HEADING_FIXES with its reason; a play with a
+  heading still unmapped is left out.
 - No 32-character stretch of TinyShakespeare's validation split may occur in the text: a speech that holds one is
   dropped, and the builder checks the result. It reports the overlap with the training split too.
 - It prints what it kept and why, and writes OUT.json beside the text: the plays, their sizes and the sha256s.
@@ -24,6 +27,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +45,45 @@ IN_TINYSHAKESPEARE = 0.05  # a play with more of its stretches in TinyShakespear
 TINY_CHARS = frozenset("\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 ORDINALS = {"1": "First", "2": "Second", "3": "Third", "4": "Fourth", "5": "Fifth"}
 ORDINALS.update({word.upper(): word for word in ORDINALS.values()}, I="First")  # "I Play.": an OCR'd "1 Player."
-GROUP_SPEAKERS = frozenset({"ALL", "BOTH"})  # speakers no list of persons names
+GROUP_SPEAKERS = frozenset({"ALL", "BOTH", "CHORUS"})  # speakers no list of persons names
+# the headings the rules above cannot map, by play: heading -> (speaker, why)
+HEADING_FIXES: dict[str, dict[str, tuple[str, str]]] = {
+    "lear": {
+        "Cor.": ("CORDELIA", "Cornwall's heading is Corn.; Cor. speaks Cordelia's lines"),
+        "Glou.": ("GLOUCESTER", "the list spells him Gloster; his lines and the other plays say Gloucester"),
+        "Doct.": ("DOCTOR", "the list's Physician (IV.iv, IV.vii)"),
+        "Capt.": ("CAPTAIN", "Edmund's captain (V.iii), whom the list omits"),
+        "Off.": ("OFFICER", "one officer speaks (V.iii): 'Officers' in the list"),
+    },
+    "hamlet": {
+        "Luc.": ("LUCIANUS", "the murderer in the players' play (III.ii), whom the list omits"),
+        "Pro.": ("PROLOGUE", "the players' prologue (III.ii), whom the list omits"),
+    },
+    "henry_iv_part_1": {
+        "FRAN.": ("FRANCIS", "the drawer (II.iv), whom the list omits"),
+        "MESS.": ("MESSENGER", "the messengers (IV.i, V.ii), whom the list omits"),
+        "SERV.": ("SERVANT", "Hotspur's servant (II.iii), whom the list omits"),
+        "LADY P.": ("LADY PERCY", "Hotspur's wife, the only Lady P. in the list"),
+        "ARCH.": ("ARCHBISHOP", "the Archbishop of York (IV.iv); Douglas's first name, Archibald, is never a heading"),
+        "SIR M.": ("SIR MICHAEL", "the Archbishop's man, the only Sir M."),
+        "OST.": ("OSTLER", "the inn's ostler (II.i), whom the list omits"),
+        "CAR.": ("CARRIER", "the first carrier (II.i): 'Carriers' in the list"),
+        "HOST.": ("HOSTESS", "Mistress Quickly, the Hostess (II.iv, III.iii)"),
+    },
+    "henry_vi_part_1": {
+        "FIRST JAILER.": ("First Jailer", "Mortimer's keepers (II.v), 'Jailers' in the speeches only"),
+        "FIRST SENTINEL.": ("First Sentinel", "the French sentinels (II.i)"),
+        "SENTINEL.": ("SENTINEL", "the French sentinels (II.i)"),
+    },
+    "timon_of_athens": {
+        "LUCIUS' SERVANT.": ("LUCIUS' SERVANT", "a servant of Lucius (III.iv), as the edition heads him"),
+        "FIRST BANDIT.": ("First Bandit", "'Banditti' in the list"),
+        "SECOND BANDIT.": ("Second Bandit", "'Banditti' in the list"),
+        "THIRD BANDIT.": ("Third Bandit", "'Banditti' in the list"),
+    },
+    "antony_and_cleopatra": {"THYMUS.": ("THYREUS", "an OCR slip: Thyreus, Caesar's messenger (III.xii-xiii)")},
+}
+SONG_HEADINGS = frozenset({"SONG."})  # a song's title, not a speaker: the heading line is dropped, the song kept
 PERSONS_START = re.compile(r"^(PERSONS REPRESENTED|DRAMATIS PERSONAE)", re.IGNORECASE | re.MULTILINE)
 ACT_OR_SCENE = re.compile(r"(ACT|SCENE)\b", re.IGNORECASE)
 FIRST_ACT = re.compile(r"^[ \t]*ACT (I|1|FIRST)\b", re.IGNORECASE | re.MULTILINE)  # "ACT I.", "Act 1.", "ACT FIRST"
@@ -56,7 +98,8 @@ class Play:
 
     name: str
     persons: frozenset[str] = frozenset()  # the words of its list of persons, upper case
-    spoken: frozenset[str] = frozenset()  # the words of its lines (stage directions too) but headings, upper case
+    # the words of its lines (stage directions too) but headings, upper case, with their counts
+    spoken: Counter[str] = field(default_factory=Counter)
     text: str = ""
     unmapped: list[str] = field(default_factory=list)  # headings that name no person, or two
     dropped_speeches: int = 0  # speeches that shared a stretch with the validation split
@@ -97,10 +140,11 @@ def persons_words(gutenberg: str) -> frozenset[str]:
     return frozenset(words)
 
 
-def map_heading(heading: str, persons: frozenset[str], spoken: frozenset[str]) -> str | None:
+def map_heading(heading: str, persons: frozenset[str], spoken: Counter[str] | frozenset[str]) -> str | None:
     """A Gutenberg heading ("Ber.", "1 Clown.", "KING HENRY V.") as TinyShakespeare names the speaker ("BERNARDO",
-    "First Clown", "KING HENRY V"). Each word is a person's word, or abbreviates exactly one, or (abbreviating none)
-    is a word the play speaks ("GUARD"); otherwise None: the heading is ambiguous ("Cor.": CORDELIA or CORNWALL)."""
+    "First Clown", "KING HENRY V"). Each word is a person's word, or abbreviates one (of several, the one the play
+    speaks most), or (abbreviating none) is a word the play speaks ("GUARD"), or is an OCR slip of one person's
+    word; otherwise None: the heading is ambiguous ("Cor.": CORDELIA or CORNWALL, as often spoken)."""
     words = heading.removesuffix(".").upper().split()
     ordinal = ORDINALS.get(words[0]) if len(words) > 1 else None
     mapped = []
@@ -109,14 +153,49 @@ def map_heading(heading: str, persons: frozenset[str], spoken: frozenset[str]) -
             mapped.append(word)
             continue
         expansions = {person for person in persons if person.startswith(word)} if len(word) >= 2 else set()
+        if len(expansions) > 1:
+            expansions = most_spoken(expansions, spoken)
         if len(expansions) == 1:
             mapped.append(expansions.pop())
         elif not expansions and word in spoken:
             mapped.append(word)
+        elif not expansions and (slip := ocr_slip(word, persons, spoken)) is not None:
+            mapped.append(slip)
         else:
             return None
     name = " ".join(mapped)
     return f"{ordinal} {name.title()}" if ordinal else name
+
+
+def most_spoken(words: set[str], spoken: Counter[str] | frozenset[str]) -> set[str]:
+    """Of the persons' words a heading abbreviates, the one the play speaks most (the list's singulars of names,
+    POLONIU, are never spoken); all of them when two are spoken as often."""
+    counts = {word: spoken[word] if isinstance(spoken, Counter) else int(word in spoken) for word in words}
+    best = max(counts.values())
+    top = {word for word, count in counts.items() if count == best}
+    return top if best > 0 else words
+
+
+def ocr_slip(word: str, persons: frozenset[str], spoken: Counter[str] | frozenset[str]) -> str | None:
+    """The one person's word that `word` (5 letters or more) is an OCR slip of, a letter or two dropped or changed
+    ("ANDARUS" -> PANDARUS, "PERACLES" -> PERICLES; of several, the one the play speaks most); None for none, or
+    several as often spoken."""
+    if len(word) < 5:
+        return None
+    close = {person for person in persons if len(person) >= 5 and edit_distance(word, person) <= 2}
+    close = most_spoken(close, spoken) if len(close) > 1 else close
+    return close.pop() if len(close) == 1 else None
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance: the fewest insertions, deletions and changes of a letter that turn `a` into `b`."""
+    previous = list(range(len(b) + 1))
+    for i, char in enumerate(a, 1):
+        current = [i]
+        for j, other in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char != other)))
+        previous = current
+    return previous[-1]
 
 
 def looks_like_heading(line: str) -> bool:
@@ -155,7 +234,10 @@ def tinyshakespeare_layout(play: Play, gutenberg: str) -> None:
     for index, line in outside_stage_directions(lines):
         before, after = lines[index - 1] if index else "", lines[index + 1] if index + 1 < len(lines) else ""
         if is_heading(line, before, after):
-            name = map_heading(line, play.persons, play.spoken)
+            if line in SONG_HEADINGS:
+                continue
+            fixed = HEADING_FIXES.get(play.name, {}).get(line)
+            name = fixed[0] if fixed else map_heading(line, play.persons, play.spoken)
             if name is None:
                 play.unmapped.append(line)
                 continue
@@ -213,7 +295,7 @@ def build(texts: dict[str, str], tinyshakespeare: str) -> tuple[str, list[dict],
     kept, report = [], []
     for name in sorted(texts):
         lines = (line for line in texts[name].split("\n") if not looks_like_heading(line.strip()))
-        spoken = frozenset(word.upper() for line in lines for word in re.findall(r"[A-Za-z']+", line))
+        spoken = Counter(word.upper() for line in lines for word in re.findall(r"[A-Za-z']+", line))
         play = Play(name, persons_words(texts[name]), spoken)
         row = {"play": name}
         if name in HELD_OUT:
