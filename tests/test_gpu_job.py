@@ -1,6 +1,7 @@
 """The GPU job rehearsed on the CPU at a tiny size, its packing, and the --train-extra text it trains on."""
 
 import json
+import math
 import tarfile
 
 import numpy as np
@@ -151,3 +152,26 @@ def test_a_compiled_run_trains_and_resumes_on_the_cpu(tmp_path):
     assert first["step"] == 2
     resumed = train.main([*flags, "--max-steps", "4", "--resume"])
     assert resumed["finished"] and all(torch.isfinite(p).all() for p in resumed["model"].parameters())
+
+
+def test_the_8_pass_students_distillation_runs_at_a_tiny_size(tmp_path, tiny_model, tiny_text):
+    # SDTT: each round the student learns in one step what its teacher writes in two; the job's CPU dry run
+    from mdlm_hf import MDLM
+    from mdlm_hf.metrics import save_word_list
+    from training import distill
+
+    tiny_model.save_pretrained(tmp_path / "teacher")
+    save_word_list(tiny_text, tmp_path / "teacher" / "words.txt")
+    (tmp_path / "text.txt").write_text(tiny_text * 20)
+    flags = ["--teacher", str(tmp_path / "teacher"), "--data", str(tmp_path / "text.txt")]
+    flags += ["--out-dir", str(tmp_path / "out"), "--rounds", "2", "--steps", "3", "--batch-size", "4"]
+    facts = distill.main(flags)
+    assert sorted(facts) == [8, 16] and all(math.isfinite(f["last_kl"]) and f["last_kl"] >= 0 for f in facts.values())
+    student = MDLM.from_pretrained(tmp_path / "out" / "student-8")
+    assert (tmp_path / "out" / "student-8" / "words.txt").is_file()
+    text = student.generate(64, num_steps=8, seed=0, real_words=True)
+    assert len(text) == 64
+    teacher = MDLM.from_pretrained(tmp_path / "teacher")
+    x0 = torch.tensor([teacher.tokenizer.encode(tiny_text[:64])])
+    loss = distill.distill_loss(teacher, teacher, x0, 16, torch.Generator().manual_seed(0))
+    assert torch.isfinite(loss) and loss >= 0
