@@ -162,8 +162,8 @@ def rewrite_panel(model: MDLM, demo: gr.Blocks, example: str) -> None:
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
             controls = span_controls(block_size)
+            real_words = control("real_words", block_size)  # above the button, as Generate's
             button, stop = run_buttons("Rewrite")
-            real_words = control("real_words", block_size)
             undo_button = gr.Button("Undo", interactive=False, elem_id="rewrite-undo")
             controls |= sampling_options("rewrite", block_size, ("steps", "drawing"), CHANGES)
             controls["real_words"] = real_words

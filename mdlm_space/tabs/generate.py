@@ -32,8 +32,9 @@ def generate_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
             prompt = control("prompt", block_size, texts.prompt, lines=2)
-            button, stop = run_buttons("Generate")
+            # above the run button: below it, on a phone the run's scroll to the canvas took the button out of view
             real_words = control("real_words", block_size)
+            button, stop = run_buttons("Generate")
             length = control("length", block_size, room)
             end_at = control("end_at", block_size)
             steps = control("num_steps", block_size, min(default_value("num_steps"), default_length))

@@ -39,8 +39,8 @@ def infill_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
             info = None if blank == "_" else f"the model writes _, so the blank is {blank}"
             label = f"Template: every {blank} is a character to fill"
             template = control("template", block_size, first, label=label, lines=4, info=info)
+            real_words = control("real_words", block_size)  # above the button, as Generate's
             button, stop = run_buttons("Fill the blanks")
-            real_words = control("real_words", block_size)
             if examples:
                 gr.Examples(examples, inputs=[template])
             steps = control("num_steps", block_size, changes=CHANGES)
