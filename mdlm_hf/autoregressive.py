@@ -135,7 +135,7 @@ def write_left_to_right(
             else "and cannot fill blanks that have text after them (the diffusion model infills)"
         )
         raise ValueError(f"{WRITES_LEFT_TO_RIGHT}: it continues a prompt, {problem}")
-    keeper = None if lexicon is None else WordKeeper(lexicon, model.tokenizer.vocab, canvas.size(0))
+    keeper = WordKeeper.for_run(lexicon, model, canvas.size(0))
     return _write(model, canvas, begin, options, generator, keeper)
 
 
@@ -157,12 +157,11 @@ def _write(
     confidence = torch.full((B, N), float("nan"), device=device)
     nothing = torch.zeros_like(is_given)
     num_steps, cache, window_start = N - begin, None, max(0, begin - (L - 1))
-    fallbacks = None if keeper is None else keeper.counts
     if keeper is not None:
         keeper.enter(is_given)
     yield SamplerState(
         tokens.clone(), nothing, nothing, confidence.clone(), is_given, 0, num_steps, 0, mask_id, (window_start, begin)
-    ).counting(fallbacks)
+    ).with_fallbacks(keeper)
     capitals = capital_letters(model, device)
     with evaluating(model):
         for i in range(begin, N):
@@ -195,4 +194,4 @@ def _write(
                 step,
                 mask_id,
                 (window_start, i + 1),
-            ).counting(fallbacks)
+            ).with_fallbacks(keeper)

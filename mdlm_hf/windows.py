@@ -23,6 +23,12 @@ import torch
 MAX_CANVAS = 16_384
 
 
+def context_of(block_size: int, window_context: int | None) -> int:
+    """The characters each window keeps before its first mask: `window_context`, or by default a quarter of the
+    model's context (SamplerOptions.window_context)."""
+    return block_size // 4 if window_context is None else window_context
+
+
 @dataclass(frozen=True)
 class Window:
     """One window of a long canvas: the model reads [start, end); the masks in [start, fill_end) are filled."""

@@ -18,7 +18,7 @@ from mdlm_hf.metrics import valid_word_rate, written_words
 from mdlm_hf.pipeline import check_end_at, check_text, ended, prompt_canvas, text_to_canvas, unseen_prompt_note
 from mdlm_hf.sampling.drawing import GREEDY_BELOW
 from mdlm_hf.sampling.orders import reveal_order
-from mdlm_hf.windows import MAX_CANVAS, plan_windows
+from mdlm_hf.windows import MAX_CANVAS, context_of, plan_windows
 from mdlm_space.checks import (
     MAX_SEED,
     as_float,
@@ -63,7 +63,7 @@ def capped_steps(model: MDLM, canvas: torch.Tensor, options: SamplerOptions) -> 
     """`options` with num_steps lowered as far as it takes for the run to make at most MAX_RUN_PASSES forward passes
     (a long text's windows each take theirs), and a note saying so ("" when nothing was lowered)."""
     masked = (canvas == model.mask_id).reshape(1, -1)
-    context = model.block_size // 4 if options.window_context is None else options.window_context
+    context = context_of(model.block_size, options.window_context)
 
     def passes(steps: int) -> int:
         windows = plan_windows(masked, model.block_size, context, steps, options.spacing)

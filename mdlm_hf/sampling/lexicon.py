@@ -199,6 +199,11 @@ class WordKeeper:
         self.given: torch.Tensor | None = None
         self.edges = (False, False)
 
+    @classmethod
+    def for_run(cls, lexicon: Lexicon | None, model: torch.nn.Module, batch_size: int) -> WordKeeper | None:
+        """A run's keeper of `lexicon` for `model`'s characters, or None without a lexicon (real_words off)."""
+        return None if lexicon is None else cls(lexicon, model.tokenizer.vocab, batch_size)
+
     def enter(self, given: torch.Tensor, edges: tuple[bool, bool] = (False, False)) -> None:
         """Starts a window: `given` (B, T) marks the caller's text in it (a prompt, a template: only a word the
         caller wrote may stay outside the list) and `edges` whether its left and right ends have text beyond."""

@@ -25,7 +25,7 @@ from mdlm_hf.sampling.remasking import remask_picks
 from mdlm_hf.sampling.schedule import block_plan, num_to_reveal
 from mdlm_hf.sampling.state import SamplerState
 from mdlm_hf.sampling.step import denoise_step
-from mdlm_hf.windows import Window, plan_windows
+from mdlm_hf.windows import Window, context_of, plan_windows
 
 
 def write_by_denoising(
@@ -39,7 +39,7 @@ def write_by_denoising(
     windows and blocks planned up front, its words kept to `lexicon` when given (real_words); a generator of every
     state."""
     is_masked = canvas == model.mask_id
-    window_context = model.block_size // 4 if options.window_context is None else options.window_context
+    window_context = context_of(model.block_size, options.window_context)
     if canvas.size(1) > model.block_size and window_context >= model.block_size:
         raise ValueError(
             f"window_context must be below the model's block_size ({model.block_size}) to write a canvas longer "
@@ -53,7 +53,7 @@ def write_by_denoising(
             steps = max(steps, math.ceil((w.fill_end - w.start) / options.block_length))
         plans.append(block_plan(pending[:, w.start : w.fill_end], steps, options.block_length))
         pending[:, w.start : w.fill_end] = False
-    keeper = None if lexicon is None else WordKeeper(lexicon, model.tokenizer.vocab, canvas.size(0))
+    keeper = WordKeeper.for_run(lexicon, model, canvas.size(0))
     return _slide(model, canvas.clone(), list(zip(windows, plans, strict=True)), options, generator, keeper)
 
 
@@ -76,10 +76,9 @@ def _slide(
     total_steps = sum(steps for _, blocks in plan for _, steps in blocks)
     step, num_forward_passes = 0, 0
     first = (plan[0][0].start, plan[0][0].end)
-    fallbacks = None if keeper is None else keeper.counts
     yield SamplerState(
         tokens.clone(), nothing, nothing, confidence.clone(), is_given, 0, total_steps, 0, model.mask_id, first
-    ).counting(fallbacks)
+    ).with_fallbacks(keeper)
     for w, blocks in plan:
         first_mask = int((tokens[:, w.start : w.fill_end] == model.mask_id).any(dim=0).int().argmax())
         fills = slice(w.start + first_mask, w.fill_end)  # only this window writes here
@@ -101,7 +100,7 @@ def _slide(
                 num_forward_passes + state.num_forward_passes,
                 model.mask_id,
                 (w.start, w.end),
-            ).counting(fallbacks)
+            ).with_fallbacks(keeper)
         step, num_forward_passes = step + state.step, num_forward_passes + state.num_forward_passes
 
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from mdlm_hf.sampling.lexicon import WordKeeper
 
 
 @dataclass
@@ -28,10 +32,9 @@ class SamplerState:
     # kept its word in the list); None without real_words
     word_fallbacks: torch.Tensor | None = None
 
-    def counting(self, fallbacks: Callable[[], torch.Tensor] | None) -> SamplerState:
-        """This state with the run's dead ends so far (`fallbacks`: a real_words run's count; None: none)."""
-        self.word_fallbacks = None if fallbacks is None else fallbacks()
-        return self
+    def with_fallbacks(self, keeper: WordKeeper | None) -> SamplerState:
+        """This state with a real_words run's dead ends so far (`keeper`: its WordKeeper; None: a run without)."""
+        return self if keeper is None else replace(self, word_fallbacks=keeper.counts())
 
     @property
     def is_masked(self) -> torch.Tensor:
