@@ -36,7 +36,9 @@ TEACHER_PASSES = 32  # the shipped sampler's steps: the first round's teacher wr
 COPIED = ("words.txt", "demo.json")  # what the export takes from the teacher's folder, where it has them
 
 
-def half_steps(teacher: MDLM, noisy: torch.Tensor, t: torch.Tensor, passes: int, generator: torch.Generator):
+def half_steps(
+    teacher: MDLM, noisy: torch.Tensor, t: torch.Tensor, passes: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The teacher's two ancestral half steps from `noisy` (B, T) at times `t` (B,): the characters each reveals
     (B, T) bool, and the teacher's distribution where it revealed them (B, T, V)."""
     mask_id, step = teacher.mask_id, 1.0 / (2 * passes)
