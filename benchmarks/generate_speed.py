@@ -4,7 +4,8 @@
     python -m benchmarks.generate_speed --previous-model OLD_DIR --previous-rule default   # a model against another
 
 Each repeat times one `generate` of each way, the order alternating, with the same seed: the default sampler on
-`--model`, and `--previous-rule` (a rule of the structure suite, `evals.structure_suite.RULES`; default the
+`--model` (its own: `default_options`, which keeps a play's shape where the model ships its words and casts), and
+`--previous-rule` (a rule of the structure suite, `evals.structure_suite.RULES`; default the
 default before word streams order) on `--previous-model` (default the same model). Models are loaded as
 `from_pretrained` loads them (the fast path where this machine chose it). Target: the default is no slower (the
 median of the per-repeat ratios, which a shared machine's drift moves least, at most 1).
@@ -18,7 +19,7 @@ import time
 
 import torch
 
-from mdlm_hf import SamplerOptions
+from mdlm_hf.pipeline import default_options
 from studio.common import load_model, thread_count
 from studio.rules import RULES, rule_options
 
@@ -38,7 +39,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     torch.set_num_threads(args.threads)
     model, source = load_model(args.model)
     previous = load_model(args.previous_model)[0] if args.previous_model else model
-    ways = {"previous default": (previous, rule_options(args.previous_rule)), "default": (model, SamplerOptions())}
+    ways = {
+        "previous default": (previous, rule_options(args.previous_rule)),
+        "default": (model, default_options(model)),
+    }
     times: dict[str, list[float]] = {way: [] for way in ways}
     for repeat in range(args.repeats + 1):  # the first round warms up (and times the fast path's choice)
         for way in list(ways) if repeat % 2 else list(ways)[::-1]:

@@ -35,7 +35,8 @@ def one_run(model: MDLM, seed: int, temperature: float, real_words: bool, length
     """One generate(length) with the default sampler at `temperature`: its text, dead ends and seconds."""
     canvas = prompt_canvas(model, "", length)
     start = time.perf_counter()
-    state = final_state(sample(model, canvas, seed=seed, temperature=temperature, real_words=real_words))
+    options = dict(temperature=temperature, real_words=real_words, keep_cast=False)  # the words alone
+    state = final_state(sample(model, canvas, seed=seed, **options))
     seconds = time.perf_counter() - start
     text = model.tokenizer.decode(state.tokens[0])
     return dict(

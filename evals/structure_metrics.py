@@ -31,28 +31,18 @@ written), the last when it stops mid-line.
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from evals.text_metrics import KneserNeyJudge
-from mdlm_hf.metrics import words
+from mdlm_hf.metrics import SPEAKER_NAME, heading_name, speakers, words  # noqa: F401 (speakers: the suite reads it here)
 
 JUDGE_HISTORY = 16  # characters of history handed to the judge (it reads its last order - 1 of them)
 LOOP_SPAN = 64  # characters a verbatim repeat must span to count as a loop
 LONG_LINE = 80  # characters a speech line must exceed to count as long
 CAST_SPAN = 3000  # lines within which two speakers count as one play's cast (TinyShakespeare's plays: 3-4k lines)
-NAME = re.compile(r"[A-Z][A-Za-z'\-&,]*(?: (?:[A-Z&][A-Za-z'\-&,]*|of|the|and|de|la)){0,4}")
-
-
-def heading_name(line: str, previous: str | None) -> str | None:
-    """The speaker a heading line names, else None; `previous` is the line above (None at the text's start)."""
-    if not line.endswith(":") or not NAME.fullmatch(name := line[:-1]):
-        return None
-    if previous is None or previous == "" or name.isupper():
-        return name
-    return None
+NAME = SPEAKER_NAME  # the package's definition of a speaker's name (mdlm_hf/metrics.py)
 
 
 def runs_on(line: str) -> bool:
@@ -79,12 +69,6 @@ def castmates(texts: Iterable[str], span: int = CAST_SPAN) -> dict[str, set[str]
                 cast.setdefault(name, set()).add(other)
                 cast.setdefault(other, set()).add(name)
     return cast
-
-
-def speakers(text: str) -> set[str]:
-    """Every speaker named by a heading of a play's text."""
-    lines = text.split("\n")
-    return {name for i, line in enumerate(lines) if (name := heading_name(line, lines[i - 1] if i else None))}
 
 
 @dataclass

@@ -66,6 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="with --real-words: a file with one word a line to keep the words to (default: the model's words.txt)",
     )
+    parser.add_argument(
+        "--casts",
+        default=None,
+        help="with --keep-cast: a casts.json (play -> speakers) to keep the headings to (default: the model's own)",
+    )
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--show-steps", action="store_true", help="print every intermediate canvas")
     parser.add_argument(
@@ -103,7 +108,8 @@ def main(argv: list[str] | None = None) -> None:
             canvas = text_to_canvas(model, args.template)
         else:
             canvas = prompt_canvas(model, args.prompt, args.length)
-        for state in sample(model, canvas, seed=args.seed, lexicon=args.lexicon, **overrides):
+        runs = sample(model, canvas, seed=args.seed, lexicon=args.lexicon, casts=args.casts, **overrides)
+        for state in runs:
             note = unseen_prompt_note(state, len(args.prompt)) if state.step == 0 and args.template is None else None
             if note:
                 print(f"note: {note}", file=sys.stderr)
@@ -115,7 +121,7 @@ def main(argv: list[str] | None = None) -> None:
                 if state.word_fallbacks is not None and int(state.word_fallbacks[0]):
                     print(
                         f"note: {int(state.word_fallbacks[0])} characters fell back to the model's own draw, "
-                        "where no character kept its word in the list",
+                        "where no character kept the rules (real_words, keep_cast)",
                         file=sys.stderr,
                     )
                 text = model.tokenizer.decode(state.tokens[0])

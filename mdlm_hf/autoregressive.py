@@ -19,7 +19,9 @@ import torch.nn.functional as F
 from mdlm_hf.inference import check_batch_size, check_token_ids, evaluating, predictor
 from mdlm_hf.kv_cache import KVCache
 from mdlm_hf.sampling.drawing import candidate_tokens, capital_letters
-from mdlm_hf.sampling.lexicon import Lexicon, WordKeeper
+from mdlm_hf.sampling.keeper import Keeper
+from mdlm_hf.sampling.layout import Casts
+from mdlm_hf.sampling.lexicon import Lexicon
 from mdlm_hf.sampling.options import SamplerOptions, described
 from mdlm_hf.sampling.state import SamplerState
 from mdlm_hf.windows import score_windows
@@ -28,7 +30,16 @@ WRITES_LEFT_TO_RIGHT = "an autoregressive model writes left to right only"
 # the options a left-to-right run takes: how each character is drawn, as the diffusion model draws it; the others
 # (num_steps and window_context too: one character a pass, the context slides by itself) are refused unless left as
 # SamplerOptions.default_for_causal() has them
-DRAWS = ("temperature", "top_k", "top_p", "min_p", "cut_where_sure", "capital_temperature_factor", "real_words")
+DRAWS = (
+    "temperature",
+    "top_k",
+    "top_p",
+    "min_p",
+    "cut_where_sure",
+    "capital_temperature_factor",
+    "real_words",
+    "keep_cast",
+)
 # after its context fills, the writer reads again the last three quarters of it, so that a re-read (one pass over
 # 192 characters) comes every 64 characters and every character is drawn knowing at least 192 before it
 KEPT_CONTEXT = 3 / 4
@@ -118,10 +129,11 @@ def write_left_to_right(
     options: SamplerOptions,
     generator: torch.Generator,
     lexicon: Lexicon | None = None,
+    casts: Casts | None = None,
 ) -> Iterator[SamplerState]:
     """The sampler core for a causal model: fills the masks of `canvas` (B, T), which must all follow its given text,
-    one character a pass with a key-value cache, its words kept to `lexicon` when given (real_words); yields the
-    states as `mdlm_hf.sample` does."""
+    one character a pass with a key-value cache, its words kept to `lexicon` (real_words) and its headings to one
+    play of `casts` (keep_cast) when given; yields the states as `mdlm_hf.sample` does."""
     check_options(options)
     is_masked = canvas == model.mask_id
     columns = torch.arange(canvas.size(1), device=canvas.device)
@@ -135,7 +147,7 @@ def write_left_to_right(
             else "and cannot fill blanks that have text after them (the diffusion model infills)"
         )
         raise ValueError(f"{WRITES_LEFT_TO_RIGHT}: it continues a prompt, {problem}")
-    keeper = WordKeeper.for_run(lexicon, model, canvas.size(0))
+    keeper = Keeper.for_run(model, canvas.size(0), lexicon, casts)
     return _write(model, canvas, begin, options, generator, keeper)
 
 
@@ -146,7 +158,7 @@ def _write(
     begin: int,
     options: SamplerOptions,
     generator: torch.Generator,
-    keeper: WordKeeper | None = None,
+    keeper: Keeper | None = None,
 ) -> Iterator[SamplerState]:
     """`write_left_to_right`'s states, the masks being columns begin..T-1."""
     device = next(model.parameters()).device
@@ -158,7 +170,7 @@ def _write(
     nothing = torch.zeros_like(is_given)
     num_steps, cache, window_start = N - begin, None, max(0, begin - (L - 1))
     if keeper is not None:
-        keeper.enter(is_given)
+        keeper.enter(tokens, is_given)
     yield SamplerState(
         tokens.clone(), nothing, nothing, confidence.clone(), is_given, 0, num_steps, 0, mask_id, (window_start, begin)
     ).with_fallbacks(keeper)

@@ -1,4 +1,5 @@
-"""Words of a text and the valid-word rate: what the app shows of a sample (its word list comes with an export).
+"""Words of a text, its speakers' headings and the valid-word rate: what the app shows of a sample (its word list
+comes with an export), and what the sampler's word and cast rules read.
 
 The study's other metrics (character entropy, distinct-n, the Kneser-Ney judge) live in evals/text_metrics.py.
 """
@@ -10,6 +11,11 @@ import re
 from pathlib import Path
 
 WORD_PATTERN = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)*")
+# a speaker's name in a heading `NAME:`: one to five capitalised words (letters, apostrophes, hyphens, `&`, commas;
+# "of", "the", "and" may join them): "KING RICHARD III", "First Citizen", "LADY CAPULET"
+SPEAKER_NAME = re.compile(r"[A-Z][A-Za-z'\-&,]*(?: (?:[A-Z&][A-Za-z'\-&,]*|of|the|and|de|la)){0,4}")
+# a mid-sentence capital: after a letter, a comma, a semicolon or a dash and a space (not a line's or sentence's start)
+MID_SENTENCE = re.compile(r"(?<=[A-Za-z,;\-] )[A-Z][a-z]+(?:'[A-Za-z]+)*")
 
 
 def words(text: str) -> list[str]:
@@ -27,18 +33,50 @@ def word_list(text: str) -> list[str]:
     return sorted(set(words(text)))
 
 
+def capitalised_words(text: str) -> set[str]:
+    """The words (lower case) that `text` only ever writes capitalised and at least once mid-sentence: names
+    ("silvia", "rome") and "i", not words that are capitalised only because they start a line."""
+    lower = {w for w in WORD_PATTERN.findall(text) if w[0].islower()}
+    lower_keys = {w.lower() for w in lower}
+    return {w.lower() for w in MID_SENTENCE.findall(text)} - lower_keys | ({"i"} - lower_keys)
+
+
+def word_list_as_written(text: str) -> list[str]:
+    """The word list of `text` with its names as it writes them: each word in lower case, but for those it only
+    ever writes capitalised (`capitalised_words`), which keep their capital ("Silvia")."""
+    names = capitalised_words(text)
+    return sorted(w.capitalize() if w in names else w for w in set(words(text)))
+
+
 def save_word_list(text: str, path: str | Path) -> None:
-    """Writes the word list of `text`, one word per line."""
-    Path(path).write_text("\n".join(word_list(text)) + "\n", encoding="utf-8")
+    """Writes the word list of `text`, one word per line, names capitalised (`word_list_as_written`)."""
+    Path(path).write_text("\n".join(word_list_as_written(text)) + "\n", encoding="utf-8")
 
 
 def load_word_list(path: str | Path) -> set[str]:
-    """Reads a word list written by `save_word_list`; one that is not UTF-8 text is a ValueError naming it."""
+    """Reads a word list written by `save_word_list`, lower case; one that is not UTF-8 text is a ValueError naming
+    it."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
         raise ValueError(f"{path} is not a word list: not UTF-8 text ({error})") from None
-    return {w for w in text.split("\n") if w}
+    return {w.lower() for w in text.split("\n") if w}
+
+
+def heading_name(line: str, previous: str | None) -> str | None:
+    """The speaker a heading line `NAME:` names, else None; `previous` is the line above (None at the text's start).
+    A heading follows a blank line or starts the text; an all-capitals one counts anywhere."""
+    if not line.endswith(":") or not SPEAKER_NAME.fullmatch(name := line[:-1]):
+        return None
+    if previous is None or previous == "" or name.isupper():
+        return name
+    return None
+
+
+def speakers(text: str) -> set[str]:
+    """Every speaker named by a heading of a play's text."""
+    lines = text.split("\n")
+    return {name for i, line in enumerate(lines) if (name := heading_name(line, lines[i - 1] if i else None))}
 
 
 def valid_word_rate(text: str, known_words: set[str]) -> float:

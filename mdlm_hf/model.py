@@ -43,6 +43,7 @@ MLP_KINDS = ("gelu", "relu2", "swiglu")
 NORM_KINDS = ("layernorm", "rmsnorm")
 # bounds on a config, so a malformed or hostile config.json is refused before anything is allocated
 CONFIG_LIMITS = {"n_layer": 64, "n_head": 8192, "n_embd": 8192, "block_size": 65536}
+CASTS_FILE = "casts.json"  # beside the weights: each play's speakers (training/casts.py writes it)
 WORD_LIST_FILE = "words.txt"  # beside the weights: the training text's words (training/export.py writes it)
 MAX_VALUES = 2**30  # parameters and position tables together: 4 GiB in fp32
 FLOAT_DTYPES = ("F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2")  # safetensors' names of floating-point dtypes
@@ -375,14 +376,23 @@ class MDLM(
     def word_list_file(self) -> Path | None:
         """The words.txt its export wrote beside the weights it was loaded from (the training text's words, which
         real_words keeps to; from a Hub repo, downloaded when first asked), or None where there is none."""
+        return self.export_file(WORD_LIST_FILE)
+
+    def casts_file(self) -> Path | None:
+        """The casts.json its export wrote beside the weights it was loaded from (each play's speakers, which
+        keep_cast keeps to; from a Hub repo, downloaded when first asked), or None where there is none."""
+        return self.export_file(CASTS_FILE)
+
+    def export_file(self, name: str) -> Path | None:
+        """The file `name` its export wrote beside the weights it was loaded from, or None where there is none."""
         if self.loaded_from is None:
             return None
         source, hub = self.loaded_from
         if hub is None:
-            path = Path(source) / WORD_LIST_FILE
+            path = Path(source) / name
             return path if path.is_file() else None
         try:
-            return Path(hf_hub_download(source, WORD_LIST_FILE, **hub))
+            return Path(hf_hub_download(source, name, **hub))
         except Exception:  # an older export without one, or the Hub out of reach: the caller says what to pass
             return None
 

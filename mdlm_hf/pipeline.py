@@ -17,6 +17,8 @@ import torch.nn as nn
 
 from mdlm_hf.autoregressive import is_causal, write_left_to_right
 from mdlm_hf.inference import check_model
+from mdlm_hf.metrics import heading_name
+from mdlm_hf.sampling.layout import Casts, names_a_speaker, run_casts
 from mdlm_hf.sampling.lexicon import Lexicon, run_lexicon
 from mdlm_hf.sampling.loop import write_by_denoising
 from mdlm_hf.sampling.options import SamplerOptions, check_seed, described
@@ -36,25 +38,40 @@ def sample(
     generator: torch.Generator | None = None,
     seed: int | None = None,
     lexicon: Lexicon | Iterable[str] | str | os.PathLike | None = None,
+    casts: Casts | dict | str | os.PathLike | None = None,
     **overrides: Any,
 ) -> Iterator[SamplerState]:
     """Fills the [MASK] positions of `canvas` (T,) or (B, T); returns a generator of every state.
 
-    `options` defaults to the study's recommendation, `SamplerOptions()` (an autoregressive twin's:
-    `SamplerOptions.default_for_causal()`, and it writes left to right, mdlm_hf.autoregressive); `overrides` change
+    `options` defaults to the model's, `default_options(model)`: the study's recommendation, `SamplerOptions()` (an
+    autoregressive twin's: `SamplerOptions.default_for_causal()`, and it writes left to right,
+    mdlm_hf.autoregressive), keeping a play's shape where the model ships its words and casts; `overrides` change
     single options by name (`sample(model, canvas, num_steps=8)`). `seed` (an integer in [0, 2**63)) or `generator`
     is the single source of randomness. With `real_words=True` every word written is one of `lexicon` (words, or a
     file with one word a line; default: the model's words.txt) or a counted fallback (`SamplerState.word_fallbacks`).
+    With `keep_cast=True` every heading is a speaker of one play of `casts` (play -> speakers, or a casts.json;
+    default: the model's casts.json), laid out as the training text lays out a play.
     """
     check_model(model, "sample", "canvas")
     if options is not None and not isinstance(options, SamplerOptions):
         raise TypeError(f"options must be a SamplerOptions, got {described(options)}; change single options by name")
-    options = (SamplerOptions.default_for(model) if options is None else options).replace(**overrides)
+    options = (default_options(model) if options is None else options).replace(**overrides)
     canvas = checked_canvas(model, canvas)
     generator = run_generator(generator, seed)
-    words = run_lexicon(model, options, lexicon)
+    words, cast_list = run_lexicon(model, options, lexicon), run_casts(model, options, casts)
     writer = write_left_to_right if is_causal(model) else write_by_denoising
-    return writer(model, canvas.clone(), options, generator, words)
+    return writer(model, canvas.clone(), options, generator, words, cast_list)
+
+
+def default_options(model: nn.Module) -> SamplerOptions:
+    """The options a run of `model` starts from: `SamplerOptions.default_for(model)` with the play's shape kept where
+    the model's folder has what the rules read: `real_words` with its words.txt, `keep_cast` with a casts.json that
+    names a speaker (the shipped models have both; a model built in a notebook has neither)."""
+    options = SamplerOptions.default_for(model)
+    find_words, find_casts = getattr(model, "word_list_file", None), getattr(model, "casts_file", None)
+    has_words = callable(find_words) and find_words() is not None
+    has_casts = callable(find_casts) and names_a_speaker(find_casts())
+    return options.replace(real_words=has_words, keep_cast=has_casts)
 
 
 def checked_canvas(model: nn.Module, canvas: object) -> torch.Tensor:
@@ -154,17 +171,26 @@ def check_end_at(end_at: object) -> None:
 
 def ended(text: str, start: int, end_at: str) -> str:
     """`text` cut where `end_at` says within what was written after its first `start` characters (always kept):
-    at the last speech end, else line end, else word end; written text without a space or break stays whole."""
+    at the last speech end, else line end, else word end, never after a heading (a speech's name without its
+    speech); written text without a space or break stays whole."""
     check_end_at(end_at)
     if end_at == "length":
         return text
     written = text[start:]
     breaks = ("\n\n", "\n") if end_at == "speech" else ("\n",)
     for mark in (*breaks, " "):
-        kept = written[: max(written.rfind(mark), 0)].rstrip()
-        if kept:
-            return text[:start] + kept
+        cut = len(written)
+        while (cut := written.rfind(mark, 0, cut)) > 0:
+            kept = written[:cut].rstrip()
+            if kept and not ends_on_heading(text[:start] + kept):
+                return text[:start] + kept
     return text[:start] if written[:1].isspace() else text  # one word fragment after a break: the prompt alone
+
+
+def ends_on_heading(text: str) -> bool:
+    """Whether the last line of `text` is a speaker's heading (`NAME:` after a blank line, or all capitals)."""
+    lines = text.split("\n")
+    return heading_name(lines[-1], lines[-2] if len(lines) > 1 else None) is not None
 
 
 def unseen_prompt_note(first: SamplerState, prompt_length: int) -> str | None:

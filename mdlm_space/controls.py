@@ -12,7 +12,8 @@ from typing import Any
 
 import gradio as gr
 
-from mdlm_hf import SamplerOptions
+from mdlm_hf import MDLM, SamplerOptions
+from mdlm_hf.pipeline import default_options
 from mdlm_hf.sampling.options import OPTION_SPECS, ORDERS, STREAM_ORDERS, STREAMS_IGNORE, orders_using
 from mdlm_space.api import page_event
 from mdlm_space.endpoints import PARAMS
@@ -131,6 +132,12 @@ def control(
         return gr.Radio(list(spec.choices), **shared)
     components = {"textbox": gr.Textbox, "number": gr.Number, "checkbox": gr.Checkbox}
     return components[spec.control](**shared)
+
+
+def play_shape_controls(model: MDLM, block_size: int) -> tuple[gr.components.Component, gr.components.Component]:
+    """The checkboxes of real_words and keep_cast, at the model's defaults (`mdlm_hf.pipeline.default_options`)."""
+    defaults = default_options(model)
+    return control("real_words", block_size, defaults.real_words), control("keep_cast", block_size, defaults.keep_cast)
 
 
 def reveal_controls(block_size: int, changes: Changes | None = None) -> dict[str, gr.components.Component]:

@@ -108,22 +108,47 @@ def word_share(text: str, known_words: set[str] | None) -> str:
 
 
 def kept_words_note(model: MDLM, state: SamplerState) -> str:
-    """After a real_words run: how many words it wrote (in every row) and how many of its characters fell back to
-    the model's own draw, where no character kept a word in the list ("" for a run without real_words)."""
+    """After a run kept to real_words or keep_cast: how many words it wrote (in every row), the play its headings
+    came from, and how many of its characters fell back to the model's own draw, where no character kept the rules
+    ("" for a run without them)."""
     if state.word_fallbacks is None:
         return ""
-    written = sum(
-        len(written_words(model.tokenizer.decode(row), (~given).tolist()))
-        for row, given in zip(state.tokens, state.is_given, strict=True)
-    )
     fallbacks = int(state.word_fallbacks.sum())
     fell_back = (
         "none fell back"
         if fallbacks == 0
         else f"{fallbacks} character{'' if fallbacks == 1 else 's'} fell back to the model's own draw, where no "
-        "character kept its word in the list"
+        "character kept the rules"
     )
-    return f"Only words it has read: {written:,} word{'' if written == 1 else 's'} written, {fell_back}."
+    notes = []
+    if "real_words" in state.kept_rules:
+        written = sum(
+            len(written_words(model.tokenizer.decode(row), (~given).tolist()))
+            for row, given in zip(state.tokens, state.is_given, strict=True)
+        )
+        notes.append(f"Only words it has read: {written:,} word{'' if written == 1 else 's'} written, {fell_back}.")
+    if "keep_cast" in state.kept_rules and state.plays is not None:
+        plays = state.plays[0]
+        cast = play_title(plays[0]) if len(plays) == 1 else f"any of {len(plays)} plays (no heading written)"
+        notes.append(f"One play's cast: {cast}" + ("." if notes else f", {fell_back}."))
+    return " ".join(notes)
+
+
+TITLE_WORDS = {"alls": "All's", "winters": "Winter's", "loves": "Love's", "labours": "Labour's", "nights": "Night's"}
+
+
+def play_title(name: str) -> str:
+    """A play's name as a reader writes it: "romeo_and_juliet" -> "Romeo and Juliet", "henry_vi_part_3" -> "Henry
+    VI Part 3"."""
+
+    def titled(i: int, word: str) -> str:
+        if word in TITLE_WORDS:
+            return TITLE_WORDS[word]
+        if set(word) <= set("ivx"):
+            return word.upper()
+        return word if i and word in ("and", "of", "the") else word.title()
+
+    return " ".join(titled(i, word) for i, word in enumerate(name.split("_")))
 
 
 def greedy_note(options: SamplerOptions) -> str:

@@ -12,6 +12,7 @@ import torch
 from mdlm_hf import MDLM
 from mdlm_hf.autoregressive import check_twin
 from mdlm_hf.metrics import load_word_list
+from mdlm_hf.sampling.layout import model_casts
 from mdlm_hf.sampling.lexicon import model_lexicon
 
 DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "pretrained" / "mdlm-shakespeare-char"
@@ -82,9 +83,11 @@ def mcp_available() -> bool:
 @torch.no_grad()
 def warm_up(model: MDLM) -> None:
     """One full-length sampling pass: the fast path times fp32 against bf16 and makes its copy (about a second on a
-    CPU), so that the first visitor's run does not pay for it; and the tables of its word list (real_words), where
-    it has one."""
+    CPU), so that the first visitor's run does not pay for it; and the tables of its word list (real_words) and its
+    casts (keep_cast), where it has them."""
     device = next(model.parameters()).device
     model.denoise(torch.full((1, model.block_size), model.mask_id, device=device), torch.ones(1, device=device))
     if model.word_list_file() is not None:
         model_lexicon(model).prepare()
+    if model.casts_file() is not None:
+        model_casts(model).prepare()

@@ -16,6 +16,7 @@ from mdlm_hf import MDLM, SamplerOptions, SamplerState, sample
 from mdlm_hf.autoregressive import DRAWS
 from mdlm_hf.metrics import words
 from mdlm_hf.pipeline import check_text, prompt_canvas
+from mdlm_hf.sampling.layout import model_casts
 from mdlm_hf.sampling.lexicon import model_lexicon
 from mdlm_hf.sampling.orders import reveal_order
 from mdlm_space.checks import check_chars, check_flag, fitted_length, run_seed
@@ -53,24 +54,28 @@ def race_rounds(
     autoregressive: bool,
     fixed_seed: bool,
     real_words: bool = False,
+    keep_cast: bool = False,
     twin: MDLM | None = None,
     **rule: Any,
 ) -> Iterator[RaceRound]:
     """Left-to-right and confidence order on the same canvas, with the same reveal rule (`rule`: the
     REVEAL_RULE_OPTIONS) where it applies, and the autoregressive `twin` (when given) writing the same length with
-    its key-value cache, in turns, every side keeping its words to the model's word list with `real_words`: a
-    RaceRound after each round."""
+    its key-value cache, in turns, every side keeping its words to the model's word list with `real_words` and its
+    headings to one play of the model's casts with `keep_cast`: a RaceRound after each round."""
     check_text(prompt, "prompt")
     check_chars(model, prompt, "prompt")
     check_flag(autoregressive, "autoregressive")
     length, note = fitted_length(prompt, length, model.block_size)
     seed = run_seed(seed, fixed_seed)
     canvas = prompt_canvas(model, prompt, length)
-    options = race_options(length, num_steps, temperature, autoregressive, dict(rule, real_words=real_words))
+    kept = dict(real_words=real_words, keep_cast=keep_cast)
+    options = race_options(length, num_steps, temperature, autoregressive, dict(rule, **kept))
     runs = {name: sample(model, canvas, side, seed=seed) for name, side in options.items()}
     if twin is not None:  # its own rule, left to right with a cache; each character drawn as the others draw theirs
-        words = model_lexicon(model) if real_words else None  # the model's list: the twin read the same text
-        runs["twin"] = sample(twin, canvas, twin_options(options["left_to_right"]), seed=seed, lexicon=words)
+        words = model_lexicon(model) if real_words else None  # the model's list and casts: the twin read the same text
+        casts = model_casts(model) if keep_cast else None
+        side = twin_options(options["left_to_right"])
+        runs["twin"] = sample(twin, canvas, side, seed=seed, lexicon=words, casts=casts)
     for latest, seconds in race(runs):
         summary = takeaway(model, latest, len(prompt), known_words, autoregressive, seconds)
         summary = " ".join(filter(None, (summary, note)))
@@ -116,7 +121,11 @@ def race_options(
     return {
         # autoregressive-like: exactly one character per forward pass, strictly left to right, no reveal rule
         "left_to_right": SamplerOptions.plain(
-            order="left_to_right", num_steps=length, temperature=temperature, real_words=shared.real_words
+            order="left_to_right",
+            num_steps=length,
+            temperature=temperature,
+            real_words=shared.real_words,
+            keep_cast=shared.keep_cast,
         )
         if autoregressive
         # no spacing: it would reveal characters spacing apart, not the next ones in a row

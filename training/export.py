@@ -6,7 +6,8 @@
 The export holds model.safetensors, config.json, a model card README.md with measured metrics,
 training_curve.png, accuracy_vs_mask_ratio.png, metrics.json, words.txt (the training split's
 word list, used by the app's valid-word metric) and demo.json (the app's title subject, prompt, infill
-examples and sample text for this model), plus the images beside or below the --recipe
+examples and sample text for this model), casts.json (each play's speakers, which keep_cast keeps
+headings to: training/casts.py), plus the images beside or below the --recipe
 markdown that it links, and .mdlm_export.json, the list of the files it wrote. It is written to a temporary
 directory and then swapped in, so an interrupted export never leaves a half-written model behind. The swap
 replaces the export directory, so that must be new, empty or an earlier export holding only the files its
@@ -44,6 +45,7 @@ from mdlm_hf.data import atomic_write_bytes, split_text
 from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
 from mdlm_hf.metrics import save_word_list
 from training.card import TrainingData, demo_metadata, describe_training_data, model_card_details, python_string
+from training.casts import text_casts, training_casts, write_casts
 from training.checkpoints import RunError, build_model, load_checkpoint, prepare_dir
 from training.corpus import SEPARATOR, read_texts, scan_text, texts_trained_on
 from training.evaluate import evaluate_model, plot_accuracy
@@ -55,6 +57,7 @@ from training.weights import BF16_TOLERANCE, ELBO_SAMPLES, WEIGHTS_DTYPES, choos
 EXPORT_FILES = (
     "README.md",
     "accuracy_vs_mask_ratio.png",
+    "casts.json",
     "config.json",
     "demo.json",
     "metrics.json",
@@ -121,12 +124,14 @@ def export_model(
     weights_dtype: str = "auto",
     data: TrainingData | None = None,
     repo_id: str | None = None,
+    casts: dict | None = None,
 ) -> dict:
     """Writes the Hub-ready directory for `model` (atomically); returns the evaluation report.
 
     `export_dir` must be new, empty or an earlier export (check_export_dir): the export replaces it.
     `data`: what the card says of the text (default: `describe_training_data` of it, with no name or terms);
-    `repo_id`: the Hub repo it will be pushed to, for the card's usage example and model-index.
+    `repo_id`: the Hub repo it will be pushed to, for the card's usage example and model-index. `casts`: casts.json's
+    content (`training.casts.training_casts`; default: the training text one play).
     """
     export_dir = Path(os.path.abspath(export_dir))
     check_export_dir(export_dir)
@@ -149,6 +154,7 @@ def export_model(
         model.save_pretrained(staging, model_card_kwargs=card)
         write_weights(model, staging, report["weights_dtype"])
         save_word_list(train_text, staging / "words.txt")
+        write_casts(casts if casts is not None else text_casts(train_text), staging / "casts.json")
         demo = demo_metadata(model, data, val_text)
         (staging / "demo.json").write_text(json.dumps(demo, indent=2, ensure_ascii=False), encoding="utf-8")
         if "accuracy_by_mask_ratio" in report:  # a diffusion model's
@@ -289,6 +295,7 @@ def export_run(
         check_run_text(run_dir, data_paths, extra_paths)
     train_text, val_text = split_text(read_texts(data_paths))
     extra_text = read_texts(extra_paths) if extra_paths else ""
+    casts = training_casts(data_paths, extra_paths)
     split_name, extra_name = (" + ".join(Path(p).stem for p in paths) for paths in (data_paths, extra_paths))
     file_names = " + ".join(name for name in (split_name, extra_name) if name)
     extra = {"extra_chars": len(extra_text), "extra_name": extra_name, "split_name": split_name}
@@ -308,6 +315,7 @@ def export_run(
         weights_dtype,
         data,
         push_to_hub_repo,
+        casts,
     )
     name = score_name(model)
     print(f"exported to {export_dir}: validation {name.upper()} {report[f'val_{name}_nats_per_char']:.4f} nats/char")

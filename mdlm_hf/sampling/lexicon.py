@@ -1,6 +1,8 @@
 """Keeping the words a run writes to a word list (the `real_words` option): which characters a draw may take.
 
-A word is a run of letters with inner apostrophes (`mdlm_hf.metrics.words`), matched case-insensitively. Each
+A word is a run of letters with inner apostrophes (`mdlm_hf.metrics.words`), matched case-insensitively, but for
+names: a word the list holds only capitalised ("Silvia", as words.txt writes the words its text only ever writes
+capitalised) is never written in lower case. Each
 character drawn joins a fragment of a word: the letters already known on its either side, up to a separator or a
 mask. The draw is kept among the characters that leave that fragment part of some word of the list: the word's
 start where a separator is known on its left, its end where one is known on its right, the whole word where both
@@ -20,8 +22,7 @@ from pathlib import Path
 
 import torch
 
-from mdlm_hf.metrics import words
-from mdlm_hf.sampling.drawing import candidate_tokens
+from mdlm_hf.metrics import WORD_PATTERN, words
 from mdlm_hf.sampling.options import SamplerOptions, described
 
 LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
@@ -30,7 +31,7 @@ IN_WORDS = LETTERS | {"'"}  # an apostrophe is a word's own between letters, a q
 
 class Lexicon:
     """A word list, lower case, with the shortest word that holds each fragment at its start, its end or anywhere
-    (each table built when first asked)."""
+    (each table built when first asked), and its names: the words it lists only capitalised."""
 
     def __init__(self, entries: Iterable[str], source: str = "lexicon") -> None:
         items = list(entries)
@@ -40,23 +41,29 @@ class Lexicon:
         self.words = frozenset(words("\n".join(items)))
         if not self.words:
             raise ValueError(f"{source} holds no word (a word is letters, with apostrophes between them)")
-        self._tables: dict[tuple[bool, bool], dict[str, int]] = {(True, True): {w: len(w) for w in self.words}}
+        listed = [w for item in items for w in WORD_PATTERN.findall(item)]
+        self.names = frozenset(w.lower() for w in listed if w[0].isupper()) - {w for w in listed if w[0].islower()}
+        self.lower_words = self.words - self.names  # the words it may write in lower case
+        self._tables: dict[tuple[bool, bool, bool], dict[str, int]] = {}
 
     def __len__(self) -> int:
         return len(self.words)
 
-    def shortest(self, fragment: str, left_closed: bool, right_closed: bool) -> float:
-        """The length of the shortest word with `fragment` (lower case) at its start (`left_closed`), its end
-        (`right_closed`), as a whole (both) or anywhere (neither); infinity where no word holds it."""
-        key = (left_closed, right_closed)
+    def shortest(self, fragment: str, left_closed: bool, right_closed: bool, lower: bool = False) -> float:
+        """The length of the shortest word (`lower`: of those it may write in lower case) with `fragment` (lower
+        case) at its start (`left_closed`), its end (`right_closed`), as a whole (both) or anywhere (neither);
+        infinity where no word holds it."""
+        key = (left_closed, right_closed, lower)
         if key not in self._tables:
-            self._tables[key] = fragment_table(self.words, *key)
+            self._tables[key] = fragment_table(self.lower_words if lower else self.words, left_closed, right_closed)
         return self._tables[key].get(fragment, math.inf)
 
     def prepare(self) -> Lexicon:
-        """Builds every table now (about a second for 20,000 words), not at a run's first draw; returns itself."""
-        for sides in ((True, False), (False, True), (False, False)):
+        """Builds every table now (a few seconds for 20,000 words), not at a run's first draw; returns itself."""
+        for sides in ((True, False), (False, True), (False, False), (True, True)):
             self.shortest("", *sides)
+        for sides in ((True, False), (True, True)) if self.names else ():
+            self.shortest("", *sides, lower=True)
         return self
 
     def fits(self, fragment: str, left_closed: bool, right_closed: bool, room: float = 0) -> bool:
@@ -68,7 +75,8 @@ class Lexicon:
             fragment = fragment.rstrip("'")  # a closing quote (or a plural's possessive), not the word's
         if not fragment:
             return True
-        shortest = self.shortest(fragment.lower(), left_closed, right_closed)
+        lower = left_closed and fragment[0].islower() and bool(self.names)  # a word begun in lower case: no name
+        shortest = self.shortest(fragment.lower(), left_closed, right_closed, lower)
         return shortest < math.inf and shortest <= len(fragment) + room
 
 
@@ -168,97 +176,33 @@ def ends_here(lexicon: Lexicon, side: Side, left: bool) -> bool:
     )
 
 
+class WordRule:
+    """Which characters may go at position `p` of a row (`chars`: None where masked), its words kept to `lexicon`;
+    `edges`: whether the row's left and right ends are open (a window's, with text beyond them)."""
+
+    def __init__(
+        self, lexicon: Lexicon, chars: list[str | None], given: list[bool], p: int, edges: tuple[bool, bool]
+    ) -> None:
+        self.lexicon = lexicon
+        self.left, self.right = Side(chars, given, p, -1, edges[0]), Side(chars, given, p, 1, edges[1])
+        left, right = self.left, self.right
+        self.room = left.room + right.room
+        self.separator = ends_here(lexicon, left, left=True) and ends_here(lexicon, right, left=False)
+        inner = bool(left.text) and lexicon.fits(f"{left.text}'{right.text}", left.closed, right.closed, self.room)
+        # between two letters an apostrophe is the word's own ("don't"); beside a separator or a mask, maybe a quote
+        self.apostrophe = inner if left.text[-1:] in LETTERS and right.text[:1] in LETTERS else inner or self.separator
+
+    def allows(self, c: str) -> bool:
+        """Whether `c` may go there."""
+        if c in LETTERS:
+            left, right = self.left, self.right
+            return self.lexicon.fits(left.text + c + right.text, left.closed, right.closed, self.room)
+        return self.apostrophe if c == "'" else self.separator
+
+
 def allowed(
     lexicon: Lexicon, vocab: str, chars: list[str | None], given: list[bool], p: int, edges: tuple[bool, bool]
 ) -> list[bool]:
-    """Which characters of `vocab` may go at position `p` of a row (`chars`: None where masked), its words kept to
-    `lexicon`; `edges`: whether the row's left and right ends are open (a window's, with text beyond them)."""
-    left, right = Side(chars, given, p, -1, edges[0]), Side(chars, given, p, 1, edges[1])
-    room = left.room + right.room
-    separator = ends_here(lexicon, left, left=True) and ends_here(lexicon, right, left=False)
-    inner = bool(left.text) and lexicon.fits(f"{left.text}'{right.text}", left.closed, right.closed, room)
-    # between two letters an apostrophe is the word's own ("don't"); beside a separator or a mask, maybe a quote
-    apostrophe = inner if left.text[-1:] in LETTERS and right.text[:1] in LETTERS else inner or separator
-    flags = []
-    for c in vocab:
-        if c in LETTERS:
-            flags.append(lexicon.fits(left.text + c + right.text, left.closed, right.closed, room))
-        else:
-            flags.append(apostrophe if c == "'" else separator)
-    return flags
-
-
-class WordKeeper:
-    """A run's `real_words`: draws each step's revealed characters again one by one, left to right, each among the
-    characters `allowed` there (the model's own odds among them, drawn as every character is), and counts each
-    row's dead ends, where its own draw stands."""
-
-    def __init__(self, lexicon: Lexicon, vocab: str, batch_size: int) -> None:
-        self.lexicon, self.vocab = lexicon, vocab
-        self.fallbacks = [0] * batch_size  # dead ends per row, over the whole run
-        self.given: torch.Tensor | None = None
-        self.edges = (False, False)
-
-    @classmethod
-    def for_run(cls, lexicon: Lexicon | None, model: torch.nn.Module, batch_size: int) -> WordKeeper | None:
-        """A run's keeper of `lexicon` for `model`'s characters, or None without a lexicon (real_words off)."""
-        return None if lexicon is None else cls(lexicon, model.tokenizer.vocab, batch_size)
-
-    def enter(self, given: torch.Tensor, edges: tuple[bool, bool] = (False, False)) -> None:
-        """Starts a window: `given` (B, T) marks the caller's text in it (a prompt, a template: only a word the
-        caller wrote may stay outside the list) and `edges` whether its left and right ends have text beyond."""
-        self.given, self.edges = given, edges
-
-    def counts(self) -> torch.Tensor:
-        """(B,) the dead ends so far, each a character drawn without the list."""
-        return torch.tensor(self.fallbacks)
-
-    def keep(
-        self,
-        logits: torch.Tensor,
-        tokens: torch.Tensor,
-        positions: torch.Tensor,
-        candidates: torch.Tensor,
-        options: SamplerOptions,
-        generator: torch.Generator,
-    ) -> torch.Tensor:
-        """`candidates` (B, T) with each of `positions` (B, T) drawn again from its `logits` (B, T, V; a writer that
-        predicts one position at a time: (B, 1, V)) among the characters that keep its words in the list, left to
-        right, each knowing those drawn before it; `tokens` (B, T) is the canvas before them."""
-        given = torch.zeros_like(positions) if self.given is None else self.given
-        kept = candidates.clone()
-        for row, (ids, at) in enumerate(zip(tokens.tolist(), positions.tolist(), strict=True)):
-            chars = [self.vocab[i] if i < len(self.vocab) else None for i in ids]
-            given_row = given[row].tolist()
-            for p in (k for k, here in enumerate(at) if here):
-                flags = allowed(self.lexicon, self.vocab, chars, given_row, p, self.edges)
-                drawn = self.draw(
-                    logits[row, p if logits.size(1) > 1 else 0],
-                    flags,
-                    p > 0 and (chars[p - 1] or "").isupper(),
-                    options,
-                    generator,
-                )
-                if drawn is None:
-                    self.fallbacks[row] += 1
-                else:
-                    kept[row, p] = drawn
-                chars[p] = self.vocab[int(kept[row, p])] if int(kept[row, p]) < len(self.vocab) else None
-        return kept
-
-    def draw(
-        self,
-        logits: torch.Tensor,
-        flags: list[bool],
-        after_capital: bool,
-        options: SamplerOptions,
-        generator: torch.Generator,
-    ) -> int | None:
-        """One character from `logits` (V,) among those `flags` allows (the ids past the vocabulary, [MASK], never);
-        None at a dead end: none allowed, or none the model gives a chance."""
-        keep = torch.tensor(flags + [False] * (logits.size(-1) - len(flags)), device=logits.device)
-        masked = logits.float().masked_fill(~keep, -math.inf)
-        if not torch.isfinite(masked).any():
-            return None
-        cooler = torch.tensor([[after_capital]], device=logits.device)
-        return int(candidate_tokens(masked.view(1, 1, -1), options, generator, cooler)[0, 0])
+    """Which characters of `vocab` may go at position `p` of a row (`WordRule`)."""
+    rule = WordRule(lexicon, chars, given, p, edges)
+    return [rule.allows(c) for c in vocab]

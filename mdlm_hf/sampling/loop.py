@@ -17,7 +17,9 @@ import torch.nn as nn
 
 from mdlm_hf.inference import evaluating, predictor
 from mdlm_hf.sampling.drawing import capital_letters
-from mdlm_hf.sampling.lexicon import Lexicon, WordKeeper
+from mdlm_hf.sampling.keeper import Keeper
+from mdlm_hf.sampling.layout import Casts
+from mdlm_hf.sampling.lexicon import Lexicon
 from mdlm_hf.sampling.options import SamplerOptions
 from mdlm_hf.sampling.orders import plan_streams, reveal_order, word_separators
 from mdlm_hf.sampling.prior import character_log_prior, log_mean_probability
@@ -34,10 +36,11 @@ def write_by_denoising(
     options: SamplerOptions,
     generator: torch.Generator,
     lexicon: Lexicon | None = None,
+    casts: Casts | None = None,
 ) -> Iterator[SamplerState]:
     """The sampler core for a diffusion model: fills the masks of `canvas` (B, T) (checked by `mdlm_hf.sample`), its
-    windows and blocks planned up front, its words kept to `lexicon` when given (real_words); a generator of every
-    state."""
+    windows and blocks planned up front, its words kept to `lexicon` (real_words) and its headings to one play of
+    `casts` (keep_cast) when given; a generator of every state."""
     is_masked = canvas == model.mask_id
     window_context = context_of(model.block_size, options.window_context)
     if canvas.size(1) > model.block_size and window_context >= model.block_size:
@@ -53,7 +56,7 @@ def write_by_denoising(
             steps = max(steps, math.ceil((w.fill_end - w.start) / options.block_length))
         plans.append(block_plan(pending[:, w.start : w.fill_end], steps, options.block_length))
         pending[:, w.start : w.fill_end] = False
-    keeper = WordKeeper.for_run(lexicon, model, canvas.size(0))
+    keeper = Keeper.for_run(model, canvas.size(0), lexicon, casts)
     return _slide(model, canvas.clone(), list(zip(windows, plans, strict=True)), options, generator, keeper)
 
 
@@ -64,7 +67,7 @@ def _slide(
     plan: list[tuple[Window, list[tuple[slice, int]]]],
     options: SamplerOptions,
     generator: torch.Generator,
-    keeper: WordKeeper | None = None,
+    keeper: Keeper | None = None,
 ) -> Iterator[SamplerState]:
     """Runs the core over each window of `plan` in turn; yields the whole canvas's states (one window: as is)."""
     device = next(model.parameters()).device
@@ -82,8 +85,8 @@ def _slide(
     for w, blocks in plan:
         first_mask = int((tokens[:, w.start : w.fill_end] == model.mask_id).any(dim=0).int().argmax())
         fills = slice(w.start + first_mask, w.fill_end)  # only this window writes here
-        if keeper is not None:  # the caller's text only is given: earlier windows' words were kept to the list
-            keeper.enter(is_given[:, w.start : w.end], (w.start > 0, w.end < N))
+        if keeper is not None:  # the caller's text only is given: earlier windows' text was kept to the rules
+            keeper.enter(tokens, is_given, w.start)
         for state in _run(model, tokens[:, w.start : w.end].clone(), blocks, options, generator, keeper):
             tokens[:, w.start : w.end] = state.tokens
             revealed, remasked = nothing.clone(), nothing.clone()
@@ -111,7 +114,7 @@ def _run(
     plan: list[tuple[slice, int]],
     options: SamplerOptions,
     generator: torch.Generator,
-    keeper: WordKeeper | None = None,
+    keeper: Keeper | None = None,
 ) -> Iterator[SamplerState]:
     """The steps of one window: `tokens` (B, T), on the model's device, filled block by block as `plan` says; yields
     the window's state after each step (`_slide` yields the canvas before the first)."""
@@ -133,10 +136,10 @@ class _WindowRun:
         options: SamplerOptions,
         generator: torch.Generator,
         total_steps: int,
-        keeper: WordKeeper | None = None,
+        keeper: Keeper | None = None,
     ) -> None:
         self.model, self.options, self.generator, self.total_steps = model, options, generator, total_steps
-        self.keeper = keeper  # real_words: keeps each revealed character's word in the list
+        self.keeper = keeper  # real_words, keep_cast: keeps each revealed character to the rules
         self.tokens, self.mask_id = tokens, model.mask_id
         self.is_given = tokens != self.mask_id
         self.confidence = torch.full(tokens.shape, float("nan"), device=tokens.device)

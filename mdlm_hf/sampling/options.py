@@ -176,6 +176,16 @@ class SamplerOptions:
         note="each letter drawn among those that keep its word one of the training text's words",
         group="words",
     )
+    # keep the text to a play's shape (its casts.json, or `casts=`): every heading a speaker of one play, alone on
+    # its line after a blank line, never an empty speech; a text's first line a heading or from a capital letter,
+    # its last never a heading (mdlm_hf/sampling/layout.py)
+    keep_cast: bool = option(
+        False,
+        boolean(),
+        "One play's cast",
+        note="every speaker one of a single play's cast, each heading on its own line, no empty speech",
+        group="words",
+    )
     # top-k, top-p and min-p cut the tail only where the most probable character has at least this probability
     # (the model's own, before temperature); None = everywhere. Where the model is unsure the tail is the choice
     cut_where_sure: float | None = option(

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import torch
 
 if TYPE_CHECKING:
-    from mdlm_hf.sampling.lexicon import WordKeeper
+    from mdlm_hf.sampling.keeper import Keeper
 
 
 @dataclass
@@ -28,13 +28,20 @@ class SamplerState:
     # (start, end) of the positions the model reads at this step: the whole canvas when it fits the model's
     # context, else the window being written (mdlm_hf/windows.py); at step 0 the first window
     window: tuple[int, int] | None = None
-    # real_words: (B,) how many characters each row drew without the word list so far, at a dead end (no character
-    # kept its word in the list); None without real_words
+    # real_words, keep_cast: (B,) how many characters each row drew without the rules so far, at a dead end (no
+    # character kept its word in the list, or its line to a play's layout); None with both off
     word_fallbacks: torch.Tensor | None = None
+    # the rules the run keeps to ("real_words", "keep_cast"), and with keep_cast, per row the plays whose cast its
+    # headings may still come from (one, once a heading is written)
+    kept_rules: tuple[str, ...] = ()
+    plays: list[list[str]] | None = None
 
-    def with_fallbacks(self, keeper: WordKeeper | None) -> SamplerState:
-        """This state with a real_words run's dead ends so far (`keeper`: its WordKeeper; None: a run without)."""
-        return self if keeper is None else replace(self, word_fallbacks=keeper.counts())
+    def with_fallbacks(self, keeper: Keeper | None) -> SamplerState:
+        """This state with a kept run's rules, dead ends and plays so far (`keeper`: its Keeper; None: a run
+        without rules)."""
+        if keeper is None:
+            return self
+        return replace(self, word_fallbacks=keeper.counts(), kept_rules=keeper.rules(), plays=keeper.play_names())
 
     @property
     def is_masked(self) -> torch.Tensor:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from mdlm_hf.sampling.drawing import GREEDY_BELOW, after_capital, candidate_tokens, gumbel_noise, separator_tokens
-from mdlm_hf.sampling.lexicon import WordKeeper
+from mdlm_hf.sampling.keeper import Keeper
 from mdlm_hf.sampling.options import SamplerOptions
 from mdlm_hf.sampling.orders import entropy_bounded_count, reveal_order, reveal_scores, spaced_picks
 
@@ -22,7 +22,7 @@ def denoise_step(
     capitals: torch.Tensor | None = None,
     separators: torch.Tensor | None = None,
     separator_ids: torch.Tensor | None = None,
-    keeper: WordKeeper | None = None,
+    keeper: Keeper | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Reveals `num_to_reveal` (B,) of the `eligible` (B, T) positions; returns (tokens, revealed, confidence).
 
@@ -31,7 +31,7 @@ def denoise_step(
     those whose pass in its plan has come (`stream_passes`). `capitals` (V,) marks the capital letters
     (`capital_letters`), after which characters are drawn cooler. Word streams order draws a space or a line break
     (`separator_ids`, `separator_tokens`) at its plan's `separators` (B, T) (`word_stream_passes`). `keeper`
-    (real_words) draws the revealed characters again, each keeping its word in the word list (`WordKeeper`).
+    (real_words, keep_cast) keeps the revealed characters to its rules, drawing again those that break them.
     """
     probs = logits.softmax(dim=-1)  # (B, T, V) the model's own distribution
     candidates = candidate_tokens(logits, options, generator, after_capital(tokens, capitals))  # (B, T)
@@ -54,9 +54,10 @@ def denoise_step(
     if options.threshold is not None:
         revealed |= eligible & (confidence >= options.threshold)
     if keeper is not None:
-        at_separators = revealed & separators if separators is not None else torch.zeros_like(revealed)
-        drawn = torch.where(at_separators, candidates, tokens)  # a separator ends a word: the others see it
-        candidates = keeper.keep(logits, drawn, revealed & ~at_separators, candidates, options, generator)
+        at_separators = revealed & separators if separators is not None else None
+        # a planned separator ends a word: the characters drawn with it see it, and it is kept to the rules too
+        drawn = tokens if at_separators is None else torch.where(at_separators, candidates, tokens)
+        candidates = keeper.keep(logits, drawn, revealed, candidates, options, generator, at_separators)
         confidence = probs.gather(-1, candidates[..., None]).squeeze(-1)
     return torch.where(revealed, candidates, tokens), revealed, confidence
 

@@ -8,7 +8,16 @@ import gradio as gr
 from mdlm_hf import MDLM
 from mdlm_hf.sampling.options import REVEAL_RULE_OPTIONS
 from mdlm_space.api import page_event, public_endpoint, race_result
-from mdlm_space.controls import control, default_value, follow_prompt, redraw, run_buttons, seed_controls, stoppable
+from mdlm_space.controls import (
+    control,
+    default_value,
+    follow_prompt,
+    play_shape_controls,
+    redraw,
+    run_buttons,
+    seed_controls,
+    stoppable,
+)
 from mdlm_space.endpoints import event
 from mdlm_space.race import NO_RACE_ORDER, compare, race_stopped
 from mdlm_space.render import COMPARE_FONT_PX, COMPARE_ROWS, RACE_LEGEND, draft_canvas
@@ -99,7 +108,7 @@ def compare_tab(
         controls = dict(prompt=prompt, length=length, num_steps=steps, temperature=temperature)
     with gr.Row():
         controls["autoregressive"] = control("autoregressive", block_size)
-        controls["real_words"] = control("real_words", block_size)
+        controls["real_words"], controls["keep_cast"] = play_shape_controls(model, block_size)
         controls |= seed_controls("compare", block_size)
     # the sides' orders are the race's own: of the reveal rule, only what both can share
     with gr.Accordion("Reveal rule, both sides", open=False):

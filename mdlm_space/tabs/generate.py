@@ -12,6 +12,7 @@ from mdlm_space.controls import (
     default_value,
     follow_prompt,
     output_column,
+    play_shape_controls,
     redraw,
     replayable,
     run_buttons,
@@ -33,14 +34,14 @@ def generate_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
         with gr.Column(scale=1, min_width=300):
             prompt = control("prompt", block_size, texts.prompt, lines=2)
             # above the run button: below it, on a phone the run's scroll to the canvas took the button out of view
-            real_words = control("real_words", block_size)
+            real_words, keep_cast = play_shape_controls(model, block_size)
             button, stop = run_buttons("Generate")
             length = control("length", block_size, room)
             end_at = control("end_at", block_size)
             steps = control("num_steps", block_size, min(default_value("num_steps"), default_length))
             controls = dict(prompt=prompt, length=length, num_steps=steps, end_at=end_at)
             controls |= sampling_options("generate", block_size, ("drawing", "blocks"))
-            controls["real_words"] = real_words
+            controls["real_words"], controls["keep_cast"] = real_words, keep_cast
         outputs, replay = output_column("generate", 8, draft_canvas(texts.prompt, room), "Generate")
     follow_prompt(demo, MAX_CANVAS, block_size, prompt, length, steps)
     for trigger in (prompt.change, length.change):  # the canvas before a run shows what will be filled

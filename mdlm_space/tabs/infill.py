@@ -12,6 +12,7 @@ from mdlm_space.controls import (
     control,
     fit_steps_to_length,
     output_column,
+    play_shape_controls,
     redraw,
     remembered,
     replayable,
@@ -39,7 +40,7 @@ def infill_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
             info = None if blank == "_" else f"the model writes _, so the blank is {blank}"
             label = f"Template: every {blank} is a character to fill"
             template = control("template", block_size, first, label=label, lines=4, info=info)
-            real_words = control("real_words", block_size)  # above the button, as Generate's
+            real_words, keep_cast = play_shape_controls(model, block_size)  # above the button, as Generate's
             button, stop = run_buttons("Fill the blanks")
             if examples:
                 gr.Examples(examples, inputs=[template])
@@ -48,7 +49,7 @@ def infill_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
             # no semi-autoregressive blocks: they split a free text into stretches left to right, while a template's
             # blanks sit where the template puts them
             controls |= sampling_options("infill", block_size, ("drawing",), CHANGES)
-            controls["real_words"] = real_words
+            controls["real_words"], controls["keep_cast"] = real_words, keep_cast
         outputs, replay = output_column("infill", 6, draft_template(first, blank), "Fill the blanks")
 
     def fit_steps(text: str | None, wanted: float | None) -> dict:

@@ -1,0 +1,189 @@
+"""The rules a run keeps its text to, applied as it is written: its words to a word list (`real_words`,
+lexicon.py) and its layout to a play's (`keep_cast`, layout.py).
+
+Each step's revealed characters are checked one by one, left to right, each seeing those placed before it. A
+character the model drew that keeps every rule stands; one that breaks a rule is drawn again among the characters
+that keep them all, by the model's own odds among those (drawn as every character is: temperature, min-p, cooler
+after a capital). So where the model's draw keeps the rules, as it mostly does, the check costs one test, and the
+text is the model's own draw conditioned on the rules. Where no character keeps them (a dead end) the model's draw
+stands, and the run counts it (`SamplerState.word_fallbacks`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from mdlm_hf.sampling.drawing import candidate_tokens
+from mdlm_hf.sampling.layout import Casts, LineRules, is_heading
+from mdlm_hf.sampling.lexicon import Lexicon, WordRule
+from mdlm_hf.sampling.options import SamplerOptions
+
+MARGIN = 256  # characters each side of a step's positions that the rules read (a word's and a line's neighbours)
+SEPARATORS = (" ", "\n")  # what a word streams order's planned separator may be
+
+
+class Keeper:
+    """A run's rules: `lexicon` (real_words) and `casts` (keep_cast), either None where off; counts each row's dead
+    ends and remembers each row's plays (a bit set of `casts`' plays)."""
+
+    def __init__(self, vocab: str, batch_size: int, lexicon: Lexicon | None, casts: Casts | None) -> None:
+        self.vocab, self.lexicon, self.casts = vocab, lexicon, casts
+        self.fallbacks = [0] * batch_size  # dead ends per row, over the whole run
+        self.plays: list[int] | None = None  # per row: the plays its headings may come from
+        self.canvas: torch.Tensor | None = None
+        self.given: torch.Tensor | None = None
+        self.offset = 0
+
+    @classmethod
+    def for_run(
+        cls, model: torch.nn.Module, batch_size: int, lexicon: Lexicon | None, casts: Casts | None
+    ) -> Keeper | None:
+        """A run's keeper for `model`'s characters, or None with neither rule on."""
+        if lexicon is None and casts is None:
+            return None
+        return cls(model.tokenizer.vocab, batch_size, lexicon, casts)
+
+    def enter(self, canvas: torch.Tensor, given: torch.Tensor, offset: int = 0) -> None:
+        """Starts a run or a window: `canvas` (B, N) is the whole canvas, which the writer updates in place after
+        each step; `given` (B, N) marks the caller's text (only a word or a line the caller wrote may break a
+        rule); the window's tokens start at `offset`. At the run's start, each row's plays are those of the
+        speakers its given text names."""
+        self.canvas, self.given, self.offset = canvas, given, offset
+        if self.casts is not None and self.plays is None:
+            self.plays = [self.casts.chosen(self.given_speakers(row)) for row in range(canvas.size(0))]
+
+    def given_speakers(self, row: int) -> list[str]:
+        """The speakers named by the headings of a row's given text (its whole lines)."""
+        ids, given = self.canvas[row].tolist(), self.given[row].tolist()
+        text = "".join(self.vocab[i] if g and i < len(self.vocab) else "\0" for i, g in zip(ids, given, strict=True))
+        return [line[:-1] for line in text.split("\n") if "\0" not in line and is_heading(line)]
+
+    def rules(self) -> tuple[str, ...]:
+        """The options whose rules it keeps."""
+        return tuple(name for name, rule in (("real_words", self.lexicon), ("keep_cast", self.casts)) if rule)
+
+    def play_names(self) -> list[list[str]] | None:
+        """Per row, the plays its headings may still come from (None without keep_cast)."""
+        return None if self.plays is None else [self.casts.names_of(plays) for plays in self.plays]
+
+    def counts(self) -> torch.Tensor:
+        """(B,) the dead ends so far, each a character drawn without the rules."""
+        return torch.tensor(self.fallbacks)
+
+    def keep(
+        self,
+        logits: torch.Tensor,
+        tokens: torch.Tensor,
+        positions: torch.Tensor,
+        candidates: torch.Tensor,
+        options: SamplerOptions,
+        generator: torch.Generator,
+        separators: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """`candidates` (B, T) with each of `positions` (B, T) kept or drawn again from its `logits` (B, T, V; a
+        writer that predicts one position at a time: (B, 1, V)), left to right; `tokens` (B, T) is the window of
+        the canvas (from `enter`'s offset) before them; at `separators` (B, T) only a space or a line break may go
+        (word streams' planned word starts)."""
+        kept, offset = candidates.clone(), self.offset
+        for row, at in enumerate(positions.tolist()):
+            spots = [k for k, here in enumerate(at) if here]
+            if not spots:
+                continue
+            lo, hi = max(0, offset + spots[0] - MARGIN), min(self.canvas.size(1), offset + spots[-1] + 1 + MARGIN)
+            ids = self.canvas[row, lo:hi].tolist()
+            w0, w1 = max(lo, offset), min(hi, offset + tokens.size(1))  # where `tokens` overlaps the view
+            ids[w0 - lo : w1 - lo] = tokens[row, w0 - offset : w1 - offset].tolist()
+            chars = [self.vocab[i] if i < len(self.vocab) else None for i in ids]
+            view = _RowView(self, chars, self.given[row, lo:hi].tolist(), (lo > 0, hi < self.canvas.size(1)), row)
+            restrict = separators[row].tolist() if separators is not None else None
+            for k in spots:
+                only = SEPARATORS if restrict is not None and restrict[k] else None
+                drawn = view.place(
+                    offset + k - lo,
+                    int(kept[row, k]),
+                    logits[row, k if logits.size(1) > 1 else 0],
+                    options,
+                    generator,
+                    only,
+                )
+                kept[row, k] = drawn
+            if self.plays is not None:
+                self.plays[row] = view.plays
+        return kept
+
+
+class _RowView:
+    """One row's characters around a step's positions, with the rules over them."""
+
+    def __init__(
+        self, keeper: Keeper, chars: list[str | None], given: list[bool], edges: tuple[bool, bool], row: int
+    ) -> None:
+        self.keeper, self.chars, self.given, self.edges, self.row = keeper, chars, given, edges, row
+        self.lines = None if keeper.casts is None else LineRules(keeper.casts, chars, given, edges)
+        self.plays = 0 if keeper.plays is None else self.lines.heading_plays(keeper.plays[row])
+
+    def allows(self, p: int, c: str, words: WordRule | None) -> bool:
+        """Whether `c` at position p keeps every rule (`words`: p's word rule, None without real_words)."""
+        if words is not None and not words.allows(c):
+            return False
+        if self.lines is None:
+            return True
+        self.chars[p] = c
+        try:
+            return self.lines.allows(p, self.plays)
+        finally:
+            self.chars[p] = None
+
+    def place(
+        self,
+        p: int,
+        proposal: int,
+        logits: torch.Tensor,
+        options: SamplerOptions,
+        generator: torch.Generator,
+        only: tuple[str, ...] | None,
+    ) -> int:
+        """The id that goes at p: the model's `proposal` where it keeps the rules, else a draw among those that do,
+        else (a dead end, counted) the proposal; the row's characters and plays follow it."""
+        vocab = self.keeper.vocab
+        self.chars[p] = None
+        words = (
+            None
+            if self.keeper.lexicon is None
+            else WordRule(self.keeper.lexicon, self.chars, self.given, p, self.edges)
+        )
+        if not (proposal < len(vocab) and self.allows(p, vocab[proposal], words)):
+            # lines an earlier dead end broke bind nothing here (the words still do); the character is counted
+            lines_broken = self.lines is not None and self.lines.broken_at(p, self.plays)
+            self.keeper.fallbacks[self.row] += lines_broken
+            flags = [
+                (only is None or c in only)
+                and (words is None or words.allows(c))
+                and (lines_broken or self.allows(p, c, None))
+                for c in vocab
+            ]
+            after_capital = p > 0 and (self.chars[p - 1] or "").isupper()
+            drawn = draw(logits, flags, after_capital, options, generator)
+            if drawn is None:
+                self.keeper.fallbacks[self.row] += not lines_broken
+            else:
+                proposal = drawn
+        self.chars[p] = vocab[proposal] if proposal < len(vocab) else None
+        if self.lines is not None:
+            self.plays = self.lines.narrowed(self.plays, p)
+        return proposal
+
+
+def draw(
+    logits: torch.Tensor, flags: list[bool], after_capital: bool, options: SamplerOptions, generator: torch.Generator
+) -> int | None:
+    """One character from `logits` (V,) among those `flags` allows (the ids past the vocabulary, [MASK], never);
+    None at a dead end: none allowed, or none the model gives a chance."""
+    keep = torch.tensor(flags + [False] * (logits.size(-1) - len(flags)), device=logits.device)
+    masked = logits.float().masked_fill(~keep, -math.inf)
+    if not torch.isfinite(masked).any():
+        return None
+    cooler = torch.tensor([[after_capital]], device=logits.device)
+    return int(candidate_tokens(masked.view(1, 1, -1), options, generator, cooler)[0, 0])

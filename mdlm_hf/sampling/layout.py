@@ -1,0 +1,499 @@
+"""Keeping a play's shape (the `keep_cast` option): one play's cast, each heading alone on its line, no empty speech.
+
+The training text lays a play out in lines of three kinds: a **heading** (`NAME:`, a speaker of the play), a
+**speech** line, and a **blank** line. A blank line is followed by a heading, a heading by a speech line, and a
+speech line by another or by a blank line (`FOLLOWS`); a text that starts at its first character starts at a
+heading or at a capital letter, and a text's last line is never a heading. A speech line is no longer than the
+training text's longest, and does not start with a name and its colon (`YORK: datural pains`).
+
+Each character drawn is kept among those that leave its line, and the lines on either side, a kind that fits these
+rules, known as far as the canvas knows them (a mask is unknown). Headings are kept to the cast of one play of the
+training text (`Casts`, the model's casts.json): the plays whose casts hold every heading written so far, so the
+first heading chooses the play by the model's own odds and every later one keeps to it, or the play of the
+speakers the caller's text names. As with `real_words`, the last character written of a line sees all of it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from mdlm_hf.metrics import SPEAKER_NAME
+from mdlm_hf.sampling.options import SamplerOptions, described
+
+LONGEST_LINE = 80  # characters: a speech line's limit where a casts file names none
+HEADING, SPEECH, BLANK = "heading", "speech", "blank"
+ANY = frozenset({HEADING, SPEECH, BLANK})
+FOLLOWS = {BLANK: frozenset({HEADING}), HEADING: frozenset({SPEECH}), SPEECH: frozenset({SPEECH, BLANK})}
+START, END, ENDS_WITH_BREAK = "start", "end", "ends with a break"  # the text's edges, as a neighbouring line
+# a speech line that starts with an all-capitals name and a colon or a full stop ("YORK: datural pains", "PAROLLES."),
+# or with two capitals not yet followed by anything else: a heading run into its speech, or a stray one
+RUN_ON = re.compile(r"[A-Z][A-Z' \-&,]*[A-Z](?:[:.]|$)")
+
+
+class Casts:
+    """The speakers of each play of a training text, with the plays whose cast holds each fragment of a heading
+    (`NAME:`) at its start, its end, as a whole or anywhere (tables built when first asked). A set of plays is an
+    int, one bit a play."""
+
+    def __init__(self, plays: dict[str, list[str]], longest_line: int = LONGEST_LINE, source: str = "casts") -> None:
+        if not isinstance(plays, dict) or not all(
+            isinstance(names, list) and all(isinstance(n, str) for n in names) for names in plays.values()
+        ):
+            raise ValueError(f"{source} must map each play to a list of its speakers' names, got {described(plays)}")
+        bad = next((n for names in plays.values() for n in names if not SPEAKER_NAME.fullmatch(n)), None)
+        if bad is not None:
+            raise ValueError(f"{source} names a speaker {bad!r} that is not a heading's name (capitalised words)")
+        if not any(plays.values()):
+            raise ValueError(
+                f"{source} lists no speaker: its training text has no `NAME:` headings, so there is no cast to keep "
+                "(pass keep_cast=False)"
+            )
+        if not isinstance(longest_line, int) or isinstance(longest_line, bool) or longest_line < 1:
+            raise ValueError(f"{source}'s longest_line must be an integer >= 1, got {described(longest_line)}")
+        self.plays = {play: sorted(set(names)) for play, names in sorted(plays.items()) if names}
+        self.bits = {play: 1 << i for i, play in enumerate(self.plays)}
+        self.everyone = (1 << len(self.plays)) - 1
+        self.headings = frozenset(f"{name}:" for names in self.plays.values() for name in names)
+        self.longest_line = longest_line
+        self._tables: dict[tuple[bool, bool], dict[str, list[tuple[int, int]]]] = {}
+        self._headings_of: dict[int, list[str]] = {}
+
+    def __len__(self) -> int:
+        return len(self.plays)
+
+    def plays_with(
+        self, fragment: str, at_start: bool, at_end: bool, room: float = math.inf, exact: int | None = None
+    ) -> int:
+        """The plays with a heading that holds `fragment` at its start (`at_start`), its end, as a whole (both) or
+        anywhere (neither), at most `room` characters longer than it, or exactly `exact` longer."""
+        key = (at_start, at_end)
+        if key not in self._tables:
+            self._tables[key] = heading_table(self.plays, self.bits, at_start, at_end)
+        found = 0
+        for length, plays in self._tables[key].get(fragment, ()):
+            if length <= len(fragment) + room or (exact is not None and length == len(fragment) + exact):
+                found |= plays
+        return found
+
+    def prepare(self) -> Casts:
+        """Builds every table now, not at a run's first draw; returns itself."""
+        for sides in ((True, True), (True, False), (False, True), (False, False)):
+            self.plays_with("", *sides)
+        return self
+
+    def chosen(self, names: Iterable[str]) -> int:
+        """The plays whose casts hold the most of `names` (a caller's speakers); every play where none is in one."""
+        counts = {play: sum(name in cast for name in set(names)) for play, cast in self.plays.items()}
+        best = max(counts.values())
+        return sum(self.bits[play] for play, count in counts.items() if count == best) if best else self.everyone
+
+    def headings_of(self, plays: int) -> list[str]:
+        """The headings (`NAME:`) of the plays in the set `plays`."""
+        if plays not in self._headings_of:
+            names = {name for play in self.names_of(plays) for name in self.plays[play]}
+            self._headings_of[plays] = sorted(f"{name}:" for name in names)
+        return self._headings_of[plays]
+
+    def names_of(self, plays: int) -> list[str]:
+        """The names of the plays in the set `plays`."""
+        return [play for play, bit in self.bits.items() if plays & bit]
+
+    def to_json(self) -> str:
+        """The casts as casts.json holds them."""
+        return json.dumps({"plays": self.plays, "longest_line": self.longest_line}, indent=1, ensure_ascii=False)
+
+
+def heading_table(
+    plays: dict[str, list[str]], bits: dict[str, int], at_start: bool, at_end: bool
+) -> dict[str, list[tuple[int, int]]]:
+    """Every fragment of the plays' headings at their start, end or anywhere: (length, plays) pairs, shortest
+    first, a heading's length and the plays with a heading that long holding it."""
+    table: dict[str, dict[int, int]] = {}
+    for play, names in plays.items():
+        for name in names:
+            heading = f"{name}:"
+            n = len(heading)
+            for i in [0] if at_start else range(n + 1):
+                for j in [n] if at_end else range(i, n + 1):
+                    lengths = table.setdefault(heading[i:j], {})
+                    lengths[n] = lengths.get(n, 0) | bits[play]
+    return {piece: sorted(lengths.items()) for piece, lengths in table.items()}
+
+
+@functools.lru_cache(maxsize=4)
+def read_casts(path: str, modified: float) -> Casts:
+    """The casts in the casts.json at `path` (`modified`: its time, so an edited file is read anew); a file that is
+    not one is a ValueError naming it."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise ValueError(f"casts file {path} cannot be read as JSON ({error})") from None
+    if not isinstance(data, dict) or "plays" not in data:
+        raise ValueError(f"casts file {path} is not a casts.json: it has no 'plays'")
+    return Casts(data["plays"], data.get("longest_line", LONGEST_LINE), source=f"casts file {path}")
+
+
+def as_casts(casts: object) -> Casts:
+    """`casts` as Casts: one already, a casts.json file's path, or a dict of play -> speakers."""
+    if isinstance(casts, Casts):
+        return casts
+    if isinstance(casts, (str, os.PathLike)):
+        path = Path(casts).expanduser()
+        if not path.is_file():
+            raise ValueError(f"casts file {casts} does not exist (pass a casts.json, or a dict of play -> speakers)")
+        return read_casts(str(path.resolve()), path.stat().st_mtime)
+    if isinstance(casts, dict):
+        return Casts(casts)
+    raise ValueError(f"casts must be a dict of play -> speakers or a casts.json's path, got {described(casts)}")
+
+
+def model_casts(model: object) -> Casts:
+    """The casts of the plays `model` was trained on: the casts.json its export wrote beside its weights."""
+    find = getattr(model, "casts_file", None)
+    path = find() if callable(find) else None
+    if path is None:
+        raise ValueError(
+            "keep_cast needs the model's casts, casts.json beside its weights, and this model has none: pass casts= "
+            "(a dict of play -> speakers, or a casts.json), or export the model again (training.export writes it)"
+        )
+    return as_casts(path)
+
+
+def names_a_speaker(path: Path | None) -> bool:
+    """Whether the casts.json at `path` names a speaker (a model trained on text without headings has none)."""
+    if path is None:
+        return False
+    try:
+        plays = json.loads(Path(path).read_text(encoding="utf-8")).get("plays")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return True  # keep_cast will say what is wrong with it
+    return not isinstance(plays, dict) or any(plays.values())
+
+
+def run_casts(model: object, options: SamplerOptions, casts: object = None) -> Casts | None:
+    """The casts a run keeps its headings to: `casts`, else the model's own, with `keep_cast`; None without."""
+    if not options.keep_cast:
+        if casts is not None:
+            raise ValueError("casts applies with keep_cast=True: pass keep_cast=True too, or no casts")
+        return None
+    return model_casts(model) if casts is None else as_casts(casts)
+
+
+@dataclass
+class Line:
+    """The known characters of a line around a position: chars[start:end], none a line break or a mask."""
+
+    start: int
+    end: int
+    text: str
+    left: str  # what is before it: "break", "mask" or "edge"
+    right: str
+    given: bool  # every character the caller's
+    room: float  # how many more characters a heading here may have (`LineRules.heading_room`); else infinite
+    exact: int | None = None  # or exactly this many more (a heading that fills the masks up to a known break)
+
+    @property
+    def opened(self) -> bool:
+        """Whether its start is known: a line break or the text's start before it."""
+        return self.left != "mask"
+
+    @property
+    def closed(self) -> bool:
+        """Whether its end is known: a line break or the text's end after it."""
+        return self.right != "mask"
+
+
+class LineRules:
+    """The layout rules over a row's characters (`chars`: None where masked; `given`: the caller's; `edges`: whether
+    each end has text beyond it, a window's), with a play's cast."""
+
+    def __init__(self, casts: Casts, chars: list[str | None], given: list[bool], edges: tuple[bool, bool]) -> None:
+        self.casts, self.chars, self.given, self.edges = casts, chars, given, edges
+
+    def line(self, start: int, end: int) -> Line:
+        """The line whose known characters are chars[start:end] (start: after a break, a mask or the edge)."""
+        chars, n = self.chars, len(self.chars)
+        left = "edge" if start == 0 else "break" if chars[start - 1] == "\n" else "mask"
+        right = "edge" if end == n else "break" if chars[end] == "\n" else "mask"
+        if left == "edge" and self.edges[0]:
+            left = "mask"  # a window's cut: text beyond, unknown here
+        if right == "edge" and self.edges[1]:
+            right = "mask"
+        room, exact = (math.inf, None) if right != "mask" else self.heading_room(end)
+        text = "".join(chars[start:end])
+        return Line(start, end, text, left, right, all(self.given[start:end]) and end > start, room, exact)
+
+    def heading_room(self, end: int) -> tuple[float, int | None]:
+        """How many more characters a heading whose known characters end at `end` (masks after it) may have, where
+        the masks reach a line break or the text's end: it needs its own break and, before a blank line or the
+        text's end, a character of speech. Before a known break and speech it may also fill the masks exactly (the
+        second of the pair: that many, else None)."""
+        chars, n = self.chars, len(self.chars)
+        j = end
+        while j < n and chars[j] is None:
+            j += 1
+        masks = j - end
+        if j == n:
+            return (math.inf, None) if self.edges[1] else (masks - 2, None)
+        if chars[j] != "\n":
+            return math.inf, None  # that character may be the heading's own ("KING" _ " HENRY VI:")
+        if j + 1 == n or chars[j + 1] == "\n":
+            return (math.inf, None) if j + 1 == n and self.edges[1] else (masks - 2, None)
+        return masks - 2, masks  # its break in the masks, and a speech line before the known break; or up to it
+
+    def around(self, p: int) -> Line:
+        """The line through position p (a known character, not a break)."""
+        start, end = p, p + 1
+        while start > 0 and self.chars[start - 1] not in (None, "\n"):
+            start -= 1
+        while end < len(self.chars) and self.chars[end] not in (None, "\n"):
+            end += 1
+        return self.line(start, end)
+
+    def ending_at(self, q: int) -> Line:
+        """The line whose known characters end just before position q."""
+        start = q
+        while start > 0 and self.chars[start - 1] not in (None, "\n"):
+            start -= 1
+        return self.line(start, q)
+
+    def starting_at(self, q: int) -> Line:
+        """The line whose known characters start at position q."""
+        end = q
+        while end < len(self.chars) and self.chars[end] not in (None, "\n"):
+            end += 1
+        return self.line(q, end)
+
+    def kinds(self, line: Line, plays: int) -> frozenset[str]:
+        """The kinds the line may be by its own characters: a heading of one of `plays`, a speech line, blank."""
+        text = line.text
+        if line.given and line.opened and line.closed:  # the caller's line, as the caller wrote it
+            return frozenset({HEADING if is_heading(text) else SPEECH})
+        if not text:
+            kinds = {BLANK, SPEECH}
+            if line.opened and line.closed:
+                return frozenset({BLANK})
+        else:
+            kinds = {SPEECH} if self.speech_fits(line) else set()
+        if self.casts.plays_with(text, line.opened, line.closed, line.room, line.exact) & plays:
+            kinds.add(HEADING)
+        return frozenset(kinds)
+
+    def repeats(self, line: Line) -> bool:
+        """Whether a whole heading line names the speaker of the heading before or after it (a speaker answering
+        themself)."""
+        if not (line.opened and line.closed and line.text):
+            return False
+        return line.text in (self.neighbour_heading(line.start - 1, -1), self.neighbour_heading(line.end, 1))
+
+    def neighbour_heading(self, q: int, step: int) -> str | None:
+        """The heading nearest position q (a line break) going `step`: the line after the nearest blank line that
+        way, if every character up to it is known; None otherwise."""
+        chars, n = self.chars, len(self.chars)
+        i = q + step
+        while 0 < i < n - 1:
+            if chars[i] is None:
+                return None
+            if chars[i] == "\n" and chars[i + step] == "\n":  # a blank line: the heading follows it
+                start = i + 1 if step < 0 else i + 2
+                end = start
+                while end < n and chars[end] not in (None, "\n"):
+                    end += 1
+                return "".join(chars[start:end]) if end < n and chars[end] == "\n" else None
+            i += step
+        return None
+
+    def speech_fits(self, line: Line) -> bool:
+        """Whether the line's characters may be a speech line's: not too long, no space at either end, not a
+        heading's form nor a heading run on into a speech, and at the text's start, from a capital letter (the
+        caller's own characters are never held against it)."""
+        text, given = line.text, self.given[line.start : line.end]
+        if any(given):
+            return True
+        if len(text) > self.casts.longest_line:
+            return False
+        if (line.opened and text[:1] == " ") or (line.closed and text[-1:] == " "):
+            return False
+        if line.opened:
+            name, colon, _ = text.partition(":")
+            if RUN_ON.match(text) or (colon and f"{name}:" in self.casts.headings):
+                return False
+            if line.closed and is_heading(text):
+                return False  # a heading's form ("O:"): a speaker no blank line introduced
+            if line.left == "edge" and not text[0].isupper():
+                return False  # the text starts at a line's start
+        return True
+
+    def before(self, line: Line, plays: int) -> frozenset[str] | str:
+        """What the line before may be: START at the text's start, else the kinds its characters allow."""
+        if line.left == "mask":
+            return ANY
+        if line.left == "edge":
+            return START
+        q = line.start - 1  # the break before the line
+        if q == 0:
+            return ANY if self.edges[0] else frozenset({BLANK})
+        if self.chars[q - 1] is None:
+            return ANY
+        if self.chars[q - 1] == "\n":
+            return frozenset({BLANK})
+        previous = self.ending_at(q)
+        kinds = self.kinds(previous, plays) - {BLANK}
+        if previous.left == "break" and previous.start >= 2 and self.chars[previous.start - 2] is not None:
+            kinds &= {HEADING} if self.chars[previous.start - 2] == "\n" else {SPEECH}
+        return kinds or ANY  # the caller's own lines may break the rules: they bind nothing
+
+    def after(self, line: Line, plays: int) -> frozenset[str] | str:
+        """What the line after may be: END at the text's end, ENDS_WITH_BREAK after its last break, else the kinds
+        its characters allow."""
+        if line.right == "mask":
+            return ANY
+        if line.right == "edge":
+            return END
+        q = line.end  # the break after the line
+        if q + 1 == len(self.chars):
+            return ANY if self.edges[1] else ENDS_WITH_BREAK
+        following = self.chars[q + 1]
+        if following is None:
+            return ANY
+        if following == "\n":
+            return frozenset({BLANK})
+        return (self.kinds(self.starting_at(q + 1), plays) - {BLANK}) or ANY
+
+    def fits(self, line: Line, plays: int) -> bool:
+        """Whether the line may be some kind that follows what is before it and leads to what is after it."""
+        before, after = self.before(line, plays), self.after(line, plays)
+        for kind in self.kinds(line, plays):
+            if before == START:
+                if kind == BLANK:
+                    continue
+            elif not any(kind in FOLLOWS[b] for b in before):
+                continue
+            if after == END or after == ENDS_WITH_BREAK:
+                if kind == HEADING or (after == ENDS_WITH_BREAK and kind == BLANK):
+                    continue
+            elif not any(a in FOLLOWS[kind] for a in after):
+                continue
+            return True
+        return False
+
+    def allows(self, p: int, plays: int) -> bool:
+        """Whether the character now at position p keeps its lines, and their neighbours, to the rules."""
+        chars = self.chars
+        if chars[p] == "'" and not quote_fits(chars, p):
+            return False
+        if chars[p] in (" ", "\n") and not (quote_fits(chars, p - 1) and quote_fits(chars, p + 1)):
+            return False
+        lines = [self.ending_at(p), self.starting_at(p + 1)] if chars[p] == "\n" else [self.around(p)]
+        if any(line.text in self.casts.headings and self.repeats(line) for line in lines):
+            return False
+        if not self.spans_fit(p, plays):
+            return False
+        return all(self.fits(line, plays) for line in self.with_neighbours(lines))
+
+    def spans_fit(self, p: int, plays: int) -> bool:
+        """Whether the character at p leaves the heading spans around it fitting (`heading_span_fits`), where they
+        fitted with p masked (one already broken is not held against p)."""
+        chars = self.chars
+        spans = [q for q in ((p - 1, p + 1) if chars[p] == "\n" else (p,)) if 0 <= q < len(chars)]
+        if all(self.heading_span_fits(q, plays) for q in spans):
+            return True
+        c, chars[p] = chars[p], None
+        try:
+            return not all(self.heading_span_fits(q, plays) for q in spans)
+        finally:
+            chars[p] = c
+
+    def heading_span_fits(self, q: int, plays: int) -> bool:
+        """Where position q lies on a line after a blank line whose known stretches masks part ("LADY CA" _ "DY
+        CAPULET:", two stretches written towards each other): whether some heading of `plays` matches them, its
+        line break at a mask or at the line's known end (the stretches one by one each fit some heading)."""
+        chars, n = self.chars, len(self.chars)
+        a = q
+        while a > 0 and chars[a - 1] != "\n":
+            a -= 1
+        if a < 2 or chars[a - 1] != "\n" or chars[a - 2] != "\n" or any(self.given[a:q]):
+            return True  # not a line after a blank one, or the caller's
+        b = q
+        while b < n and chars[b] != "\n":
+            b += 1
+        pattern = chars[a:b]
+        known = [i for i, c in enumerate(pattern) if c is not None]
+        if not known or all(c is not None for c in pattern[: known[-1] + 1]):
+            return True  # one stretch from the line's start: the line's own check reads it
+        open_end = b == n and self.edges[1]  # the view's cut: the line may run on
+        for heading in self.casts.headings_of(plays):
+            k = len(heading)
+            ends = pattern[k] is None if k < len(pattern) else k == len(pattern) or open_end  # its break
+            if (
+                ends
+                and all(c is None or c == h for c, h in zip(pattern, heading, strict=False))
+                and self.speech_after(pattern[k + 1 :])
+            ):
+                return True
+        return False
+
+    @staticmethod
+    def speech_after(rest: list[str | None]) -> bool:
+        """Whether what follows a heading's break on a heading span (its speech's first line, where it is all
+        known) may start a speech: not a name and its colon ("ELY:" _ "G HENRY VI:")."""
+        return None in rest or not (RUN_ON.match("".join(rest)) or is_heading("".join(rest)))
+
+    def broken_at(self, p: int, plays: int) -> bool:
+        """Whether the lines around the mask at p break the rules whatever goes there (an earlier dead end's): then
+        no character is held to them, so one dead end does not make a run of them."""
+        assert self.chars[p] is None
+        lines = self.with_neighbours([self.ending_at(p), self.starting_at(p + 1)])
+        return not all(self.fits(line, plays) for line in lines)
+
+    def with_neighbours(self, lines: list[Line]) -> list[Line]:
+        """`lines` with the line before the first and after the last, where a line break parts them."""
+        if lines[0].left == "break":
+            lines = [self.ending_at(lines[0].start - 1), *lines]
+        if lines[-1].right == "break":
+            lines = [*lines, self.starting_at(lines[-1].end + 1)]
+        return lines
+
+    def heading_plays(self, plays: int) -> int:
+        """`plays` narrowed to those whose casts hold each written heading of the row (`narrowed`)."""
+        chars = self.chars
+        for q in range(len(chars)):
+            if chars[q] not in (None, "\n") and (q == 0 or chars[q - 1] == "\n"):
+                plays = self.narrowed(plays, q)
+        return plays
+
+    def narrowed(self, plays: int, p: int) -> int:
+        """`plays` narrowed to those whose casts hold the heading through position p, if its line is a written
+        heading: after a blank line, or one whose characters can be nothing else ("CASSIUS:"); unchanged where
+        none does."""
+        if self.chars[p] in (None, "\n"):
+            return plays
+        line = self.around(p)
+        if line.given or not line.opened:
+            return plays
+        after_blank = line.left == "break" and line.start >= 2 and self.chars[line.start - 2] == "\n"
+        if not (after_blank or self.kinds(line, plays) == {HEADING}):
+            return plays
+        return plays & self.casts.plays_with(line.text, True, line.closed) or plays
+
+
+def quote_fits(chars: list[str | None], p: int) -> bool:
+    """Whether a quote mark at p (if there is one) touches something (not a space or line break on both sides) and
+    stands alone (no quote mark beside it)."""
+    if not 0 <= p < len(chars) or chars[p] != "'":
+        return True
+    sides = [chars[k] if 0 <= k < len(chars) else "\n" for k in (p - 1, p + 1)]
+    return "'" not in sides and not all(side in (" ", "\n") for side in sides)
+
+
+def is_heading(line: str) -> bool:
+    """Whether a whole line is a heading's form, `NAME:`."""
+    return line.endswith(":") and bool(SPEAKER_NAME.fullmatch(line[:-1]))
