@@ -25,6 +25,15 @@ def read_text(path: str | Path) -> str:
     return text
 
 
+def file_version(path: str | os.PathLike, missing: str) -> tuple[str, float]:
+    """A file's resolved path and modified time, the key a cached reading of it goes by (an edited file is read
+    anew); a ValueError saying `missing` where there is no file."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise ValueError(missing)
+    return str(path.resolve()), path.stat().st_mtime
+
+
 def split_text(text: str) -> tuple[str, str]:
     """First 90 % for training, last 10 % for validation."""
     cut = int(len(text) * TRAIN_FRACTION)

@@ -234,12 +234,14 @@ def compare_view(
     stats += f" · {seconds:.2f} s"
     if state.done:
         stats += f" · real words: {word_share(model.tokenizer.decode(state.tokens[0, num_fixed:]), known_words)}"
-        if state.word_fallbacks is not None:  # real_words: the draws that found no word of the list
-            stats += f" · fell back: {int(state.word_fallbacks[0])}"
     canvas = render_canvas(model, state, rows=COMPARE_ROWS, font_px=COMPARE_FONT_PX, shrink=shrink)
     # the rule folded, one line: on a phone it ran to five lines a side, pushing the twin and the takeaway down
     small = "<span style='font-size: 12px'>{}</span>"  # <small> was 11.2 px: under 12, too small on a phone
-    rule_line = f"<details><summary>{small.format('reveal rule')}</summary>{small.format(rule)}</details>"
+    fell_back = 0 if state.word_fallbacks is None or not state.done else int(state.word_fallbacks[0])
+    # the draws that kept no rule (real_words, keep_cast), beside the folded rule: a line more above it pushed the
+    # takeaway off a phone's screen
+    summary = "reveal rule" + (f" · fell back: {fell_back}" if fell_back else "")
+    rule_line = f"<details><summary>{small.format(summary)}</summary>{small.format(rule)}</details>"
     return canvas, f"{stats}\n\n{rule_line}"
 
 

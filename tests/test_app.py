@@ -1490,8 +1490,12 @@ def test_browser_only_words_it_has_read(server, tmp_path, viewport):
         page.get_by_role("tabpanel").get_by_label("Only words it has read").check()
         page.get_by_role("button", name="Compare", exact=True).click()
         expect(page.locator("#compare-takeaway")).to_contain_text("Takeaway:", timeout=60_000)
-        for side in ("left", "right", "twin"):
-            expect(page.locator(f"#compare-{side}-stats")).to_contain_text("fell back:")
+        for side in ("left", "right", "twin"):  # a side says how many fell back, where any did (a phone's lines)
+            stats = page.locator(f"#compare-{side}-stats")
+            expect(stats).to_contain_text("real words:")
+            shown = stats.inner_text()
+            assert re.search(r"real words: [\d.n/a ()%]+\n", shown), shown
+            assert re.search(r"reveal rule( · fell back: [1-9]\d*)?", shown), shown
         page.screenshot(path=str(screenshots(tmp_path) / f"real-words-compare-{viewport[0]}.png"), full_page=True)
 
 

@@ -276,3 +276,23 @@ def test_the_shipped_models_keep_a_plays_shape_by_default_and_a_bare_model_does_
     twin = MDLM.from_pretrained(REPO_ROOT / "pretrained" / "mdlm-shakespeare-char-ar")
     assert default_options(twin).keep_cast and default_options(twin).real_words
     assert not default_options(tiny_model).keep_cast and not default_options(tiny_model).real_words
+
+
+def test_no_stray_quote_and_no_line_past_the_longest():
+    from mdlm_hf.sampling.layout import quote_fits
+
+    assert not quote_fits(list("say ' so"), 4) and not quote_fits(list("no '' more"), 3)
+    assert quote_fits(list("'tis so"), 0) and quote_fits(list("friends,' quoth"), 8)
+    long_line = "A line of verse that runs on well past the training text's longest line"
+    rules = LineRules(CASTS, list("Hi.\n" + long_line), [False] * (4 + len(long_line)), (False, False))
+    assert not rules.allows(4 + 50, CASTS.everyone)  # 70 characters, the casts' longest is 40
+    short = LineRules(CASTS, list("Hi.\nA short line."), [False] * 17, (False, False))
+    assert short.allows(10, CASTS.everyone)
+
+
+def test_no_heading_repeats_the_speaker_before_it():
+    text = list("\n\nROMEO:\nHi.\n\nROMEO:\nYes.")
+    rules = LineRules(CASTS, text, [False] * len(text), (False, False))
+    assert not rules.allows(text.index(":", 10), CASTS.everyone)
+    other = list("\n\nROMEO:\nHi.\n\nNurse:\nYes.")
+    assert LineRules(CASTS, other, [False] * len(other), (False, False)).allows(other.index(":", 10), CASTS.everyone)

@@ -6,13 +6,15 @@
     schedule.py   how many each step reveals, and semi-autoregressive blocks
     remasking.py  taking back the least confident draws (remask_ratio)
     prior.py      each character's probability with nothing known (prior_weight)
-    lexicon.py    keeping every word written to a word list (real_words)
+    lexicon.py    keeping every word written to a word list, names capitalised (real_words)
+    layout.py     keeping a play's layout and one play's cast (keep_cast)
+    keeper.py     both rules, applied to each step's characters as they are drawn
     step.py       one denoising step
     loop.py       the writer: windows, blocks and steps, a generator of every state
     state.py      SamplerState, what every writer yields
 
 `mdlm_hf.sample` (mdlm_hf/pipeline.py) checks a run and hands it to the writer of the model's kind: this package's
 `loop.write_by_denoising` for a diffusion model, `mdlm_hf.autoregressive.write_left_to_right` for a causal one. Both
-draw their characters with `drawing.py` (and keep their words with `lexicon.py`); nothing here calls back into the
-model but its forward pass.
+draw their characters with `drawing.py` (and keep them to a play's shape with `keeper.py`); nothing here calls back
+into the model but its forward pass.
 """

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from mdlm_hf.data import file_version
 from mdlm_hf.metrics import SPEAKER_NAME
 from mdlm_hf.sampling.options import SamplerOptions, described
 
@@ -146,10 +147,8 @@ def as_casts(casts: object) -> Casts:
     if isinstance(casts, Casts):
         return casts
     if isinstance(casts, (str, os.PathLike)):
-        path = Path(casts).expanduser()
-        if not path.is_file():
-            raise ValueError(f"casts file {casts} does not exist (pass a casts.json, or a dict of play -> speakers)")
-        return read_casts(str(path.resolve()), path.stat().st_mtime)
+        missing = f"casts file {casts} does not exist (pass a casts.json, or a dict of play -> speakers)"
+        return read_casts(*file_version(casts, missing))
     if isinstance(casts, dict):
         return Casts(casts)
     raise ValueError(f"casts must be a dict of play -> speakers or a casts.json's path, got {described(casts)}")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from mdlm_hf.data import file_version
 from mdlm_hf.metrics import WORD_PATTERN, words
 from mdlm_hf.sampling.options import SamplerOptions, described
 
@@ -113,10 +114,10 @@ def as_lexicon(lexicon: object) -> Lexicon:
     if isinstance(lexicon, Lexicon):
         return lexicon
     if isinstance(lexicon, (str, os.PathLike)):
-        path = Path(lexicon).expanduser()
-        if not path.is_file():
-            raise ValueError(f"lexicon file {path} does not exist (pass a file with one word a line, or the words)")
-        return read_lexicon(str(path.resolve()), path.stat().st_mtime)
+        missing = (
+            f"lexicon file {Path(lexicon).expanduser()} does not exist (pass a file with one word a line, or the words)"
+        )
+        return read_lexicon(*file_version(lexicon, missing))
     if isinstance(lexicon, Iterable) and not isinstance(lexicon, (bytes, torch.Tensor)):
         return Lexicon(lexicon)
     raise ValueError(f"lexicon must be words (a list or set of strings) or a file's path, got {described(lexicon)}")
