@@ -1,7 +1,7 @@
 """A play's shape, text by text: does each `generate(256)` text read as a scene of one play?
 
-    python -m evals.play_shape                          # 24 default texts (seeds 0-23), the shipped model
-    python -m evals.play_shape --rule word-streams-t125-caps30 --texts 24   # a named rule (studio/rules.py)
+    python -m evals.play_shape                    # 24 texts (seeds 0-23) at the shipped model's default
+    python -m evals.play_shape --rule default     # a named rule (studio/rules.py): here SamplerOptions(), no rules
 
 For each text it counts what a reader catches at once, against the model's own words.txt and casts.json:
 - **invented words**: words outside words.txt;
@@ -25,7 +25,7 @@ import torch
 
 from mdlm_hf import sample
 from mdlm_hf.metrics import WORD_PATTERN, heading_name
-from mdlm_hf.pipeline import prompt_canvas
+from mdlm_hf.pipeline import default_options, prompt_canvas
 from mdlm_hf.sampling.layout import as_casts
 from mdlm_hf.sampling.lexicon import as_lexicon
 from mdlm_hf.sampling.state import final_state
@@ -54,19 +54,20 @@ def main() -> None:
     """Generates the texts and prints what it finds in each, then the totals."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="a model directory (default: the shipped model)")
-    parser.add_argument("--rule", default="default", help=f"of {', '.join(RULES)}")
+    parser.add_argument("--rule", default=None, help=f"of {', '.join(RULES)} (default: the model's own defaults)")
     parser.add_argument("--texts", type=int, default=24, help="texts, seeds 0..N-1")
     parser.add_argument("--length", type=int, default=256)
     parser.add_argument("--threads", type=thread_count, default=None)
     parser.add_argument("--json", help="also write the texts and findings here")
     args = parser.parse_args()
-    if args.rule not in RULES:
+    if args.rule is not None and args.rule not in RULES:
         parser.error(f"unknown rule {args.rule}")
     if args.threads:
         torch.set_num_threads(args.threads)
     model = load_model(args.model, False)[0]
     lexicon, casts = as_lexicon(model.word_list_file()), as_casts(model.casts_file())
-    options, rows, seconds = rule_options(args.rule), [], 0.0
+    options = default_options(model) if args.rule is None else rule_options(args.rule)
+    rows, seconds = [], 0.0
     for seed in range(args.texts):
         start = time.perf_counter()
         state = final_state(sample(model, prompt_canvas(model, "", args.length), options, seed=seed))
@@ -83,7 +84,7 @@ def main() -> None:
         )
     total_words = sum(len(WORD_PATTERN.findall(r["text"])) for r in rows)
     print(
-        f"{args.rule}: {len(rows)} texts, {seconds / len(rows):.2f} s each; invented words "
+        f"{args.rule or 'the default'}: {len(rows)} texts, {seconds / len(rows):.2f} s each; invented words "
         f"{1000 * sum(len(r['invented']) for r in rows) / max(total_words, 1):.1f} per 1k; texts with a lower-case "
         f"name {sum(bool(r['lowered']) for r in rows)}, an unknown speaker {sum(bool(r['unknown']) for r in rows)}, "
         f"headings of one play {sum(r['one_play'] for r in rows)}, a bad end {sum(r['bad_end'] for r in rows)}; "

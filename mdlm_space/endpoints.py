@@ -97,8 +97,8 @@ API_DESCRIPTIONS: dict[str, tuple[str, str]] = {
         "side's canvas as it goes, then a one-line takeaway.",
         "a dict per round: left_to_right, confidence and twin (without a twin: absent), each a dict of text (each "
         f"mask as {MASK_GLYPH}), forward_passes, seconds, real_words (the share of words in the model's word "
-        "list, once done) and fell_back (with real_words on: the characters drawn without the list, where no "
-        "character kept a word in it; else null); takeaway (once every side is done) and seed (the seed used).",
+        "list, once done) and fell_back (with real_words or keep_cast on: the characters drawn without their rules, "
+        "where no character kept them; else null); takeaway (once every side is done) and seed (the seed used).",
     ),
     "score": (
         "Scores a text under the model: its bits per character, each character read left to right with those "
