@@ -20,13 +20,17 @@ FLAG_ALIASES = {"num_steps": ("--steps",)}  # the shorter flags the CLI has alwa
 DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "pretrained" / "mdlm-shakespeare-char"
 
 
+# the options a model's own files turn on (mdlm_hf.pipeline.default_options)
+MODEL_DEFAULTS = {"real_words": "on where the model ships words.txt", "keep_cast": "on where it ships casts.json"}
+
+
 def add_option_flags(parser: argparse.ArgumentParser) -> None:
     """One flag per field of SamplerOptions, with its type, choices and help from OPTION_SPECS."""
     group = parser.add_argument_group("sampler options (default: the sampling study's recommendation)")
     defaults = SamplerOptions()
     for name, spec in OPTION_SPECS.items():
         flags = ("--" + name.replace("_", "-"), *FLAG_ALIASES.get(name, ()))
-        default = getattr(defaults, name)
+        default = MODEL_DEFAULTS.get(name, getattr(defaults, name))
         help_text = (
             f"{spec.label}; {spec.note + '; ' if spec.note else ''}default {'off' if default is None else default}"
         )

@@ -34,6 +34,18 @@ def file_version(path: str | os.PathLike, missing: str) -> tuple[str, float]:
     return str(path.resolve()), path.stat().st_mtime
 
 
+def file_in_folder(folder: str | os.PathLike, name: str) -> Path | None:
+    """The file `name` in a model's `folder`, or None where there is none; a ValueError where it resolves outside the
+    folder (a link to /etc/passwd is not a word list)."""
+    folder = Path(folder).expanduser()
+    path = folder / name
+    if not path.is_file():
+        return None
+    if not path.resolve().is_relative_to(folder.resolve()):
+        raise ValueError(f"{path} resolves to {path.resolve()}, outside the model's folder: refused")
+    return path
+
+
 def split_text(text: str) -> tuple[str, str]:
     """First 90 % for training, last 10 % for validation."""
     cut = int(len(text) * TRAIN_FRACTION)

@@ -30,6 +30,7 @@ from huggingface_hub.utils import HFValidationError, validate_repo_id
 
 from mdlm_hf import pipeline, rewriting
 from mdlm_hf.card import MODEL_CARD_TEMPLATE, REPO_URL, TWIN_CARD_TEMPLATE, TWIN_TAGS
+from mdlm_hf.data import file_in_folder
 from mdlm_hf.devices import check_map_location
 from mdlm_hf.fast import FastPath
 from mdlm_hf.inference import check_token_ids
@@ -389,8 +390,7 @@ class MDLM(
             return None
         source, hub = self.loaded_from
         if hub is None:
-            path = Path(source) / name
-            return path if path.is_file() else None
+            return file_in_folder(source, name)
         try:
             return Path(hf_hub_download(source, name, **hub))
         except Exception:  # an older export without one, or the Hub out of reach: the caller says what to pass

@@ -11,6 +11,7 @@ import torch
 
 from mdlm_hf import MDLM
 from mdlm_hf.autoregressive import check_twin
+from mdlm_hf.data import file_in_folder
 from mdlm_hf.metrics import load_word_list
 from mdlm_hf.sampling.layout import model_casts
 from mdlm_hf.sampling.lexicon import model_lexicon
@@ -25,16 +26,17 @@ DEMO_FILE = "demo.json"  # beside the weights: the texts the app shows for this 
 
 
 def optional_file(source: str | os.PathLike, name: str) -> Path | None:
-    """A file beside the model's weights in a directory or Hub repo, or None when it has none."""
-    path: Path | None = Path(source).expanduser() / name
-    if not Path(source).expanduser().is_dir():
-        try:
-            from huggingface_hub import hf_hub_download
+    """A file beside the model's weights in a directory (never one that resolves outside it) or Hub repo, or None
+    when it has none."""
+    if Path(source).expanduser().is_dir():
+        return file_in_folder(source, name)
+    try:
+        from huggingface_hub import hf_hub_download
 
-            path = Path(hf_hub_download(str(source), name))
-        except Exception:  # optional: the app does without it
-            path = None
-    return path if path is not None and path.is_file() else None
+        path = Path(hf_hub_download(str(source), name))
+    except Exception:  # optional: the app does without it
+        return None
+    return path if path.is_file() else None
 
 
 def load_model(source: str | os.PathLike, device: str = "cpu") -> tuple[MDLM, set[str] | None]:

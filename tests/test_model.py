@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from mdlm_hf import MDLM
+from mdlm_hf.tokenizer import CharTokenizer
 
 
 def test_logits_shape_and_mask_never_predicted(tiny_model):
@@ -406,3 +407,30 @@ def test_the_fp32_bf16_timing_stops_once_it_has_taken_its_budget(tiny_model, mon
     monkeypatch.setattr(mdlm_hf.fast.time, "perf_counter", lambda: next(clock) * 1.5)
     mdlm_hf.fast.bf16_is_faster(tiny_model, tiny_model)
     assert len(calls) == 4  # the warm-up round and one measured round, not five
+
+
+def test_a_model_folders_files_stay_in_it(tmp_path, tiny_text):
+    # a words.txt linked to /etc/passwd was followed, and its words came out in the text
+    from mdlm_hf.metrics import save_word_list
+    from mdlm_space import loading
+
+    torch.manual_seed(0)
+    MDLM(CharTokenizer.from_text(tiny_text).vocab, n_layer=1, n_head=2, n_embd=16, block_size=32).save_pretrained(
+        tmp_path / "model"
+    )
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    save_word_list(tiny_text, outside / "words.txt")
+    (outside / "casts.json").write_text('{"plays": {"a": ["ROMEO"]}}')
+    (outside / "demo.json").write_text("{}")
+    for name in ("words.txt", "casts.json", "demo.json"):
+        (tmp_path / "model" / name).symlink_to(outside / name)
+    model = MDLM.from_pretrained(tmp_path / "model")
+    for find in (model.word_list_file, model.casts_file, lambda: loading.load_demo_metadata(tmp_path / "model")):
+        with pytest.raises(ValueError, match="outside the model's folder: refused"):
+            find()
+    with pytest.raises(ValueError, match="outside the model's folder"):
+        model.generate(16, seed=0)
+    (tmp_path / "model" / "words.txt").unlink()
+    save_word_list(tiny_text, tmp_path / "model" / "words.txt")  # a file of its own is read as before
+    assert model.word_list_file() == tmp_path / "model" / "words.txt"
