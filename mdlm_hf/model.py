@@ -391,10 +391,13 @@ class MDLM(
         source, hub = self.loaded_from
         if hub is None:
             return file_in_folder(source, name)
-        try:
-            return Path(hf_hub_download(source, name, **hub))
-        except Exception:  # an older export without one, or the Hub out of reach: the caller says what to pass
-            return None
+        found = self.__dict__.setdefault("_hub_files", {})  # asked once: every default run reads them
+        if name not in found:
+            try:
+                found[name] = Path(hf_hub_download(source, name, **hub))
+            except Exception:  # an older export without one, or the Hub out of reach: the caller says what to pass
+                found[name] = None
+        return found[name]
 
 
 CHECKSUM_KEY = "mdlm_sha256"  # in a safetensors file's metadata: the sha256 of its tensors (`tensors_digest`)

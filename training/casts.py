@@ -21,7 +21,7 @@ from pathlib import Path
 
 from mdlm_hf.data import TINYSHAKESPEARE_MD5, TRAIN_FRACTION, atomic_write_bytes, read_text
 from mdlm_hf.metrics import speakers
-from mdlm_hf.sampling.layout import Casts
+from mdlm_hf.sampling.layout import LONGEST_LINE, Casts
 from training.build_corpus import read_plays
 from training.corpus import SEPARATOR
 
@@ -65,7 +65,7 @@ def training_casts(data_paths: list[str | Path], extra_paths: list[str | Path] =
     """casts.json's content for a training text: {"plays": play -> its speakers, "longest_line": N}; a text with
     no headings has no play with a speaker."""
     plays = training_plays(data_paths, extra_paths)
-    longest = max(longest_line(text) for text in plays.values())
+    longest = max((longest_line(text) for text in plays.values()), default=LONGEST_LINE)
     casts = {name: sorted(n for n in speakers(text) if not ROMAN.fullmatch(n)) for name, text in plays.items()}
     return {"plays": {name: names for name, names in casts.items() if names}, "longest_line": longest}
 

@@ -101,7 +101,8 @@ def evaluate_twin(model: MDLM, val_text: str, num_texts: int = 3, seed: int = 0,
 
 
 def draw_samples(model: MDLM, num_texts: int = 3, seed: int = 0) -> dict:
-    """The card's samples with the default sampler (an autoregressive twin's own: left to right, temperature 1):
+    """The card's samples with the default sampler (an autoregressive twin's own: left to right, temperature 1),
+    without a play's rules, which read the export's own files (so the export and a redraw from its folder agree):
     {"samples": texts, "sampling": their length and options}."""
     length = min(256, model.block_size)
     if model.causal:
@@ -109,7 +110,8 @@ def draw_samples(model: MDLM, num_texts: int = 3, seed: int = 0) -> dict:
         sampling = {"order": defaults.order, "temperature": defaults.temperature}
     else:
         sampling = DEFAULT_SAMPLING
-    texts = [model.generate(length, seed=seed + i, **sampling) for i in range(num_texts)]
+    rules_off = dict(real_words=False, keep_cast=False)
+    texts = [model.generate(length, seed=seed + i, **sampling, **rules_off) for i in range(num_texts)]
     return {"samples": texts, "sampling": {"length": length, **sampling}}
 
 

@@ -6,7 +6,8 @@ character the model drew that keeps every rule stands; one that breaks a rule is
 that keep them all, by the model's own odds among those (drawn as every character is: temperature, min-p, cooler
 after a capital). So where the model's draw keeps the rules, as it mostly does, the check costs one test, and the
 text is the model's own draw conditioned on the rules. Where no character keeps them (a dead end) the model's draw
-stands, and the run counts it (`SamplerState.word_fallbacks`).
+stands, and the run counts it (`SamplerState.word_fallbacks`); the lines a dead end broke bind no later character
+(the words still do), and each character written beside them is counted too.
 """
 
 from __future__ import annotations
@@ -155,21 +156,19 @@ class _RowView:
             else WordRule(self.keeper.lexicon, self.chars, self.given, p, self.edges)
         )
         if not (proposal < len(vocab) and self.allows(p, vocab[proposal], words)):
-            # lines an earlier dead end broke bind nothing here (the words still do); the character is counted
+            # lines an earlier dead end broke bind nothing here, the words still do; the character is counted
             lines_broken = self.lines is not None and self.lines.broken_at(p, self.plays)
-            self.keeper.fallbacks[self.row] += lines_broken
-            flags = [
-                (only is None or c in only)
-                and (words is None or words.allows(c))
-                and (lines_broken or self.allows(p, c, None))
-                for c in vocab
-            ]
-            after_capital = p > 0 and (self.chars[p - 1] or "").isupper()
-            drawn = draw(logits, flags, after_capital, options, generator)
-            if drawn is None:
-                self.keeper.fallbacks[self.row] += not lines_broken
-            else:
-                proposal = drawn
+            fits = [(only is None or c in only) and (words is None or words.allows(c)) for c in vocab]
+            if lines_broken:
+                self.keeper.fallbacks[self.row] += 1
+            if not (lines_broken and proposal < len(vocab) and fits[proposal]):  # else the model's draw stands
+                flags = [fit and (lines_broken or self.allows(p, c, None)) for fit, c in zip(fits, vocab, strict=True)]
+                after_capital = p > 0 and (self.chars[p - 1] or "").isupper()
+                drawn = draw(logits, flags, after_capital, options, generator)
+                if drawn is None:
+                    self.keeper.fallbacks[self.row] += not lines_broken
+                else:
+                    proposal = drawn
         self.chars[p] = vocab[proposal] if proposal < len(vocab) else None
         if self.lines is not None:
             self.plays = self.lines.narrowed(self.plays, p)

@@ -45,7 +45,8 @@ class Casts:
 
     def __init__(self, plays: dict[str, list[str]], longest_line: int = LONGEST_LINE, source: str = "casts") -> None:
         if not isinstance(plays, dict) or not all(
-            isinstance(names, list) and all(isinstance(n, str) for n in names) for names in plays.values()
+            isinstance(play, str) and isinstance(names, list) and all(isinstance(n, str) for n in names)
+            for play, names in plays.items()
         ):
             raise ValueError(f"{source} must map each play to a list of its speakers' names, got {described(plays)}")
         bad = next((n for names in plays.values() for n in names if not SPEAKER_NAME.fullmatch(n)), None)
@@ -135,8 +136,8 @@ def read_casts(path: str, modified: float) -> Casts:
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise ValueError(f"casts file {path} cannot be read as JSON ({error})") from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise ValueError(f"casts file {path} cannot be read as JSON ({type(error).__name__})") from None
     if not isinstance(data, dict) or "plays" not in data:
         raise ValueError(f"casts file {path} is not a casts.json: it has no 'plays'")
     return Casts(data["plays"], data.get("longest_line", LONGEST_LINE), source=f"casts file {path}")
@@ -149,6 +150,8 @@ def as_casts(casts: object) -> Casts:
     if isinstance(casts, (str, os.PathLike)):
         missing = f"casts file {casts} does not exist (pass a casts.json, or a dict of play -> speakers)"
         return read_casts(*file_version(casts, missing))
+    if isinstance(casts, dict) and isinstance(casts.get("plays"), dict):  # as casts.json holds them
+        return Casts(casts["plays"], casts.get("longest_line", LONGEST_LINE))
     if isinstance(casts, dict):
         return Casts(casts)
     raise ValueError(f"casts must be a dict of play -> speakers or a casts.json's path, got {described(casts)}")
@@ -172,7 +175,7 @@ def names_a_speaker(path: Path | None) -> bool:
         return False
     try:
         plays = json.loads(Path(path).read_text(encoding="utf-8")).get("plays")
-    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError, RecursionError):
         return True  # keep_cast will say what is wrong with it
     return not isinstance(plays, dict) or any(plays.values())
 
@@ -244,8 +247,10 @@ class LineRules:
             return (math.inf, None) if self.edges[1] else (masks - 2, None)
         if chars[j] != "\n":
             return math.inf, None  # that character may be the heading's own ("KING" _ " HENRY VI:")
+        if j + 1 == n and self.edges[1]:
+            return masks - 2, masks  # the view's cut after the break: speech may follow it
         if j + 1 == n or chars[j + 1] == "\n":
-            return (math.inf, None) if j + 1 == n and self.edges[1] else (masks - 2, None)
+            return masks - 2, None
         return masks - 2, masks  # its break in the masks, and a speech line before the known break; or up to it
 
     def around(self, p: int) -> Line:
@@ -297,18 +302,26 @@ class LineRules:
         """The heading nearest position q (a line break) going `step`: the line after the nearest blank line that
         way, if every character up to it is known; None otherwise."""
         chars, n = self.chars, len(self.chars)
+        if step < 0 and q <= 0:
+            return None  # the line is the text's first
         i = q + step
         while 0 < i < n - 1:
             if chars[i] is None:
                 return None
             if chars[i] == "\n" and chars[i + step] == "\n":  # a blank line: the heading follows it
-                start = i + 1 if step < 0 else i + 2
-                end = start
-                while end < n and chars[end] not in (None, "\n"):
-                    end += 1
-                return "".join(chars[start:end]) if end < n and chars[end] == "\n" else None
+                return self.whole_line(i + 1 if step < 0 else i + 2)
             i += step
+        if step < 0 and i == 0 and chars[0] not in (None, "\n") and not self.edges[0]:
+            return self.whole_line(0)  # the text's first line, a heading where it has a heading's form
         return None
+
+    def whole_line(self, start: int) -> str | None:
+        """The line from `start` to its known line break, where every character of it is known; else None."""
+        chars, n = self.chars, len(self.chars)
+        end = start
+        while end < n and chars[end] not in (None, "\n"):
+            end += 1
+        return "".join(chars[start:end]) if end < n and chars[end] == "\n" else None
 
     def speech_fits(self, line: Line) -> bool:
         """Whether the line's characters may be a speech line's: not too long, no space at either end, not a
@@ -368,7 +381,10 @@ class LineRules:
         return (self.kinds(self.starting_at(q + 1), plays) - {BLANK}) or ANY
 
     def fits(self, line: Line, plays: int) -> bool:
-        """Whether the line may be some kind that follows what is before it and leads to what is after it."""
+        """Whether the line may be some kind that follows what is before it and leads to what is after it (a line the
+        caller wrote whole is taken as it is)."""
+        if line.given and line.opened and line.closed:
+            return True
         before, after = self.before(line, plays), self.after(line, plays)
         for kind in self.kinds(line, plays):
             if before == START:
@@ -426,12 +442,15 @@ class LineRules:
             b += 1
         pattern = chars[a:b]
         known = [i for i, c in enumerate(pattern) if c is not None]
-        if not known or all(c is not None for c in pattern[: known[-1] + 1]):
+        if known and all(c is not None for c in pattern[: known[-1] + 1]):
             return True  # one stretch from the line's start: the line's own check reads it
         open_end = b == n and self.edges[1]  # the view's cut: the line may run on
         for heading in self.casts.headings_of(plays):
             k = len(heading)
-            ends = pattern[k] is None if k < len(pattern) else k == len(pattern) or open_end  # its break
+            if k < len(pattern):  # its break at a mask, and at least a character of speech before the known end
+                ends = pattern[k] is None and k + 1 < len(pattern)
+            else:  # its break the known one, with speech after it; or past the view's cut
+                ends = open_end or (k == len(pattern) and b < n and self.speech_follows(b))
             if (
                 ends
                 and all(c is None or c == h for c, h in zip(pattern, heading, strict=False))
@@ -439,6 +458,12 @@ class LineRules:
             ):
                 return True
         return False
+
+    def speech_follows(self, b: int) -> bool:
+        """Whether a speech may follow the line break at b: not a blank line, nor the text's end."""
+        if b + 1 == len(self.chars):
+            return self.edges[1]
+        return self.chars[b + 1] != "\n"
 
     @staticmethod
     def speech_after(rest: list[str | None]) -> bool:
