@@ -82,10 +82,14 @@ def check_flag(value: object, name: str) -> None:
 
 
 def check_model(model: object, call: str, rest: str) -> None:
-    """A TypeError when a module-level function's first argument is not a model (the arguments swapped, or None)."""
+    """A TypeError when a module-level function's first argument is not a model (the arguments swapped, or None); a
+    ValueError when its weights are on meta, which holds no data."""
     if not isinstance(model, nn.Module):
         got = "None" if model is None else f"a {type(model).__name__}"
         raise TypeError(f"{call} takes the model first: {call}(model, {rest}), got {got}")
+    first = next(model.parameters(), None)
+    if first is not None and first.is_meta:
+        raise ValueError(f"{call}: the model's weights are on meta, which holds no data: load them, or move it to cpu")
 
 
 def check_batch_size(batch_size: object) -> None:

@@ -163,3 +163,10 @@ def test_messages_name_the_type_of_a_model_or_tensor_never_its_repr(tiny_model):
         message = str(refused.value)
         assert "\n" not in message and "tensor(" not in message and "MDLM(" not in message, message
         assert "got MDLM" in message or "got Tensor" in message, message
+
+
+def test_a_model_on_meta_is_one_line_not_torchs_error(tiny_model):
+    # m.to("meta"); m.generate(length=16) raised "Tensor.item() cannot be called on meta tensors"
+    tiny_model.to("meta")
+    with pytest.raises(ValueError, match="weights are on meta"):
+        tiny_model.generate(length=16)
