@@ -1727,3 +1727,25 @@ def test_files_added_to_the_export_folder_while_it_runs_are_kept(tmp_path):
     with pytest.raises(ValueError, match=r"gained files the export did not write while it ran \(notes\.txt\)"):
         replace_directory(staging, earlier)
     assert (earlier / "notes.txt").read_text() == "mine" and (earlier / "model.safetensors").read_text() == "old"
+
+
+def test_evaluate_on_a_full_disk_leaves_no_empty_out_and_names_the_file(tmp_path, monkeypatch, tiny_text):
+    # a full disk left an empty --out and a message that named no file
+    import errno
+
+    from training import evaluate
+
+    torch.manual_seed(0)
+    MDLM(CharTokenizer.from_text(tiny_text).vocab, n_layer=1, n_head=2, n_embd=16, block_size=32).save_pretrained(
+        tmp_path / "model"
+    )
+    (tmp_path / "text.txt").write_text(tiny_text)
+
+    def full_disk(path, payload):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(evaluate, "atomic_write_bytes", full_disk)
+    args = ["--model", str(tmp_path / "model"), "--data", str(tmp_path / "text.txt"), "--nll-chars", "8"]
+    with pytest.raises(SystemExit, match=r"could not write .*metrics\.json \(No space left on device\)"):
+        evaluate.main([*args, "--num-samples", "1", "--out", str(tmp_path / "out")])
+    assert not (tmp_path / "out").exists()

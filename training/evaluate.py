@@ -184,12 +184,30 @@ def main(argv: list[str] | None = None) -> dict:
     report = evaluate_model(model, val_text, args.num_samples, nll_chars=args.nll_chars, progress=True)
     print_report(report, model.causal)
     if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(out / "metrics.json", json.dumps(report, indent=2).encode())  # never a half-written one
-        if "accuracy_by_mask_ratio" in report:  # a diffusion model's
-            plot_accuracy(report["accuracy_by_mask_ratio"], out / "accuracy_vs_mask_ratio.png")
+        write_report(Path(args.out), report)
     return report
+
+
+def write_report(out: Path, report: dict) -> None:
+    """Writes metrics.json (never half-written) and a diffusion model's accuracy plot under `out`; where that fails
+    (a full disk) removes what it wrote, and `out` where it made it, and exits with one line naming the file."""
+    made, written = not out.exists(), []
+    target = out / "metrics.json"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(target, json.dumps(report, indent=2).encode())
+        written.append(target)
+        if "accuracy_by_mask_ratio" in report:  # a diffusion model's
+            target = out / "accuracy_vs_mask_ratio.png"
+            plot_accuracy(report["accuracy_by_mask_ratio"], target)
+            written.append(target)
+    except OSError as error:
+        for path in [*written, target]:
+            path.unlink(missing_ok=True)
+        if made:
+            with contextlib.suppress(OSError):
+                out.rmdir()
+        sys.exit(f"error: could not write {target} ({error.strerror or error}); nothing was left in {out}")
 
 
 def print_report(report: dict, causal: bool) -> None:
