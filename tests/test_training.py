@@ -1749,3 +1749,26 @@ def test_evaluate_on_a_full_disk_leaves_no_empty_out_and_names_the_file(tmp_path
     with pytest.raises(SystemExit, match=r"could not write .*metrics\.json \(No space left on device\)"):
         evaluate.main([*args, "--num-samples", "1", "--out", str(tmp_path / "out")])
     assert not (tmp_path / "out").exists()
+
+
+def test_a_file_that_arrives_during_the_swap_is_kept_not_deleted(tmp_path, monkeypatch):
+    # replace_directory checked for foreign files and then renamed: a file created in between was deleted
+    from training import export_dir as swap
+
+    export, staging = tmp_path / "model", tmp_path / ".model.staging"
+    for folder in (export, staging):
+        folder.mkdir()
+        (folder / "config.json").write_text("{}")
+        swap.write_manifest(folder)
+    checked = swap.foreign_entries
+
+    def arrives_after_the_check(directory):
+        found = checked(directory)
+        if directory == export:
+            (export / "notes.txt").write_text("the user's")  # written just after the export looked
+        return found
+
+    monkeypatch.setattr(swap, "foreign_entries", arrives_after_the_check)
+    with pytest.raises(ValueError, match=r"notes\.txt"):
+        swap.replace_directory(staging, export)
+    assert (export / "notes.txt").read_text() == "the user's" and staging.is_dir()

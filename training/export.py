@@ -184,7 +184,8 @@ def staging_prefix(export_dir: Path, pid: int) -> str:
 
 def remove_stale_staging(export_dir: Path) -> None:
     """Removes the staging folders of exports that were killed (their process is gone): each left a hidden
-    `.NAME.PID.xxxxxxxx` beside the directory, which no later export cleaned."""
+    `.NAME.PID.xxxxxxxx` beside the directory, which no later export cleaned. The limit: "gone" means not running on
+    this machine, so two machines exporting into one shared network folder can remove each other's staging."""
     pattern = re.compile(rf"^\.{re.escape(export_dir.name)}\.(\d+)\.[A-Za-z0-9_]{{8}}$")
     for entry in export_dir.parent.glob(f".{export_dir.name}.*.*"):
         found = pattern.match(entry.name)

@@ -100,7 +100,9 @@ def replace_directory(staging: Path, export_dir: Path) -> None:
 
     A swap killed half-way leaves `.NAME.old` beside it: the previous export, which the next swap removes
     (when NAME is missing, the kill came between the two renames, and `.NAME.old` is all that was there).
-    Anything else by that name is a user's, and is refused rather than deleted.
+    Anything else by that name is a user's, and is refused rather than deleted, checked again once the earlier
+    export is moved aside. The limit: a file written into `.NAME.old` through a folder handle opened before the
+    move, in the instant between that check and the removal, goes with it.
     """
     old = backup_path(export_dir)
     if old.exists() or old.is_symlink():
@@ -115,5 +117,12 @@ def replace_directory(staging: Path, export_dir: Path) -> None:
         )
     if export_dir.exists():
         export_dir.rename(old)
+        foreign = foreign_entries(old)  # what came between the check above and the rename is in `old` now
+        if foreign:
+            old.rename(export_dir)
+            raise ValueError(
+                f"{export_dir} gained files the export did not write while it swapped ({', '.join(foreign[:5])}): "
+                "it was left as it is; move them elsewhere and export again"
+            )
     staging.rename(export_dir)
     shutil.rmtree(old, ignore_errors=True)
