@@ -26,7 +26,7 @@ import torch
 from mdlm_hf import sample
 from mdlm_hf.metrics import WORD_PATTERN, heading_name
 from mdlm_hf.pipeline import default_options, prompt_canvas
-from mdlm_hf.sampling.layout import as_casts
+from mdlm_hf.sampling.casts import as_casts
 from mdlm_hf.sampling.lexicon import as_lexicon
 from mdlm_hf.sampling.state import final_state
 from studio.common import load_model, thread_count

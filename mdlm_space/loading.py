@@ -13,7 +13,7 @@ from mdlm_hf import MDLM
 from mdlm_hf.autoregressive import check_twin
 from mdlm_hf.data import file_in_folder
 from mdlm_hf.metrics import load_word_list
-from mdlm_hf.sampling.layout import model_casts
+from mdlm_hf.sampling.casts import model_casts
 from mdlm_hf.sampling.lexicon import model_lexicon
 
 DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "pretrained" / "mdlm-shakespeare-char"

@@ -16,7 +16,7 @@ from mdlm_hf import MDLM, SamplerOptions, SamplerState, sample
 from mdlm_hf.autoregressive import DRAWS
 from mdlm_hf.metrics import words
 from mdlm_hf.pipeline import check_text, prompt_canvas
-from mdlm_hf.sampling.layout import model_casts
+from mdlm_hf.sampling.casts import model_casts
 from mdlm_hf.sampling.lexicon import model_lexicon
 from mdlm_hf.sampling.orders import reveal_order
 from mdlm_space.checks import check_chars, check_flag, fitted_length, run_seed

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from mdlm_hf import MDLM, sample
 from mdlm_hf.metrics import capitalised_words, heading_name, save_word_list, word_list_as_written
 from mdlm_hf.pipeline import ended, prompt_canvas, text_to_canvas
-from mdlm_hf.sampling.layout import Casts, LineRules, as_casts
+from mdlm_hf.sampling.casts import Casts, as_casts
+from mdlm_hf.sampling.layout import LineRules
 from mdlm_hf.sampling.lexicon import Lexicon
 from mdlm_hf.sampling.state import final_state
 from mdlm_hf.tokenizer import CharTokenizer

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from mdlm_hf.data import TINYSHAKESPEARE_MD5, TRAIN_FRACTION, atomic_write_bytes, read_text
 from mdlm_hf.metrics import speakers
-from mdlm_hf.sampling.layout import LONGEST_LINE, Casts
+from mdlm_hf.sampling.casts import LONGEST_LINE, Casts
 from training.build_corpus import read_plays
 from training.corpus import SEPARATOR
 

@@ -8,6 +8,7 @@
     prior.py      each character's probability with nothing known (prior_weight)
     lexicon.py    keeping every word written to a word list, names capitalised (real_words)
     layout.py     keeping a play's layout and one play's cast (keep_cast)
+    casts.py      each play's speakers, the casts.json keep_cast reads
     keeper.py     both rules, applied to each step's characters as they are drawn
     step.py       one denoising step
     loop.py       the writer: windows, blocks and steps, a generator of every state

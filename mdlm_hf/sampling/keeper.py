@@ -16,8 +16,9 @@ import math
 
 import torch
 
+from mdlm_hf.sampling.casts import Casts
 from mdlm_hf.sampling.drawing import candidate_tokens
-from mdlm_hf.sampling.layout import Casts, LineRules, is_heading
+from mdlm_hf.sampling.layout import LineRules, is_heading
 from mdlm_hf.sampling.lexicon import Lexicon, WordRule
 from mdlm_hf.sampling.options import SamplerOptions
 

@@ -16,9 +16,9 @@ import torch
 import torch.nn as nn
 
 from mdlm_hf.inference import evaluating, predictor
+from mdlm_hf.sampling.casts import Casts
 from mdlm_hf.sampling.drawing import capital_letters
 from mdlm_hf.sampling.keeper import Keeper
-from mdlm_hf.sampling.layout import Casts
 from mdlm_hf.sampling.lexicon import Lexicon
 from mdlm_hf.sampling.options import SamplerOptions
 from mdlm_hf.sampling.orders import plan_streams, reveal_order, word_separators

@@ -178,7 +178,7 @@ class SamplerOptions:
     )
     # keep the text to a play's shape (its casts.json, or `casts=`): every heading a speaker of one play, alone on
     # its line after a blank line, never an empty speech; a text's first line a heading or from a capital letter,
-    # its last never a heading (mdlm_hf/sampling/layout.py)
+    # its last never a heading (mdlm_hf/sampling/layout.py, casts.py)
     keep_cast: bool = option(
         False,
         boolean(),
