@@ -25,7 +25,7 @@ import torch
 
 from mdlm_hf import sample
 from mdlm_hf.metrics import WORD_PATTERN, heading_name
-from mdlm_hf.pipeline import default_options, prompt_canvas
+from mdlm_hf.pipeline import default_options, ends_on_heading, prompt_canvas
 from mdlm_hf.sampling.casts import as_casts
 from mdlm_hf.sampling.lexicon import as_lexicon
 from mdlm_hf.sampling.state import final_state
@@ -42,9 +42,7 @@ def text_faults(text: str, lexicon, casts) -> dict:
     names = [n for i, line in enumerate(lines) if (n := heading_name(line, lines[i - 1] if i else None))]
     unknown = [n for n in names if f"{n}:" not in casts.headings]
     plays = [play for play, cast in casts.plays.items() if all(n in cast for n in names)]
-    last = text.rstrip("\n").split("\n")
-    bad_end = bool(last) and (heading_name(last[-1], last[-2] if len(last) > 1 else None) is not None)
-    bad_end |= text.endswith("\n\n")
+    bad_end = ends_on_heading(text.rstrip("\n")) or text.endswith("\n\n")
     return dict(
         invented=invented, lowered=lowered, unknown=unknown, one_play=bool(plays), bad_end=bad_end, headings=len(names)
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import torch
 import torch.nn as nn
@@ -90,6 +91,13 @@ def check_model(model: object, call: str, rest: str) -> None:
     first = next(model.parameters(), None)
     if first is not None and first.is_meta:
         raise ValueError(f"{call}: the model's weights are on meta, which holds no data: load them, or move it to cpu")
+
+
+def shipped_file(model: nn.Module, finder: str) -> Path | None:
+    """The file a model's export wrote beside its weights, found by its method `finder` ("word_list_file",
+    "casts_file"); None where it has none, or the model has no such method (one built in a notebook, a stand-in)."""
+    find = getattr(model, finder, None)
+    return find() if callable(find) else None
 
 
 def check_batch_size(batch_size: object) -> None:

@@ -36,8 +36,7 @@ def word_list(text: str) -> list[str]:
 def capitalised_words(text: str) -> set[str]:
     """The words (lower case) that `text` only ever writes capitalised and at least once mid-sentence: names
     ("silvia", "rome") and "i", not words that are capitalised only because they start a line."""
-    lower = {w for w in WORD_PATTERN.findall(text) if w[0].islower()}
-    lower_keys = {w.lower() for w in lower}
+    lower_keys = {w.lower() for w in WORD_PATTERN.findall(text) if w[0].islower()}
     return {w.lower() for w in MID_SENTENCE.findall(text)} - lower_keys | ({"i"} - lower_keys)
 
 

@@ -16,7 +16,7 @@ import torch
 import torch.nn as nn
 
 from mdlm_hf.autoregressive import is_causal, write_left_to_right
-from mdlm_hf.inference import check_model
+from mdlm_hf.inference import check_model, shipped_file
 from mdlm_hf.metrics import heading_name
 from mdlm_hf.sampling.casts import Casts, names_a_speaker, run_casts
 from mdlm_hf.sampling.lexicon import Lexicon, run_lexicon
@@ -67,11 +67,9 @@ def default_options(model: nn.Module) -> SamplerOptions:
     """The options a run of `model` starts from: `SamplerOptions.default_for(model)` with the play's shape kept where
     the model's folder has what the rules read: `real_words` with its words.txt, `keep_cast` with a casts.json that
     names a speaker (the shipped models have both; a model built in a notebook has neither)."""
-    options = SamplerOptions.default_for(model)
-    find_words, find_casts = getattr(model, "word_list_file", None), getattr(model, "casts_file", None)
-    has_words = callable(find_words) and find_words() is not None
-    has_casts = callable(find_casts) and names_a_speaker(find_casts())
-    return options.replace(real_words=has_words, keep_cast=has_casts)
+    has_words = shipped_file(model, "word_list_file") is not None
+    has_casts = names_a_speaker(shipped_file(model, "casts_file"))
+    return SamplerOptions.default_for(model).replace(real_words=has_words, keep_cast=has_casts)
 
 
 def checked_canvas(model: nn.Module, canvas: object) -> torch.Tensor:

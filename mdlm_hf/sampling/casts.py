@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from mdlm_hf.data import file_version
+from mdlm_hf.inference import shipped_file
 from mdlm_hf.metrics import SPEAKER_NAME
 from mdlm_hf.sampling.options import SamplerOptions, described
 
@@ -137,8 +138,7 @@ def as_casts(casts: object) -> Casts:
 
 def model_casts(model: object) -> Casts:
     """The casts of the plays `model` was trained on: the casts.json its export wrote beside its weights."""
-    find = getattr(model, "casts_file", None)
-    path = find() if callable(find) else None
+    path = shipped_file(model, "casts_file")
     if path is None:
         raise ValueError(
             "keep_cast needs the model's casts, casts.json beside its weights, and this model has none: pass casts= "
@@ -149,8 +149,12 @@ def model_casts(model: object) -> Casts:
 
 def names_a_speaker(path: Path | None) -> bool:
     """Whether the casts.json at `path` names a speaker (a model trained on text without headings has none)."""
-    if path is None:
-        return False
+    return path is not None and speakers_named(*file_version(path, f"casts file {path} does not exist"))
+
+
+@functools.lru_cache(maxsize=4)
+def speakers_named(path: str, modified: float) -> bool:
+    """`names_a_speaker` of the file at `path` (`modified`: its time, so an edited file is read anew)."""
     try:
         plays = json.loads(Path(path).read_text(encoding="utf-8")).get("plays")
     except (OSError, UnicodeDecodeError, ValueError, AttributeError, RecursionError):

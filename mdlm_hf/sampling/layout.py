@@ -19,7 +19,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from mdlm_hf.metrics import SPEAKER_NAME
+from mdlm_hf.metrics import heading_name
 from mdlm_hf.sampling.casts import Casts
 
 HEADING, SPEECH, BLANK = "heading", "speech", "blank"
@@ -361,5 +361,5 @@ def quote_fits(chars: list[str | None], p: int) -> bool:
 
 
 def is_heading(line: str) -> bool:
-    """Whether a whole line is a heading's form, `NAME:`."""
-    return line.endswith(":") and bool(SPEAKER_NAME.fullmatch(line[:-1]))
+    """Whether a whole line is a heading's form, `NAME:` (as `heading_name` reads one after a blank line)."""
+    return heading_name(line, "") is not None

@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 
 from mdlm_hf.data import file_version
+from mdlm_hf.inference import shipped_file
 from mdlm_hf.metrics import WORD_PATTERN, words
 from mdlm_hf.sampling.options import SamplerOptions, described
 
@@ -125,8 +126,7 @@ def as_lexicon(lexicon: object) -> Lexicon:
 
 def model_lexicon(model: torch.nn.Module) -> Lexicon:
     """The words `model` was trained on: the words.txt its export wrote beside its weights."""
-    find = getattr(model, "word_list_file", None)
-    path = find() if callable(find) else None
+    path = shipped_file(model, "word_list_file")
     if path is None:
         raise ValueError(
             "real_words needs the model's word list, words.txt beside its weights, and this model has none: "
@@ -199,11 +199,3 @@ class WordRule:
             left, right = self.left, self.right
             return self.lexicon.fits(left.text + c + right.text, left.closed, right.closed, self.room)
         return self.apostrophe if c == "'" else self.separator
-
-
-def allowed(
-    lexicon: Lexicon, vocab: str, chars: list[str | None], given: list[bool], p: int, edges: tuple[bool, bool]
-) -> list[bool]:
-    """Which characters of `vocab` may go at position `p` of a row (`WordRule`)."""
-    rule = WordRule(lexicon, chars, given, p, edges)
-    return [rule.allows(c) for c in vocab]
