@@ -17,6 +17,7 @@ import itertools
 import json
 import math
 import os
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -430,7 +431,14 @@ def load_weights(model: MDLM, model_file: str, device: str = "cpu") -> MDLM:
                 if (dtype := stored.get_slice(name).get_dtype()) not in FLOAT_DTYPES:
                     raise ValueError(f"{model_file} holds {name} as {dtype}: weights must be floating point")
             recorded = (stored.metadata() or {}).get(CHECKSUM_KEY)
-            if recorded is not None and recorded != tensors_digest(stored):
+            if recorded is None:  # saved before the checksum, or by another tool: damage would load silently
+                warnings.warn(
+                    f"{model_file} carries no checksum ({CHECKSUM_KEY} in its metadata), so damage to it cannot be "
+                    "found: save or export the model again to add one",
+                    UserWarning,
+                    stacklevel=3,
+                )
+            elif recorded != tensors_digest(stored):
                 raise ValueError(
                     f"{model_file} is damaged: its weights do not match the checksum they were saved with; download "
                     "or export the model again"

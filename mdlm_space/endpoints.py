@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
+from gradio.components.api_component import Api
 
 from mdlm_hf import MASK_GLYPH
 from mdlm_hf.pipeline import END_AT
@@ -292,6 +293,7 @@ def refuse_extra_values(demo: gr.Blocks) -> None:
         wanted = len(block_fn.inputs)
         names = input_names(block_fn.fn) if block_fn.fn else []
         if len(inputs) == wanted or (len(inputs) < wanted and len(names) != wanted):
+            refuse_structured_values(block_fn, inputs, names)
             check_inputs(block_fn, inputs)  # too few for a page event without named parameters: gradio's check
             return
         named = f" ({', '.join(names)})" if names else ""
@@ -302,6 +304,31 @@ def refuse_extra_values(demo: gr.Blocks) -> None:
         )
 
     demo.validate_inputs = validate_inputs
+
+
+SCALAR_CONTROLS = (gr.Textbox, gr.Number, gr.Slider, gr.Checkbox, gr.Radio, gr.Dropdown)
+API_TYPE_WORDS = {"string": "a string", "number": "a number", "integer": "a number", "boolean": "true or false"}
+
+
+def scalar_words(component: gr.components.Component) -> str | None:
+    """What a parameter that takes one plain value must be, in words; None for one that may take a dict or list."""
+    if isinstance(component, SCALAR_CONTROLS):
+        return payload_words(component)
+    if isinstance(component, Api):  # a gr.api endpoint's parameter: its declared JSON type
+        return API_TYPE_WORDS.get(str((component.api_info() or {}).get("type")))
+    return None
+
+
+def refuse_structured_values(block_fn: Any, inputs: list[Any], names: list[str]) -> None:
+    """A gr.Error naming the parameter where a text, number or choice gets a dict or list: gradio tries to move a
+    file's payload (a FileData dict) into its cache before any handler runs, and its refusal reached the caller as
+    `{"error": null}`."""
+    for index, (component, value) in enumerate(zip(block_fn.inputs, inputs, strict=False)):
+        words = scalar_words(component)
+        if words and isinstance(value, (dict, list)):
+            name = names[index] if index < len(names) else (component.label or f"value {index + 1}")
+            got = "a file" if isinstance(value, dict) and "path" in value else f"a {type(value).__name__}"
+            raise gr.Error(f"{name} must be {words}, got {got}", print_exception=False)
 
 
 # what the API page prints inside a string literal as it is (it escapes nothing): such a default would not run as

@@ -2157,6 +2157,26 @@ def test_a_call_with_too_few_values_names_what_is_missing(server, capfd):
     assert "Traceback" not in capfd.readouterr().err
 
 
+def test_a_file_payload_as_a_plain_parameter_is_refused_by_name_on_every_endpoint(server, capfd):
+    # gradio moved a FileData dict into its cache before any handler ran and refused it as {"error": null}
+    payload = {"path": "/etc/passwd", "meta": {"_type": "gradio.FileData"}, "orig_name": "passwd"}
+    info = httpx.get(f"{server}gradio_api/info", timeout=30).json()["named_endpoints"]
+    checked = 0
+    for endpoint, described in info.items():
+        parameters = described["parameters"]
+        plain = [i for i, p in enumerate(parameters) if p["type"].get("type") in ("string", "number", "boolean")]
+        if not plain:
+            continue
+        values = [p["parameter_default"] if p["parameter_has_default"] else p["example_input"] for p in parameters]
+        values[plain[0]] = payload
+        stream = api_call(server, endpoint.lstrip("/"), values)
+        name = parameters[plain[0]]["parameter_name"]
+        assert f"{name} must be" in stream and "got a file" in stream, (endpoint, stream[-300:])
+        checked += 1
+    assert checked >= 5 and {"/score", "/generate"} <= set(info)
+    assert "Traceback" not in capfd.readouterr().err
+
+
 def python_snippet(info: dict, endpoint: str) -> str:
     """The "Use via API" page's Python snippet, as its page writes it: a string default or example between double
     quotes, as it is (gradio's frontend does not escape it)."""

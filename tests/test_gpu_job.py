@@ -175,3 +175,59 @@ def test_the_8_pass_students_distillation_runs_at_a_tiny_size(tmp_path, tiny_mod
     x0 = torch.tensor([teacher.tokenizer.encode(tiny_text[:64])])
     loss = distill.distill_loss(teacher, teacher, x0, 16, torch.Generator().manual_seed(0))
     assert torch.isfinite(loss) and loss >= 0
+
+
+def test_the_committed_plans_read_and_their_warm_starts_fit_the_shipped_models():
+    plans = sorted((gpu_job.Path(__file__).resolve().parent.parent / "training" / "plans").glob("*.json"))
+    assert plans
+    for path in plans:
+        runs, _ = gpu_job.read_plan(path)
+        for run in runs:
+            assert gpu_job.warm_start_problem(run) is None, (path.name, run.name)
+    mismatched = gpu_job.Run("x", 320, 5, True, "diffusion", init_from="pretrained/mdlm-shakespeare-char")
+    assert "is not a diffusion model of n_embd 320" in gpu_job.warm_start_problem(mismatched)
+    missing = gpu_job.Run("x", 256, 4, True, "ar", init_from="pretrained/none")
+    assert "has no readable config.json" in gpu_job.warm_start_problem(missing)
+
+
+def test_a_plans_student_needs_its_teacher(tmp_path):
+    (tmp_path / "plan.json").write_text(
+        json.dumps({"runs": [{"name": "s", "n_embd": 32, "n_head": 2, "extra_text": True, "objective": "student"}]})
+    )
+    with pytest.raises(ValueError, match="student 's' needs init_from"):
+        gpu_job.read_plan(tmp_path / "plan.json")
+
+
+def test_the_students_rounds_share_max_minutes(tmp_path, tiny_model, tiny_text):
+    from training import distill
+
+    tiny_model.save_pretrained(tmp_path / "teacher")
+    (tmp_path / "text.txt").write_text(tiny_text * 20)
+    flags = ["--teacher", str(tmp_path / "teacher"), "--data", str(tmp_path / "text.txt"), "--batch-size", "2"]
+    flags += ["--out-dir", str(tmp_path / "out"), "--rounds", "2", "--steps", "100000", "--max-minutes", "0.001"]
+    started = gpu_job.time.perf_counter()
+    facts = distill.main(flags)
+    assert sorted(facts) == [8, 16] and gpu_job.time.perf_counter() - started < 30
+
+
+@pytest.mark.slow
+def test_the_next_windows_plan_runs_end_to_end_at_a_tiny_size(tmp_path):
+    # warm starts from tiny parents the rehearsal trains first, the twin beside the model, the student beside both
+    data, extra, heldout = (tmp_path / name for name in ("tiny.txt", "extra.txt", "heldout.txt"))
+    write_text(data, 600, speaker="CLAUDIUS+BERNARDO")
+    write_text(extra, 60, speaker="BERNARDO")
+    write_text(heldout, 40, speaker="BERNARDO")
+    out, plan = tmp_path / "out", gpu_job.Path(__file__).resolve().parent.parent / "training" / "plans" / "v5.json"
+    argv = ["--tiny", "--data", str(data), "--train-extra", str(extra), "--heldout", str(heldout), "--plan", str(plan)]
+    argv += ["--out", str(out), "--work", str(tmp_path / "work"), "--steps", "6", "--batch-size", "4"]
+    metrics = gpu_job.main(argv)
+    assert metrics["failed"] == []
+    assert set(metrics["scores"]) == {"v4", "twin-v4", "student-8"}
+    assert metrics["scores"]["v4"]["val_elbo"] > 0 and metrics["scores"]["twin-v4"]["val_nll"] > 0
+    assert metrics["scores"]["student-8"]["val_elbo"] > 0
+    assert sorted(metrics["files"]) == ["student-8.tar", "twin-v4.tar", "v4.tar"]
+    for name in ("v4", "twin-v4"):
+        with tarfile.open(out / f"{name}.tar") as tar:
+            stages = json.load(tar.extractfile(f"{name}/metrics.json"))["training"]["stages"]
+        assert [stage["steps"] for stage in stages] == [6, 6], name  # the parent's stage, then the warm start's
+        assert stages[1]["init_from"].endswith(str(gpu_job.Path("export") / f"parent-{int(name != 'v4')}"))

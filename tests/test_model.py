@@ -1,13 +1,20 @@
 import copy
 import json
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+import safetensors
+import safetensors.torch
 import torch
 
 from mdlm_hf import MDLM
+from mdlm_hf.model import CHECKSUM_KEY, tensors_digest
 from mdlm_hf.tokenizer import CharTokenizer
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_logits_shape_and_mask_never_predicted(tiny_model):
@@ -390,6 +397,32 @@ def test_flipped_bytes_in_the_weights_and_a_deeply_nested_config_are_refused_in_
     (tmp_path / "config.json").write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(ValueError, match="config.json is not a config: its JSON is nested too deeply"):
         MDLM.from_pretrained(tmp_path)
+
+
+@pytest.mark.parametrize("folder", ["mdlm-shakespeare-char", "mdlm-shakespeare-char-ar"])
+def test_the_shipped_weights_carry_their_checksum_and_a_flip_in_the_middle_is_refused(folder, tmp_path):
+    # formerly: the shipped files had no checksum, and 8 bytes XOR-ed at the file's midpoint loaded silently
+    shutil.copytree(REPO_ROOT / "pretrained" / folder, tmp_path / folder)
+    weights = tmp_path / folder / "model.safetensors"
+    with safetensors.safe_open(str(weights), framework="pt") as stored:
+        assert stored.metadata()[CHECKSUM_KEY] == tensors_digest(stored)
+    data = bytearray(weights.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 8] = bytes(b ^ 0x5A for b in data[middle : middle + 8])
+    weights.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"model\.safetensors is damaged"):
+        MDLM.from_pretrained(tmp_path / folder)
+
+
+def test_weights_without_a_checksum_load_with_a_one_line_warning_naming_the_file(tiny_model, tmp_path):
+    tiny_model.save_pretrained(tmp_path)
+    weights = tmp_path / "model.safetensors"
+    safetensors.torch.save_model(tiny_model, str(weights), metadata={"format": "pt"})  # as another tool writes it
+    with pytest.warns(UserWarning) as caught:
+        loaded = MDLM.from_pretrained(tmp_path)
+    (warning,) = [w for w in caught if "checksum" in str(w.message)]
+    assert str(warning.message).startswith(f"{weights} carries no checksum") and "\n" not in str(warning.message)
+    assert torch.equal(loaded.lm_head.weight, tiny_model.lm_head.weight)
 
 
 def test_the_fp32_bf16_timing_stops_once_it_has_taken_its_budget(tiny_model, monkeypatch):

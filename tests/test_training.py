@@ -1447,7 +1447,9 @@ def test_init_from_fine_tunes_a_saved_model_with_stream_masks(text_file, tmp_pat
     assert resumed["step"] == 6  # a resume reads the run's own checkpoint, not --init-from's weights again
     export.main(["--run-dir", str(tmp_path / "moved"), "--data", str(text_file), "--export-dir", str(tmp_path / "ex")])
     card = (tmp_path / "ex" / "README.md").read_text()
-    assert f"- fine-tuned from: {tmp_path / 'saved'}" in card and "stream_masks=1.0" in card
+    assert "  1. steps and characters not recorded, text not recorded" in card  # a notebook's save: no metrics.json
+    assert "  2. 6 steps, 768 characters of" in card and f"from {tmp_path / 'saved'}" in card
+    assert "stream_masks=1.0" in card
 
 
 def test_init_from_errors_are_one_line(text_file, tmp_path, tiny_text):

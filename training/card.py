@@ -266,7 +266,33 @@ def training_facts(model: MDLM, report: dict, run: dict, data: TrainingData) -> 
         "hardware": run.get("hardware") or "an unrecorded machine",  # checkpoints from before the field
         "recipe": ", ".join(f"{k}={args[k]}" for k in RECIPE_KEYS if k in args and not unused_by_run(k, args)),
         "init_from": args.get("init_from"),
+        "stages": [stage_line(stage) for stage in training_stages(run, data)],
+        "total": lineage_total(training_stages(run, data)),
     }
+
+
+def training_stages(run: dict, data: TrainingData) -> list[dict]:
+    """Every stage of the model's training, oldest first: those its --init-from model records, then this run's."""
+    args = run.get("args", {})
+    this = {"steps": run.get("step", 0), "characters": run.get("tokens_seen", 0), "text": data.name}
+    return [*run.get("parent_stages", []), {**this, "init_from": args.get("init_from")}]
+
+
+def stage_line(stage: dict) -> str:
+    """A stage as the card lists it: its steps, characters and text, and the model it started from."""
+    pairs = ((stage.get("steps"), "steps"), (stage.get("characters"), "characters"))
+    counted = [f"{value:,} {unit}" for value, unit in pairs if isinstance(value, int)]
+    line = ", ".join(counted) or "steps and characters not recorded"
+    line += f" of {stage['text']}" if stage.get("text") not in (None, "", "not recorded") else ", text not recorded"
+    return line + (f", from {stage['init_from']}" if stage.get("init_from") else "")
+
+
+def lineage_total(stages: list[dict]) -> str | None:
+    """The steps and characters of every stage together, or None where one is not recorded or there is one stage."""
+    counts = [(stage.get("steps"), stage.get("characters")) for stage in stages]
+    if len(stages) < 2 or not all(isinstance(s, int) and isinstance(c, int) for s, c in counts):
+        return None
+    return f"{sum(s for s, _ in counts):,} steps, {sum(c for _, c in counts):,} characters"
 
 
 def unused_by_run(key: str, args: dict) -> bool:

@@ -10,6 +10,7 @@ one) all import this module, so none imports another for it.
 from __future__ import annotations
 
 import io
+import json
 import math
 import pickle
 import re
@@ -163,7 +164,23 @@ def starting_point(model_id: str) -> dict:
     except Exception as error:  # a missing directory goes to the Hub, whose errors are many types
         raise ValueError(f"--init-from {model_id}: no mdlm_hf model there ({' '.join(str(error).split())})") from error
     config = dict(model._hub_mixin_config)  # the config.json it was saved with
-    return {"model_config": config, "model": model.state_dict()}  # fp32 however the file stores them
+    stages = recorded_stages(model.export_file("metrics.json"), model_id)
+    return {"model_config": config, "model": model.state_dict(), "stages": stages}  # fp32 however stored
+
+
+def recorded_stages(metrics_path: Path | None, model_id: str) -> list[dict]:
+    """The training stages a saved model's metrics.json records (each {"steps", "characters", "text",
+    "init_from"}), oldest first; one stage of its counters where it names none, its text "not recorded"."""
+    try:
+        training = json.loads(metrics_path.read_text(encoding="utf-8"))["training"]
+    except (AttributeError, OSError, ValueError, KeyError, TypeError):  # no metrics.json: a notebook's save
+        return [{"steps": None, "characters": None, "text": "not recorded", "init_from": None, "model": model_id}]
+    stages = training.get("stages") if isinstance(training, dict) else None
+    if isinstance(stages, list) and stages and all(isinstance(stage, dict) for stage in stages):
+        return stages
+    counters = training if isinstance(training, dict) else {}
+    stage = {"steps": counters.get("step"), "characters": counters.get("tokens_seen"), "text": "not recorded"}
+    return [{**stage, "init_from": None, "model": model_id}]
 
 
 def build_model(checkpoint: dict, path: Path) -> MDLM:

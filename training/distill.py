@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import math
 import shutil
 import sys
 import time
@@ -33,7 +34,7 @@ from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
 from training.corpus import read_texts
 
 TEACHER_PASSES = 32  # the shipped sampler's steps: the first round's teacher writes 256 characters in these
-COPIED = ("words.txt", "demo.json")  # what the export takes from the teacher's folder, where it has them
+COPIED = ("words.txt", "casts.json", "demo.json")  # what the export takes from the teacher's folder, where it has them
 
 
 def half_steps(
@@ -83,13 +84,18 @@ def train_round(
     passes: int,
     args: argparse.Namespace,
     generator: torch.Generator,
+    deadline: float = float("inf"),
 ) -> list[float]:
-    """One round: `args.steps` AdamW steps of the student against the teacher; the losses."""
+    """One round: `args.steps` AdamW steps of the student against the teacher, or fewer where time.perf_counter()
+    passes `deadline`; the losses."""
     optimizer = torch.optim.AdamW(student.parameters(), lr=args.lr, weight_decay=0.0)
     student.train()
     teacher.eval()
     losses, L = [], student.block_size
     for step in range(args.steps):
+        if step and time.perf_counter() > deadline:
+            print(f"{passes} passes: stopping at step {step} (--max-minutes)", flush=True)
+            break
         starts = torch.randint(0, tokens.numel() - L, (args.batch_size,), generator=generator, device=tokens.device)
         x0 = torch.stack([tokens[s : s + L] for s in starts.tolist()]).to(tokens.device)
         loss = distill_loss(student, teacher, x0, passes, generator)
@@ -122,6 +128,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out-dir", required=True, help="each round's student: OUT/student-N (N passes)")
     parser.add_argument("--rounds", type=int, default=2, help="32 -> 16 is one; 2: 8 passes")
     parser.add_argument("--steps", type=int, default=2000, help="steps of each round")
+    parser.add_argument("--max-minutes", type=float, default=None, help="the rounds share this time, finished or not")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--lr", type=float, default=1e-4)
     parser.add_argument("--seed", type=int, default=0)
@@ -129,6 +136,8 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     if not 1 <= args.rounds <= 4 or args.steps < 1 or args.batch_size < 1 or not args.lr > 0:
         parser.error("--rounds must be 1 to 4, --steps and --batch-size >= 1, --lr > 0")
+    if args.max_minutes is not None and not args.max_minutes > 0:
+        parser.error(f"--max-minutes must be above 0, not {args.max_minutes}")
     if problem := device_problem(args.device):
         parser.error(problem)
     device = choose_device(args.device)
@@ -146,7 +155,8 @@ def main(argv: list[str] | None = None) -> dict:
         teacher, student = student.eval(), copy.deepcopy(student).train()
         teacher.requires_grad_(False)
         student.requires_grad_(True)
-        losses = train_round(student, teacher, tokens, passes, args, generator)
+        share = (args.max_minutes or math.inf) * 60 / args.rounds  # each round its share of the time
+        losses = train_round(student, teacher, tokens, passes, args, generator, time.perf_counter() + share)
         out = Path(args.out_dir) / f"student-{passes}"
         export(student, teacher_dir, out)
         student.to(device)

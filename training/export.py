@@ -44,7 +44,14 @@ from mdlm_hf import MDLM
 from mdlm_hf.data import atomic_write_bytes, split_text
 from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
 from mdlm_hf.metrics import save_word_list
-from training.card import TrainingData, demo_metadata, describe_training_data, model_card_details, python_string
+from training.card import (
+    TrainingData,
+    demo_metadata,
+    describe_training_data,
+    model_card_details,
+    python_string,
+    training_stages,
+)
 from training.casts import text_casts, training_casts, write_casts
 from training.checkpoints import RunError, build_model, load_checkpoint, prepare_dir
 from training.corpus import SEPARATOR, read_texts, scan_text, texts_trained_on
@@ -163,6 +170,7 @@ def export_model(
         for attachment in attachments:  # the images the card's recipe section shows
             shutil.copyfile(attachment, staging / Path(attachment).name)
         facts = {k: run.get(k) for k in ("step", "tokens_seen", "wall_time")}
+        facts["stages"] = training_stages(run, data)  # the lineage a later --init-from of this export extends
         (staging / "metrics.json").write_text(json.dumps({**report, "training": facts}, indent=2))
         write_manifest(staging)
         apply_umask(staging)

@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tarfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -45,6 +45,7 @@ from mdlm_hf.diffusion import exact_nll
 from training.build_corpus import read_plays
 from training.corpus import read_texts
 from training.export import load_run
+from training.run_options import SHAPE_FLAGS
 
 PART_BYTES = 16 * 2**20  # the largest file the device returns
 RECIPE = (  # the shipped model's recipe (training/RECIPE.md), but its shape
@@ -57,9 +58,12 @@ SHIPPED = {
 }
 
 
+OBJECTIVES = ("diffusion", "ar", "student")  # a student is distilled (training.distill) from its init_from
+
+
 @dataclass(frozen=True)
 class Run:
-    """One training run of the job: its shape, its text and its objective."""
+    """One training run of the job: its shape, its text, its objective and the model it starts from."""
 
     name: str
     n_embd: int
@@ -67,13 +71,38 @@ class Run:
     extra_text: bool  # whether the other plays join the training split
     objective: str = "diffusion"
     returned: bool = True  # whether its export comes back from the device
+    init_from: str | None = None  # a model folder whose weights it continues (its shape is that model's)
 
     def flags(self, args: argparse.Namespace) -> list[str]:
-        """The run's `python -m training.train` flags."""
-        shape = ["--n-embd", str(self.n_embd), "--n-head", str(self.n_head), "--n-layer", str(args.n_layer)]
+        """The run's `python -m training.train` (a student's `training.distill`) flags."""
         extra = ["--train-extra", *args.train_extra] if self.extra_text else []
-        twin = ["--objective", "ar", "--dropout", "0.1"] if self.objective == "ar" else []
+        if self.objective == "student":  # 32 -> 16 -> 8 passes in the job's time
+            rounds = ["--rounds", "2", "--steps", str(args.steps), "--max-minutes", str(args.minutes)]
+            size = ["--batch-size", str(args.batch_size)]
+            return ["--teacher", str(self.init_from), *rounds, *size, *extra, "--data", args.data, "--seed", "0"]
+        twin = ["--dropout", "0.1"] if self.objective == "ar" else []
+        if self.init_from:  # the saved model's shape and objective; a fresh optimiser with a short warm-up
+            start = ["--init-from", self.init_from, "--warmup-steps", str(args.warmup_steps)]
+            return [*warm_recipe(), *start, *extra, *twin, "--data", args.data, "--seed", str(args.seed)]
+        shape = ["--n-embd", str(self.n_embd), "--n-head", str(self.n_head), "--n-layer", str(args.n_layer)]
+        twin += ["--objective", "ar"] if self.objective == "ar" else []
         return [*RECIPE, *shape, *extra, *twin, "--data", args.data, "--seed", str(args.seed)]
+
+    def module(self) -> str:
+        """What trains it."""
+        return "training.distill" if self.objective == "student" else "training.train"
+
+
+def warm_recipe() -> list[str]:
+    """RECIPE without the flags a warm start takes from its model (its shape)."""
+    flags, index = [], 0
+    while index < len(RECIPE):
+        if RECIPE[index].lstrip("-").replace("-", "_") in SHAPE_FLAGS:
+            index += 2 if index + 1 < len(RECIPE) and not RECIPE[index + 1].startswith("--") else 1
+            continue
+        flags.append(RECIPE[index])
+        index += 1
+    return flags
 
 
 RUNS = (
@@ -87,11 +116,11 @@ RUNS = (
 
 def tiny(runs: tuple[Run, ...]) -> tuple[Run, ...]:
     """The runs at the CPU rehearsal's size."""
-    return tuple(Run(r.name, 32, 2, r.extra_text, r.objective, r.returned) for r in runs)
+    return tuple(Run(r.name, 32, 2, r.extra_text, r.objective, r.returned, r.init_from) for r in runs)
 
 
 TINY_RUNS = tiny(RUNS)
-PLAN_SETTINGS = {"steps": int, "minutes": (int, float), "batch_size": int, "compile": bool}
+PLAN_SETTINGS = {"steps": int, "minutes": (int, float), "batch_size": int, "compile": bool, "warmup_steps": int}
 
 
 def read_plan(path: Path) -> tuple[tuple[Run, ...], dict]:
@@ -118,14 +147,34 @@ def read_plan(path: Path) -> tuple[tuple[Run, ...], dict]:
         except TypeError as error:
             raise ValueError(f"--plan {path}: a run {entry!r} is malformed ({error})") from None
         ok = isinstance(run.name, str) and run.name and isinstance(run.n_embd, int) and isinstance(run.n_head, int)
-        if not ok or run.n_head < 1 or run.n_embd % run.n_head or run.objective not in ("diffusion", "ar"):
+        ok = ok and (run.init_from is None or (isinstance(run.init_from, str) and run.init_from))
+        if not ok or run.n_head < 1 or run.n_embd % run.n_head or run.objective not in OBJECTIVES:
             raise ValueError(
-                f"--plan {path}: run {entry!r} needs a name, n_embd a multiple of n_head, objective diffusion or ar"
+                f"--plan {path}: run {entry!r} needs a name, n_embd a multiple of n_head, objective "
+                f"{', '.join(OBJECTIVES)}, and init_from a folder's path if it has one"
             )
+        if run.objective == "student" and not run.init_from:
+            raise ValueError(f"--plan {path}: student {run.name!r} needs init_from, its teacher's folder")
         runs.append(run)
     if len({run.name for run in runs}) < len(runs):
         raise ValueError(f"--plan {path}: two runs share a name")
     return tuple(runs), {name: plan[name] for name in PLAN_SETTINGS if name in plan}
+
+
+def warm_start_problem(run: Run) -> str | None:
+    """What is wrong with a run's init_from (a missing folder, another shape or objective than the plan says), or
+    None: found before the window's minutes are spent."""
+    if not run.init_from:
+        return None
+    config_path = Path(run.init_from) / "config.json"
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        return f"run {run.name}: init_from {run.init_from} has no readable config.json ({error})"
+    causal = run.objective == "ar"
+    if (config.get("n_embd"), config.get("n_head"), bool(config.get("causal"))) != (run.n_embd, run.n_head, causal):
+        return f"run {run.name}: init_from {run.init_from} is not a {run.objective} model of n_embd {run.n_embd}"
+    return None
 
 
 def launch(command: list[str], log: Path, threads: int) -> subprocess.Popen:
@@ -157,9 +206,38 @@ def train_all(runs: tuple[Run, ...], args: argparse.Namespace, work: Path) -> li
     processes, logs = {}, {}
     for run in runs:
         logs[run.name] = work / f"{run.name}.train.log"
-        command = ["training.train", *run.flags(args), *device, *schedule, "--out-dir", str(work / run.name)]
+        where = ["--device", args.device] if run.objective == "student" else [*device, *schedule]
+        command = [run.module(), *run.flags(args), *where, "--out-dir", str(work / run.name)]
         processes[run.name] = launch(command, logs[run.name], threads=1 if args.tiny else 2)
     return wait_all(processes, logs, "training")
+
+
+def model_dir(run: Run, work: Path) -> Path:
+    """Where a trained run's model is: a student's last round's export, else the run's folder (its best weights)."""
+    return work / run.name / "student-8" if run.objective == "student" else work / run.name
+
+
+def export_dir(run: Run, work: Path) -> Path:
+    """Where a trained run's Hub-ready folder is: a student's own export, else training.export's."""
+    return model_dir(run, work) if run.objective == "student" else work / "export" / run.name
+
+
+def tiny_parents(runs: tuple[Run, ...], args: argparse.Namespace, work: Path) -> tuple[Run, ...]:
+    """The rehearsal's warm starts: each init_from becomes a tiny model trained and exported here first (the
+    shipped models are another shape), so the rehearsal takes the whole path a window takes."""
+    parents = {}
+    for run in runs:
+        if run.init_from and run.init_from not in parents:
+            objective = "ar" if run.objective == "ar" else "diffusion"
+            parents[run.init_from] = Run(f"parent-{len(parents)}", 32, 2, False, objective, returned=False)
+    if not parents:
+        return runs
+    failed = train_all(tuple(parents.values()), args, work)
+    failed += export_all(tuple(parents.values()), args, work)
+    if failed:
+        sys.exit(f"error: the rehearsal's parents {', '.join(failed)} failed (their logs' ends are above)")
+    moved = {path: str(export_dir(parent, work)) for path, parent in parents.items()}
+    return tuple(replace(run, init_from=moved[run.init_from]) if run.init_from else run for run in runs)
 
 
 def extra_text_name(paths: list[str]) -> str:
@@ -173,6 +251,8 @@ def export_all(runs: tuple[Run, ...], args: argparse.Namespace, work: Path) -> l
     """Exports the trained runs side by side (bf16 weights: the device's files are at most 16 MiB); failures."""
     processes, logs = {}, {}
     for run in runs:
+        if run.objective == "student":  # training.distill exported each round already
+            continue
         logs[run.name] = work / f"{run.name}.export.log"
         extra = ["--train-extra", *args.train_extra] if run.extra_text else []
         command = [
@@ -291,6 +371,7 @@ def main(argv: list[str] | None = None) -> dict:
     )
     parser.add_argument("--tiny", action="store_true", help="a CPU rehearsal at a tiny size")
     parser.add_argument("--compile", action="store_true", help="torch.compile each run's training steps")
+    parser.add_argument("--warmup-steps", type=int, default=100, help="a warm start's warm-up (a fresh optimiser)")
     parser.add_argument("--plan", default=None, help="a JSON plan of the runs and settings (see the module's doc)")
     planned = RUNS
     plan_path = parser.parse_known_args(argv)[0].plan
@@ -315,19 +396,22 @@ def main(argv: list[str] | None = None) -> dict:
         if unknown := set(args.runs) - {run.name for run in runs}:
             parser.error(f"--runs: no run named {', '.join(sorted(unknown))}")
         runs = tuple(run for run in runs if run.name in args.runs)
+    if not args.tiny and (problem := next(filter(None, map(warm_start_problem, runs)), None)):
+        parser.error(problem)
     out, work = Path(args.out), Path(args.work)
     out.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    runs = tiny_parents(runs, args, work) if args.tiny else runs
     failed = train_all(runs, args, work)
     trained = tuple(run for run in runs if run.name not in failed)
     print(f"trained in {time.perf_counter() - started:.0f} s", flush=True)
     failed += export_all(trained, args, work)
-    exported = {run.name: work / "export" / run.name for run in trained if run.name not in failed}
+    exported = {run.name: export_dir(run, work) for run in trained if run.name not in failed}
     print(f"exported in {time.perf_counter() - started:.0f} s", flush=True)
     metrics = {"runs": {run.name: vars(run) | {"flags": run.flags(args)} for run in runs}, "failed": failed}
     metrics["curves"] = curves(runs, work)
-    trained_dirs = {run.name: work / run.name for run in trained}
+    trained_dirs = {run.name: model_dir(run, work) for run in trained}
     metrics["scores"] = score_all({**(SHIPPED if not args.tiny else {}), **trained_dirs}, args)
     metrics["files"] = [
         name for run in trained if run.returned and run.name in exported for name in pack(exported[run.name], out)

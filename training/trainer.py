@@ -118,6 +118,8 @@ class Trainer:
             self.model = MDLM(**self.model_config).to(device)
         else:
             self.model = model_from_config(self.model_config, self.out_dir / "ckpt.pt").to(device)
+        # the stages of training before this run (--init-from's lineage), for its card and metrics.json
+        self.parent_stages: list[dict] = list(start.get("stages", [])) if start is not None else []
         if start is not None:
             load_state(self.model, start["model"], Path(args.init_from))
         if args.zero_init_residual and saved is None:
@@ -158,6 +160,7 @@ class Trainer:
             **{k: checkpoint[k] for k in ("step", "tokens_seen", "wall_time", "best_val", "history")}
         )
         self.hardware = joined_hardware(checkpoint.get("hardware"), self.hardware)
+        self.parent_stages = list(checkpoint.get("parent_stages") or [])
         step = self.progress.step
         if rank < len(checkpoint["rng"]):
             rng = checkpoint["rng"][rank]
@@ -290,6 +293,7 @@ class Trainer:
             "rng": all_rng,
             "args": vars(self.args),
             "hardware": self.hardware,
+            "parent_stages": self.parent_stages,
         }
 
     def save(self) -> None:
