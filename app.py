@@ -17,6 +17,7 @@ import sys
 
 from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
 from mdlm_space import build_demo, worker
+from mdlm_space.endpoints import QUEUE_SLOTS
 from mdlm_space.loading import (
     DEFAULT_MODEL,
     MODEL_ENV_VAR,
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     # How it works' accuracy plot, measured behind the warm-up, a mask ratio at a time, so runs go in between
     accuracy_results(model, on_model_thread(demo_texts, model, metadata).sample)
     try:
-        demo.queue(default_concurrency_limit=8, max_size=64).launch(
+        demo.queue(default_concurrency_limit=QUEUE_SLOTS, max_size=64).launch(
             server_name=args.host,
             server_port=args.port,
             mcp_server=mcp_available(),

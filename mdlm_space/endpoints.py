@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import inspect
+import os
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from mdlm_hf.sampling.options import OPTION_SPECS
 from mdlm_hf.windows import MAX_CANVAS
 from mdlm_space.checks import MAX_SEED, listed
 from mdlm_space.texts import END_AT_WORDS
-from mdlm_space.worker import gpu_work, iterate_on_model_thread, on_model_thread
+from mdlm_space.worker import LONG_LANE, SHORT_LANE, gpu_work, iterate_on_model_thread, on_model_thread
 
 # the parameters of the endpoints that are not sampler options (SamplerOptions names, defaults, bounds and documents
 # those: OPTION_SPECS); a number's bounds are both its control's range and its handler's check
@@ -221,8 +222,12 @@ def event(handler: Callable, inputs: dict[str, gr.components.Component], on_mode
 
     def streaming(*values: Any) -> Iterator:
         values, request = with_request(values)
-        with errors_shown(), client_run(request):
-            yield from iterate_on_model_thread(handler(**context, **by_name(values)))
+        with errors_shown():
+            named = by_name(values)
+            long = run_chars(named) > LONG_RUN_CHARS
+            with client_run(request, long):
+                lane = LONG_LANE if long else SHORT_LANE
+                yield from iterate_on_model_thread(handler(**context, **named), lane)
 
     def single(*values: Any) -> Any:
         values, _ = with_request(values)  # a single pass is no long run: not counted
@@ -245,42 +250,80 @@ def event(handler: Callable, inputs: dict[str, gr.components.Component], on_mode
 # streamed runs one caller may have going at once: more wait their turn in the queue behind everyone else's, so a
 # few callers with many long runs kept a short one waiting for minutes
 MAX_RUNS_PER_CLIENT = 2
+QUEUE_SLOTS = 8  # the runs the queue serves at once (app.py's default_concurrency_limit)
+# a long run: its canvas past two windows. Long runs never hold more than MAX_LONG_RUNS slots, so short runs always
+# find one, and their steps go first on the model thread (worker.SHORT_LANE)
+LONG_RUN_CHARS = 512
+MAX_LONG_RUNS = QUEUE_SLOTS - 2
+TRUSTED_PROXIES = "MDLM_TRUSTED_PROXIES"  # the environment variable: proxies in front that add X-Forwarded-For
 _runs_by_client: collections.Counter[str] = collections.Counter()
+_long_runs = 0
 _runs_lock = threading.Lock()
 
 
+def run_chars(named: dict[str, Any]) -> int:
+    """The characters a run's canvas holds, as its parameters say (its prompt, template or text, and its length)."""
+    texts = sum(len(named[name]) for name in ("prompt", "template", "text") if isinstance(named.get(name), str))
+    length = named.get("length")
+    return texts + (length if isinstance(length, int) else 0)
+
+
+def trusted_proxies() -> int:
+    """How many proxies in front of the app append to X-Forwarded-For: MDLM_TRUSTED_PROXIES, else 1 on a Space
+    (its own proxy), else 0 (`python app.py`, reached directly)."""
+    value = os.environ.get(TRUSTED_PROXIES, "").strip()
+    if value.isdigit():
+        return int(value)
+    return 1 if os.environ.get("SPACE_ID") else 0
+
+
 def client_key(request: gr.Request | None) -> str | None:
-    """Who a call comes from: the first address a proxy forwarded (a Space's visitors), else the connection's; None
-    for this machine itself (`python app.py`: its one user's tabs and scripts) or unknown."""
+    """Who a call comes from: the address the trusted proxy appended to X-Forwarded-For (on a Space, the last
+    entry), else the connection's own; never an address the caller wrote itself (the entries before). None for this
+    machine itself (`python app.py`: its one user's tabs and scripts) or unknown."""
     if request is None:
         return None
-    forwarded = (request.headers.get("x-forwarded-for") or "").split(",")[0].strip()
-    host = forwarded or getattr(request.client, "host", None)
+    hops = trusted_proxies()
+    forwarded = [entry.strip() for entry in (request.headers.get("x-forwarded-for") or "").split(",")]
+    forwarded = [entry for entry in forwarded if entry]
+    host = forwarded[-hops] if hops and len(forwarded) >= hops else getattr(request.client, "host", None)
     return None if host in (None, "127.0.0.1", "::1", "localhost") else host
 
 
+def run_refusal(key: str | None, long: bool) -> str | None:
+    """Why a run may not start now (its caller's cap, or the long runs' share of the queue), or None; under
+    _runs_lock."""
+    if key is not None and _runs_by_client[key] >= MAX_RUNS_PER_CLIENT:
+        return f"{MAX_RUNS_PER_CLIENT} of your runs are going already: wait for one to end, or stop one"
+    if long and _long_runs >= MAX_LONG_RUNS:
+        return (
+            f"{MAX_LONG_RUNS} long runs (over {LONG_RUN_CHARS} characters) are going already: ask for fewer "
+            "characters, or wait for one to end"
+        )
+    return None
+
+
 @contextlib.contextmanager
-def client_run(request: gr.Request | None) -> Iterator[None]:
-    """Counts a streamed run against its caller while it runs; a gr.Error when the caller has MAX_RUNS_PER_CLIENT
-    going already."""
+def client_run(request: gr.Request | None, long: bool = False) -> Iterator[None]:
+    """Counts a streamed run against its caller, and a long one against the long runs' share, while it runs; a
+    gr.Error when either is full."""
+    global _long_runs
     key = client_key(request)
-    if key is None:
-        yield
-        return
     with _runs_lock:
-        if _runs_by_client[key] >= MAX_RUNS_PER_CLIENT:
-            raise gr.Error(
-                f"{MAX_RUNS_PER_CLIENT} of your runs are going already: wait for one to end, or stop one",
-                print_exception=False,
-            )
-        _runs_by_client[key] += 1
+        if refusal := run_refusal(key, long):
+            raise gr.Error(refusal, print_exception=False)
+        if key is not None:
+            _runs_by_client[key] += 1
+        _long_runs += long
     try:
         yield
     finally:
         with _runs_lock:
-            _runs_by_client[key] -= 1
-            if _runs_by_client[key] <= 0:
-                del _runs_by_client[key]
+            _long_runs -= long
+            if key is not None:
+                _runs_by_client[key] -= 1
+                if _runs_by_client[key] <= 0:
+                    del _runs_by_client[key]
 
 
 def refuse_extra_values(demo: gr.Blocks) -> None:

@@ -1,0 +1,139 @@
+"""A short call while long runs hold the Space: forged addresses, one address, no proxy.
+
+    python -m benchmarks.starvation --threads 2              # the shipped model, each attack, the table below
+    python -m benchmarks.starvation --model DIR --rounds 1   # any saved model
+
+Eight clients each ask `/generate` for the largest canvas (`end_at="length"`), then a visitor asks for 64
+characters. The attacks: "forged addresses" (each long client writes its own X-Forwarded-For address before the one
+the Space's proxy appends), "one address" (all eight from one visitor), "no proxy" (the app reached directly, eight
+forged headers from one machine). Reported: the short call's time alone and during the attack (median of --rounds),
+and how many long runs the app took. tests/test_space_trust.py holds the short call to 3x its time alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import socket
+import statistics
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import torch
+from gradio_client import Client
+
+from mdlm_hf.windows import MAX_CANVAS
+from mdlm_space import endpoints
+from mdlm_space.worker import on_model_thread
+
+PROXY = "203.0.113.9"  # the address a Space's proxy appends for the attacker
+VISITOR = "198.51.100.7"  # the short call's
+ATTACKS = {  # the X-Forwarded-For of long client i, and the proxies the app trusts
+    "forged addresses": (lambda i: f"10.0.0.{i}, {PROXY}", 1),
+    "one address": (lambda i: PROXY, 1),
+    "no proxy": (lambda i: f"10.0.0.{i}", 0),
+}
+LONG_CLIENTS = 8
+
+
+@contextlib.contextmanager
+def served(model_dir: str) -> Iterator[str]:
+    """The app of the model in `model_dir`, as app.py serves it; its URL."""
+    from app import build_demo
+    from mdlm_space.loading import load_model
+    from mdlm_space.render import THEME
+
+    model, known_words = on_model_thread(load_model, model_dir)
+    demo = on_model_thread(build_demo, model, known_words)
+    with socket.socket() as probe:  # a port no one listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    demo.queue(default_concurrency_limit=endpoints.QUEUE_SLOTS, max_size=64).launch(
+        server_port=port, prevent_thread_lock=True, quiet=True, theme=THEME
+    )
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        demo.close()
+
+
+def short_call(url: str, headers: dict[str, str]) -> float:
+    """Seconds for a visitor's 64 characters through `/generate`."""
+    client = Client(url, verbose=False, headers=headers)
+    started = time.perf_counter()
+    client.predict(prompt="", length=64, end_at="length", seed=1, api_name="/generate")
+    return time.perf_counter() - started
+
+
+def attack(url: str, name: str, rounds: int = 1) -> dict:
+    """The short call's seconds alone and while LONG_CLIENTS long runs go; the long runs taken and refused."""
+    forwarded, proxies = ATTACKS[name]
+    visitor = {"X-Forwarded-For": VISITOR} if proxies else {}
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(environment(endpoints.TRUSTED_PROXIES, str(proxies)))
+        short_call(url, visitor)  # a first call warms the model and the client
+        alone = statistics.median(short_call(url, visitor) for _ in range(rounds))
+        clients = [Client(url, verbose=False, headers={"X-Forwarded-For": forwarded(i)}) for i in range(LONG_CLIENTS)]
+        with ThreadPoolExecutor(LONG_CLIENTS) as pool:
+            jobs = list(pool.map(long_run, clients))
+        try:
+            time.sleep(3)  # the queue takes them, or refuses them
+            refused = sum(job.done() for job in jobs)
+            during = statistics.median(short_call(url, visitor) for _ in range(rounds))
+            going = sum(not job.done() for job in jobs)
+        finally:
+            for job in jobs:
+                job.cancel()
+            settled = time.monotonic() + 60
+            while (endpoints._long_runs or endpoints._runs_by_client) and time.monotonic() < settled:
+                time.sleep(0.1)  # the cancelled runs end before the next attack counts its own
+    return {"attack": name, "alone_s": alone, "attacked_s": during, "ratio": during / alone, "taken": going,
+            "refused": refused}  # fmt: skip
+
+
+def long_run(client: Client):
+    """A long client's run of the largest canvas, submitted."""
+    return client.submit(prompt="", length=MAX_CANVAS, end_at="length", seed=0, api_name="/generate")
+
+
+@contextlib.contextmanager
+def environment(name: str, value: str) -> Iterator[None]:
+    """The environment variable `name` set to `value` while the block runs."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    """Serves the model and runs each attack; prints the table."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="pretrained/mdlm-shakespeare-char")
+    parser.add_argument("--rounds", type=int, default=3, help="short calls timed alone and under each attack")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    rows = []
+    with served(args.model) as url:
+        for name in ATTACKS:
+            rows.append(attack(url, name, args.rounds))
+            print(rows[-1], flush=True)
+    print("| attack | long runs taken | refused | 64 characters alone | during the attack | ratio |")
+    print("|---|---|---|---|---|---|")
+    for row in rows:
+        print(
+            f"| {row['attack']} | {row['taken']} | {row['refused']} | {row['alone_s']:.2f} s | "
+            f"{row['attacked_s']:.2f} s | {row['ratio']:.2f}x |"
+        )
+    return rows
+
+
+if __name__ == "__main__":
+    main()

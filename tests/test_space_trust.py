@@ -1,0 +1,68 @@
+"""A forged header cannot starve the Space: visitors are keyed by the address the trusted proxy wrote, long runs
+hold at most part of the queue, and a short run's steps go first on the model thread."""
+
+import types
+
+import pytest
+import torch
+
+from benchmarks import starvation
+from mdlm_hf import MDLM
+from mdlm_space import endpoints
+
+
+def request(forwarded: str | None, host: str = "10.1.1.1"):
+    headers = {"x-forwarded-for": forwarded} if forwarded is not None else {}
+    return types.SimpleNamespace(headers=headers, client=types.SimpleNamespace(host=host))
+
+
+@pytest.mark.parametrize(
+    ("proxies", "space", "forwarded", "host", "key"),
+    [
+        ("", "", "6.6.6.6", "10.1.1.1", "10.1.1.1"),  # reached directly: the header is the caller's own words
+        ("", "", "6.6.6.6", "127.0.0.1", None),  # this machine, whatever it writes
+        ("", "user/space", "6.6.6.6, 203.0.113.9", "10.1.1.1", "203.0.113.9"),  # a Space: its proxy's entry
+        ("", "user/space", "203.0.113.9", "10.1.1.1", "203.0.113.9"),
+        ("", "user/space", None, "10.1.1.1", "10.1.1.1"),
+        ("2", "", "6.6.6.6, 203.0.113.9, 10.0.0.2", "10.1.1.1", "203.0.113.9"),  # two proxies in front
+        ("0", "user/space", "6.6.6.6", "10.1.1.1", "10.1.1.1"),  # told there is none
+    ],
+)
+def test_a_visitor_is_keyed_by_the_address_the_trusted_proxy_wrote(monkeypatch, proxies, space, forwarded, host, key):
+    monkeypatch.setenv(endpoints.TRUSTED_PROXIES, proxies)
+    monkeypatch.setenv("SPACE_ID", space)
+    assert endpoints.client_key(request(forwarded, host)) == key
+
+
+def test_long_runs_never_hold_every_slot_and_short_ones_still_start(monkeypatch):
+    monkeypatch.setenv(endpoints.TRUSTED_PROXIES, "0")
+    with __import__("contextlib").ExitStack() as stack:
+        for i in range(endpoints.MAX_LONG_RUNS):
+            stack.enter_context(endpoints.client_run(request(None, f"10.2.0.{i}"), long=True))
+        with pytest.raises(Exception, match=f"{endpoints.MAX_LONG_RUNS} long runs .* are going already"):
+            stack.enter_context(endpoints.client_run(request(None, "10.2.1.1"), long=True))
+        stack.enter_context(endpoints.client_run(request(None, "10.2.1.1"), long=False))  # a short one starts
+    assert endpoints._long_runs == 0 and not endpoints._runs_by_client
+    assert endpoints.run_chars({"prompt": "ab", "length": 600}) == 602 > endpoints.LONG_RUN_CHARS
+    assert endpoints.run_chars({"template": "x" * 100, "seed": 3}) == 100
+
+
+@pytest.fixture(scope="module")
+def tiny_space(tmp_path_factory):
+    torch.manual_seed(0)
+    vocab = "\n !',.:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+    path = tmp_path_factory.mktemp("space-model")
+    MDLM(vocab, n_layer=1, n_head=2, n_embd=32, block_size=128).save_pretrained(path)
+    with starvation.served(str(path)) as url:
+        yield url
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attack", list(starvation.ATTACKS))
+def test_a_short_call_is_answered_within_3x_its_time_alone_while_eight_long_runs_go(tiny_space, attack):
+    # formerly: 8 forged X-Forwarded-For addresses were 8 visitors, and a 64-character call had no answer in 300 s;
+    # from one address, the cap held but the short call took 8x its time alone
+    row = starvation.attack(tiny_space, attack, rounds=5)
+    taken = endpoints.MAX_RUNS_PER_CLIENT if starvation.ATTACKS[attack][1] else endpoints.MAX_LONG_RUNS
+    assert (row["taken"], row["refused"]) == (taken, starvation.LONG_CLIENTS - taken), row
+    assert row["ratio"] <= 3, row
