@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import json
 import re
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
@@ -19,6 +20,23 @@ from mdlm_space.endpoints import REQUEST, api_doc, input_names
 from mdlm_space.handlers import ForwardGuesses, forward_guesses, score_summary, scored
 from mdlm_space.race import race_rounds
 from mdlm_space.texts import passes
+
+
+def json_mcp_answers() -> None:
+    """Makes gradio's MCP server answer a tool's dict as JSON text: it wrote `str(dict)`, a Python repr with single
+    quotes that `json.loads` refuses. Applied once, to the server class routes.create_app builds at launch."""
+    from gradio.mcp import GradioMCPServer
+
+    written = GradioMCPServer.postprocess_output_data
+    if getattr(written, "as_json", False):
+        return
+
+    def postprocess_output_data(self: GradioMCPServer, data: Any, root_url: str) -> Any:
+        as_json = [json.dumps(item, ensure_ascii=False) if isinstance(item, (dict, list)) else item for item in data]
+        return written(self, as_json, root_url)
+
+    postprocess_output_data.as_json = True  # type: ignore[attr-defined]
+    GradioMCPServer.postprocess_output_data = postprocess_output_data  # type: ignore[method-assign]
 
 
 def page_event(name: str) -> dict[str, str]:

@@ -6,6 +6,7 @@ import gradio as gr
 
 from mdlm_hf import MDLM
 from mdlm_hf.autoregressive import check_twin
+from mdlm_space.api import json_mcp_answers
 from mdlm_space.endpoints import api_examples_that_run, refuse_extra_values
 from mdlm_space.rewrite_panel import rewrite_panel
 from mdlm_space.tabs.compare import compare_tab
@@ -48,4 +49,5 @@ def build_demo(
         )  # below the tabs: where a run's finished text is, whichever tab ran it
     refuse_extra_values(demo)
     api_examples_that_run(demo)
+    json_mcp_answers()
     return demo

@@ -1,4 +1,3 @@
-import ast
 import asyncio
 import collections
 import concurrent.futures
@@ -2355,14 +2354,14 @@ def test_every_mcp_tool_answers_in_text_and_numbers(server, progress):
     for name, answer in answers.items():
         assert not answer.isError, (name, answer.content)
         (content,) = answer.content
-        result = ast.literal_eval(content.text)  # a dict of text and numbers, one per tool
+        result = json.loads(content.text)  # a dict of text and numbers, one per tool, as JSON (was a Python repr)
         assert MCP_CALLS[name][1] in result and "<" not in content.text, (name, content.text)
-    generated = ast.literal_eval(answers["generate"].content[0].text)
+    generated = json.loads(answers["generate"].content[0].text)
     assert generated["text"].startswith("ROMEO:\n") and len(generated["text"]) == 31 and generated["seed"] == 3
-    ranking = ast.literal_eval(answers["rewrite"].content[0].text)["ranking"]
+    ranking = json.loads(answers["rewrite"].content[0].text)["ranking"]
     assert [choice["rank"] for choice in ranking] == [1, 2, 3]
     assert all(choice["text"][:3] == "to " and choice["text"][8:] == " not to be" for choice in ranking)
-    scored = ast.literal_eval(answers["score"].content[0].text)
+    scored = json.loads(answers["score"].content[0].text)
     assert scored["characters"] == 12 and scored["bits_per_character"] > 0
 
 
