@@ -187,8 +187,8 @@ def preprocessed(component: gr.components.Component, name: str, value: Any) -> A
         raise gr.Error(f"{name} must be {payload_words(component)}, got {got}")
     try:
         value = component.preprocess(value)
-    except gr.Error:  # the component's own message, such as a slider's bounds
-        raise
+    except gr.Error as error:  # the component's own message, such as a slider's bounds, which names no parameter
+        raise gr.Error(f"{name}: {error.message}", print_exception=False) from None
     except Exception:
         raise gr.Error(f"{name} must be {payload_words(component)}, got {got}") from None
     return OPTION_SPECS[name].parse(value) if name in OPTION_SPECS else value

@@ -867,16 +867,20 @@ RULE = dict(order_temperature=0.25, prior_weight=0.35, remask_ratio=0.75, spacin
 BAD_INPUTS = [
     ("/generate", dict(RUN, prompt="ROMEO é:\n"), "outside the model's vocabulary: 'é'"),
     # the sliders' and dropdown's own bounds (from the model) answer first
-    ("/generate", dict(RUN, length=20000), "Value 20000 is greater than maximum value 16384"),
-    ("/generate", dict(RUN, num_steps=0), "Value 0 is less than minimum value 1"),
-    ("/generate", dict(RUN, temperature=-1), "Value -1 is less than minimum value 0"),
-    ("/generate", dict(RUN, order="sideways"), "sideways is not in the list of choices"),
+    ("/generate", dict(RUN, length=20000), "length: Value 20000 is greater than maximum value 16384"),
+    ("/generate", dict(RUN, num_steps=0), "num_steps: Value 0 is less than minimum value 1"),
+    ("/generate", dict(RUN, temperature=-1), "temperature: Value -1 is less than minimum value 0"),
+    ("/generate", dict(RUN, order="sideways"), "order: Value: sideways is not in the list of choices"),
     ("/generate", dict(RUN, seed=-3, **RULE, fixed_seed=True), "seed must be a whole"),
     ("/generate", dict(RUN, prompt="x" * 16384), "the prompt has 16,384 characters, but a run"),
     ("/compare", dict(RACE, prompt="x" * 128), "the prompt has 128 characters, but a run holds at most 128"),
-    ("/generate", dict(RUN, order_temperature=-1), "Value -1 is less than minimum value 0"),
-    ("/generate", dict(RUN, **dict(RULE, remask_ratio=0.99)), "Value 0.99 is greater than"),
-    ("/generate", dict(RUN, **dict(RULE, prior_weight=-1, remask_ratio=0.5)), "Value -1 is less than minimum"),
+    ("/generate", dict(RUN, order_temperature=-1), "order_temperature: Value -1 is less than minimum value 0"),
+    ("/generate", dict(RUN, **dict(RULE, remask_ratio=0.99)), "remask_ratio: Value 0.99 is greater than"),
+    (
+        "/generate",
+        dict(RUN, **dict(RULE, prior_weight=-1, remask_ratio=0.5)),
+        "prior_weight: Value -1 is less than minimum",
+    ),
     ("/infill", FILL, "template is empty"),
     ("/infill", dict(FILL, template="To be or not to be"), "template has no blank"),
     (
@@ -889,7 +893,11 @@ BAD_INPUTS = [
         dict(line="x" * 200, t=0.5, seed=0),
         "the line has 200 characters, but the model's context is 128",
     ),
-    ("/compare", dict(RACE, length=40, num_steps=8, temperature=-0.5), "Value -0.5 is less than minimum value 0"),
+    (
+        "/compare",
+        dict(RACE, length=40, num_steps=8, temperature=-0.5),
+        "temperature: Value -0.5 is less than minimum value 0",
+    ),
     ("/forward_process", dict(line="Shall I compare thee é", t=0.5, seed=0), "outside the model's vocabulary: 'é'"),
 ]
 
