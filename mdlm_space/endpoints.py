@@ -379,6 +379,22 @@ def refuse_structured_values(block_fn: Any, inputs: list[Any], names: list[str])
 UNPRINTABLE_IN_A_LITERAL = ("\n", "\r", "\t", '"', "\\", "'")
 
 
+def printable_example(text: str) -> str:
+    """The API page's example for a text default it cannot print: its first run of whole lines that need no
+    character left out, on one line (a quote stripped from a word made "summers day", and Score's most surprising
+    character the "d" of "dimmd"); else its words that need none."""
+    lines, run = [line.strip() for line in text.splitlines()], []
+    for line in lines:
+        clean = bool(line) and not any(char in line for char in UNPRINTABLE_IN_A_LITERAL)
+        if clean:
+            run.append(line)
+        elif run:
+            break
+    if run:
+        return " ".join(run)
+    return " ".join(word for word in text.split() if not any(char in word for char in UNPRINTABLE_IN_A_LITERAL))
+
+
 def api_examples_that_run(demo: gr.Blocks) -> None:
     """Makes `demo`'s API page show only snippets that run as pasted: a text parameter whose page default holds a
     line break (the prompt "ROMEO:\\n", the Score passage) or a quote is required in the API, its example that default
@@ -392,10 +408,9 @@ def api_examples_that_run(demo: gr.Blocks) -> None:
             for parameter in endpoint["parameters"]:
                 value = parameter["parameter_default"]
                 if isinstance(value, str) and any(char in value for char in UNPRINTABLE_IN_A_LITERAL):
-                    example = "".join(char for char in " ".join(value.split()) if char not in UNPRINTABLE_IN_A_LITERAL)
-                    printable = bool(example)
+                    example = printable_example(value)
                     parameter.update(parameter_has_default=False, parameter_default=None)
-                    parameter["example_input"] = example if printable else parameter["example_input"]
+                    parameter["example_input"] = example or parameter["example_input"]
         return info
 
     demo.get_api_info = get_api_info

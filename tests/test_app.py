@@ -33,7 +33,7 @@ from mdlm_hf.metrics import save_word_list
 from mdlm_hf.pipeline import default_options
 from mdlm_hf.sampling.options import OPTION_SPECS
 from mdlm_hf.windows import MAX_CANVAS
-from mdlm_space import checks, endpoints, handlers, loading, race, render, serving, worker
+from mdlm_space import checks, endpoints, handlers, loading, race, render, serving, texts, worker
 from mdlm_space.controls import replay_frame, replay_slider
 from mdlm_space.endpoints import event
 from mdlm_space.tabs import how_it_works
@@ -2182,6 +2182,23 @@ def test_a_file_payload_as_a_plain_parameter_is_refused_by_name_on_every_endpoin
         checked += 1
     assert checked >= 5 and {"/score", "/generate"} <= set(info)
     assert "Traceback" not in capfd.readouterr().err
+
+
+def test_the_api_pages_text_examples_are_the_defaults_whole_lines_with_nothing_stripped(server, model_dir):
+    # Score's example was Sonnet 18 with its apostrophes stripped ("summers day", "dimmd"): its most surprising
+    # character was the "d" of a word Shakespeare never wrote
+    info = httpx.get(f"{server}gradio_api/info", timeout=30).json()["named_endpoints"]
+    text = next(p for p in info["/score"]["parameters"] if p["parameter_name"] == "text")
+    assert (
+        text["example_input"]
+        == "Thou art more lovely and more temperate: Rough winds do shake the darling buds of May,"
+    )
+    for endpoint in info.values():
+        for parameter in endpoint["parameters"]:
+            example = parameter["example_input"]
+            if isinstance(example, str) and not parameter["parameter_has_default"]:
+                words = set(texts.SONNET_18.split()) | {w for e in texts.INFILL_EXAMPLES for w in e.split()}
+                assert set(example.split()) <= words | {"ROMEO:"}, (parameter["parameter_name"], example)
 
 
 def python_snippet(info: dict, endpoint: str) -> str:
