@@ -33,6 +33,7 @@ from mdlm_space.render import THEME
 from mdlm_space.serving import host_problem, launch_limits, port_number, private_uploads
 from mdlm_space.tabs.how_it_works import accuracy_results
 from mdlm_space.texts import demo_texts
+from mdlm_space.threads import ThreadChooser, model_workload
 from mdlm_space.worker import on_model_thread
 
 __all__ = ["build_demo", "main"]
@@ -74,6 +75,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"error: could not load the twin from {args.twin!r}: {error} (--twin none runs without it)")
     metadata = load_demo_metadata(args.model)
     demo = on_model_thread(build_demo, model, known_words, metadata, twin)
+    if device == "cpu":  # the thread count that runs a pass fastest on the CPUs as they are now, timed as it runs
+        worker.MODEL_THREAD.chooser = ThreadChooser(model_workload(model))
     for warmed in filter(None, (model, twin)):  # while the server starts and the page loads; runs queue behind it
         worker.MODEL_THREAD.submit(warm_up, warmed)
     # How it works' accuracy plot, measured behind the warm-up, a mask ratio at a time, so runs go in between

@@ -370,7 +370,7 @@ def refuse_structured_values(block_fn: Any, inputs: list[Any], names: list[str])
         words = scalar_words(component)
         if words and isinstance(value, (dict, list)):
             name = names[index] if index < len(names) else (component.label or f"value {index + 1}")
-            got = "a file" if isinstance(value, dict) and "path" in value else f"a {type(value).__name__}"
+            got = "a file" if isinstance(value, dict) and "path" in value else repr(value)[:60]
             raise gr.Error(f"{name} must be {words}, got {got}", print_exception=False)
 
 

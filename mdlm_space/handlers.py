@@ -90,8 +90,9 @@ def readout(state: SamplerState, seconds: float, num_generated: int, seed: int, 
     text's live window is, and a note."""
     speed = f"{num_generated / seconds:,.0f} chars/s" if state.done and seconds > 0 else RUNNING
     step = f"step {state.step}/{state.num_steps}"
-    if state.done and state.step < state.num_steps:  # a rule that ends early (streams order on short blanks)
-        step = f"done in {state.step} of {state.num_steps} steps"
+    if state.done:  # said in words: a finished run's readout read like a running one's last frame
+        of = f" of {state.num_steps}" if state.step < state.num_steps else ""  # a rule that ends early
+        step = f"done in {state.step}{of} steps"
     line = f"seed {seed} · {step} · {passes(state.num_forward_passes)} · {seconds:.2f} s · {speed}"
     length = state.tokens.size(1)
     if state.window is not None and state.window[1] - state.window[0] < length:

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from typing import Any
 
+from mdlm_space.threads import ThreadChooser
+
 # Every torch call of the app runs on this one thread: libgomp gives each thread that starts parallel work its own
 # team of OpenMP threads, and with more of them than cores it stops spinning between parallel regions, so every small
 # op then waits for its threads to wake (measured: a 256-character pass went from 10 ms to 25 ms once a second thread
@@ -35,6 +37,7 @@ class ModelThread:
         self._changed = threading.Condition()
         self._long_after = 0.0  # time.monotonic() before which the long lane waits (a short run is stepping)
         self._thread: threading.Thread | None = None
+        self.chooser: ThreadChooser | None = None  # app.main's: torch's thread count before each job
 
     def submit(self, fn: Callable, *args: Any, lane: int = SHORT_LANE, **kwargs: Any) -> Future:
         """Queues `fn(*args, **kwargs)` in `lane`; its Future."""
@@ -65,6 +68,11 @@ class ModelThread:
             future, fn, args, kwargs = self._next_job()
             if not future.set_running_or_notify_cancel():
                 continue
+            if self.chooser is not None:
+                try:
+                    self.chooser.choose()
+                except Exception:  # noqa: BLE001 (a probe that cannot run leaves the count as it is, not the job undone)
+                    self.chooser = None
             try:
                 future.set_result(fn(*args, **kwargs))
             except BaseException as error:  # noqa: BLE001 (handed to the caller, whose thread raises it)

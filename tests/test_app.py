@@ -190,7 +190,7 @@ def test_generate_streams_and_keeps_the_prompt(client):
     canvas_html, text, readout, seed = frames[-1]
     canvas_only = canvas_html.replace(render.LEGEND, "")
     assert len(text) == 67 and text.startswith("ROMEO:\n") and MASK_GLYPH not in text and MASK_GLYPH not in canvas_only
-    assert "step 12/12" in readout and "12 forward passes" in readout and "chars/s" in readout
+    assert "done in 12 steps" in readout and "12 forward passes" in readout and "chars/s" in readout
 
 
 def test_generate_semi_autoregressive_blocks(client):
@@ -224,7 +224,7 @@ def test_generate_with_a_soft_order(client):
         api_name="/generate_page",
     )
     *_, (canvas_html, text, readout, seed) = job
-    assert len(text) == 48 and MASK_GLYPH not in text and "step 6/6" in readout
+    assert len(text) == 48 and MASK_GLYPH not in text and "done in 6 steps" in readout
 
 
 def test_generate_shows_characters_taken_back_by_remasking(client):
@@ -394,9 +394,9 @@ def test_endpoints_take_their_parameters_by_name(client):
     *_, (canvas_html, text, readout, seed) = client.submit(
         prompt="", length=30, num_steps=3, seed=1, end_at="length", api_name="/generate_page"
     )
-    assert len(text) == 30 and "step 3/3" in readout
+    assert len(text) == 30 and "done in 3 steps" in readout
     *_, (canvas_html, text, readout, seed) = client.submit(template="to __ or", num_steps=2, api_name="/infill_page")
-    assert text.startswith("to ") and text.endswith(" or") and "step 2/2" in readout
+    assert text.startswith("to ") and text.endswith(" or") and "done in 2 steps" in readout
     # streams order writes each 2-character blank in 2 passes, though 4 steps are allowed: the readout says done
     *_, (canvas_html, text, readout, seed) = client.submit(
         template="to __ or not __", num_steps=4, api_name="/infill_page"
@@ -462,8 +462,8 @@ def test_generate_writes_past_the_context_window_by_window(client):
     middle = frames[len(frames) // 2][0]
     assert "mdlm-window" in middle and "more characters to write" in middle and "mdlm-follow" in middle
     assert middle.count("mdlm-mask") < 300  # masks past the window are a count, not cells
-    steps = [int(re.search(r"step (\d+)/", frame[2]).group(1)) for frame in frames]
-    assert steps == list(range(len(frames))) and f"step {steps[-1]}/{steps[-1]}" in readout
+    steps = [int(re.search(r"(?:step |done in )(\d+)", frame[2]).group(1)) for frame in frames]
+    assert steps == list(range(len(frames))) and f"done in {steps[-1]} steps" in readout
 
 
 def test_generate_ends_at_a_line_by_default_and_says_what_it_kept(client):
@@ -943,7 +943,7 @@ def test_a_fraction_where_a_whole_number_belongs_is_refused_not_rounded(client, 
     _, text, readout, seed = client.predict(
         prompt="", length=20.0, num_steps=4.0, seed=3.0, fixed_seed=True, end_at="length", api_name="/generate_page"
     )
-    assert len(text) == 20 and seed == 3 and "step 4/4" in readout  # whole numbers sent as floats are fine
+    assert len(text) == 20 and seed == 3 and "done in 4 steps" in readout  # whole numbers sent as floats are fine
 
 
 # inf and "1e999" (infinite once read) crashed every endpoint with a seed: OverflowError, not a line naming it
@@ -2403,7 +2403,7 @@ def test_the_api_endpoints_return_text_and_numbers_with_the_pages_defaults(serve
     frames = list(client.submit(**MCP_CALLS["generate"][0], api_name="/generate"))
     assert len(frames) == 5 and all(set(frame) == {"text", "readout", "seed"} for frame in frames)
     assert MASK_GLYPH in frames[0]["text"] and MASK_GLYPH not in frames[-1]["text"]
-    assert frames[-1]["readout"].startswith("seed 3 · step 4/4")
+    assert frames[-1]["readout"].startswith("seed 3 · done in 4 steps")
     compared = client.predict(**MCP_CALLS["compare"][0], api_name="/compare")
     assert set(compared) == {"left_to_right", "confidence", "twin", "takeaway", "seed"}
     assert all(len(compared[side]["text"]) == 16 for side in ("left_to_right", "confidence", "twin"))
