@@ -201,6 +201,18 @@ def end_words(end_at: str, reached: str, kept: int, written: int) -> str:
     return f"No {end_at} ended in the text, so it ended at {ENDED_AT[reached]}: {counts}"
 
 
+# past the model's context a frame renders the whole canvas (a 2,000-character run sent 254 frames, 7.9 MB of HTML,
+# and the page's long tasks reached 2 s): more than this a second is more than the page can draw
+MAX_LONG_FRAMES_PER_SECOND = 20
+
+
+def too_soon(model: MDLM, state: SamplerState, since_last: float) -> bool:
+    """Whether a long run's state is skipped: within 1 / MAX_LONG_FRAMES_PER_SECOND of the last frame, and neither
+    its first nor its last."""
+    long = state.tokens.size(1) > model.block_size
+    return long and 0 < state.step and not state.done and since_last < 1 / MAX_LONG_FRAMES_PER_SECOND
+
+
 def frames(
     model: MDLM,
     states: Iterator[SamplerState],
@@ -214,8 +226,12 @@ def frames(
     masks as glyphs (up to a long text's live window), so that a stopped run leaves its canvas there too; once done,
     the finished text. With a prompt (`prompt_length`), the readout says how much of a long one the model read, and
     the finished text ends `end_at`."""
-    start_time = time.perf_counter()
+    start_time, last_frame = time.perf_counter(), -math.inf
     for state in states:
+        now = time.perf_counter()
+        if too_soon(model, state, now - last_frame):
+            continue
+        last_frame = now
         if state.step == 0 and prompt_length is not None:
             note = " ".join(filter(None, (note, sentence(unseen_prompt_note(state, prompt_length) or ""))))
         seconds = time.perf_counter() - start_time

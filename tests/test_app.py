@@ -452,7 +452,8 @@ def test_length_follows_the_prompt_in_plain_words(client, model_dir):
         assert page.value(length) == default and page.props[length._id]["interactive"] is True
 
 
-def test_generate_writes_past_the_context_window_by_window(client):
+def test_generate_writes_past_the_context_window_by_window(client, monkeypatch):
+    monkeypatch.setattr(handlers, "MAX_LONG_FRAMES_PER_SECOND", 1e9)  # every frame, as a slow CPU would send them
     frames = list(
         client.submit(prompt="ROMEO:\n", length=300, num_steps=8, seed=1, end_at="length", api_name="/generate_page")
     )
@@ -464,6 +465,24 @@ def test_generate_writes_past_the_context_window_by_window(client):
     assert middle.count("mdlm-mask") < 300  # masks past the window are a count, not cells
     steps = [int(re.search(r"(?:step |done in )(\d+)", frame[2]).group(1)) for frame in frames]
     assert steps == list(range(len(frames))) and f"done in {steps[-1]} steps" in readout
+
+
+def test_a_long_runs_frames_are_throttled_the_first_and_last_always_sent(model_dir, monkeypatch):
+    # a 2,000-character run sent 254 frames (7.9 MB of canvas HTML), and the page's long tasks reached 2 s
+    model, _ = loading.load_model(model_dir)  # a context of 128 characters
+    clock = iter(i * 0.01 for i in range(100_000))  # each look at the clock 10 ms later: a state every 10 ms
+    monkeypatch.setattr(handlers.time, "perf_counter", lambda: next(clock))
+
+    def steps_of(frames: list) -> list[int]:
+        return [int(re.search(r"(?:step |done in )(\d+)", frame[2]).group(1)) for frame in frames]
+
+    short = steps_of(list(handlers.generate(model, "", 100, 0, True, "length", num_steps=40)))
+    assert short == list(range(len(short)))  # within the context: every step, as before
+    sent = list(handlers.generate(model, "", 300, 0, True, "length", num_steps=40))
+    steps = steps_of(sent)
+    assert steps[0] == 0 and "done in" in sent[-1][2] and len(sent[-1][1]) == 300
+    assert steps == sorted(steps) and all(b - a >= 2 for a, b in zip(steps[1:-2], steps[2:-1], strict=True))
+    assert len(sent) < 0.3 * steps[-1]  # at most 20 a second
 
 
 def test_generate_ends_at_a_line_by_default_and_says_what_it_kept(client):
