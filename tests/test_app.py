@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 import uuid
 from pathlib import Path
 
@@ -471,7 +472,7 @@ def test_a_long_runs_frames_are_throttled_the_first_and_last_always_sent(model_d
     # a 2,000-character run sent 254 frames (7.9 MB of canvas HTML), and the page's long tasks reached 2 s
     model, _ = loading.load_model(model_dir)  # a context of 128 characters
     clock = iter(i * 0.01 for i in range(100_000))  # each look at the clock 10 ms later: a state every 10 ms
-    monkeypatch.setattr(handlers.time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(handlers, "time", types.SimpleNamespace(perf_counter=lambda: next(clock)))  # its clock only
 
     def steps_of(frames: list) -> list[int]:
         return [int(re.search(r"(?:step |done in )(\d+)", frame[2]).group(1)) for frame in frames]
