@@ -12,7 +12,7 @@ from typing import Any
 import gradio as gr
 import torch
 
-from mdlm_hf import MDLM, SamplerOptions, SamplerState, mask_tokens, sample
+from mdlm_hf import MASK_GLYPH, MDLM, SamplerOptions, SamplerState, mask_tokens, sample
 from mdlm_hf.diffusion import surprise_steps
 from mdlm_hf.metrics import valid_word_rate, written_words
 from mdlm_hf.pipeline import check_end_at, check_text, ended, prompt_canvas, text_to_canvas, unseen_prompt_note
@@ -237,6 +237,8 @@ def frames(
         seconds = time.perf_counter() - start_time
         shown, cut_at = note, None
         text = model.tokenizer.decode(state.tokens[0, : (state.window or (0, None))[1]])
+        if not state.done and len(text) < state.tokens.size(1):  # more to write: a glyph says so, so that text
+            text += MASK_GLYPH  # whose windows so far are written is never taken for finished (the Rewrite panel)
         if state.done:
             whole = model.tokenizer.decode(state.tokens[0])
             text = ended(whole, prompt_length or 0, end_at)

@@ -2,6 +2,7 @@ import asyncio
 import collections
 import concurrent.futures
 import contextlib
+import dataclasses
 import importlib.util
 import json
 import math
@@ -484,6 +485,22 @@ def test_a_long_runs_frames_are_throttled_the_first_and_last_always_sent(model_d
     assert steps[0] == 0 and "done in" in sent[-1][2] and len(sent[-1][1]) == 300
     assert steps == sorted(steps) and all(b - a >= 2 for a, b in zip(steps[1:-2], steps[2:-1], strict=True))
     assert len(sent) < 0.3 * steps[-1]  # at most 20 a second
+
+
+def test_a_long_runs_text_is_never_whole_before_it_is_done(model_dir):
+    # past the context, each window's end left a text without masks, which the Rewrite panel took as a finished
+    # run's (four times in a run, clearing its choices and Undo each time; a run stopped there ended mid-word)
+    model, _ = loading.load_model(model_dir)  # a context of 128 characters
+    tokens = torch.tensor([model.tokenizer.encode("to be or not to be " * 20)])  # (1, 380)
+    tokens[0, 128:] = model.mask_id  # the first window written, the rest to come: as the shipped model's runs reach
+    blank = torch.zeros_like(tokens, dtype=torch.bool)
+    state = SamplerState(tokens, blank, blank, torch.full(tokens.shape, math.nan), blank, 30, 96, 30, model.mask_id)
+    state = dataclasses.replace(state, window=(0, 128))
+    (_, text, readout, _), *_ = handlers.frames(model, iter([state]), 0, 0)
+    assert text.startswith("to be or not") and text.endswith(MASK_GLYPH) and "window 0–128 of 380" in readout
+    frames = list(handlers.generate(model, "ROMEO:\n", 1000, 0, True, "length"))
+    assert all(MASK_GLYPH in text for _, text, readout, _ in frames[:-1])
+    assert MASK_GLYPH not in frames[-1][1] and len(frames[-1][1]) == 1007
 
 
 def test_generate_ends_at_a_line_by_default_and_says_what_it_kept(client):
