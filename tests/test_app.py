@@ -2746,6 +2746,21 @@ def test_a_press_while_a_run_streams_runs_next_and_an_edit_does_not_draw_over_th
     assert page.value(canvas) != "the run's frame"  # between runs, the draft of the template to fill
 
 
+def test_an_edit_marks_the_readout_as_the_last_runs(model_dir):
+    # after an edit of the prompt the canvas showed the new prompt's masks beside the last run's "done in 29 of 32
+    # steps", as if it described them
+    model, _ = loading.load_model(model_dir)
+    page = Page(app.build_demo(model))
+    found = {block.elem_id: block for block in page.demo.blocks.values() if getattr(block, "elem_id", None)}
+    for tab, edited, value in (("generate", "prompt", "JULIET:\n"), ("infill", "template", "to __ or not")):
+        readout = found[f"{tab}-readout"]
+        page.values[readout._id] = "seed 3 · done in 29 of 32 steps · 29 forward passes · 0.50 s · 500 chars/s"
+        page.type(tab_controls(page.demo, tab)[edited], value)
+        assert page.value(readout).startswith("Last run, before the edit: seed 3 · done in 29"), tab
+        page.type(tab_controls(page.demo, tab)[edited], value + "x")  # marked once
+        assert page.value(readout).count("Last run, before the edit") == 1, tab
+
+
 def test_a_text_that_ends_at_a_speech_has_ended_at_a_line_too():
     # with End at = line, a text cut at a blank line read "No line ended in the text, so it ended at the end of a
     # speech": a speech's end is a line's end as well
