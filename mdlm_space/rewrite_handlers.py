@@ -135,8 +135,9 @@ def finished(
     seed: int,
     before: float | None,
 ) -> tuple:
-    """The panel after the run: the choices ranked left to right, the best one's order of writing, the readout
-    (with `before`, the bits per character of the span as it was; None: still being scored)."""
+    """The panel after the run: the choices ranked left to right and the readout (with `before`, the bits per
+    character of the span as it was; None: still being scored). The order view stays the text's: it showed the best
+    rewrite's while the text box still held the text as it was; a pick shows the picked one's."""
     start, end = span
     views = [choice_view(model, state, c["choice"] - 1, c["text"], start, end) for c in choices]
     labels = [f"**#{c['rank']}** · {c['bits_per_char']:.2f} bits/char" for c in choices]
@@ -151,7 +152,7 @@ def finished(
     for choice in choices:  # the pass that wrote each of its span's characters, for its order view when picked
         written_at = recorder.passes[choice["choice"] - 1, start:end].tolist()
         choice |= dict(start=start, written_at=written_at, passes=recorder.count)
-    return (*views, *labels, picked_order(choices[0]), readout, choices, seed)
+    return (*views, *labels, gr.skip(), readout, choices, seed)
 
 
 def picked_order(choice: dict) -> Any:

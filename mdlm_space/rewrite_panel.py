@@ -1,6 +1,6 @@
 """The Rewrite panel, shared by the tabs below them: select a span of a finished text (Generate's, Infill's or
 Compare's, or a pasted one), press Rewrite, and three rewrites of it stream side by side, ranked by the span's bits
-per character; pick one, Undo goes back. Beside them, the order view of the best one."""
+per character; pick one, Undo goes back. Beside them, the order view of the text the panel holds."""
 
 from __future__ import annotations
 
@@ -180,8 +180,8 @@ def rewrite_panel(model: MDLM, demo: gr.Blocks, example: str) -> None:
             with gr.Row():
                 labels, views, picks = zip(*(choice_column(i + 1) for i in range(NUM_CHOICES)), strict=True)
             gr.Markdown(
-                "**Order of writing** of the last run (Generate, Infill, Compare's confidence order, or the best "
-                "rewrite)"
+                "**Order of writing** of the panel's text (the last Generate or Infill run, Compare's confidence "
+                "order, or the picked rewrite)"
             )
             order = gr.HTML(NO_ORDER, elem_id="rewrite-order")
             # the text's own order of writing (a run's, a pick's), which a rewrite's view replaces on screen: what
