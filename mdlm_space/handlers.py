@@ -352,14 +352,19 @@ SCORE_FAST = True  # Score's passes run where Generate's do (the fast path: bf16
 # 0.001 bits per character from fp32 on Sonnet 18; benchmarks/app_latency.py --score)
 
 
-def scored(model: MDLM, text: str | None) -> Iterator[tuple[list[float], int]]:
-    """Each character's surprise in bits (NaN: not scored yet) and the forward passes so far, after every pass of
-    Score's exact left-to-right chain rule (SCORE_BATCH characters a pass; window by window past the context)."""
+def check_score_text(model: MDLM, text: str | None) -> None:
+    """A gr.Error unless `text` is text Score reads: not empty, in the model's characters, not too long."""
     check_text(text, "text")
     if not text:
         raise gr.Error("paste some text to score")
     check_chars(model, text, "text")
     check_fits(text, "text", SCORE_MAX_CHARS, f"Score reads at most {SCORE_MAX_CHARS:,} characters")
+
+
+def scored(model: MDLM, text: str | None) -> Iterator[tuple[list[float], int]]:
+    """Each character's surprise in bits (NaN: not scored yet) and the forward passes so far, after every pass of
+    Score's exact left-to-right chain rule (SCORE_BATCH characters a pass; window by window past the context)."""
+    check_score_text(model, text)
     tokens = torch.tensor(model.tokenizer.encode(text))
     for num_passes, nats in enumerate(surprise_steps(model, tokens, SCORE_BATCH, fast=SCORE_FAST), 1):
         yield (nats.cpu() / math.log(2)).tolist(), num_passes
@@ -370,6 +375,9 @@ def score(model: MDLM, text: str | None) -> Iterator[tuple[str, str]]:
     read with those before it and masks after it, SCORE_BATCH characters per forward pass; window by window past
     the model's context) and each character tinted by how surprised the model was by it, streamed as it goes."""
     most = math.log2(len(model.tokenizer.vocab))
+    check_score_text(model, text)
+    # at once, before the first pass (seconds on a CPU): the page said nothing, and a Stop there left it blank
+    yield score_view(text, [math.nan] * len(text), most), f"{SCORING} 0 of {len(text):,} characters"
     for bits, num_passes in scored(model, text):
         done = sum(b == b for b in bits)
         if done < len(text):

@@ -745,14 +745,16 @@ def test_a_score_sends_its_passes_to_the_model_thread_one_by_one(model_dir, monk
     text = "to be or not to be, " * 5  # 100 characters: SCORE_BATCH of them a pass
     frames = list(stream(text))
     batch, num_passes = handlers.SCORE_BATCH, math.ceil(100 / handlers.SCORE_BATCH)
-    assert "bits per character" in frames[-1][1] and len(jobs) >= num_passes and len(frames) == num_passes
-    # progress streams: each pass shows the characters scored so far, the rest plain
+    assert "bits per character" in frames[-1][1] and len(jobs) >= num_passes and len(frames) == num_passes + 1
+    # progress streams: at once a line before any pass (the page said nothing for seconds), then each pass shows
+    # the characters scored so far, the rest plain
     assert [f[1].split(" characters")[0] for f in frames[:-1]] == [
-        f"Scoring… {batch * k} of 100" for k in range(1, num_passes)
+        f"Scoring… {batch * k} of 100" for k in range(0, num_passes)
     ]
+    assert frames[0][0].count("class='mdlm-unscored'") == 100
     assert (
-        frames[0][0].count("class='mdlm-scored'") == batch
-        and frames[0][0].count("class='mdlm-unscored'") == 100 - batch
+        frames[1][0].count("class='mdlm-scored'") == batch
+        and frames[1][0].count("class='mdlm-unscored'") == 100 - batch
     )
 
 
