@@ -17,7 +17,6 @@ import sys
 
 from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
 from mdlm_space import build_demo, worker
-from mdlm_space.endpoints import QUEUE_SLOTS
 from mdlm_space.loading import (
     DEFAULT_MODEL,
     MODEL_ENV_VAR,
@@ -34,6 +33,7 @@ from mdlm_space.serving import host_problem, launch_limits, port_number, private
 from mdlm_space.tabs.how_it_works import accuracy_results
 from mdlm_space.texts import demo_texts
 from mdlm_space.threads import ThreadChooser, model_workload
+from mdlm_space.visitors import QUEUE_SLOTS
 from mdlm_space.worker import on_model_thread
 
 __all__ = ["build_demo", "main"]

@@ -25,7 +25,7 @@ import torch
 from gradio_client import Client
 
 from mdlm_hf.windows import MAX_CANVAS
-from mdlm_space import endpoints
+from mdlm_space import visitors
 from mdlm_space.worker import on_model_thread
 
 PROXY = "203.0.113.9"  # the address a Space's proxy appends for the attacker
@@ -50,7 +50,7 @@ def served(model_dir: str) -> Iterator[str]:
     with socket.socket() as probe:  # a port no one listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    demo.queue(default_concurrency_limit=endpoints.QUEUE_SLOTS, max_size=64).launch(
+    demo.queue(default_concurrency_limit=visitors.QUEUE_SLOTS, max_size=64).launch(
         server_port=port, prevent_thread_lock=True, quiet=True, theme=THEME
     )
     try:
@@ -72,7 +72,7 @@ def attack(url: str, name: str, rounds: int = 1) -> dict:
     forwarded, proxies = ATTACKS[name]
     visitor = {"X-Forwarded-For": VISITOR} if proxies else {}
     with contextlib.ExitStack() as stack:
-        stack.enter_context(environment(endpoints.TRUSTED_PROXIES, str(proxies)))
+        stack.enter_context(environment(visitors.TRUSTED_PROXIES, str(proxies)))
         short_call(url, visitor)  # a first call warms the model and the client
         alone = statistics.median(short_call(url, visitor) for _ in range(rounds))
         clients = [Client(url, verbose=False, headers={"X-Forwarded-For": forwarded(i)}) for i in range(LONG_CLIENTS)]
@@ -87,7 +87,7 @@ def attack(url: str, name: str, rounds: int = 1) -> dict:
             for job in jobs:
                 job.cancel()
             settled = time.monotonic() + 60
-            while (endpoints._long_runs or endpoints._runs_by_client) and time.monotonic() < settled:
+            while (visitors._long_runs or visitors._runs_by_client) and time.monotonic() < settled:
                 time.sleep(0.1)  # the cancelled runs end before the next attack counts its own
     return {"attack": name, "alone_s": alone, "attacked_s": during, "ratio": during / alone, "taken": going,
             "refused": refused}  # fmt: skip

@@ -18,6 +18,7 @@ from mdlm_hf.sampling.options import OPTION_SPECS, ORDERS, STREAM_ORDERS, STREAM
 from mdlm_space.api import page_event
 from mdlm_space.endpoints import PARAMS
 from mdlm_space.handlers import running, stopped
+from mdlm_space.texts import before_the_edit
 
 
 def capped_slider(cap: int, wanted: float | None, info: str) -> dict:
@@ -333,17 +334,6 @@ def replayable(
     )
 
 
-LAST_RUN = "Last run, before the edit: "
-
-
-def before_the_edit(line: str | None) -> Any:
-    """A finished run's readout marked as the last run's, once a draft of the edited input replaces its canvas (the
-    canvas showed the new prompt's masks beside "done in 29 of 32 steps"); an empty one, or one marked, unchanged."""
-    if not line or line.startswith(LAST_RUN):
-        return gr.skip()
-    return LAST_RUN + line
-
-
 def redraw(
     trigger: Callable, fn: Callable, inputs: list, outputs: Any, readout: gr.components.Component | None = None
 ) -> None:
@@ -358,18 +348,15 @@ def redraw(
             return fn(*values)
         if running(values[-1]):
             return gr.skip(), gr.skip()
-        return fn(*values[: len(inputs)]), before_the_edit(values[-1])
+        marked = before_the_edit(values[-1])
+        return fn(*values[: len(inputs)]), gr.skip() if marked is None else marked
 
-    trigger(
-        drawn,
+    watched, drawn_to = (
         [*inputs, *([readout] if readout is not None else [])],
-        outputs if readout is None else [outputs, readout],
-        queue=False,
-        preprocess=False,
-        api_name=False,
-        show_progress="hidden",
-        trigger_mode="always_last",
+        [outputs, readout] if readout is not None else outputs,
     )
+    quiet = dict(queue=False, preprocess=False, api_name=False, show_progress="hidden", trigger_mode="always_last")
+    trigger(drawn, watched, drawn_to, **quiet)
 
 
 def output_column(

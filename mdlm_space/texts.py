@@ -8,6 +8,17 @@ import dataclasses
 from mdlm_hf import MDLM
 
 DEFAULT_PROMPT = "ROMEO:\n"
+LAST_RUN = "Last run, before the edit: "
+
+
+def before_the_edit(line: str | None) -> str | None:
+    """A finished run's readout marked as the last run's, once a draft of the edited input replaces its canvas (the
+    canvas showed the new prompt's masks beside "done in 29 of 32 steps"); None for an empty or marked one."""
+    if not line or line.startswith(LAST_RUN):
+        return None
+    return LAST_RUN + line
+
+
 END_AT_WORDS = {
     "line": "the end of a line",
     "speech": "the end of a speech",

@@ -41,8 +41,8 @@ RULES: dict[str, dict | None] = {
     # streams order: each pass writes the next character of every stretch, left to right (the default before
     # capitals were drawn cooler: every character at temperature 1.2)
     "streams-m10-t120": dict(order="streams", min_p=0.1, temperature=1.2),
-    # a character after a capital drawn at 0.67 of the temperature (0.8), the first value tried; the default
-    # draws it at half (0.6: streams-m10-t120-caps50 names the same rule, its rows are the default's)
+    # a character after a capital drawn at 0.67 of the temperature (0.8), the first value tried; the default before
+    # word streams order drew it at half (0.6: streams-m10-t120-caps50 names that rule); today's draws it at 0.3
     "streams-m10-t120-caps67": dict(order="streams", min_p=0.1, temperature=1.2, capital_temperature_factor=0.67),
     "streams-m10-t120-caps50": dict(order="streams", min_p=0.1, temperature=1.2, capital_temperature_factor=0.5),
     # the model's own distribution (no cut, temperature 1) but for a name's letters, at half of it

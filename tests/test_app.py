@@ -196,7 +196,8 @@ def test_generate_streams_and_keeps_the_prompt(client):
 
 
 def test_generate_semi_autoregressive_blocks(client):
-    *_, (canvas_html, text, readout, seed) = client.submit(
+    # it counted 8 passes for 8 steps, which holds with or without blocks: now each block is written before the next
+    frames = client.submit(
         prompt="",
         length=64,
         num_steps=8,
@@ -208,25 +209,23 @@ def test_generate_semi_autoregressive_blocks(client):
         end_at="length",
         api_name="/generate_page",
     )
+    *_, (canvas_html, text, readout, seed) = frames = list(frames)
     assert len(text) == 64 and MASK_GLYPH not in text and "8 forward passes" in readout
+    for step in (2, 4, 6):  # 2 steps a block of 16: after them, the blocks so far written, the rest all masks
+        written, rest = frames[step][1][: 8 * step], frames[step][1][8 * step :]
+        assert MASK_GLYPH not in written and rest == MASK_GLYPH * len(rest), step
 
 
 def test_generate_with_a_soft_order(client):
-    job = client.submit(
-        prompt="",
-        length=48,
-        num_steps=6,
-        temperature=1.0,
-        top_p=1.0,
-        order="confidence",
-        seed=2,
-        block_length=0,
-        order_temperature=0.5,
-        end_at="length",
-        api_name="/generate_page",
-    )
-    *_, (canvas_html, text, readout, seed) = job
+    run = dict(prompt="", length=48, num_steps=6, temperature=1.0, top_p=1.0, order="confidence", seed=2)
+    run |= dict(block_length=0, end_at="length", api_name="/generate_page")
+    soft = list(client.submit(**run, order_temperature=0.5))
+    *_, (canvas_html, text, readout, seed) = soft
     assert len(text) == 48 and MASK_GLYPH not in text and "done in 6 steps" in readout
+    # it passed with order_temperature ignored: the soft order reveals other positions than the strict one
+    strict = list(client.submit(**run, order_temperature=0.0))
+    revealed = [[i for i, char in enumerate(frames[1][1]) if char != MASK_GLYPH] for frames in (soft, strict)]
+    assert len(revealed[0]) == len(revealed[1]) and revealed[0] != revealed[1]
 
 
 def test_generate_shows_characters_taken_back_by_remasking(client):

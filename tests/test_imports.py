@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("mdlm_hf", "training", "mdlm_space", "mdlm_space/tabs", "benchmarks", "evals", "studio")
+PACKAGES = ("mdlm_hf", "mdlm_hf/sampling", "training", "mdlm_space", "mdlm_space/tabs", "benchmarks", "evals", "studio")
 APP_FILES = ("app.py", "mdlm_space/*.py", "mdlm_space/tabs/*.py")
 MAX_APP_FILE_LINES, MAX_APP_FUNCTION_LINES = 400, 60
 
@@ -64,6 +64,7 @@ def test_the_import_graph_has_no_cycle():
     assert {"mdlm_hf.model", "training.train", "training.export", "training.checkpoints"} <= graph.keys()
     assert "training.checkpoints" in graph["training.export"]  # export reads checkpoints without train
     assert {"mdlm_space.layout", "mdlm_space.tabs.generate"} <= graph.keys()
+    assert {"mdlm_hf.sampling.loop", "mdlm_hf.sampling.keeper"} <= graph.keys()  # the sampler's files are checked too
     found = cycle(graph)
     assert found is None, " -> ".join(found)
 

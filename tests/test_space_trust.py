@@ -8,7 +8,7 @@ import torch
 
 from benchmarks import starvation
 from mdlm_hf import MDLM
-from mdlm_space import endpoints
+from mdlm_space import visitors
 
 
 def request(forwarded: str | None, host: str = "10.1.1.1"):
@@ -29,22 +29,22 @@ def request(forwarded: str | None, host: str = "10.1.1.1"):
     ],
 )
 def test_a_visitor_is_keyed_by_the_address_the_trusted_proxy_wrote(monkeypatch, proxies, space, forwarded, host, key):
-    monkeypatch.setenv(endpoints.TRUSTED_PROXIES, proxies)
+    monkeypatch.setenv(visitors.TRUSTED_PROXIES, proxies)
     monkeypatch.setenv("SPACE_ID", space)
-    assert endpoints.client_key(request(forwarded, host)) == key
+    assert visitors.client_key(request(forwarded, host)) == key
 
 
 def test_long_runs_never_hold_every_slot_and_short_ones_still_start(monkeypatch):
-    monkeypatch.setenv(endpoints.TRUSTED_PROXIES, "0")
+    monkeypatch.setenv(visitors.TRUSTED_PROXIES, "0")
     with __import__("contextlib").ExitStack() as stack:
-        for i in range(endpoints.MAX_LONG_RUNS):
-            stack.enter_context(endpoints.client_run(request(None, f"10.2.0.{i}"), long=True))
-        with pytest.raises(Exception, match=f"{endpoints.MAX_LONG_RUNS} long runs .* are going already"):
-            stack.enter_context(endpoints.client_run(request(None, "10.2.1.1"), long=True))
-        stack.enter_context(endpoints.client_run(request(None, "10.2.1.1"), long=False))  # a short one starts
-    assert endpoints._long_runs == 0 and not endpoints._runs_by_client
-    assert endpoints.run_chars({"prompt": "ab", "length": 600}) == 602 > endpoints.LONG_RUN_CHARS
-    assert endpoints.run_chars({"template": "x" * 100, "seed": 3}) == 100
+        for i in range(visitors.MAX_LONG_RUNS):
+            stack.enter_context(visitors.client_run(request(None, f"10.2.0.{i}"), long=True))
+        with pytest.raises(Exception, match=f"{visitors.MAX_LONG_RUNS} long runs .* are going already"):
+            stack.enter_context(visitors.client_run(request(None, "10.2.1.1"), long=True))
+        stack.enter_context(visitors.client_run(request(None, "10.2.1.1"), long=False))  # a short one starts
+    assert visitors._long_runs == 0 and not visitors._runs_by_client
+    assert visitors.run_chars({"prompt": "ab", "length": 600}) == 602 > visitors.LONG_RUN_CHARS
+    assert visitors.run_chars({"template": "x" * 100, "seed": 3}) == 100
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +63,6 @@ def test_a_short_call_is_answered_within_3x_its_time_alone_while_eight_long_runs
     # formerly: 8 forged X-Forwarded-For addresses were 8 visitors, and a 64-character call had no answer in 300 s;
     # from one address, the cap held but the short call took 8x its time alone
     row = starvation.attack(tiny_space, attack, rounds=5)
-    taken = endpoints.MAX_RUNS_PER_CLIENT if starvation.ATTACKS[attack][1] else endpoints.MAX_LONG_RUNS
+    taken = visitors.MAX_RUNS_PER_CLIENT if starvation.ATTACKS[attack][1] else visitors.MAX_LONG_RUNS
     assert (row["taken"], row["refused"]) == (taken, starvation.LONG_CLIENTS - taken), row
     assert row["ratio"] <= 3, row

@@ -84,3 +84,20 @@ def test_a_model_without_a_recorded_lineage_is_one_stage_of_its_counters(tmp_pat
     (stage,) = recorded_stages(tmp_path / "metrics.json", "pretrained/x")
     assert stage_line(stage) == "8,000 steps, 524,288,000 characters, text not recorded"
     assert lineage_total([stage]) is None and lineage_total([stage, stage]) == "16,000 steps, 1,048,576,000 characters"
+
+
+def test_the_learning_rate_warms_up_linearly_then_falls_by_a_cosine_to_its_floor():
+    # nothing tested the schedule a warm start's short warm-up runs through
+    import argparse
+    import math
+
+    from training.trainer import learning_rate
+
+    args = argparse.Namespace(lr=2e-3, min_lr=2e-4, warmup_steps=100, max_steps=1100)
+    assert learning_rate(0, args) == pytest.approx(2e-5) and learning_rate(49, args) == pytest.approx(1e-3)
+    assert learning_rate(99, args) == pytest.approx(2e-3) == learning_rate(100, args)  # the peak, then the decay
+    assert learning_rate(600, args) == pytest.approx(2e-4 + 0.5 * (2e-3 - 2e-4))  # half way: the cosine's middle
+    assert learning_rate(1100, args) == pytest.approx(2e-4) == learning_rate(5000, args)  # the floor, and past it
+    decay = [learning_rate(step, args) for step in range(100, 1101)]
+    assert all(a >= b for a, b in zip(decay, decay[1:], strict=False))
+    assert learning_rate(350, args) == pytest.approx(2e-4 + 0.5 * (1 + math.cos(math.pi / 4)) * 1.8e-3)
