@@ -1,4 +1,7 @@
-"""mdlm_hf: a small character-level masked diffusion language model."""
+"""mdlm_hf: a small character-level masked diffusion language model.
+
+The sampler in one function, to read first: mdlm_hf/sampling/reference.py; `sample()` is it with every option.
+"""
 
 from mdlm_hf.diffusion import ElboResult, diffusion_loss, elbo, mask_tokens, sample_times
 from mdlm_hf.model import MDLM

@@ -2,6 +2,7 @@ import dataclasses
 import itertools
 import math
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -873,3 +874,50 @@ def test_huge_integers_and_a_generator_off_the_cpu_are_named_or_run(tiny_model, 
         return
     with pytest.raises(ValueError, match=message):
         final_state(sample(tiny_model, canvas, **changes))
+
+
+SHIPPED = str(Path(__file__).resolve().parent.parent / "pretrained" / "mdlm-shakespeare-char")
+
+
+@pytest.fixture(scope="module")
+def shipped_exact():
+    return MDLM.from_pretrained(SHIPPED, fast=False)  # exact fp32 passes: both samplers read the same logits
+
+
+def romeo_canvas(model: MDLM, length: int = 96) -> torch.Tensor:
+    canvas = torch.full((length,), model.mask_id)
+    canvas[:7] = torch.tensor(model.tokenizer.encode("ROMEO:\n"))
+    return canvas
+
+
+@pytest.mark.parametrize("num_steps", [8, 32, 89])
+def test_the_reference_sampler_writes_what_sample_writes_where_neither_draws_at_random(shipped_exact, num_steps):
+    from mdlm_hf.sampling.reference import reference_sample, revealed_after
+
+    canvas = romeo_canvas(shipped_exact)
+    reference = reference_sample(shipped_exact, canvas, num_steps=num_steps, temperature=0)
+    options = SamplerOptions(num_steps=num_steps, temperature=0, order="confidence", spacing=0, min_p=None)
+    assert torch.equal(reference, final_state(sample(shipped_exact, canvas[None], options, seed=0)).tokens[0])
+    assert [revealed_after(89, num_steps, s) for s in range(num_steps + 1)] == [
+        int(planned_reveals(torch.tensor([89]), num_steps, s, "linear")) for s in range(num_steps + 1)
+    ]
+
+
+@pytest.mark.slow
+def test_the_reference_sampler_and_sample_write_alike_at_temperature_one(shipped_exact):
+    from mdlm_hf.sampling.reference import reference_sample
+
+    canvas, generator = romeo_canvas(shipped_exact), torch.Generator().manual_seed(0)
+    options = SamplerOptions(
+        num_steps=16, temperature=1.0, order="confidence", spacing=0, min_p=None, capital_temperature_factor=1.0
+    )
+    decode = shipped_exact.tokenizer.decode
+    ours = "".join(decode(reference_sample(shipped_exact, canvas, 16, 1.0, generator=generator))[7:] for _ in range(12))
+    theirs = "".join(
+        decode(final_state(sample(shipped_exact, canvas[None], options, seed=s)).tokens[0])[7:] for s in range(12)
+    )
+    kinds = {" ": 0.05, "\n": 0.03, "ABCDEFGHIJKLMNOPQRSTUVWXYZ": 0.03, "aeiou": 0.05, ",.;:!?'": 0.03}
+    for kind, tolerance in kinds.items():
+        share = [sum(char in kind for char in text) / len(text) for text in (ours, theirs)]
+        assert abs(share[0] - share[1]) <= tolerance, (kind, share)
+    assert ours != theirs  # both drew: different texts, alike in their characters

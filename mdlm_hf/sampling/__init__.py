@@ -1,5 +1,6 @@
 """Sampling: the options of a run and the diffusion model's writer, one concept a file.
 
+    reference.py  read this first: the paper's loop in one function, which `sample()` extends with every option
     options.py    SamplerOptions, every option once, with what it accepts and how front ends show it
     drawing.py    how each character is drawn (temperature, top-k, top-p, min-p), shared with the twin's writer
     orders.py     which masked positions go first: REVEAL_ORDERS, each order's score or plan
