@@ -2,6 +2,7 @@
 
 python -m benchmarks.app_latency [--model DIR] [--length 256] [--repeats 5]
 python -m benchmarks.app_latency --score [--length 256] [--repeats 3]   # Score: batched against one pass a char
+python -m benchmarks.app_latency --versus-library --repeats 10           # /generate against MDLM.generate
 
 Three ways of serving Generate are timed side by side, one run of each per repeat, the order rotating: the app
 before the speed work (the exact fp32 model, 64 steps and that time's reveal rule: prior weight 0.35, remask ratio
@@ -27,6 +28,7 @@ from gradio_client import Client
 
 import app
 from mdlm_hf import MDLM, SamplerOptions
+from mdlm_hf.pipeline import default_options
 from mdlm_hf.sampling.options import OPTION_SPECS
 from mdlm_space import handlers, worker
 from mdlm_space.texts import SONNET_18
@@ -145,6 +147,25 @@ def score_main(client: Client, model: MDLM, length: int, repeats: int) -> None:
     print(f"generate(256): {generate:.2f} s")
 
 
+def versus_library(client: Client, model: MDLM, length: int, repeats: int) -> dict[str, float]:
+    """`/generate` at the page's defaults against `MDLM.generate` at the model's (`default_options`) on the app's
+    model thread, interleaved, after a warm-up of each; the medians and their ratio, printed."""
+    options, times = default_options(model), {"library": [], "api": []}
+    for repeat in range(repeats + 1):
+        started = time.perf_counter()
+        worker.on_model_thread(model.generate, length, options, seed=repeat)
+        library = time.perf_counter() - started
+        _, api, _ = timed_generate(client, length, {"end_at": "length"}, seed=repeat)
+        if repeat:
+            times["library"].append(library)
+            times["api"].append(api)
+    medians = {way: statistics.median(seconds) for way, seconds in times.items()}
+    ratio = medians["api"] / medians["library"]
+    print(f"{length} characters, {repeats} runs each, interleaved (median): MDLM.generate {medians['library']:.3f} s,")
+    print(f"/generate through gradio_client {medians['api']:.3f} s: {ratio:.2f}x")
+    return {**medians, "ratio": ratio}
+
+
 def main(argv: list[str] | None = None) -> None:
     """Parses the flags and times the app's start-up and Generate (or, with --score, the Score tab)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -152,10 +173,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--length", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--score", action="store_true", help="time the Score tab instead of Generate")
+    parser.add_argument("--versus-library", action="store_true", help="/generate against MDLM.generate")
     args = parser.parse_args(argv)
     model, source = worker.on_model_thread(load_model, args.model)
     demo, url, start_up = serve(model)
     client = Client(url, verbose=False)
+    if args.versus_library:
+        try:
+            versus_library(client, model, args.length, args.repeats)
+        finally:
+            demo.close()
+        return
     if args.score:
         try:
             score_main(client, model, args.length, args.repeats)
