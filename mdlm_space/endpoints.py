@@ -12,6 +12,7 @@ from typing import Any
 
 import gradio as gr
 from gradio.components.api_component import Api
+from gradio_client import utils as client_utils
 
 from mdlm_hf import MASK_GLYPH
 from mdlm_hf.pipeline import END_AT
@@ -225,7 +226,9 @@ def event(handler: Callable, inputs: dict[str, gr.components.Component], on_mode
             long = run_chars(named) > LONG_RUN_CHARS
             with client_run(request, long):
                 lane = LONG_LANE if long else SHORT_LANE
-                yield from iterate_on_model_thread(handler(**context, **named), lane)
+                for frame in iterate_on_model_thread(handler(**context, **named), lane):
+                    if frame is not None:  # a step a long run's throttle does not draw (handlers.THROTTLED)
+                        yield frame
 
     def single(*values: Any) -> Any:
         values, _ = with_request(values)  # a single pass is no long run: not counted
@@ -286,11 +289,12 @@ def refuse_structured_values(block_fn: Any, inputs: list[Any], names: list[str])
     file's payload (a FileData dict) into its cache before any handler runs, and its refusal reached the caller as
     `{"error": null}`."""
     for index, (component, value) in enumerate(zip(block_fn.inputs, inputs, strict=False)):
-        words = scalar_words(component)
-        if words and isinstance(value, (dict, list)):
+        words, a_file = scalar_words(component), client_utils.is_file_obj_with_meta(value)
+        if (words and isinstance(value, (dict, list))) or a_file:  # the app takes no file anywhere
             name = names[index] if index < len(names) else (component.label or f"value {index + 1}")
-            got = "a file" if isinstance(value, dict) and "path" in value else repr(value)[:60]
-            raise gr.Error(f"{name} must be {words}, got {got}", print_exception=False)
+            got = "a file" if a_file or (isinstance(value, dict) and "path" in value) else repr(value)[:60]
+            said = f"{name} must be {words}, got {got}" if words else f"{name} takes no file"
+            raise gr.Error(said, print_exception=False)
 
 
 # what the API page prints inside a string literal as it is (it escapes nothing): such a default would not run as

@@ -204,6 +204,7 @@ def end_words(end_at: str, reached: str, kept: int, written: int) -> str:
 # past the model's context a frame renders the whole canvas (a 2,000-character run sent 254 frames, 7.9 MB of HTML,
 # and the page's long tasks reached 2 s): more than this a second is more than the page can draw
 MAX_LONG_FRAMES_PER_SECOND = 20
+THROTTLED = None  # what `frames` yields for a step it does not draw: the event's stream drops it
 
 
 def too_soon(model: MDLM, state: SamplerState, since_last: float) -> bool:
@@ -230,6 +231,7 @@ def frames(
     for state in states:
         now = time.perf_counter()
         if too_soon(model, state, now - last_frame):
+            yield THROTTLED  # a step all the same: each of the model thread's jobs stays one step (its lanes)
             continue
         last_frame = now
         if state.step == 0 and prompt_length is not None:

@@ -14,7 +14,7 @@ LAST_RUN = "Last run, before the edit: "
 def before_the_edit(line: str | None) -> str | None:
     """A finished run's readout marked as the last run's, once a draft of the edited input replaces its canvas (the
     canvas showed the new prompt's masks beside "done in 29 of 32 steps"); None for an empty or marked one."""
-    if not line or line.startswith(LAST_RUN):
+    if not line or not line.startswith("seed "):  # a run's readout; not the placeholder, nor one marked already
         return None
     return LAST_RUN + line
 

@@ -3,9 +3,9 @@
 On a quiet 2-core machine two threads beat one; with one core busy in another process (a shared Space's
 neighbour, a training run) two threads run 2-5x slower than one, since each parallel region waits for the thread
 the other process has pushed off its core. No count is right for both, and neither the load average (a minute
-late) nor /proc/stat (a container sees its host's CPUs) says which applies, so the chooser measures: every
-PROBE_SECONDS that the model thread works, it times one of the model's passes at each count, interleaved, and keeps
-the faster (benchmarks/thread_policy.py measures the policies).
+late) nor /proc/stat (a container sees its host's CPUs) says which applies, so the chooser measures: before a
+job, when its last probe is PROBE_SECONDS old, it times one of the model's passes at each count, interleaved, and
+keeps the faster (benchmarks/thread_policy.py measures the policies).
 """
 
 from __future__ import annotations
@@ -57,12 +57,15 @@ class ThreadChooser:
     def probe(self) -> None:
         """Times the workload at each count, alternating, and keeps the count with the lowest median."""
         times: dict[int, list[float]] = {count: [] for count in self.counts}
-        for _ in range(PROBE_ROUNDS):
-            for count in self.counts:
-                torch.set_num_threads(count)
-                started = time.perf_counter()
-                self.workload()
-                times[count].append(time.perf_counter() - started)
+        try:
+            for _ in range(PROBE_ROUNDS):
+                for count in self.counts:
+                    torch.set_num_threads(count)
+                    started = time.perf_counter()
+                    self.workload()
+                    times[count].append(time.perf_counter() - started)
+        finally:  # a probe that fails leaves the count it had chosen, not the one it was timing
+            torch.set_num_threads(self.chosen)
         self.timings = {count: statistics.median(seconds) for count, seconds in times.items()}
         self.chosen = min(self.timings, key=self.timings.get)
         torch.set_num_threads(self.chosen)

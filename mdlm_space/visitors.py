@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import ipaddress
+import math
 import os
 import threading
 from collections.abc import Iterator
@@ -16,7 +18,7 @@ import gradio as gr
 # streamed runs one caller may have going at once: more wait their turn in the queue behind everyone else's, so a
 # few callers with many long runs kept a short one waiting for minutes
 MAX_RUNS_PER_CLIENT = 2
-QUEUE_SLOTS = 8  # the runs the queue serves at once (app.py's default_concurrency_limit)
+QUEUE_SLOTS = 8  # the runs each endpoint serves at once (app.py's default_concurrency_limit, per event)
 # a long run: its canvas past two windows. Long runs never hold more than MAX_LONG_RUNS slots, so short runs always
 # find one, and their steps go first on the model thread (worker.SHORT_LANE)
 LONG_RUN_CHARS = 512
@@ -31,7 +33,8 @@ def run_chars(named: dict[str, Any]) -> int:
     """The characters a run's canvas holds, as its parameters say (its prompt, template or text, and its length)."""
     texts = sum(len(named[name]) for name in ("prompt", "template", "text") if isinstance(named.get(name), str))
     length = named.get("length")
-    return texts + (length if isinstance(length, int) else 0)
+    number = isinstance(length, (int, float)) and not isinstance(length, bool) and math.isfinite(length)
+    return texts + (int(length) if number else 0)  # 16384.0 from a client is a long run too
 
 
 def trusted_proxies() -> int:
@@ -45,15 +48,22 @@ def trusted_proxies() -> int:
 
 def client_key(request: gr.Request | None) -> str | None:
     """Who a call comes from: the address the trusted proxy appended to X-Forwarded-For (on a Space, the last
-    entry), else the connection's own; never an address the caller wrote itself (the entries before). None for this
-    machine itself (`python app.py`: its one user's tabs and scripts) or unknown."""
+    entry), else the connection's own; never an address the caller wrote itself (the entries before). uvicorn takes a
+    loopback connection's X-Forwarded-For for its address (a proxy on this machine); None for this machine itself
+    (`python app.py`: its one user's tabs) or unknown."""
     if request is None:
         return None
     hops = trusted_proxies()
     forwarded = [entry.strip() for entry in (request.headers.get("x-forwarded-for") or "").split(",")]
     forwarded = [entry for entry in forwarded if entry]
     host = forwarded[-hops] if hops and len(forwarded) >= hops else getattr(request.client, "host", None)
-    return None if host in (None, "127.0.0.1", "::1", "localhost") else host
+    if host in (None, "127.0.0.1", "::1", "localhost"):
+        return None
+    try:  # an IPv6 visitor holds a whole /64: one key for it, or rotating addresses would each get the cap
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    return str(ipaddress.ip_network(f"{host}/64", strict=False)) if address.version == 6 else host
 
 
 def run_refusal(key: str | None, long: bool) -> str | None:

@@ -56,16 +56,15 @@ class ModelThread:
         with self._changed:
             while True:
                 if short:
-                    self._long_after = time.monotonic() + SHORT_LINGER
-                    return short.popleft()
+                    return (SHORT_LANE, *short.popleft())
                 wait = self._long_after - time.monotonic()
                 if long and wait <= 0:
-                    return long.popleft()
+                    return (LONG_LANE, *long.popleft())
                 self._changed.wait(wait if long else None)
 
     def _serve(self) -> None:
         while True:
-            future, fn, args, kwargs = self._next_job()
+            lane, future, fn, args, kwargs = self._next_job()
             if not future.set_running_or_notify_cancel():
                 continue
             if self.chooser is not None:
@@ -77,6 +76,9 @@ class ModelThread:
                 future.set_result(fn(*args, **kwargs))
             except BaseException as error:  # noqa: BLE001 (handed to the caller, whose thread raises it)
                 future.set_exception(error)
+            if lane == SHORT_LANE:  # from its end: a short step longer than the linger still holds the long lane
+                with self._changed:
+                    self._long_after = time.monotonic() + SHORT_LINGER
 
 
 MODEL_THREAD = ModelThread()

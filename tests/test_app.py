@@ -479,8 +479,10 @@ def test_a_long_runs_frames_are_throttled_the_first_and_last_always_sent(model_d
 
     short = steps_of(list(handlers.generate(model, "", 100, 0, True, "length", num_steps=40)))
     assert short == list(range(len(short)))  # within the context: every step, as before
-    sent = list(handlers.generate(model, "", 300, 0, True, "length", num_steps=40))
+    every = list(handlers.generate(model, "", 300, 0, True, "length", num_steps=40))
+    sent = [frame for frame in every if frame is not handlers.THROTTLED]
     steps = steps_of(sent)
+    assert len(every) == steps[-1] + 1  # a step a yield all the same: each model-thread job stays one step
     assert steps[0] == 0 and "done in" in sent[-1][2] and len(sent[-1][1]) == 300
     assert steps == sorted(steps) and all(b - a >= 2 for a, b in zip(steps[1:-2], steps[2:-1], strict=True))
     assert len(sent) < 0.3 * steps[-1]  # at most 20 a second
@@ -2755,6 +2757,9 @@ def test_an_edit_marks_the_readout_as_the_last_runs(model_dir):
     found = {block.elem_id: block for block in page.demo.blocks.values() if getattr(block, "elem_id", None)}
     for tab, edited, value in (("generate", "prompt", "JULIET:\n"), ("infill", "template", "to __ or not")):
         readout = found[f"{tab}-readout"]
+        before_any_run = page.value(readout)
+        page.type(tab_controls(page.demo, tab)[edited], value + "y")
+        assert page.value(readout) == before_any_run, tab  # the placeholder is no run's
         page.values[readout._id] = "seed 3 · done in 29 of 32 steps · 29 forward passes · 0.50 s · 500 chars/s"
         page.type(tab_controls(page.demo, tab)[edited], value)
         assert page.value(readout).startswith("Last run, before the edit: seed 3 · done in 29"), tab

@@ -1,6 +1,7 @@
 """A forged header cannot starve the Space: visitors are keyed by the address the trusted proxy wrote, long runs
 hold at most part of the queue, and a short run's steps go first on the model thread."""
 
+import threading
 import types
 
 import pytest
@@ -26,6 +27,8 @@ def request(forwarded: str | None, host: str = "10.1.1.1"):
         ("", "user/space", None, "10.1.1.1", "10.1.1.1"),
         ("2", "", "6.6.6.6, 203.0.113.9, 10.0.0.2", "10.1.1.1", "203.0.113.9"),  # two proxies in front
         ("0", "user/space", "6.6.6.6", "10.1.1.1", "10.1.1.1"),  # told there is none
+        ("", "", None, "2001:db8:0:1:aaaa::1", "2001:db8:0:1::/64"),  # an IPv6 visitor: its /64, not each address
+        ("", "", None, "2001:db8:0:1:bbbb::9", "2001:db8:0:1::/64"),
     ],
 )
 def test_a_visitor_is_keyed_by_the_address_the_trusted_proxy_wrote(monkeypatch, proxies, space, forwarded, host, key):
@@ -45,6 +48,23 @@ def test_long_runs_never_hold_every_slot_and_short_ones_still_start(monkeypatch)
     assert visitors._long_runs == 0 and not visitors._runs_by_client
     assert visitors.run_chars({"prompt": "ab", "length": 600}) == 602 > visitors.LONG_RUN_CHARS
     assert visitors.run_chars({"template": "x" * 100, "seed": 3}) == 100
+    assert visitors.run_chars({"prompt": "", "length": 16384.0}) == 16384  # a float from a client counts too
+    assert visitors.run_chars({"length": True}) == 0 and visitors.run_chars({"length": float("nan")}) == 0
+
+
+def test_a_short_runs_next_step_goes_before_a_queued_long_one():
+    # by order alone, no clock: the short run's next step, submitted just after its last ended, still goes first
+    from mdlm_space import worker
+
+    done, release = [], threading.Event()
+    thread = worker.ModelThread()
+    first = thread.submit(lambda: (release.wait(5), done.append("short 1")), lane=worker.SHORT_LANE)
+    long_step = thread.submit(done.append, "long", lane=worker.LONG_LANE)
+    release.set()
+    first.result(timeout=5)
+    thread.submit(done.append, "short 2", lane=worker.SHORT_LANE).result(timeout=5)  # within the linger
+    long_step.result(timeout=5)
+    assert done == ["short 1", "short 2", "long"]
 
 
 @pytest.fixture(scope="module")

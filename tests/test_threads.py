@@ -1,30 +1,51 @@
 """The app's thread count: the chooser keeps whichever count runs a pass faster now, probing again as time passes."""
 
 import time
+import types
 
+import pytest
 import torch
 
 from mdlm_space import threads, worker
 
 
-def workload_slower_on(slow_count: int):
-    def one_pass() -> None:
-        time.sleep(0.004 if torch.get_num_threads() == slow_count else 0.001)
-
-    return one_pass
-
-
 def test_the_chooser_keeps_the_faster_count_and_follows_a_change(monkeypatch):
+    # a fake clock: a pass takes 3 ticks at the slow count and 1 at the other, whatever the machine is doing
+    clock, slow = [0.0], {"count": 2}
+
+    def one_pass() -> None:
+        clock[0] += 3.0 if torch.get_num_threads() == slow["count"] else 1.0
+
+    monkeypatch.setattr(threads, "time", types.SimpleNamespace(perf_counter=lambda: clock[0], monotonic=time.monotonic))
     before = torch.get_num_threads()
     try:
-        slow = {"count": 2}
-        chooser = threads.ThreadChooser(lambda: workload_slower_on(slow["count"])(), counts=(1, 2))
+        chooser = threads.ThreadChooser(one_pass, counts=(1, 2))
         assert chooser.choose() == 1 and torch.get_num_threads() == 1  # two threads fight a busy core
         slow["count"] = 1  # the neighbour has gone: two threads are faster now
         assert chooser.choose() == 1  # not probed again within PROBE_SECONDS
         monkeypatch.setattr(threads, "PROBE_SECONDS", 0.0)
         assert chooser.choose() == 2 and torch.get_num_threads() == 2
-        assert set(chooser.timings) == {1, 2} and chooser.timings[2] < chooser.timings[1]
+        assert chooser.timings == {1: 3.0, 2: 1.0}
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_a_probe_that_fails_leaves_the_count_it_had_chosen():
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        calls = []
+
+        def failing() -> None:
+            calls.append(torch.get_num_threads())
+            if len(calls) == 2:  # while timing the second count
+                raise RuntimeError("the probe cannot run")
+
+        chooser = threads.ThreadChooser(failing, counts=(1, 2))
+        chooser.chosen = 1
+        with pytest.raises(RuntimeError):
+            chooser.probe()
+        assert calls == [1, 2] and torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
 

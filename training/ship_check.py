@@ -178,6 +178,8 @@ def joined_tar(parts: list[Path], work: Path, name: str) -> Path:
 def unpack(parts: list[Path], work: Path, name: str) -> Path:
     """The run's export unpacked as WORK/NAME (replacing an earlier unpacking); a ValueError for a missing part,
     a corrupt tar or a member that would land outside NAME/."""
+    if not hasattr(tarfile, "data_filter"):  # Python before 3.10.12 / 3.11.4: no safe extraction to lean on
+        raise ValueError("unpacking needs Python 3.10.12, 3.11.4 or later (tarfile's data filter)")
     tar_path = joined_tar(parts, work, name)
     staging = Path(tempfile.mkdtemp(dir=work, prefix=f".{name}."))
     try:
@@ -187,7 +189,10 @@ def unpack(parts: list[Path], work: Path, name: str) -> Path:
                 path = PurePosixPath(member.name)
                 if path.is_absolute() or ".." in path.parts or path.parts[:1] != (name,):
                     raise ValueError(f"{tar_path} holds {member.name!r}, outside {name}/: not unpacking it")
-            tar.extractall(staging, members=members, filter="data")  # the filter refuses links out, devices too
+            try:
+                tar.extractall(staging, members=members, filter="data")  # the filter refuses links out, devices too
+            except tarfile.FilterError as error:
+                raise ValueError(f"{tar_path} holds a member the safe unpacking refuses ({error})") from None
         if not (staging / name / "config.json").is_file():
             raise ValueError(f"{tar_path} holds no {name}/config.json: not an export")
         unpacked = work / name
