@@ -29,7 +29,7 @@ from mdlm_space.checks import (
     run_seed,
 )
 from mdlm_space.endpoints import PARAMS
-from mdlm_space.render import LEGEND, forward_view, render_canvas, score_view, shown_char
+from mdlm_space.render import LEGEND, THROTTLED, forward_view, render_canvas, score_view, shown_char, too_soon
 from mdlm_space.texts import passes
 
 RUNNING = "…"  # the speed of a run still going: it is known once the run ends
@@ -201,19 +201,6 @@ def end_words(end_at: str, reached: str, kept: int, written: int) -> str:
     return f"No {end_at} ended in the text, so it ended at {ENDED_AT[reached]}: {counts}"
 
 
-# past the model's context a frame renders the whole canvas (a 2,000-character run sent 254 frames, 7.9 MB of HTML,
-# and the page's long tasks reached 2 s): more than this a second is more than the page can draw
-MAX_LONG_FRAMES_PER_SECOND = 20
-THROTTLED = None  # what `frames` yields for a step it does not draw: the event's stream drops it
-
-
-def too_soon(model: MDLM, state: SamplerState, since_last: float) -> bool:
-    """Whether a long run's state is skipped: within 1 / MAX_LONG_FRAMES_PER_SECOND of the last frame, and neither
-    its first nor its last."""
-    long = state.tokens.size(1) > model.block_size
-    return long and 0 < state.step and not state.done and since_last < 1 / MAX_LONG_FRAMES_PER_SECOND
-
-
 def frames(
     model: MDLM,
     states: Iterator[SamplerState],
@@ -223,7 +210,8 @@ def frames(
     prompt_length: int | None = None,
     end_at: str = "length",
 ) -> Iterator[tuple[str, str, str, int]]:
-    """(canvas HTML, text, readout, seed) for every state, as the sampler computes it. The text is the canvas so far,
+    """(canvas HTML, text, readout, seed) for every state (THROTTLED for a long run's it does not draw, `too_soon`),
+    as the sampler computes it. The text is the canvas so far,
     masks as glyphs (up to a long text's live window), so that a stopped run leaves its canvas there too; once done,
     the finished text. With a prompt (`prompt_length`), the readout says how much of a long one the model read, and
     the finished text ends `end_at`."""

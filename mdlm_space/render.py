@@ -365,3 +365,16 @@ def score_view(text: str, bits: list[float], most: float) -> str:
         f"{NEWLINE_GLYPH} line break</div>"
     )
     return canvas_box(cells) + legend
+
+
+# past the model's context a frame renders the whole canvas (a 2,000-character run sent 254 frames, 7.9 MB of HTML,
+# and the page's long tasks reached 2 s): more than this a second is more than the page can draw
+MAX_LONG_FRAMES_PER_SECOND = 20
+THROTTLED = None  # what `frames` yields for a step it does not draw: the event's stream drops it
+
+
+def too_soon(model: MDLM, state: SamplerState, since_last: float) -> bool:
+    """Whether a long run's state is skipped: within 1 / MAX_LONG_FRAMES_PER_SECOND of the last frame, and neither
+    its first nor its last."""
+    long = state.tokens.size(1) > model.block_size
+    return long and 0 < state.step and not state.done and since_last < 1 / MAX_LONG_FRAMES_PER_SECOND
