@@ -11,9 +11,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from mdlm_hf.checks import check_seed
 from mdlm_hf.model import MDLM
 from mdlm_hf.pipeline import END_AT, ended, prompt_canvas, sample, text_to_canvas, unseen_prompt_note
-from mdlm_hf.sampling.options import OPTION_SPECS, SamplerOptions, check_seed
+from mdlm_hf.sampling.options import OPTION_SPECS, SamplerOptions
 
 FLAG_ALIASES = {"num_steps": ("--steps",)}  # the shorter flags the CLI has always had
 # the shipped model, where a checkout of the repository has it (whatever the current directory)

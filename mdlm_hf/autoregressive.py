@@ -16,13 +16,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from mdlm_hf.checks import described
 from mdlm_hf.inference import check_batch_size, check_token_ids, evaluating, predictor
 from mdlm_hf.kv_cache import KVCache
 from mdlm_hf.sampling.casts import Casts
 from mdlm_hf.sampling.drawing import candidate_tokens, capital_letters
 from mdlm_hf.sampling.keeper import Keeper
 from mdlm_hf.sampling.lexicon import Lexicon
-from mdlm_hf.sampling.options import SamplerOptions, described
+from mdlm_hf.sampling.options import SamplerOptions
 from mdlm_hf.sampling.state import SamplerState
 from mdlm_hf.windows import score_windows
 

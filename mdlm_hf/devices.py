@@ -8,7 +8,7 @@ import os
 
 import torch
 
-from mdlm_hf.sampling.options import described
+from mdlm_hf.checks import described
 
 DEVICE_HELP = "auto (cuda where a GPU is available, else cpu), cpu, cuda, cuda:N or mps"
 

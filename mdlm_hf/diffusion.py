@@ -21,6 +21,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from mdlm_hf.autoregressive import autoregressive_nll, char_nats, is_causal
+from mdlm_hf.checks import check_seed, described, is_int, is_number
 from mdlm_hf.inference import (
     check_batch_size,
     check_draws,
@@ -30,7 +31,6 @@ from mdlm_hf.inference import (
     evaluating,
     predictor,
 )
-from mdlm_hf.sampling.options import check_seed, described, is_int, is_number
 from mdlm_hf.windows import score_windows
 
 LOSS_WEIGHTINGS = ("elbo", "elbo_count", "uniform")

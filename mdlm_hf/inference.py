@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 
-from mdlm_hf.sampling.options import described
+from mdlm_hf.checks import described
 
 
 @contextlib.contextmanager

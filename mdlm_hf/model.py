@@ -31,13 +31,14 @@ from huggingface_hub.utils import HFValidationError, validate_repo_id
 
 from mdlm_hf import pipeline, rewriting
 from mdlm_hf.card import MODEL_CARD_TEMPLATE, REPO_URL, TWIN_CARD_TEMPLATE, TWIN_TAGS
+from mdlm_hf.checks import described
 from mdlm_hf.data import file_in_folder
 from mdlm_hf.devices import check_map_location
 from mdlm_hf.fast import FastPath
 from mdlm_hf.inference import check_token_ids
 from mdlm_hf.kv_cache import KVCache
 from mdlm_hf.layers import Block, RotaryEmbedding, TimeEmbedding, make_norm, mlp_hidden
-from mdlm_hf.sampling.options import SamplerOptions, described
+from mdlm_hf.sampling.options import SamplerOptions
 from mdlm_hf.sampling.state import SamplerState
 from mdlm_hf.tokenizer import CharTokenizer
 

@@ -16,12 +16,13 @@ import torch
 import torch.nn as nn
 
 from mdlm_hf.autoregressive import is_causal, write_left_to_right
+from mdlm_hf.checks import check_seed, described
 from mdlm_hf.inference import check_model, shipped_file
 from mdlm_hf.metrics import heading_name
 from mdlm_hf.sampling.casts import Casts, names_a_speaker, run_casts
 from mdlm_hf.sampling.lexicon import Lexicon, run_lexicon
 from mdlm_hf.sampling.loop import write_by_denoising
-from mdlm_hf.sampling.options import SamplerOptions, check_seed, described
+from mdlm_hf.sampling.options import SamplerOptions
 from mdlm_hf.sampling.state import SamplerState, final_state
 from mdlm_hf.windows import MAX_CANVAS, check_canvas_length
 

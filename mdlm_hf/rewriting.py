@@ -20,9 +20,10 @@ import torch
 import torch.nn as nn
 
 from mdlm_hf.autoregressive import is_causal
+from mdlm_hf.checks import described
 from mdlm_hf.inference import check_flag, check_model, evaluating
 from mdlm_hf.pipeline import check_text, sample
-from mdlm_hf.sampling.options import SamplerOptions, described
+from mdlm_hf.sampling.options import SamplerOptions
 from mdlm_hf.sampling.state import SamplerState, final_state
 from mdlm_hf.windows import check_canvas_length
 

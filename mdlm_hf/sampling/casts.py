@@ -13,10 +13,11 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from mdlm_hf.checks import described
 from mdlm_hf.data import file_version
 from mdlm_hf.inference import shipped_file
 from mdlm_hf.metrics import SPEAKER_NAME
-from mdlm_hf.sampling.options import SamplerOptions, described
+from mdlm_hf.sampling.options import SamplerOptions
 
 LONGEST_LINE = 80  # characters: a speech line's limit where a casts file names none
 

@@ -22,10 +22,11 @@ from pathlib import Path
 
 import torch
 
+from mdlm_hf.checks import described
 from mdlm_hf.data import file_version
 from mdlm_hf.inference import shipped_file
 from mdlm_hf.metrics import WORD_PATTERN, words
-from mdlm_hf.sampling.options import SamplerOptions, described
+from mdlm_hf.sampling.options import SamplerOptions
 
 LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 IN_WORDS = LETTERS | {"'"}  # an apostrophe is a word's own between letters, a quote elsewhere

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch.nn as nn
 
+from mdlm_hf.checks import described, is_finite, is_int, is_number
 from mdlm_hf.sampling.orders import REVEAL_ORDERS, reveal_order
 
 # the package's reveal orders, as REVEAL_ORDERS registers them (mdlm_hf.sampling.orders): all of them, those that
@@ -38,32 +39,6 @@ class Accepts:
     words: str  # "<name> must be <words>"
     kind: type  # int, float or str: the CLI parses its flag as this; the app's slider of an int option counts in ints
     choices: tuple[str, ...] = ()
-
-
-def is_int(x: object) -> bool:
-    """An int, not a bool."""
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
-def is_number(x: object) -> bool:
-    """An int or float, not a bool (True is an int to Python, but no one means 1.0 by it)."""
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
-def is_finite(x: int | float) -> bool:
-    """A number a float holds (an int past about 1.8e308 is not one, and math.isfinite would overflow on it)."""
-    try:
-        return math.isfinite(x)
-    except OverflowError:
-        return False
-
-
-def described(value: object) -> str:
-    """How an error names a value it refuses: the repr of a plain value (None, a bool, number or short string), else
-    its type's name (a model's or a tensor's repr runs to many lines)."""
-    shown = repr(value)
-    plain = value is None or isinstance(value, (bool, int, float, str))
-    return shown if plain and len(shown) <= 60 else type(value).__name__
 
 
 def integer(low: int) -> Accepts:
@@ -349,9 +324,3 @@ OPTION_SPECS: dict[str, OptionSpec] = {f.name: f.metadata["spec"] for f in field
 # the options the sampling study chose and their recommended values, as training/evaluate.py's model card lists them
 STUDIED_OPTIONS = ("num_steps", "order", "temperature", "min_p", "capital_temperature_factor", *REVEAL_RULE_OPTIONS)
 DEFAULT_SAMPLING = {name: getattr(SamplerOptions(), name) for name in STUDIED_OPTIONS}
-
-
-def check_seed(seed: object) -> None:
-    """The one check of a sampling seed: an integer in [0, 2**63) (torch's generators take no other)."""
-    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**63:
-        raise ValueError(f"seed must be an integer in [0, 2**63), got {described(seed)}")
