@@ -25,10 +25,9 @@ from pathlib import Path
 
 import torch
 
-from mdlm_hf import MDLM, elbo
+from mdlm_hf import MDLM
 from mdlm_hf.data import split_text
-from mdlm_hf.diffusion import exact_nll
-from training import train
+from training import gpu_job, train
 from training.checkpoints import build_model, load_checkpoint
 from training.corpus import read_texts
 
@@ -53,17 +52,11 @@ def unique_text(data: Path, chars: int, scored: str) -> str:
 
 
 def scores(model: MDLM, val: str, heldout: str, nll_chars: int) -> dict[str, float]:
-    """A diffusion model's ELBO and exact NLL on the validation text and its ELBO on the held-out text; a twin's NLL."""
+    """A diffusion model's ELBO and exact NLL on the validation text and its ELBO on the held-out text; a twin's NLL
+    on both: the GPU job's figures (`training.gpu_job.score`), in fp32."""
     model = model.float().eval()
     val_ids, heldout_ids = (torch.tensor(model.tokenizer.encode(text)) for text in (val, heldout))
-    if model.causal:
-        return {"val_nll": exact_nll(model, val_ids, batch_size=256), "heldout_nll": exact_nll(model, heldout_ids)}
-    seeded = torch.Generator().manual_seed
-    return {
-        "val_elbo": elbo(model, val_ids, 4, seeded(0)).nats_per_char,
-        "val_exact_nll": exact_nll(model, val_ids[:nll_chars], batch_size=512),
-        "heldout_elbo": elbo(model, heldout_ids, 4, seeded(0)).nats_per_char,
-    }
+    return gpu_job.score(model, val_ids, heldout_ids, nll_chars)
 
 
 def rehearse(args: argparse.Namespace, val: str, heldout: str) -> list[dict]:
