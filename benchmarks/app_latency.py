@@ -178,15 +178,9 @@ def main(argv: list[str] | None = None) -> None:
     model, source = worker.on_model_thread(load_model, args.model)
     demo, url, start_up = serve(model)
     client = Client(url, verbose=False)
-    if args.versus_library:
+    if args.versus_library or args.score:  # one measurement instead of Generate's three ways
         try:
-            versus_library(client, model, args.length, args.repeats)
-        finally:
-            demo.close()
-        return
-    if args.score:
-        try:
-            score_main(client, model, args.length, args.repeats)
+            (versus_library if args.versus_library else score_main)(client, model, args.length, args.repeats)
         finally:
             demo.close()
         return

@@ -20,6 +20,7 @@ import statistics
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from unittest import mock
 
 import torch
 from gradio_client import Client
@@ -71,8 +72,7 @@ def attack(url: str, name: str, rounds: int = 1) -> dict:
     """The short call's seconds alone and while LONG_CLIENTS long runs go; the long runs taken and refused."""
     forwarded, proxies = ATTACKS[name]
     visitor = {"X-Forwarded-For": VISITOR} if proxies else {}
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(environment(visitors.TRUSTED_PROXIES, str(proxies)))
+    with mock.patch.dict(os.environ, {visitors.TRUSTED_PROXIES: str(proxies)}):  # restored after, as it was
         short_call(url, visitor)  # a first call warms the model and the client
         alone = statistics.median(short_call(url, visitor) for _ in range(rounds))
         clients = [Client(url, verbose=False, headers={"X-Forwarded-For": forwarded(i)}) for i in range(LONG_CLIENTS)]
@@ -96,20 +96,6 @@ def attack(url: str, name: str, rounds: int = 1) -> dict:
 def long_run(client: Client):
     """A long client's run of the largest canvas, submitted."""
     return client.submit(prompt="", length=MAX_CANVAS, end_at="length", seed=0, api_name="/generate")
-
-
-@contextlib.contextmanager
-def environment(name: str, value: str) -> Iterator[None]:
-    """The environment variable `name` set to `value` while the block runs."""
-    before = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = before
 
 
 def main(argv: list[str] | None = None) -> list[dict]:

@@ -53,12 +53,18 @@ def test_pack_splits_an_export_into_parts(tmp_path, monkeypatch):
         assert tar.extractfile("model/model.safetensors").read() == bytes(range(256)) * 64
 
 
-@pytest.mark.slow
-def test_the_job_runs_end_to_end_at_a_tiny_size(tmp_path):
+def job_texts(tmp_path):
+    """The tiny job's text, the other plays and the held-out plays, written under `tmp_path`."""
     data, extra, heldout = (tmp_path / name for name in ("tiny.txt", "extra.txt", "heldout.txt"))
     write_text(data, 600, speaker="CLAUDIUS+BERNARDO")
     write_text(extra, 60, speaker="BERNARDO")
     write_text(heldout, 40, speaker="BERNARDO")
+    return data, extra, heldout
+
+
+@pytest.mark.slow
+def test_the_job_runs_end_to_end_at_a_tiny_size(tmp_path):
+    data, extra, heldout = job_texts(tmp_path)
     out = tmp_path / "out"
     argv = ["--tiny", "--data", str(data), "--train-extra", str(extra), "--heldout", str(heldout)]
     argv += ["--out", str(out), "--work", str(tmp_path / "work"), "--steps", "6", "--batch-size", "4"]
@@ -213,10 +219,7 @@ def test_the_students_rounds_share_max_minutes(tmp_path, tiny_model, tiny_text):
 @pytest.mark.slow
 def test_the_next_windows_plan_runs_end_to_end_at_a_tiny_size(tmp_path):
     # warm starts from tiny parents the rehearsal trains first, the twin beside the model, the student beside both
-    data, extra, heldout = (tmp_path / name for name in ("tiny.txt", "extra.txt", "heldout.txt"))
-    write_text(data, 600, speaker="CLAUDIUS+BERNARDO")
-    write_text(extra, 60, speaker="BERNARDO")
-    write_text(heldout, 40, speaker="BERNARDO")
+    data, extra, heldout = job_texts(tmp_path)
     out, plan = tmp_path / "out", gpu_job.Path(__file__).resolve().parent.parent / "training" / "plans" / "v5.json"
     argv = ["--tiny", "--data", str(data), "--train-extra", str(extra), "--heldout", str(heldout), "--plan", str(plan)]
     argv += ["--out", str(out), "--work", str(tmp_path / "work"), "--steps", "6", "--batch-size", "4"]
