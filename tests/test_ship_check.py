@@ -14,7 +14,7 @@ import torch
 from evals import invented_words
 from evals.structure_suite import BLANK, PROMPTS
 from mdlm_hf import MDLM
-from training import gpu_job, ship_check
+from training import gpu_job, ship_bars, ship_check, ship_figures, ship_unpack
 from training.export_dir import MANIFEST, manifest_files, write_manifest
 
 REFERENCE_HEADINGS = 8.2  # real text's heading rate in the hand-made figures
@@ -52,7 +52,7 @@ def figures(base: dict, **changed: tuple) -> dict:
 
 
 def failed(objective: str, found: dict, extra_text: bool = True) -> set[str]:
-    checks = ship_check.decide(objective, found, extra_text, REFERENCE_HEADINGS)
+    checks = ship_bars.decide(objective, found, extra_text, REFERENCE_HEADINGS)
     return {name for name, reason in checks.items() if reason}
 
 
@@ -130,7 +130,7 @@ def record(run: str, objective: str, figure: float, fails: bool = False) -> dict
     return dict(
         run=run,
         objective=objective,
-        target=ship_check.TARGETS[objective],
+        target=ship_figures.TARGETS[objective],
         figures=found,
         checks={"val_elbo": "worse" if fails else None},
     )
@@ -143,7 +143,7 @@ def test_the_best_of_several_winners_ships_and_the_others_say_why_not():
         "c": record("c", "diffusion", 1.30, fails=True),
         "twin": record("twin", "ar", 1.40),
     }
-    ship_check.choose_winners(records)
+    ship_bars.choose_winners(records)
     verdicts = {name: r["verdict"] for name, r in records.items()}
     assert verdicts == {
         "a": "passes, but b is better",
@@ -209,14 +209,14 @@ def packed(tmp_path, monkeypatch, part_bytes: int | None = None) -> tuple:
 
 def test_parts_are_joined_and_unpacked_and_nothing_else_is_left(tmp_path, monkeypatch):
     out, metrics = packed(tmp_path, monkeypatch, part_bytes=4096)
-    parts = ship_check.run_files(metrics, out, "m")
+    parts = ship_unpack.run_files(metrics, out, "m")
     assert len(parts) > 2 and [p.name for p in parts] == [f"m.tar.{i:02d}" for i in range(len(parts))]
     work = tmp_path / "work"
     work.mkdir()
-    unpacked = ship_check.unpack(parts, work, "m")
+    unpacked = ship_unpack.unpack(parts, work, "m")
     assert unpacked == work / "m" and (unpacked / "model.safetensors").read_text() == "w" * 5000
     assert [p.name for p in work.iterdir()] == ["m"]  # the joined tar and the staging are gone
-    assert ship_check.unpack(parts, work, "m") == unpacked  # again: the earlier unpacking is replaced
+    assert ship_unpack.unpack(parts, work, "m") == unpacked  # again: the earlier unpacking is replaced
 
 
 @pytest.mark.parametrize("name", ["/etc/evil", "m/../../evil", "other/config.json"])
@@ -227,7 +227,7 @@ def test_a_member_outside_the_runs_folder_is_refused(tmp_path, name):
         tar.add(tmp_path / "payload", arcname=name)
     (tmp_path / "work").mkdir()
     with pytest.raises(ValueError, match="outside m/"):
-        ship_check.unpack([tmp_path / "m.tar"], tmp_path / "work", "m")
+        ship_unpack.unpack([tmp_path / "m.tar"], tmp_path / "work", "m")
     assert not (tmp_path / "evil").exists() and list((tmp_path / "work").iterdir()) == []
 
 
@@ -340,7 +340,7 @@ def snapshot(folder) -> dict:
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-STRUCTURE_FIGURES = [f"{prompt}/{figure}" for prompt in PROMPTS for figure in ship_check.STRUCTURE]
+STRUCTURE_FIGURES = [f"{prompt}/{figure}" for prompt in PROMPTS for figure in ship_figures.STRUCTURE]
 EXPECTED = {
     "plays-d320": {
         "val_elbo",
