@@ -4,7 +4,8 @@ import pytest
 
 from mdlm_hf.data import split_text
 from training import build_corpus
-from training.build_corpus import STRETCH, Play, build, map_heading, persons_words, stretches, tinyshakespeare_layout
+from training.build_corpus import STRETCH, Play, build, stretches, tinyshakespeare_layout
+from training.speaker_headings import map_heading, persons_words
 
 PERSONS = """HAMLET, PRINCE OF DENMARK
 
@@ -61,7 +62,7 @@ def test_the_left_out_plays_headings_are_mapped_by_speech_ocr_slips_and_a_table(
     # nine plays (Hamlet, Lear, Timon, ...: 1.15M characters) were left out for a heading that named no single person
     from collections import Counter
 
-    from training.build_corpus import HEADING_FIXES, edit_distance
+    from training.speaker_headings import HEADING_FIXES, edit_distance
 
     persons = frozenset({"POLONIUS", "POLONIU", "PANDARUS", "PANDARU", "CORDELIA", "CORNWALL", "SERVANTS", "SERVANT"})
     spoken = Counter({"POLONIUS": 12, "PANDARUS": 40, "SERVANT": 3, "SERVANTS": 1, "CORDELIA": 5, "CORNWALL": 5})
@@ -177,7 +178,7 @@ def test_cli_refuses_a_missing_text_in_one_line(tmp_path):
 
 
 def test_tinyshakespeares_plays_are_found_by_their_words_short_speeches_by_their_speakers():
-    from training.build_corpus import fill_short_speeches, tinyshakespeare_plays
+    from training.tinyshakespeare_plays import fill_short_speeches, tinyshakespeare_plays
 
     lines_a = [f"the {word} of the morning light upon the hills of {word}town" for word in ("red", "grey", "blue")]
     lines_b = [f"a {word} wind across the water and the {word} ships at sea" for word in ("cold", "dark", "wild")]

