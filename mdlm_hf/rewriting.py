@@ -56,12 +56,19 @@ def span_canvas(model: nn.Module, text: str, start: int, end: int) -> torch.Tens
     return ids
 
 
+def span_options(text: str, start: int, end: int) -> dict[str, Any]:
+    """The options a rewrite of `text[start:end]` sets itself: a span that held a line break may take line breaks
+    again (keep_lines off); one within a line stays within it, as a template's blank does."""
+    return {"keep_lines": False} if "\n" in text[start:end] else {}
+
+
 def stream_rewrite(
     model: nn.Module, text: str, start: int, end: int, options: SamplerOptions | None = None, **overrides: Any
 ) -> Iterator[SamplerState]:
     """Every state while writing `text[start:end]` again (`overrides`: single options, `seed`, `generator`)."""
     check_model(model, "stream_rewrite", "text, start, end")
-    return sample(model, span_canvas(model, text, start, end), options, **overrides)
+    canvas = span_canvas(model, text, start, end)
+    return sample(model, canvas, options, **(span_options(text, start, end) | overrides))
 
 
 def rewrite(

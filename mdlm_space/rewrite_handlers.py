@@ -14,7 +14,7 @@ import gradio as gr
 
 from mdlm_hf import MDLM, SamplerOptions, SamplerState, sample
 from mdlm_hf.pipeline import check_text
-from mdlm_hf.rewriting import check_span, span_canvas, span_nats_steps
+from mdlm_hf.rewriting import check_span, span_canvas, span_nats_steps, span_options
 from mdlm_hf.windows import MAX_CANVAS
 from mdlm_space.checks import as_int, check_chars, run_seed
 from mdlm_space.handlers import kept_words_note
@@ -99,7 +99,7 @@ def rewrite(
     side by side, then ranked by the span's bits per character given the rest of the text (lower: likelier)."""
     text, start, end = checked_span(model, text, start, end)
     seed = run_seed(seed, fixed_seed)
-    options = SamplerOptions().replace(**controls)  # validates them
+    options = SamplerOptions().replace(**span_options(text, start, end) | controls)  # validates them
     options = options.replace(num_steps=min(controls.get("num_steps", end - start), end - start))  # one a character
     canvas = span_canvas(model, text, start, end).expand(NUM_CHOICES, -1)
     recorder = PassRecorder()

@@ -44,6 +44,39 @@ def after_capital(tokens: torch.Tensor, capitals: torch.Tensor | None) -> torch.
     return torch.cat([torch.zeros_like(is_capital[:, :1]), is_capital[:, :-1]], dim=1)
 
 
+def newline_id(model: nn.Module) -> int | None:
+    """The id of `model`'s line break, or None (a model with no tokenizer, a stub, or none in its vocabulary)."""
+    tokenizer = getattr(model, "tokenizer", None)
+    return None if tokenizer is None else tokenizer.char_to_id.get("\n")
+
+
+def within_line_blanks(tokens: torch.Tensor, mask_id: int, line_break: int | None) -> torch.Tensor | None:
+    """(B, T) bool: the masks of `tokens` (B, T) in a blank within a line, a run of masks with a given character other
+    than a line break right before it and right after it (keep_lines: no line break goes there); None where there is
+    none. A blank at the text's start or end, or beside a line break, may take line breaks."""
+    if line_break is None:
+        return None
+    masked = tokens == mask_id
+    B, T = tokens.shape
+    at = torch.arange(T, device=tokens.device).expand(B, T)
+    before = torch.where(masked, -1, at).cummax(dim=1).values  # the last given position at or before each (-1: none)
+    after = T - 1 - torch.where(masked, -1, T - 1 - at).flip(1).cummax(dim=1).values.flip(1)  # the next (T: none)
+    left = tokens.gather(1, before.clamp(min=0))
+    right = tokens.gather(1, after.clamp(max=T - 1))
+    inside = masked & (before >= 0) & (after < T) & (left != line_break) & (right != line_break)
+    return inside if inside.any() else None
+
+
+def without_line_breaks(logits: torch.Tensor, inside: torch.Tensor | None, line_break: int | None) -> torch.Tensor:
+    """`logits` (B, T, V) with the line break ruled out at the positions `inside` (B, T) marks (`within_line_blanks`):
+    every draw there, a rule's redraw too, is among the other characters."""
+    if inside is None or line_break is None:
+        return logits
+    ruled_out = torch.zeros(logits.size(-1), dtype=torch.bool, device=logits.device)
+    ruled_out[line_break] = True
+    return logits.masked_fill(inside[..., None] & ruled_out, float("-inf"))
+
+
 def candidate_tokens(
     logits: torch.Tensor,
     options: SamplerOptions,

@@ -17,7 +17,7 @@ import torch.nn as nn
 
 from mdlm_hf.inference import evaluating, predictor
 from mdlm_hf.sampling.casts import Casts
-from mdlm_hf.sampling.drawing import capital_letters
+from mdlm_hf.sampling.drawing import capital_letters, newline_id, within_line_blanks, without_line_breaks
 from mdlm_hf.sampling.keeper import Keeper
 from mdlm_hf.sampling.lexicon import Lexicon
 from mdlm_hf.sampling.options import SamplerOptions
@@ -57,7 +57,8 @@ def write_by_denoising(
         plans.append(block_plan(pending[:, w.start : w.fill_end], steps, options.block_length))
         pending[:, w.start : w.fill_end] = False
     keeper = Keeper.for_run(model, canvas.size(0), lexicon, casts)
-    return _slide(model, canvas.clone(), list(zip(windows, plans, strict=True)), options, generator, keeper)
+    inside = within_line_blanks(canvas, model.mask_id, newline_id(model)) if options.keep_lines else None
+    return _slide(model, canvas.clone(), list(zip(windows, plans, strict=True)), options, generator, keeper, inside)
 
 
 @torch.no_grad()
@@ -68,12 +69,15 @@ def _slide(
     options: SamplerOptions,
     generator: torch.Generator,
     keeper: Keeper | None = None,
+    inside: torch.Tensor | None = None,
 ) -> Iterator[SamplerState]:
-    """Runs the core over each window of `plan` in turn; yields the whole canvas's states (one window: as is)."""
+    """Runs the core over each window of `plan` in turn; yields the whole canvas's states (one window: as is).
+    `inside` (B, N) marks the masks of blanks within a line, where no line break is drawn (keep_lines)."""
     device = next(model.parameters()).device
     tokens = tokens.to(device)
     B, N = tokens.shape
     is_given = tokens != model.mask_id
+    inside = None if inside is None else inside.to(device)
     confidence = torch.full((B, N), float("nan"), device=device)
     nothing = torch.zeros_like(is_given)
     total_steps = sum(steps for _, blocks in plan for _, steps in blocks)
@@ -87,7 +91,8 @@ def _slide(
         fills = slice(w.start + first_mask, w.fill_end)  # only this window writes here
         if keeper is not None:  # the caller's text only is given: earlier windows' text was kept to the rules
             keeper.enter(tokens, is_given, w.start)
-        for state in _run(model, tokens[:, w.start : w.end].clone(), blocks, options, generator, keeper):
+        in_window = None if inside is None else inside[:, w.start : w.end]
+        for state in _run(model, tokens[:, w.start : w.end].clone(), blocks, options, generator, keeper, in_window):
             tokens[:, w.start : w.end] = state.tokens
             revealed, remasked = nothing.clone(), nothing.clone()
             revealed[:, w.start : w.end], remasked[:, w.start : w.end] = state.revealed, state.remasked
@@ -115,10 +120,12 @@ def _run(
     options: SamplerOptions,
     generator: torch.Generator,
     keeper: Keeper | None = None,
+    inside: torch.Tensor | None = None,
 ) -> Iterator[SamplerState]:
-    """The steps of one window: `tokens` (B, T), on the model's device, filled block by block as `plan` says; yields
-    the window's state after each step (`_slide` yields the canvas before the first)."""
-    run = _WindowRun(model, tokens, options, generator, sum(steps for _, steps in plan), keeper)
+    """The steps of one window: `tokens` (B, T), on the model's device, filled block by block as `plan` says, no
+    line break drawn where `inside` (B, T) says; yields the window's state after each step (`_slide` yields the
+    canvas before the first)."""
+    run = _WindowRun(model, tokens, options, generator, sum(steps for _, steps in plan), keeper, inside)
     with evaluating(model):  # back in the caller's mode when the run ends, fails or is closed
         run.start()
         for block, block_steps in plan:
@@ -137,9 +144,11 @@ class _WindowRun:
         generator: torch.Generator,
         total_steps: int,
         keeper: Keeper | None = None,
+        inside: torch.Tensor | None = None,
     ) -> None:
         self.model, self.options, self.generator, self.total_steps = model, options, generator, total_steps
         self.keeper = keeper  # real_words, keep_cast: keeps each revealed character to the rules
+        self.inside = inside  # keep_lines: the masks of blanks within a line, where no line break is drawn
         self.tokens, self.mask_id = tokens, model.mask_id
         self.is_given = tokens != self.mask_id
         self.confidence = torch.full(tokens.shape, float("nan"), device=tokens.device)
@@ -157,7 +166,7 @@ class _WindowRun:
         """What the run reads of the model before its first step (in eval mode): its capitals, its word separators
         (a planned order) and, unless a row starts all masked, each character's prior (one row, not counted)."""
         device, planned = self.tokens.device, reveal_order(self.options.order).plan is not None
-        self.capitals = capital_letters(self.model, device)
+        self.capitals, self.line_break = capital_letters(self.model, device), newline_id(self.model)
         self.separator_ids = word_separators(self.model, device) if planned else None
         self.log_prior, self.fully_masked = None, (self.tokens == self.mask_id).all(dim=1)  # (B,)
         if self.needs_prior and not self.fully_masked.any():
@@ -189,7 +198,7 @@ class _WindowRun:
             eligible = (self.tokens == self.mask_id) & in_block
             if not eligible.any():
                 break  # an adaptive rule (threshold, entropy_bound) finished this block early
-            logits, remaining = self.predict(), eligible.sum(dim=1)
+            logits, remaining = without_line_breaks(self.predict(), self.inside, self.line_break), eligible.sum(dim=1)
             num_scheduled = num_to_reveal(
                 num_masked, remaining, block_steps, local_step, eligible, self.options, self.generator
             )

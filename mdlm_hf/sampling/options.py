@@ -161,6 +161,16 @@ class SamplerOptions:
         note="every speaker one of a single play's cast, each heading on its own line, no empty speech",
         group="words",
     )
+    # a blank within a line (a given character other than a line break right before it and right after it, as in
+    # "To be, or not to be, ____ is the question:") is filled without a line break, so a template's lines stay its
+    # lines; a blank at the text's start or end or beside a line break may take them. Free and prompted text have
+    # no such blank: it changes only templates and rewritten spans (drawing.within_line_blanks)
+    keep_lines: bool = option(
+        True,
+        boolean(),
+        "Keep a blank within its line",
+        note="a blank with text before and after it on its line is filled without a line break",
+    )
     # top-k, top-p and min-p cut the tail only where the most probable character has at least this probability
     # (the model's own, before temperature); None = everywhere. Where the model is unsure the tail is the choice
     cut_where_sure: float | None = option(
@@ -271,7 +281,8 @@ class SamplerOptions:
     def plain(cls, **changes: Any) -> SamplerOptions:
         """The bare core: the default order (streams: pass `order=` for a scored one, which the order temperature,
         prior weight and entropy bound need), strict, no prior, no remasking, no spacing, characters drawn from the
-        model's own distribution (temperature 1 everywhere, no filter) (with `changes` applied)."""
+        model's own distribution (temperature 1 everywhere, no filter); keep_lines stays on (a blank within a line
+        is filled within it) (with `changes` applied)."""
         bare = cls(
             order_temperature=0.0,
             prior_weight=0.0,
