@@ -56,7 +56,14 @@ from training.casts import text_casts, training_casts, write_casts
 from training.checkpoints import RunError, build_model, load_checkpoint, prepare_dir
 from training.corpus import SEPARATOR, read_texts, scan_text, texts_trained_on
 from training.evaluate import evaluate_model, plot_accuracy
-from training.export_dir import apply_umask, check_export_dir, replace_directory, write_manifest
+from training.export_dir import (
+    apply_umask,
+    check_export_dir,
+    remove_stale_staging,
+    replace_directory,
+    staging_prefix,
+    write_manifest,
+)
 from training.plots import training_curve_figure
 from training.run_options import add_card_arguments, repo_id_problem
 from training.weights import BF16_TOLERANCE, ELBO_SAMPLES, WEIGHTS_DTYPES, choose_weights, score_name, write_weights
@@ -164,14 +171,8 @@ def export_model(
         write_casts(casts if casts is not None else text_casts(train_text), staging / "casts.json")
         demo = demo_metadata(model, data, val_text)
         (staging / "demo.json").write_text(json.dumps(demo, indent=2, ensure_ascii=False), encoding="utf-8")
-        if "accuracy_by_mask_ratio" in report:  # a diffusion model's
-            plot_accuracy(report["accuracy_by_mask_ratio"], staging / "accuracy_vs_mask_ratio.png")
-        training_curve_figure(history, score_name(model).upper()).savefig(staging / "training_curve.png", dpi=120)
-        for attachment in attachments:  # the images the card's recipe section shows
-            shutil.copyfile(attachment, staging / Path(attachment).name)
-        facts = {k: run.get(k) for k in ("step", "tokens_seen", "wall_time")}
-        facts["stages"] = training_stages(run, data)  # the lineage a later --init-from of this export extends
-        (staging / "metrics.json").write_text(json.dumps({**report, "training": facts}, indent=2))
+        write_figures(model, report, history, attachments, staging)
+        write_metrics(report, run, data, staging)
         write_manifest(staging)
         apply_umask(staging)
         replace_directory(staging, export_dir)
@@ -185,35 +186,20 @@ def export_model(
     return report
 
 
-def staging_prefix(export_dir: Path, pid: int) -> str:
-    """The name an export's staging folder starts with: hidden, beside its directory, with the exporting process."""
-    return f".{export_dir.name}.{pid}."
+def write_figures(model: MDLM, report: dict, history: dict, attachments: Iterable[Path], staging: Path) -> None:
+    """The card's figures (accuracy by mask ratio, a diffusion model's; the training curve) and the recipe's images."""
+    if "accuracy_by_mask_ratio" in report:  # a diffusion model's
+        plot_accuracy(report["accuracy_by_mask_ratio"], staging / "accuracy_vs_mask_ratio.png")
+    training_curve_figure(history, score_name(model).upper()).savefig(staging / "training_curve.png", dpi=120)
+    for attachment in attachments:  # the images the card's recipe section shows
+        shutil.copyfile(attachment, staging / Path(attachment).name)
 
 
-def remove_stale_staging(export_dir: Path) -> None:
-    """Removes the staging folders of exports that were killed (their process is gone): each left a hidden
-    `.NAME.PID.xxxxxxxx` beside the directory, which no later export cleaned. The limit: "gone" means not running on
-    this machine, so two machines exporting into one shared network folder can remove each other's staging."""
-    pattern = re.compile(rf"^\.{re.escape(export_dir.name)}\.(\d+)\.[A-Za-z0-9_]{{8}}$")
-    for entry in export_dir.parent.glob(f".{export_dir.name}.*.*"):
-        found = pattern.match(entry.name)
-        if found and entry.is_dir() and not entry.is_symlink() and not process_alive(int(found[1])):
-            shutil.rmtree(entry, ignore_errors=True)
-
-
-def process_alive(pid: int) -> bool:
-    """Whether a process with this id runs on this machine (one of another user counts as alive)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except OverflowError:  # no process has such an id
-        return False
-    return True
+def write_metrics(report: dict, run: dict, data: TrainingData, staging: Path) -> None:
+    """metrics.json: the evaluation report and the training's facts."""
+    facts = {k: run.get(k) for k in ("step", "tokens_seen", "wall_time")}
+    facts["stages"] = training_stages(run, data)  # the lineage a later --init-from of this export extends
+    (staging / "metrics.json").write_text(json.dumps({**report, "training": facts}, indent=2))
 
 
 def push_to_hub(export_dir: Path, repo_id: str, token: str | None = None, private: bool = False) -> str:
@@ -302,15 +288,8 @@ def export_run(
     extra_paths = list(train_extra)
     if not other_data:
         check_run_text(run_dir, data_paths, extra_paths)
-    train_text, val_text = split_text(read_texts(data_paths))
-    extra_text = read_texts(extra_paths) if extra_paths else ""
+    train_text, val_text, data = run_texts(model, data_paths, extra_paths, dataset_name, license, language)
     casts = training_casts(data_paths, extra_paths)
-    split_name, extra_name = (" + ".join(Path(p).stem for p in paths) for paths in (data_paths, extra_paths))
-    file_names = " + ".join(name for name in (split_name, extra_name) if name)
-    extra = {"extra_chars": len(extra_text), "extra_name": extra_name, "split_name": split_name}
-    data = describe_training_data(model, train_text, val_text, dataset_name, license, language, file_names, **extra)
-    if extra_paths:
-        train_text += SEPARATOR + extra_text
     recipe_notes, attachments = recipe_with_images(recipe_path, recipe_root) if recipe_path else ("", [])
     report = export_model(
         model,
@@ -331,6 +310,27 @@ def export_run(
     if push_to_hub_repo:
         print(f"pushed: {push_to_hub(Path(export_dir), push_to_hub_repo, private=private)}")
     return report
+
+
+def run_texts(
+    model: MDLM,
+    data_paths: list[Path | str],
+    extra_paths: list[Path | str],
+    dataset_name: str | None = None,
+    license: str | None = None,
+    language: str | None = None,
+) -> tuple[str, str, TrainingData]:
+    """The training text (the split's training part, then the extra files), the validation text, and what the card
+    says of them (`describe_training_data`: the dataset's name, license and language, None for its defaults)."""
+    train_text, val_text = split_text(read_texts(data_paths))
+    extra_text = read_texts(extra_paths) if extra_paths else ""
+    split_name, extra_name = (" + ".join(Path(p).stem for p in paths) for paths in (data_paths, extra_paths))
+    file_names = " + ".join(name for name in (split_name, extra_name) if name)
+    extra = {"extra_chars": len(extra_text), "extra_name": extra_name, "split_name": split_name}
+    data = describe_training_data(model, train_text, val_text, dataset_name, license, language, file_names, **extra)
+    if extra_paths:
+        train_text += SEPARATOR + extra_text
+    return train_text, val_text, data
 
 
 def load_run(run_dir: Path) -> tuple[dict, MDLM]:

@@ -1,11 +1,13 @@
 """The directory an export is swapped into: what it may replace (a new or empty directory, or an earlier export whose
-every file its manifest lists), the manifest itself, and the swap, which never leaves a half-written model behind.
+every file its manifest lists), the manifest itself, the staging folder an export is written into (and those a
+killed export left), and the swap, which never leaves a half-written model behind.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -78,6 +80,37 @@ def write_manifest(staging: Path) -> None:
 def backup_path(export_dir: Path) -> Path:
     """Where the swap keeps the previous export until the new one is in place."""
     return export_dir.with_name(f".{export_dir.name}.old")
+
+
+def staging_prefix(export_dir: Path, pid: int) -> str:
+    """The name an export's staging folder starts with: hidden, beside its directory, with the exporting process."""
+    return f".{export_dir.name}.{pid}."
+
+
+def remove_stale_staging(export_dir: Path) -> None:
+    """Removes the staging folders of exports that were killed (their process is gone): each left a hidden
+    `.NAME.PID.xxxxxxxx` beside the directory, which no later export cleaned. The limit: "gone" means not running on
+    this machine, so two machines exporting into one shared network folder can remove each other's staging."""
+    pattern = re.compile(rf"^\.{re.escape(export_dir.name)}\.(\d+)\.[A-Za-z0-9_]{{8}}$")
+    for entry in export_dir.parent.glob(f".{export_dir.name}.*.*"):
+        found = pattern.match(entry.name)
+        if found and entry.is_dir() and not entry.is_symlink() and not process_alive(int(found[1])):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process with this id runs on this machine (one of another user counts as alive)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OverflowError:  # no process has such an id
+        return False
+    return True
 
 
 def current_umask() -> int:

@@ -353,8 +353,8 @@ def plot_curves(found: dict[str, dict], path: Path) -> None:
     figure.savefig(path, dpi=100)
 
 
-def main(argv: list[str] | None = None) -> dict:
-    """`python -m training.gpu_job`: train, export, score, pack; returns metrics.json's content."""
+def job_parser() -> argparse.ArgumentParser:
+    """The job's flags (a plan's settings become their defaults in `parse_args`)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True, help="TinyShakespeare (its split: the validation characters)")
     parser.add_argument("--train-extra", nargs="+", required=True, help="the other plays (training.build_corpus)")
@@ -373,6 +373,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--compile", action="store_true", help="torch.compile each run's training steps")
     parser.add_argument("--warmup-steps", type=int, default=100, help="a warm start's warm-up (a fresh optimiser)")
     parser.add_argument("--plan", default=None, help="a JSON plan of the runs and settings (see the module's doc)")
+    return parser
+
+
+def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, tuple[Run, ...]]:
+    """The flags (with `device` set) and the runs they choose; the parser's one-line error for a missing file, a
+    character the training text lacks, no GPU, an unknown run or a warm start that does not fit."""
+    parser = job_parser()
     planned = RUNS
     plan_path = parser.parse_known_args(argv)[0].plan
     if plan_path is not None:  # the plan's settings are the defaults; typed flags still win
@@ -398,6 +405,12 @@ def main(argv: list[str] | None = None) -> dict:
         runs = tuple(run for run in runs if run.name in args.runs)
     if not args.tiny and (problem := next(filter(None, map(warm_start_problem, runs)), None)):
         parser.error(problem)
+    return args, runs
+
+
+def main(argv: list[str] | None = None) -> dict:
+    """`python -m training.gpu_job`: train, export, score, pack; returns metrics.json's content."""
+    args, runs = parse_args(argv)
     out, work = Path(args.out), Path(args.work)
     out.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)

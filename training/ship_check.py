@@ -45,8 +45,15 @@ from mdlm_hf import MDLM
 from mdlm_hf.data import read_text, split_text
 from studio.common import RUNS, SHARED_DATA, thread_count
 from training.corpus import read_texts
-from training.export import remove_stale_staging, staging_prefix
-from training.export_dir import MANIFEST, apply_umask, check_export_dir, replace_directory, write_manifest
+from training.export_dir import (
+    MANIFEST,
+    apply_umask,
+    check_export_dir,
+    remove_stale_staging,
+    replace_directory,
+    staging_prefix,
+    write_manifest,
+)
 from training.ship_bars import choose_winners, decide, table
 from training.ship_figures import (
     JOB_KEYS,
