@@ -27,6 +27,7 @@ import torch
 
 from mdlm_hf import MDLM
 from mdlm_hf.data import split_text
+from mdlm_hf.objectives import objective_of
 from training import gpu_job, train
 from training.checkpoints import build_model, load_checkpoint
 from training.corpus import read_texts
@@ -106,7 +107,7 @@ def saved_rows(args: argparse.Namespace, val: str, heldout: str) -> list[dict]:
         model = MDLM.from_pretrained(str(folder), fast=False)
         if unknown := model.tokenizer.unknown_chars(val + heldout):
             raise ValueError(f"{folder} cannot read the scored text's {''.join(unknown)[:20]!r}")
-        kind = "ar" if model.causal else "diffusion"
+        kind = objective_of(model).name
         rows.append({"model": str(folder), "objective": kind, "characters": characters, "text": texts})
         rows[-1].update(scores(model, val, heldout, args.nll_chars))
         print(json.dumps(rows[-1]), flush=True)

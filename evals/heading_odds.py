@@ -55,6 +55,7 @@ from evals.structure_metrics import heading_name
 from evals.structure_suite import COMMITTED_STORE, PROMPTS, RULES, load_store
 from mdlm_hf import MDLM
 from mdlm_hf.data import atomic_write_bytes, read_text, split_text
+from mdlm_hf.objectives import objective_of
 from studio.common import RUNS, SHARED_DATA, load_model, load_twin, thread_count
 
 OUT_DIR = RUNS / "evals" / "heading_odds"  # where the tables go
@@ -108,7 +109,7 @@ def blank_probabilities(model: MDLM, contexts: list[tuple[str, int]]) -> list[fl
     of the text's canvas masked, a causal model (the twin) its prefix."""
     newline = model.tokenizer.encode("\n")[0]
     rows = [model.tokenizer.encode(text[:p]) + [model.mask_id] * (len(text) - p) for text, p in contexts]
-    shift = 1 if model.causal else 0  # a causal model's logits at i are of the character after i
+    shift = objective_of(model).logit_shift  # a twin's logits at i are of the character after i
     probabilities = [0.0] * len(contexts)
     for i, log_probs in row_log_probs(model, rows):
         probabilities[i] = log_probs[contexts[i][1] - shift, newline].exp().item()
@@ -261,7 +262,7 @@ def spelling_rows(model: MDLM, contexts: list[Context]) -> tuple[list[list[int]]
     rows, reads = [], []
     for index, (text, start, name) in enumerate(contexts):
         before, spelt = model.tokenizer.encode(text[:start]), model.tokenizer.encode(name + ":")
-        if model.causal:  # one pass: its logits at i are of the character after i
+        if not objective_of(model).fills_blanks:  # it reads its prefix: one pass, its logits shifted by one
             rows.append(before + spelt)
             reads += [(index, len(rows) - 1, start - 1 + k, char) for k, char in enumerate(spelt)]
             continue

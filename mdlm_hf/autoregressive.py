@@ -30,7 +30,7 @@ from mdlm_hf.windows import score_windows
 WRITES_LEFT_TO_RIGHT = "an autoregressive model writes left to right only"
 # the options a left-to-right run takes: how each character is drawn, as the diffusion model draws it; the others
 # (num_steps and window_context too: one character a pass, the context slides by itself) are refused unless left as
-# SamplerOptions.default_for_causal() has them
+# left_to_right_defaults() has them
 DRAWS = (
     "temperature",
     "top_k",
@@ -46,22 +46,10 @@ DRAWS = (
 KEPT_CONTEXT = 3 / 4
 
 
-def is_causal(model: nn.Module) -> bool:
-    """Whether `model` is an autoregressive twin (an MDLM with causal=True)."""
-    return bool(getattr(model, "causal", False))
-
-
-def check_twin(model: nn.Module, twin: nn.Module | None) -> None:
-    """A ValueError unless `model` is a diffusion model and `twin` None or an autoregressive model with its
-    characters, so that both write on one canvas (the app's Compare, the benchmarks)."""
-    if is_causal(model):
-        raise ValueError("the app's model must be a diffusion model; pass an autoregressive one as --twin")
-    if twin is None:
-        return
-    if not is_causal(twin):
-        raise ValueError("the twin must be an autoregressive model (MDLM with causal=True, training --objective ar)")
-    if twin.tokenizer.vocab != model.tokenizer.vocab:
-        raise ValueError("the twin knows other characters than the model: train both on the same text")
+def left_to_right_defaults() -> SamplerOptions:
+    """An autoregressive twin's defaults: left to right, one character a pass, each drawn from the model's own
+    distribution (temperature 1, no cut), as its likelihood is measured."""
+    return SamplerOptions.plain(order="left_to_right")
 
 
 def shifted(tokens: torch.Tensor, start_id: int) -> torch.Tensor:
@@ -82,7 +70,7 @@ def autoregressive_loss(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
 def char_nats(model: nn.Module, tokens: torch.Tensor, context: int = 0, batch_size: int = 64) -> torch.Tensor:
     """-log p, in nats, of each character of a 1-D `tokens` given those before it (n,), on the CPU: windows of
     block_size, past the first each keeping at least `context` characters before those it scores (0: windows side by
-    side, as `mdlm_hf.diffusion.exact_nll` cuts them)."""
+    side, as the diffusion model's `exact_nll` cuts them)."""
     check_token_ids(tokens, model)
     check_batch_size(batch_size)
     if not isinstance(context, int) or not 0 <= context < model.block_size:
@@ -115,7 +103,7 @@ def check_options(options: SamplerOptions) -> None:
     """A ValueError naming the first option that asks an autoregressive model for more than a left-to-right draw."""
     if options.order != "left_to_right":
         raise ValueError(f"{WRITES_LEFT_TO_RIGHT}: order must be 'left_to_right', got {described(options.order)}")
-    plain = SamplerOptions.default_for_causal()
+    plain = left_to_right_defaults()
     for f in fields(options):
         if f.name not in DRAWS and getattr(options, f.name) != getattr(plain, f.name):
             raise ValueError(

@@ -20,7 +20,6 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from mdlm_hf.autoregressive import autoregressive_nll, char_nats, is_causal
 from mdlm_hf.checks import check_seed, described, is_int, is_number
 from mdlm_hf.inference import (
     check_batch_size,
@@ -35,13 +34,15 @@ from mdlm_hf.windows import score_windows
 
 LOSS_WEIGHTINGS = ("elbo", "elbo_count", "uniform")
 MASK_RATIOS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+# where a refusal points an autoregressive twin's caller: its likelihood is its own (mdlm_hf/objectives.py)
+LIKELIHOOD_OF_EITHER = ": mdlm_hf.likelihood scores either kind of model"
 
 
-def refuse_causal(model: nn.Module, what: str) -> None:
-    """A ValueError when a diffusion-only computation (`what`) is asked of an autoregressive twin, whose next-character
-    predictions would give it meaningless numbers."""
-    if is_causal(model):
-        raise ValueError(f"{what} is a diffusion model's; an autoregressive model reads no masks")
+def refuse_causal(model: nn.Module, what: str, instead: str = "") -> None:
+    """A ValueError when a diffusion model's computation (`what`) is asked of an autoregressive twin, whose
+    next-character predictions would give it meaningless numbers; `instead`: where the twin's own figure is."""
+    if getattr(getattr(model, "module", model), "causal", False):  # DDP wraps the model in .module
+        raise ValueError(f"{what} is a diffusion model's; an autoregressive model reads no masks{instead}")
 
 
 def sample_times(batch_size: int, generator: torch.Generator, t_min: float = 1e-3) -> torch.Tensor:
@@ -119,7 +120,7 @@ def diffusion_loss(
         raise ValueError(f"stream_share must be a number in [0, 1], got {described(stream_share)}")
     if stream_share > 0 and weighting != "uniform":
         raise ValueError(f"stream masks have no mask ratio t to weigh: use weighting='uniform', not {weighting!r}")
-    refuse_causal(getattr(model, "module", model), "the diffusion loss")  # DDP wraps the model in .module
+    refuse_causal(model, "the diffusion loss")
     B, T = tokens.shape
     t = sample_times(B, generator, t_min)  # (B,)
     mask_id = getattr(model, "module", model).mask_id  # DistributedDataParallel wraps the model in .module
@@ -169,8 +170,7 @@ def elbo(
     windows (`_elbo_nats`). Deterministic for a given generator state.
     """
     check_model(model, "elbo", "tokens")
-    if is_causal(model):  # not refuse_causal: the line says where its likelihood is
-        raise ValueError("an autoregressive model has no ELBO to bound: its exact NLL is exact_nll(model, tokens)")
+    refuse_causal(model, "the ELBO", LIKELIHOOD_OF_EITHER)
     check_token_ids(tokens, model)
     check_batch_size(batch_size)
     check_draws(num_samples, "num_samples", "each draw is a forward pass of every block_size window of the text")
@@ -225,13 +225,10 @@ NLL_ORDERS = ("left_to_right", "confidence")
 
 
 def check_order(model: nn.Module, order: object) -> None:
-    """A ValueError unless `order` is one of NLL_ORDERS that `model` can score in (a twin: left to right only)."""
+    """A ValueError unless `model` is a diffusion model and `order` one of NLL_ORDERS."""
+    refuse_causal(model, "the reveal chain of masks", LIKELIHOOD_OF_EITHER)
     if order not in NLL_ORDERS:
         raise ValueError(f"order must be one of {NLL_ORDERS}, got {described(order)}")
-    if is_causal(model) and order != "left_to_right":
-        raise ValueError(
-            f"an autoregressive model reads left to right only: order must be 'left_to_right', got {described(order)}"
-        )
 
 
 @torch.no_grad()
@@ -249,15 +246,12 @@ def exact_nll(
     step picks a masked position, adds -log p(true character) there and reveals it; one forward pass per
     character. "left_to_right" picks the leftmost mask; "confidence" picks the mask whose most likely
     character is the most probable (never looking at the hidden truth). Unlike the ELBO this is the
-    likelihood itself, comparable to an autoregressive model's. Of an autoregressive twin (left to right only), its
-    own NLL, one forward pass per window (`mdlm_hf.autoregressive.char_nats`).
+    likelihood itself, comparable to an autoregressive model's (`mdlm_hf.likelihood.exact_nll` scores either).
     """
     check_order(model, order)
     check_token_ids(tokens, model)
     check_batch_size(batch_size)
     check_flag(progress, "progress")
-    if is_causal(model):
-        return autoregressive_nll(model, tokens, 0, batch_size)
     with evaluating(model):
         return _exact_nll(model, tokens.long(), order, batch_size, progress)
 
@@ -334,9 +328,7 @@ def surprise_steps(
     if not (is_int(context) and 0 <= context < model.block_size):
         below = model.block_size
         raise ValueError(f"context must be in [0, block_size): an integer below {below}, got {described(context)}")
-    if is_causal(model):  # one pass reads a whole window
-        yield char_nats(model, tokens, context, batch_size)
-        return
+    refuse_causal(model, "scoring with masks", LIKELIHOOD_OF_EITHER)
     device = next(model.parameters()).device
     tokens = tokens.long().to(device)
     nats = torch.full((tokens.numel(),), float("nan"), device=device)
@@ -364,8 +356,6 @@ def char_nll(model: nn.Module, tokens: torch.Tensor, order: str = "left_to_right
     if isinstance(tokens, torch.Tensor) and tokens.dim() == 1 and tokens.numel() > model.block_size:
         raise ValueError(f"char_nll expects a 1-D tensor of 1 to block_size ({model.block_size}) token ids")
     check_token_ids(tokens, model)
-    if is_causal(model):
-        return char_nats(model, tokens)
     device = next(model.parameters()).device
     with evaluating(model):
         return reveal_nll(model, tokens.long()[None].to(device), order)[0].cpu()

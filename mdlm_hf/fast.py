@@ -21,8 +21,8 @@ import time
 import torch
 import torch.nn as nn
 
-from mdlm_hf.autoregressive import is_causal
 from mdlm_hf.kv_cache import KVCache
+from mdlm_hf.objectives import objective_of
 
 # bf16 must win by this margin: a tie is noise, and fp32 is exact
 REQUIRED_SPEEDUP = 1.1
@@ -44,8 +44,8 @@ def shape_key(model: nn.Module) -> tuple:
     """What decides the speed of a pass: where it runs, on how many threads, and the model's shape."""
     device, dtype = next(model.parameters()).device, next(model.parameters()).dtype
     shapes = tuple(tuple(p.shape) for p in model.parameters())
-    causal = is_causal(model)  # a twin's passes are one position each: another workload
-    return (str(device), str(dtype), torch.get_num_threads(), model.block_size, shapes, causal)
+    kind = objective_of(model).name  # a twin's passes are one position each: another workload
+    return (str(device), str(dtype), torch.get_num_threads(), model.block_size, shapes, kind)
 
 
 DECODE_TIMED = 32  # an autoregressive twin's timing: this many one-position passes with a key-value cache
@@ -58,7 +58,7 @@ def _time_pass(model: nn.Module, tokens: torch.Tensor, t: torch.Tensor) -> float
     if tokens.is_cuda:
         torch.cuda.synchronize()
     start = time.perf_counter()
-    if is_causal(model):
+    if objective_of(model).causal:
         cache = KVCache(len(model.blocks))
         for position in range(DECODE_TIMED):
             model(tokens[:, position : position + 1], None, cache)

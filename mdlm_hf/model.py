@@ -6,38 +6,41 @@ stream) are thin wrappers over mdlm_hf.pipeline, rewrite over mdlm_hf.rewriting.
 
 With `causal=True` the same network is the autoregressive twin (mdlm_hf/autoregressive.py): each position sees
 only those before it and predicts the next character, and a `KVCache` keeps the keys and values of what it has read.
+What else differs between the two kinds lives in mdlm_hf/objectives.py; saving and loading weights in mdlm_hf/hub.py.
 """
 
 from __future__ import annotations
 
-import difflib
-import hashlib
 import inspect
-import itertools
 import json
 import math
 import os
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import safetensors
-import safetensors.torch
 import torch
 import torch.nn as nn
 from huggingface_hub import ModelCard, ModelCardData, PyTorchModelHubMixin, hf_hub_download
-from huggingface_hub.utils import HFValidationError, validate_repo_id
 
 from mdlm_hf import pipeline, rewriting
-from mdlm_hf.card import MODEL_CARD_TEMPLATE, REPO_URL, TWIN_CARD_TEMPLATE, TWIN_TAGS
+from mdlm_hf.card import MODEL_CARD_TEMPLATE, REPO_URL
 from mdlm_hf.checks import described
 from mdlm_hf.data import file_in_folder
 from mdlm_hf.devices import check_map_location
 from mdlm_hf.fast import FastPath
+from mdlm_hf.hub import (
+    check_config_keys,
+    check_local_checkpoint,
+    load_weights,
+    meant_as_folder,
+    missing_folder,
+    save_weights,
+)
 from mdlm_hf.inference import check_token_ids
 from mdlm_hf.kv_cache import KVCache
 from mdlm_hf.layers import Block, RotaryEmbedding, TimeEmbedding, make_norm, mlp_hidden
+from mdlm_hf.objectives import objective_of
 from mdlm_hf.sampling.options import SamplerOptions
 from mdlm_hf.sampling.state import SamplerState
 from mdlm_hf.tokenizer import CharTokenizer
@@ -49,7 +52,6 @@ CONFIG_LIMITS = {"n_layer": 64, "n_head": 8192, "n_embd": 8192, "block_size": 65
 CASTS_FILE = "casts.json"  # beside the weights: each play's speakers (training/casts.py writes it)
 WORD_LIST_FILE = "words.txt"  # beside the weights: the training text's words (training/export.py writes it)
 MAX_VALUES = 2**30  # parameters and position tables together: 4 GiB in fp32
-FLOAT_DTYPES = ("F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2")  # safetensors' names of floating-point dtypes
 
 
 def check_config(
@@ -295,11 +297,12 @@ class MDLM(
         `card_data` over it (license, language, datasets, model_name and eval_results: what a training run knows),
         and the template (mdlm_hf.card; an autoregressive twin's own, with its tags) filled with `kwargs`."""
         info = self._hub_mixin_info
-        twin = {"tags": TWIN_TAGS} if self.causal else {}
-        data = ModelCardData(**{**info.model_card_data.to_dict(), **twin, **(card_data or {})})
+        objective = objective_of(self)
+        tags = {"tags": list(objective.card_tags)} if objective.card_tags else {}
+        data = ModelCardData(**{**info.model_card_data.to_dict(), **tags, **(card_data or {})})
         return ModelCard.from_template(
             card_data=data,
-            template_str=TWIN_CARD_TEMPLATE if self.causal else info.model_card_template,
+            template_str=objective.card_template or info.model_card_template,
             repo_url=info.repo_url,
             paper_url=info.paper_url,
             docs_url=info.docs_url,
@@ -330,7 +333,7 @@ class MDLM(
             raise ValueError("the model name is empty: pass a local directory or a Hub repo id")
         path = Path(pretrained_model_name_or_path).expanduser()
         if path.is_dir():
-            _check_local_checkpoint(path)
+            check_local_checkpoint(path, config_keys())
             pretrained_model_name_or_path = path
         elif path.exists():
             raise ValueError(f"{path} is a file; pass the directory that holds config.json and model.safetensors")
@@ -366,7 +369,8 @@ class MDLM(
             download = dict(revision=revision, cache_dir=cache_dir, force_download=force_download, token=token)
             model_file = hf_hub_download(model_id, "model.safetensors", local_files_only=local_files_only, **download)
             config_file = hf_hub_download(model_id, "config.json", local_files_only=local_files_only, **download)
-            check_config_keys(json.loads(Path(config_file).read_text(encoding="utf-8")), f"{model_id}'s config.json")
+            config = json.loads(Path(config_file).read_text(encoding="utf-8"))
+            check_config_keys(config, f"{model_id}'s config.json", config_keys())
             hub = dict(download, local_files_only=local_files_only)
         model = load_weights(cls(**model_kwargs), model_file, map_location)
         model.loaded_from = (model_id, None if os.path.isdir(model_id) else hub)
@@ -402,113 +406,6 @@ class MDLM(
         return found[name]
 
 
-CHECKSUM_KEY = "mdlm_sha256"  # in a safetensors file's metadata: the sha256 of its tensors (`tensors_digest`)
-
-
-def tensors_digest(stored: Any) -> str:
-    """The sha256 of a safetensors file's tensors (a `safe_open` handle), their bytes as stored, by name."""
-    digest = hashlib.sha256()
-    for name in sorted(stored.keys()):
-        digest.update(name.encode())
-        digest.update(stored.get_tensor(name).contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
-    return digest.hexdigest()
-
-
-def save_weights(model: nn.Module, model_file: str | Path) -> None:
-    """Writes `model`'s weights as safetensors (tied weights once) with the checksum of its tensors in the metadata,
-    which `load_weights` checks: a file with flipped bytes is refused, not loaded."""
-    safetensors.torch.save_model(model, str(model_file), metadata={"format": "pt"})
-    with safetensors.safe_open(str(model_file), framework="pt") as stored:
-        digest = tensors_digest(stored)
-    safetensors.torch.save_model(model, str(model_file), metadata={"format": "pt", CHECKSUM_KEY: digest})
-
-
-def load_weights(model: MDLM, model_file: str, device: str = "cpu") -> MDLM:
-    """Loads a safetensors file into `model` (tied weights stored under either name), in eval mode; a ValueError
-    names every tensor that is missing, unexpected or of the wrong shape, or the first holding NaN or infinity."""
-    try:
-        with safetensors.safe_open(model_file, framework="pt") as stored:  # copied into fp32, ints would pass
-            for name in stored.keys():
-                if (dtype := stored.get_slice(name).get_dtype()) not in FLOAT_DTYPES:
-                    raise ValueError(f"{model_file} holds {name} as {dtype}: weights must be floating point")
-            recorded = (stored.metadata() or {}).get(CHECKSUM_KEY)
-            if recorded is None:  # saved before the checksum, or by another tool: damage would load silently
-                warnings.warn(
-                    f"{model_file} carries no checksum ({CHECKSUM_KEY} in its metadata), so damage to it cannot be "
-                    "found: save or export the model again to add one",
-                    UserWarning,
-                    stacklevel=3,
-                )
-            elif recorded != tensors_digest(stored):
-                raise ValueError(
-                    f"{model_file} is damaged: its weights do not match the checksum they were saved with; download "
-                    "or export the model again"
-                )
-        missing, unexpected = safetensors.torch.load_model(model, model_file, strict=False, device=device)
-    except safetensors.SafetensorError as error:  # truncated or garbled file
-        raise ValueError(f"{model_file} is not a readable safetensors file ({error})") from error
-    except RuntimeError as error:  # torch names every tensor whose shape differs
-        details = " ".join(str(error).split())
-        raise ValueError(f"weights in {model_file} do not match config.json: wrong shape: {details}") from error
-    if missing or unexpected:
-        raise ValueError(
-            f"weights in {model_file} do not match config.json: "
-            f"missing {sorted(missing) or 'none'}; unexpected {sorted(unexpected) or 'none'}"
-        )
-    for name, tensor in model.state_dict().items():
-        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-            raise ValueError(f"{model_file} holds non-finite values in {name}")
-    return model.eval()
-
-
-def meant_as_folder(name: str) -> bool:
-    """Whether a model name that is no directory here names one all the same: it starts with `.`, `/` or `~`, has
-    more than one `/`, starts with a folder that is here, or is no valid Hub repo id."""
-    parts = Path(name).parts
-    if name.startswith((".", "/", "~")) or Path(name).is_absolute() or len(parts) > 2:
-        return True
-    if len(parts) == 2 and Path(parts[0]).is_dir():
-        return True
-    try:
-        validate_repo_id(name)
-    except HFValidationError:
-        return True
-    return False
-
-
-def missing_folder(path: Path) -> str:
-    """The error for a model folder that does not exist, with the closest folder beside it if one is close."""
-    try:
-        folders = [entry.name for entry in itertools.islice(path.parent.iterdir(), 10_000) if entry.is_dir()]
-    except OSError:  # no parent folder either, or one we may not list
-        folders = []
-    near = difflib.get_close_matches(path.name, folders, n=1)
-    return f"model directory {path} does not exist" + (f"; did you mean {path.parent / near[0]}?" if near else "")
-
-
-def _check_local_checkpoint(path: Path) -> None:
-    """Raises ValueError naming what is missing or malformed in a checkpoint directory."""
-    config_path, weights_path = path / "config.json", path / "model.safetensors"
-    for required in (config_path, weights_path):
-        if not required.is_file():
-            raise ValueError(f"{path} is not an mdlm_hf checkpoint: {required.name} is missing")
-    try:
-        config = json.loads(config_path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ValueError(f"{config_path} is not valid JSON ({error})") from error
-    except RecursionError:  # 100,000 nested brackets: no config
-        raise ValueError(f"{config_path} is not a config: its JSON is nested too deeply") from None
-    if not isinstance(config, dict) or not isinstance(config.get("vocab"), str):
-        raise ValueError(f"{config_path} has no 'vocab' string; was it written by mdlm_hf?")
-    check_config_keys(config, config_path)
-
-
-def check_config_keys(config: dict, source: str | Path) -> None:
-    """A ValueError naming every key of a checkpoint's config that MDLM does not take (a typo would else be
-    dropped, and the model built with that option's default)."""
-    known = set(inspect.signature(MDLM.__init__).parameters) - {"self"}
-    unknown = sorted(set(config) - known)
-    if unknown:
-        raise ValueError(
-            f"{source} has unknown keys {', '.join(map(repr, unknown))}; MDLM takes {', '.join(sorted(known))}"
-        )
+def config_keys() -> set[str]:
+    """The keys a config.json may hold: MDLM's arguments."""
+    return set(inspect.signature(MDLM.__init__).parameters) - {"self"}

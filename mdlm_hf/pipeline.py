@@ -15,13 +15,12 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from mdlm_hf.autoregressive import is_causal, write_left_to_right
 from mdlm_hf.checks import check_seed, described
 from mdlm_hf.inference import check_model, shipped_file
 from mdlm_hf.metrics import heading_name
+from mdlm_hf.objectives import objective_of
 from mdlm_hf.sampling.casts import Casts, names_a_speaker, run_casts
 from mdlm_hf.sampling.lexicon import Lexicon, run_lexicon
-from mdlm_hf.sampling.loop import write_by_denoising
 from mdlm_hf.sampling.options import SamplerOptions
 from mdlm_hf.sampling.state import SamplerState, final_state
 from mdlm_hf.windows import MAX_CANVAS, check_canvas_length
@@ -45,13 +44,13 @@ def sample(
     """Fills the [MASK] positions of `canvas` (T,) or (B, T); returns a generator of every state.
 
     `options` defaults to the model's, `default_options(model)`: the study's recommendation, `SamplerOptions()` (an
-    autoregressive twin's: `SamplerOptions.default_for_causal()`, and it writes left to right,
-    mdlm_hf.autoregressive), keeping a play's shape where the model ships its words and casts; `overrides` change
-    single options by name (`sample(model, canvas, num_steps=8)`). `seed` (an integer in [0, 2**63)) or `generator`
-    is the single source of randomness. With `real_words=True` every word written is one of `lexicon` (words, or a
-    file with one word a line; default: the model's words.txt) or a counted fallback (`SamplerState.word_fallbacks`).
-    With `keep_cast=True` every heading is a speaker of one play of `casts` (play -> speakers, or a casts.json;
-    default: the model's casts.json), laid out as the training text lays out a play.
+    autoregressive twin's: left to right; each kind's writer and defaults are in mdlm_hf/objectives.py), keeping a
+    play's shape where the model ships its words and casts; `overrides` change single options by name
+    (`sample(model, canvas, num_steps=8)`). `seed` (an integer in [0, 2**63)) or `generator` is the single source of
+    randomness. With `real_words=True` every word written is one of `lexicon` (words, or a file with one word a
+    line; default: the model's words.txt) or a counted fallback (`SamplerState.word_fallbacks`). With
+    `keep_cast=True` every heading is a speaker of one play of `casts` (play -> speakers, or a casts.json; default:
+    the model's casts.json), laid out as the training text lays out a play.
     """
     check_model(model, "sample", "canvas")
     if options is not None and not isinstance(options, SamplerOptions):
@@ -60,17 +59,16 @@ def sample(
     canvas = checked_canvas(model, canvas)
     generator = run_generator(generator, seed)
     words, cast_list = run_lexicon(model, options, lexicon), run_casts(model, options, casts)
-    writer = write_left_to_right if is_causal(model) else write_by_denoising
-    return writer(model, canvas.clone(), options, generator, words, cast_list)
+    return objective_of(model).writer(model, canvas.clone(), options, generator, words, cast_list)
 
 
 def default_options(model: nn.Module) -> SamplerOptions:
-    """The options a run of `model` starts from: `SamplerOptions.default_for(model)` with the play's shape kept where
+    """The options a run of `model` starts from: its objective's defaults with the play's shape kept where
     the model's folder has what the rules read: `real_words` with its words.txt, `keep_cast` with a casts.json that
     names a speaker (the shipped models have both; a model built in a notebook has neither)."""
     has_words = shipped_file(model, "word_list_file") is not None
     has_casts = names_a_speaker(shipped_file(model, "casts_file"))
-    return SamplerOptions.default_for(model).replace(real_words=has_words, keep_cast=has_casts)
+    return objective_of(model).default_options().replace(real_words=has_words, keep_cast=has_casts)
 
 
 def checked_canvas(model: nn.Module, canvas: object) -> torch.Tensor:

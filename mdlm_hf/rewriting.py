@@ -19,9 +19,9 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from mdlm_hf.autoregressive import is_causal
 from mdlm_hf.checks import described
 from mdlm_hf.inference import check_flag, check_model, evaluating
+from mdlm_hf.objectives import objective_of
 from mdlm_hf.pipeline import check_text, sample
 from mdlm_hf.sampling.options import SamplerOptions
 from mdlm_hf.sampling.state import SamplerState, final_state
@@ -33,7 +33,7 @@ SCORE_ROWS = 16  # canvases per forward pass when scoring: one per character of 
 def check_span(model: nn.Module, text: object, start: object, end: object) -> None:
     """A ValueError, one line, when `text[start:end]` is not a span the model can rewrite or score."""
     check_text(text, "text")
-    if is_causal(model):
+    if not objective_of(model).fills_blanks:
         raise ValueError("rewriting reads both sides of the span; an autoregressive model reads only the left")
     for name, value in (("start", start), ("end", end)):
         if not isinstance(value, int) or isinstance(value, bool):

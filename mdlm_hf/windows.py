@@ -80,7 +80,7 @@ def plan_windows(
 
 
 def score_windows(n: int, block_size: int, context: int) -> list[tuple[int, int, int]]:
-    """How left-to-right scoring (`mdlm_hf.diffusion.surprise_steps`, an autoregressive twin's `char_nats`) covers n
+    """How left-to-right scoring (`mdlm_hf.likelihood.surprise_steps`) covers n
     characters: (window start, first scored, end) per window of at most block_size characters; past the first, each
     window keeps at least `context` characters before the ones it scores."""
     windows, scored = [(0, 0, min(n, block_size))], min(n, block_size)

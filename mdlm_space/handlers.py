@@ -13,7 +13,7 @@ import gradio as gr
 import torch
 
 from mdlm_hf import MASK_GLYPH, MDLM, SamplerOptions, SamplerState, mask_tokens, sample
-from mdlm_hf.diffusion import surprise_steps
+from mdlm_hf.likelihood import surprise_steps
 from mdlm_hf.metrics import valid_word_rate, written_words
 from mdlm_hf.pipeline import check_end_at, check_text, ended, prompt_canvas, text_to_canvas, unseen_prompt_note
 from mdlm_hf.sampling.drawing import GREEDY_BELOW

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gradio as gr
 
 from mdlm_hf import MDLM
-from mdlm_hf.autoregressive import check_twin
+from mdlm_hf.objectives import check_twin
 from mdlm_space.api import json_mcp_answers
 from mdlm_space.endpoints import api_examples_that_run, refuse_extra_values
 from mdlm_space.rewrite_panel import rewrite_panel

@@ -10,9 +10,9 @@ from pathlib import Path
 import torch
 
 from mdlm_hf import MDLM
-from mdlm_hf.autoregressive import check_twin
 from mdlm_hf.data import file_in_folder
 from mdlm_hf.metrics import load_word_list
+from mdlm_hf.objectives import check_twin
 from mdlm_hf.sampling.casts import model_casts
 from mdlm_hf.sampling.lexicon import model_lexicon
 

@@ -13,13 +13,14 @@ from typing import Any
 import gradio as gr
 
 from mdlm_hf import MDLM, SamplerOptions, SamplerState, sample
-from mdlm_hf.autoregressive import DRAWS
+from mdlm_hf.autoregressive import DRAWS, left_to_right_defaults
 from mdlm_hf.metrics import words
-from mdlm_hf.pipeline import check_text, prompt_canvas
+from mdlm_hf.pipeline import check_text, ended, prompt_canvas
 from mdlm_hf.sampling.casts import model_casts
 from mdlm_hf.sampling.lexicon import model_lexicon
 from mdlm_hf.sampling.orders import reveal_order
 from mdlm_space.checks import check_chars, check_flag, fitted_length, run_seed
+from mdlm_space.endpoints import PARAMS
 from mdlm_space.handlers import word_share
 from mdlm_space.order_view import PassRecorder, order_view
 from mdlm_space.render import COMPARE_FONT_PX, COMPARE_ROWS, placeholder, render_canvas
@@ -89,7 +90,7 @@ def compare(
     statistics per round, then the one-line takeaway; last, each diffusion side's order of writing, once done."""
     orders = None
     for now in race_rounds(model, known_words, *race_args, twin=twin, **controls):
-        orders = orders or RaceOrders(model, tuple(now.options))
+        orders = orders or RaceOrders(model, tuple(now.options), now.num_fixed)
         views = [
             compare_view(
                 model,
@@ -138,8 +139,8 @@ class RaceOrders:
     """Each diffusion side's order of writing, read from the race's states: its order view once the side is done.
     Not the twin's: it writes one character per pass left to right by construction, a view that says nothing more."""
 
-    def __init__(self, model: MDLM, names: tuple[str, ...]) -> None:
-        self.model, self.recorders = model, {name: PassRecorder() for name in names}
+    def __init__(self, model: MDLM, names: tuple[str, ...], num_fixed: int) -> None:
+        self.model, self.recorders, self.num_fixed = model, {name: PassRecorder() for name in names}, num_fixed
         self.seen: dict[str, SamplerState] = {}
         self.views = dict.fromkeys(names, NO_RACE_ORDER)
 
@@ -154,7 +155,8 @@ class RaceOrders:
             if state.done:
                 # stacked at a phone's whole width, in the tab's accordion: its text does not shrink
                 box = dict(rows=COMPARE_ROWS, font_px=COMPARE_FONT_PX, shrink=False)
-                self.views[name] = order_view(self.model, recorder, state.tokens, **box)
+                end = text_end(self.model, state, self.num_fixed)  # the text's, as its canvas shows it
+                self.views[name] = order_view(self.model, recorder, state.tokens, end=end, **box)
         return list(self.views.values())
 
 
@@ -162,7 +164,7 @@ def twin_options(left_to_right: SamplerOptions) -> SamplerOptions:
     """The twin's options in a race: its own left-to-right defaults, with the left-to-right side's draw of each
     character (temperature, min-p, top-p, ...; the autoregressive-like side's too), so that only the model differs."""
     draws = {name: getattr(left_to_right, name) for name in DRAWS}
-    return SamplerOptions.default_for_causal().replace(**draws)
+    return left_to_right_defaults().replace(**draws)
 
 
 def race(runs: dict[str, Iterator[SamplerState]]) -> Iterator[tuple[dict[str, SamplerState], dict[str, float]]]:
@@ -218,6 +220,17 @@ def rule_words(options: SamplerOptions, autoregressive: bool) -> str:
     return "reveal rule: " + ", ".join(parts)
 
 
+def text_end(model: MDLM, state: SamplerState, num_fixed: int) -> int | None:
+    """Where a finished side's text ends, as Generate's does by default (at the end of its last line, else of a
+    word; never mid-word): its canvas strikes out the characters after it, and the Rewrite panel takes the text
+    up to it. None while it runs, or where the text is the whole canvas."""
+    if not state.done:
+        return None
+    whole = model.tokenizer.decode(state.tokens[0])
+    kept = len(ended(whole, num_fixed, PARAMS["end_at"].default))
+    return kept if kept < len(whole) else None
+
+
 def compare_view(
     model: MDLM,
     state: SamplerState,
@@ -234,7 +247,8 @@ def compare_view(
     stats += f" · {seconds:.2f} s"
     if state.done:
         stats += f" · real words: {word_share(model.tokenizer.decode(state.tokens[0, num_fixed:]), known_words)}"
-    canvas = render_canvas(model, state, rows=COMPARE_ROWS, font_px=COMPARE_FONT_PX, shrink=shrink)
+    kept = text_end(model, state, num_fixed)
+    canvas = render_canvas(model, state, rows=COMPARE_ROWS, font_px=COMPARE_FONT_PX, shrink=shrink, kept=kept)
     # the rule folded, one line: on a phone it ran to five lines a side, pushing the twin and the takeaway down
     small = "<span style='font-size: 12px'>{}</span>"  # <small> was 11.2 px: under 12, too small on a phone
     fell_back = 0 if state.word_fallbacks is None or not state.done else int(state.word_fallbacks[0])

@@ -10,9 +10,9 @@ from pathlib import Path
 import torch
 
 from mdlm_hf import MDLM
-from mdlm_hf.autoregressive import check_twin
 from mdlm_hf.data import read_text
 from mdlm_hf.devices import max_threads
+from mdlm_hf.objectives import check_twin
 from mdlm_hf.sampling.options import orders_using
 from mdlm_hf.sampling.orders import reveal_order
 

@@ -7,8 +7,9 @@ import pytest
 import torch
 
 from mdlm_hf import MDLM, CharTokenizer, SamplerOptions, diffusion_loss, elbo, sample
-from mdlm_hf.autoregressive import autoregressive_loss, char_nats, shifted
-from mdlm_hf.diffusion import accuracy_by_mask_ratio, char_nll, exact_nll, surprise_steps
+from mdlm_hf.autoregressive import autoregressive_loss, char_nats, left_to_right_defaults, shifted
+from mdlm_hf.diffusion import accuracy_by_mask_ratio
+from mdlm_hf.likelihood import char_nll, exact_nll, surprise_steps
 from mdlm_hf.sampling.drawing import candidate_tokens
 from mdlm_hf.sampling.state import final_state
 from tests.conftest import TINY_TEXT
@@ -50,7 +51,7 @@ def test_a_position_never_sees_the_characters_after_it(twin):
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 def test_cached_writing_equals_writing_without_a_cache_past_the_context(twin, temperature):
     prompt = twin.tokenizer.encode("to be ")
-    options = SamplerOptions.default_for_causal().replace(temperature=temperature)
+    options = left_to_right_defaults().replace(temperature=temperature)
     canvas = torch.tensor(prompt + [twin.mask_id] * 90)  # three times the context: two re-reads
     state = final_state(sample(twin, canvas, options, seed=3))
     assert state.tokens[0].tolist() == uncached_writing(twin, prompt, 90, options, seed=3)
@@ -115,7 +116,7 @@ def test_the_twin_loads_with_from_pretrained_and_says_what_it_is(twin, tmp_path)
         (lambda m: sample(m, torch.tensor([[1, 2, m.mask_id], [1, m.mask_id, m.mask_id]])), "end at the same column"),
         (lambda m: diffusion_loss(m, torch.ones(1, 8, dtype=torch.long), torch.Generator()), "no masks"),
         (lambda m: accuracy_by_mask_ratio(m, torch.ones(64, dtype=torch.long)), "no masks"),
-        (lambda m: elbo(m, torch.tensor([1, 2, 3])), "has no ELBO"),
+        (lambda m: elbo(m, torch.tensor([1, 2, 3])), "the ELBO is a diffusion model.s.*mdlm_hf.likelihood"),
         (lambda m: exact_nll(m, torch.tensor([1, 2, 3]), order="confidence"), "reads left to right only"),
     ],
 )

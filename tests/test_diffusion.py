@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from mdlm_hf import MDLM, CharTokenizer, diffusion_loss, elbo, mask_tokens, sample_times
-from mdlm_hf.diffusion import NLL_ORDERS, accuracy_by_mask_ratio, exact_nll, stream_masks, surprise_steps
+from mdlm_hf.diffusion import NLL_ORDERS, accuracy_by_mask_ratio, stream_masks
+from mdlm_hf.likelihood import exact_nll, surprise_steps
 from tests.stubs import StubModel
 
 
@@ -225,7 +226,7 @@ def test_exact_nll_of_a_real_model_is_finite_and_orders_are_checked(tiny_model):
 
 @pytest.mark.parametrize("order", NLL_ORDERS)
 def test_char_nll_is_each_characters_share_of_the_exact_nll(tiny_model, order):
-    from mdlm_hf.diffusion import char_nll
+    from mdlm_hf.likelihood import char_nll
 
     tokens = torch.tensor(tiny_model.tokenizer.encode("to be or not 3\nthat is"))
     nats = char_nll(tiny_model, tokens, order)
@@ -236,7 +237,7 @@ def test_char_nll_is_each_characters_share_of_the_exact_nll(tiny_model, order):
 
 
 def test_surprise_steps_is_the_left_to_right_chain_batched(tiny_model):
-    from mdlm_hf.diffusion import char_nll, surprise_steps
+    from mdlm_hf.likelihood import char_nll, surprise_steps
 
     tokens = torch.tensor(tiny_model.tokenizer.encode("to be or not 3\nthat is the question"))
     steps = list(surprise_steps(tiny_model, tokens, batch_size=8))
@@ -258,7 +259,7 @@ def test_score_windows_score_each_character_once_with_its_context(n, context):
 
 
 def test_surprise_steps_past_the_context_and_bad_input(tiny_model):
-    from mdlm_hf.diffusion import surprise_steps
+    from mdlm_hf.likelihood import surprise_steps
 
     long = torch.randint(0, tiny_model.mask_id, (150,), generator=torch.Generator().manual_seed(1))
     *_, nats = surprise_steps(tiny_model, long, batch_size=64, context=16)
@@ -270,7 +271,7 @@ def test_surprise_steps_past_the_context_and_bad_input(tiny_model):
 
 
 def test_surprise_steps_fast_runs_the_samplers_pass_and_stays_near_the_exact_chain(tiny_model, monkeypatch):
-    from mdlm_hf.diffusion import surprise_steps
+    from mdlm_hf.likelihood import surprise_steps
 
     tokens = torch.tensor(tiny_model.tokenizer.encode("to be or not to be that is the question"))
     calls = []

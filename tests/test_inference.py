@@ -5,8 +5,9 @@ import torch
 
 import mdlm_hf
 from mdlm_hf import MDLM, CharTokenizer, SamplerOptions, elbo, sample
-from mdlm_hf.diffusion import accuracy_by_mask_ratio, char_nll, exact_nll
+from mdlm_hf.diffusion import accuracy_by_mask_ratio
 from mdlm_hf.inference import evaluating
+from mdlm_hf.likelihood import char_nll, exact_nll
 from mdlm_hf.sampling.state import final_state
 
 

@@ -11,7 +11,7 @@ import safetensors.torch
 import torch
 
 from mdlm_hf import MDLM
-from mdlm_hf.model import CHECKSUM_KEY, tensors_digest
+from mdlm_hf.hub import CHECKSUM_KEY, tensors_digest
 from mdlm_hf.tokenizer import CharTokenizer
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

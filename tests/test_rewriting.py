@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from mdlm_hf import MASK_GLYPH, MDLM, rewrite, span_bits_per_char, stream_rewrite
-from mdlm_hf.diffusion import exact_nll
+from mdlm_hf.likelihood import exact_nll
 from mdlm_hf.rewriting import SCORE_ROWS, score_window, span_nats, span_nats_steps
 
 TEXT = "to be or not to be\nthat is the question 3\n"

@@ -14,6 +14,7 @@ from huggingface_hub import EvalResult
 
 from mdlm_hf import MDLM
 from mdlm_hf.data import TINYSHAKESPEARE_MD5, TRAIN_FRACTION
+from mdlm_hf.objectives import objective_of
 from training.run_options import DIFFUSION_ONLY, check_license
 from training.weights import BF16_TOLERANCE
 
@@ -176,9 +177,7 @@ def model_card_details(
     text's facts; `repo_id`: where it is pushed (None: not yet); `model_name`: the model-index entry's name."""
     block = model.block_size
     prompt = data.prompt[: block - 1]
-    kind = "a masked diffusion language model"
-    if model.causal:
-        kind = f"the autoregressive twin of {kind}"
+    kind = objective_of(model).title
     return {
         "title": f"mdlm_hf: {kind} of {'Shakespeare' if data.tinyshakespeare else data.name}, character by character",
         "card_data": card_front_matter(report, data, model_name),

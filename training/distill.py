@@ -31,6 +31,7 @@ import torch
 from mdlm_hf import MDLM
 from mdlm_hf.data import split_text
 from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
+from mdlm_hf.objectives import DIFFUSION, objective_of
 from training.corpus import read_texts
 
 TEACHER_PASSES = 32  # the shipped sampler's steps: the first round's teacher writes 256 characters in these
@@ -143,7 +144,7 @@ def main(argv: list[str] | None = None) -> dict:
     device = choose_device(args.device)
     teacher_dir = Path(args.teacher)
     teacher = MDLM.from_pretrained(teacher_dir, fast=False).to(device)
-    if teacher.causal:
+    if objective_of(teacher) is not DIFFUSION:
         parser.error("--teacher must be a diffusion model: an autoregressive twin writes a character a pass")
     train_text = split_text(read_texts(args.data))[0] + "".join("\n" + read_texts([p]) for p in args.train_extra)
     tokens = torch.tensor(teacher.tokenizer.encode(train_text), device=device)

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import torch
 
-from mdlm_hf import MDLM, ElboResult, SamplerOptions, elbo
+from mdlm_hf import MDLM, ElboResult, elbo
 from mdlm_hf.autoregressive import char_nats
 from mdlm_hf.data import atomic_write_bytes, split_text
 from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
 from mdlm_hf.diffusion import NLL_ORDERS, accuracy_by_mask_ratio, exact_nll
+from mdlm_hf.objectives import AUTOREGRESSIVE, objective_of
 from mdlm_hf.plots import accuracy_figure
-from mdlm_hf.sampling.options import DEFAULT_SAMPLING
 from training.corpus import read_texts
 
 
@@ -52,7 +52,7 @@ def evaluate_model(
         if progress:
             print(f"evaluate: {line}...", flush=True)
 
-    if model.causal:
+    if objective_of(model) is AUTOREGRESSIVE:  # its likelihood is exact in one pass: another report
         phase("exact NLL of the autoregressive twin, one pass per window")
         return evaluate_twin(model, val_text, num_texts, seed, nll_chars)
     tokens = torch.tensor(model.tokenizer.encode(val_text), dtype=torch.long)
@@ -105,11 +105,9 @@ def draw_samples(model: MDLM, num_texts: int = 3, seed: int = 0) -> dict:
     without a play's rules, which read the export's own files (so the export and a redraw from its folder agree):
     {"samples": texts, "sampling": their length and options}."""
     length = min(256, model.block_size)
-    if model.causal:
-        defaults = SamplerOptions.default_for_causal()
-        sampling = {"order": defaults.order, "temperature": defaults.temperature}
-    else:
-        sampling = DEFAULT_SAMPLING
+    objective = objective_of(model)
+    defaults = objective.default_options()
+    sampling = {name: getattr(defaults, name) for name in objective.recorded_options}
     rules_off = dict(real_words=False, keep_cast=False)
     texts = [model.generate(length, seed=seed + i, **sampling, **rules_off) for i in range(num_texts)]
     return {"samples": texts, "sampling": {"length": length, **sampling}}
@@ -178,11 +176,11 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"evaluate: loading {args.model} and the validation split of {' '.join(args.data)}...", flush=True)
     # the fast path's bf16 copy is a CPU choice; elsewhere the weights as saved
     model = MDLM.from_pretrained(args.model, **({} if device.type == "cpu" else {"fast": False})).to(device)
-    if model.causal and args.num_samples != 4:
+    if objective_of(model) is AUTOREGRESSIVE and args.num_samples != 4:
         parser.error("--num-samples draws masks for the ELBO; an autoregressive model's NLL draws none")
     _, val_text = split_text(read_texts(args.data))
     report = evaluate_model(model, val_text, args.num_samples, nll_chars=args.nll_chars, progress=True)
-    print_report(report, model.causal)
+    print_report(report, objective_of(model).score_label)
     if args.out:
         write_report(Path(args.out), report)
     return report
@@ -210,9 +208,9 @@ def write_report(out: Path, report: dict) -> None:
         sys.exit(f"error: could not write {target} ({error.strerror or error}); nothing was left in {out}")
 
 
-def print_report(report: dict, causal: bool) -> None:
-    """The report's figures and samples, as the command line shows them (`causal`: an autoregressive model's)."""
-    name, key = ("NLL", "val_nll") if causal else ("NELBO", "val_nelbo")
+def print_report(report: dict, name: str) -> None:
+    """The report's figures and samples, as the command line shows them; `name`: its validation score's label."""
+    key = f"val_{name.lower()}"
     print(
         f"validation {name}: {report[key + '_nats_per_char']:.4f} nats/char, "
         f"{report[key + '_bits_per_char']:.4f} bits/char over {report['val_chars']:,} chars"

@@ -44,6 +44,7 @@ from mdlm_hf import MDLM
 from mdlm_hf.data import atomic_write_bytes, split_text
 from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
 from mdlm_hf.metrics import save_word_list
+from mdlm_hf.objectives import objective_of
 from training.card import (
     TrainingData,
     demo_metadata,
@@ -151,7 +152,7 @@ def export_model(
     check_export_dir(export_dir)
     prepare_dir(export_dir.parent, "--export-dir's parent")
     if weights_dtype == "auto":
-        score = "NLL" if model.causal else "ELBO"
+        score = objective_of(model).score_label
         print(f"export: measuring the validation {score} of fp32 and bf16 weights...", flush=True)
     data = data if data is not None else describe_training_data(model, train_text, val_text)
     model, weights_facts, nelbo = choose_weights(model, val_text, weights_dtype)

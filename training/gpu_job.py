@@ -41,7 +41,8 @@ import torch
 
 from mdlm_hf import MDLM, elbo
 from mdlm_hf.data import split_text
-from mdlm_hf.diffusion import exact_nll
+from mdlm_hf.likelihood import exact_nll
+from mdlm_hf.objectives import AUTOREGRESSIVE, objective_for_config, objective_of
 from training.build_corpus import read_plays
 from training.corpus import read_texts
 from training.export import load_run
@@ -59,6 +60,7 @@ SHIPPED = {
 
 
 OBJECTIVES = ("diffusion", "ar", "student")  # a student is distilled (training.distill) from its init_from
+STARTS_FROM = {"student": "diffusion"}  # the objective of the model a run starts from, where it is not its own
 
 
 @dataclass(frozen=True)
@@ -171,8 +173,8 @@ def warm_start_problem(run: Run) -> str | None:
         config = json.loads(config_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         return f"run {run.name}: init_from {run.init_from} has no readable config.json ({error})"
-    causal = run.objective == "ar"
-    if (config.get("n_embd"), config.get("n_head"), bool(config.get("causal"))) != (run.n_embd, run.n_head, causal):
+    saved = (config.get("n_embd"), config.get("n_head"), objective_for_config(config).name)
+    if saved != (run.n_embd, run.n_head, STARTS_FROM.get(run.objective, run.objective)):
         return f"run {run.name}: init_from {run.init_from} is not a {run.objective} model of n_embd {run.n_embd}"
     return None
 
@@ -271,7 +273,7 @@ def export_all(runs: tuple[Run, ...], args: argparse.Namespace, work: Path) -> l
 def score(model: MDLM, val: torch.Tensor, heldout: torch.Tensor, nll_chars: int) -> dict:
     """The whole validation split's ELBO (4 mask draws, seed 0) and exact left-to-right NLL, and the held-out
     plays' ELBO; an autoregressive model's NLL on both."""
-    if model.causal:
+    if objective_of(model) is AUTOREGRESSIVE:  # exact in one pass a window, and no ELBO to bound
         return {"val_nll": exact_nll(model, val), "heldout_nll": exact_nll(model, heldout)}
     seeded = torch.Generator().manual_seed
     return {

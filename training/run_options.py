@@ -12,13 +12,13 @@ import math
 from mdlm_hf.devices import DEVICE_HELP, device_problem, max_threads
 from mdlm_hf.diffusion import LOSS_WEIGHTINGS
 from mdlm_hf.model import MLP_KINDS, NORM_KINDS, check_config
+from mdlm_hf.objectives import OBJECTIVES, objective_named
 from training.optimizers import OPTIMIZERS
 from training.tracking import TRACKERS, missing_package
 
 # the texts sampled at each evaluation: few steps so they cost seconds, a fixed seed so runs compare
 EVAL_TEXTS, EVAL_TEXT_STEPS, EVAL_TEXT_SEED = 2, 32, 0
 
-OBJECTIVES = ("diffusion", "ar")
 # the diffusion loss's own flags, at the values an autoregressive run leaves them (it has no masks to weigh or draw)
 DIFFUSION_ONLY = {
     "loss_weighting": "uniform",
@@ -101,7 +101,7 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
     """What the model learns, and its shape: the MDLM config."""
     p.add_argument(
         "--objective",
-        choices=OBJECTIVES,
+        choices=tuple(OBJECTIVES),
         default="diffusion",
         help="diffusion: the masked diffusion model; ar: its autoregressive twin, the same network with a causal "
         "mask, trained on the next character (mdlm_hf/autoregressive.py)",
@@ -419,7 +419,7 @@ def model_config_from_args(args: argparse.Namespace, vocab: str) -> dict:
         norm=args.norm,
         mlp=args.mlp,
         qk_norm=args.qk_norm,
-        causal=getattr(args, "objective", "diffusion") == "ar",  # a checkpoint older than the flag: diffusion
+        causal=objective_named(getattr(args, "objective", "diffusion")).causal,  # older than the flag: diffusion
     )
 
 

@@ -19,6 +19,7 @@ from evals.structure_suite import BLANK, HELDOUT_WINDOWS, PROMPTS, context_metri
 from mdlm_hf import MDLM, SamplerOptions, sample
 from mdlm_hf.data import read_text, split_text
 from mdlm_hf.metrics import word_list
+from mdlm_hf.objectives import objective_of
 from mdlm_hf.pipeline import default_options, text_to_canvas
 from mdlm_hf.sampling.state import final_state
 from training import gpu_job
@@ -89,7 +90,7 @@ def structure(model: MDLM, options: SamplerOptions, args: argparse.Namespace, co
     seed (the suite's `sample_texts` takes a rule's name, not a model's options); a twin skips the template."""
     found = {}
     for prompt, text in PROMPTS.items():
-        if model.causal and BLANK in text:
+        if not objective_of(model).fills_blanks and BLANK in text:
             continue  # left to right only: it cannot fill blanks
         if model.tokenizer.unknown_chars(text.replace(BLANK, "")):
             found |= {f"{prompt}/{figure}": math.nan for figure in STRUCTURE}  # it cannot read the prompt

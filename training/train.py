@@ -30,6 +30,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from mdlm_hf.objectives import objective_for_config
 from training.checkpoints import RESUME_KEYS, RunError, load_checkpoint, prepare_dir, starting_point
 from training.corpus import (
     TOKENS_META,
@@ -76,7 +77,7 @@ def run_settings(argv: list[str] | None) -> tuple[argparse.Namespace, set[str], 
     checkpoint = load_checkpoint(ckpt_path, RESUME_KEYS)
     saved = dict(checkpoint.get("args", {}))
     # a checkpoint from before --objective trained what its config says: compared as any flag of the run
-    saved.setdefault("objective", "ar" if checkpoint["model_config"].get("causal") else "diffusion")
+    saved.setdefault("objective", objective_for_config(checkpoint["model_config"]).name)
     if problem := saved_setting_problem(saved):
         raise ValueError(f"{ckpt_path}: its args are malformed ({problem}): not as saved")
     check_copied_export(args, explicit, saved)
@@ -95,7 +96,7 @@ def fine_tuning_start(args: argparse.Namespace, explicit: set[str]) -> dict:
         config["dropout"] = args.dropout
     for name in (*SHAPE_FLAGS, "dropout"):
         setattr(args, name, config.get(name, getattr(args, name)))
-    args.objective = "ar" if config.get("causal") else "diffusion"
+    args.objective = objective_for_config(config).name
     problem = settings_problem(args)  # the diffusion-only flags against the saved model's objective
     if problem:
         raise ValueError(f"--init-from: {problem}")

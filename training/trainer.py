@@ -19,8 +19,8 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from mdlm_hf import MDLM, diffusion_loss, elbo
-from mdlm_hf.autoregressive import autoregressive_loss, autoregressive_nll
+from mdlm_hf import MDLM
+from mdlm_hf.objectives import objective_of
 from mdlm_hf.pipeline import sample
 from mdlm_hf.sampling.state import final_state
 from training.checkpoints import load_state, model_from_config, save_checkpoint, write_or_explain
@@ -63,9 +63,13 @@ def training_loss(
 ) -> torch.Tensor:
     """The loss of the run's objective on a batch of clean text (B, T): the diffusion loss (masks drawn from
     `generator`), or for the autoregressive twin the next character's cross-entropy."""
-    if getattr(model, "module", model).causal:
-        return autoregressive_loss(model, batch)
-    return diffusion_loss(model, batch, generator, args.loss_weighting, args.t_min, args.stream_masks)
+    return objective_of(model).loss(model, batch, generator, args.loss_weighting, args.t_min, args.stream_masks)
+
+
+def writing_steps(model: MDLM) -> dict:
+    """The steps the samples at each evaluation take, where the model's objective takes a number of steps (a twin
+    writes a character a pass)."""
+    return {"num_steps": EVAL_TEXT_STEPS} if "num_steps" in objective_of(model).accepted_options else {}
 
 
 def bf16_is_faster(model: MDLM, batch: torch.Tensor, args: argparse.Namespace, repeats: int = 2) -> bool:
@@ -224,9 +228,7 @@ class Trainer:
         masks = torch.Generator().manual_seed(1234)
         tokens = torch.from_numpy(np.array(self.val_data[: args.eval_chars], dtype=np.int64))
         with self.autocast:
-            if model.causal:
-                return autoregressive_nll(model, tokens)
-            return elbo(model, tokens, args.eval_samples, masks).nats_per_char
+            return objective_of(model).validation_nats(model, tokens, args.eval_samples, masks)
 
     def evaluate(self) -> dict:
         """Scores the weights (and their EMA), logs both, and keeps the better in best.pt when it is the best yet."""
@@ -252,7 +254,7 @@ class Trainer:
         texts = self.sample_texts(self.model if kind == "raw" else self.ema_model)
         if texts:  # from the weights that scored better, as best.pt would keep them
             metrics["samples"] = "\n".join(f"--- sample {i} ---\n{text}" for i, text in enumerate(texts))
-            how = "left to right" if self.model.causal else f"{EVAL_TEXT_STEPS} steps"
+            how = f"{EVAL_TEXT_STEPS} steps" if writing_steps(self.model) else "left to right"
             heading = f"samples at step {p.step} ({kind} weights, {how}, seed {EVAL_TEXT_SEED}):"
             tqdm.write(f"{heading}\n{metrics['samples']}")
         self.tracker.log(p.step, metrics)
@@ -268,7 +270,7 @@ class Trainer:
         if length == 0:
             return []
         canvas = torch.full((EVAL_TEXTS, length), model.mask_id, dtype=torch.long)
-        steps = {} if model.causal else {"num_steps": EVAL_TEXT_STEPS}  # a twin writes a character a pass
+        steps = writing_steps(model)
         with self.autocast:  # the sampler's own generator: the training's random streams do not move
             state = final_state(sample(model, canvas, seed=EVAL_TEXT_SEED, **steps))
         return model.tokenizer.decode_batch(state.tokens.tolist())

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import torch
 
-from mdlm_hf import MDLM, ElboResult, elbo
-from mdlm_hf.autoregressive import autoregressive_nll
-from mdlm_hf.model import save_weights
+from mdlm_hf import MDLM, ElboResult
+from mdlm_hf.hub import save_weights
+from mdlm_hf.objectives import DIFFUSION, objective_of
 
 WEIGHTS_DTYPES = ("auto", "float32", "bfloat16")
 
@@ -30,7 +30,7 @@ def bf16_rounded(model: MDLM) -> MDLM:
 
 def score_name(model: MDLM) -> str:
     """The validation score an export measures and its keys name: "nelbo", or an autoregressive twin's exact "nll"."""
-    return "nll" if model.causal else "nelbo"
+    return objective_of(model).score
 
 
 def choose_weights(model: MDLM, val_text: str, weights_dtype: str = "auto") -> tuple[MDLM, dict, ElboResult | None]:
@@ -49,18 +49,15 @@ def choose_weights(model: MDLM, val_text: str, weights_dtype: str = "auto") -> t
         return rounded, {"weights_dtype": weights_dtype}, None
     tokens = torch.tensor(model.tokenizer.encode(val_text), dtype=torch.long)
     candidates = (("float32", model), ("bfloat16", rounded))
-    if model.causal:
-        nats = {name: autoregressive_nll(candidate.eval(), tokens) for name, candidate in candidates}
-        nelbo = None
-    else:
-        nelbo = {
-            name: elbo(candidate.eval(), tokens, ELBO_SAMPLES, torch.Generator().manual_seed(0))
-            for name, candidate in candidates
-        }
-        nats = {name: result.nats_per_char for name, result in nelbo.items()}
+    objective = objective_of(model)
+    nats = {  # the same masks for both (seed 0): a paired difference
+        name: objective.validation_nats(candidate.eval(), tokens, ELBO_SAMPLES, torch.Generator().manual_seed(0))
+        for name, candidate in candidates
+    }
     chosen = "bfloat16" if nats["bfloat16"] - nats["float32"] <= BF16_TOLERANCE else "float32"
-    facts = {"weights_dtype": chosen, **{f"{score_name(model)}_{name}_weights": v for name, v in nats.items()}}
-    return (rounded if chosen == "bfloat16" else model), facts, None if nelbo is None else nelbo[chosen]
+    facts = {"weights_dtype": chosen, **{f"{objective.score}_{name}_weights": v for name, v in nats.items()}}
+    nelbo = ElboResult(nats[chosen], tokens.numel()) if objective is DIFFUSION else None
+    return (rounded if chosen == "bfloat16" else model), facts, nelbo
 
 
 def write_weights(model: MDLM, directory: Path, weights_dtype: str) -> None:

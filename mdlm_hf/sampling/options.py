@@ -12,8 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-import torch.nn as nn
-
 from mdlm_hf.checks import described, is_finite, is_int, is_number
 from mdlm_hf.sampling.orders import REVEAL_ORDERS, reveal_order
 
@@ -293,18 +291,6 @@ class SamplerOptions:
             capital_temperature_factor=1.0,
         )
         return bare.replace(**changes)
-
-    @classmethod
-    def default_for_causal(cls) -> SamplerOptions:
-        """An autoregressive twin's defaults (mdlm_hf.autoregressive): left to right, one character a pass, each drawn
-        from the model's own distribution (temperature 1, no cut), as its likelihood is measured."""
-        return cls.plain(order="left_to_right")
-
-    @classmethod
-    def default_for(cls, model: nn.Module) -> SamplerOptions:
-        """The options a run of `model` starts from: `default_for_causal()` for an autoregressive twin, else the
-        diffusion model's defaults, `SamplerOptions()`."""
-        return cls.default_for_causal() if getattr(model, "causal", False) else cls()
 
     def replace(self, **changes: Any) -> SamplerOptions:
         """A validated copy with `changes` (options by name) applied; an unknown name is a ValueError naming it."""
