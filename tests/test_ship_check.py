@@ -130,7 +130,7 @@ def record(run: str, objective: str, figure: float, fails: bool = False) -> dict
     return dict(
         run=run,
         objective=objective,
-        target=ship_figures.TARGETS[objective],
+        target=f"pretrained/{ship_figures.TARGETS[objective]}",  # as check_run records it: the folder's path
         figures=found,
         checks={"val_elbo": "worse" if fails else None},
     )

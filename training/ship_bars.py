@@ -4,6 +4,7 @@ on, the verdicts (the best passing candidate of each target ships), and the tabl
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from training.ship_figures import LIKELIHOODS, TARGETS
 
@@ -106,7 +107,8 @@ def choose_winners(records: dict[str, dict]) -> None:
         record["failed"] = failed
         record["verdict"] = "keep the incumbent: " + "; ".join(failed) if failed else "ship"
     for target in TARGETS.values():
-        passing = [r for r in records.values() if r["target"] == target and not r["failed"]]
+        # a record's target is the folder's path (pretrained/NAME); TARGETS names the folder
+        passing = [r for r in records.values() if Path(r["target"]).name == target and not r["failed"]]
         for record in sorted(passing, key=rank_key)[1:]:
             record["verdict"] = f"passes, but {min(passing, key=rank_key)['run']} is better"
 
