@@ -77,11 +77,13 @@ def order_html(text: str, passes: list[int], num_passes: int, rows: int = 8, **b
     return canvas_box(cells, rows, **box) + order_legend(num_passes)
 
 
-def order_view(model: MDLM, recorder: PassRecorder, tokens: torch.Tensor, row: int = 0, **box: Any) -> str:
-    """The finished text of `row` of `tokens` (B, T), each written character tinted by the pass that wrote it
-    (`box`: order_html's rows, font_px and shrink)."""
+def order_view(
+    model: MDLM, recorder: PassRecorder, tokens: torch.Tensor, row: int = 0, end: int | None = None, **box: Any
+) -> str:
+    """The finished text of `row` of `tokens` (B, T), up to `end` (where the text ended), each written character
+    tinted by the pass that wrote it (`box`: order_html's rows, font_px and shrink)."""
     return order_html(
-        model.tokenizer.decode(tokens[row].tolist()), recorder.passes[row].tolist(), recorder.count, **box
+        model.tokenizer.decode(tokens[row, :end].tolist()), recorder.passes[row, :end].tolist(), recorder.count, **box
     )
 
 

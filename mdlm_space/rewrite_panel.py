@@ -42,11 +42,12 @@ from mdlm_space.rewrite_handlers import (
 TAKE_FINISHED = (
     f"(finished, current) => (finished && !finished.includes({json.dumps(MASK_GLYPH)})) ? finished : current"
 )
-# Compare has no text box: its confidence-order canvas, once finished, read back as text (a line break is drawn as a
-# glyph and then broken: the glyph goes)
+# Compare has no text box: its confidence-order canvas, once finished, read back as text up to where it ended (the
+# characters struck out after it go; a line break is drawn as a glyph and then broken: the glyph goes)
 TAKE_FINISHED_CANVAS = (
     "(canvas, current) => { const box = new DOMParser().parseFromString(canvas || '', 'text/html')"
     ".querySelector('.mdlm-canvas'); if (!box || box.querySelector('.mdlm-mask')) return current;"
+    " box.querySelectorAll('.mdlm-dropped').forEach((tail) => tail.remove());"
     " return box.textContent.replaceAll('↵', ''); }"
 )
 # a span is a few words: 16 steps write three of them quickly (and never more steps than characters: the handler
