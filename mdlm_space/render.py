@@ -109,13 +109,15 @@ def legend(window: bool = True) -> str:
     )
 
 
-# on a phone the race (two sides, then the twin in a row of its own, then the takeaway) fits one screen: the
-# twin's canvas is 6 rows high there (it holds a race's 128 characters at full width), and each side's statistics
-# and the takeaway keep their room before they are written, so that bringing the takeaway into view as the race
-# starts shows the whole race until it ends
+# on a phone the race (the headings, two sides, then the twin in a row of its own, then the takeaway) fits one
+# screen: the twin's canvas is 6 rows high there (it holds a race's 128 characters at full width), the race's
+# blocks 6 px apart (gradio's 16 px gaps made it 867 px high on a 390x844 phone, so bringing it into view
+# scrolled the headings off), and each side's statistics and the takeaway keep their room before they are
+# written, so that bringing the race into view as it starts shows the whole race until it ends
 RACE_CSS = (
     f"<style>@media (max-width: {PHONE_WIDTH_PX + 110}px) {{ "
     f"#compare-twin-canvas .mdlm-canvas {{ height: calc({TWIN_PHONE_ROWS} * 1.6em + 20px) !important; }} "
+    "#compare-race, #compare-race .column { gap: 6px; } #compare-race .row { row-gap: 6px; } "
     "#compare-left-stats, #compare-right-stats { min-height: 96px; } #compare-twin-stats { min-height: 72px; } "
     "#compare-takeaway { min-height: 184px; } }</style>"
 )

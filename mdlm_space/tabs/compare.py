@@ -92,13 +92,16 @@ def compare_tab(
         with gr.Column(scale=1, min_width=160):
             button, stop = run_buttons("Compare")
     drafts = compare_draft(texts.prompt, min(length_value, block_size - len(texts.prompt)))
-    with gr.Row():
-        left_canvas, left_stats = compare_side("Left to right", "compare-left-canvas", drafts[0])
-        right_canvas, right_stats = compare_side("Confidence order", "compare-right-canvas", drafts[1])
-        twin_canvas, twin_stats = compare_side(
-            "Autoregressive twin", "compare-twin-canvas", drafts[2], twin is not None
-        )
-    summary = gr.Markdown(elem_id="compare-takeaway")
+    # the race, from its headings to the takeaway: what a run brings into view (whole where it fits, else from the
+    # headings down: a phone kept the takeaway in view and scrolled the headings off)
+    with gr.Column(elem_id="compare-race"):
+        with gr.Row():
+            left_canvas, left_stats = compare_side("Left to right", "compare-left-canvas", drafts[0])
+            right_canvas, right_stats = compare_side("Confidence order", "compare-right-canvas", drafts[1])
+            twin_canvas, twin_stats = compare_side(
+                "Autoregressive twin", "compare-twin-canvas", drafts[2], twin is not None
+            )
+        summary = gr.Markdown(elem_id="compare-takeaway")
     orders = order_views()
     gr.HTML(RACE_LEGEND)
     with gr.Row():
@@ -120,9 +123,8 @@ def compare_tab(
     # the twin's and the orders last: API clients that read the first six (or eight) by position keep them
     outputs = [left_canvas, left_stats, right_canvas, right_stats, summary, controls["seed"], twin_canvas, twin_stats]
     compared = event(compare, controls, model=model, known_words=known_words, twin=twin)
-    # the takeaway, last of the race: in view, the race above it is too, on a phone as well
     race = stoppable(
-        button, stop, **compared, outputs=outputs + orders, **page_event("compare"), into_view="compare-takeaway"
+        button, stop, **compared, outputs=outputs + orders, **page_event("compare"), into_view="compare-race"
     )
     race.then(race_stopped, [summary, left_stats], summary, queue=False, api_name=False, show_progress="hidden")
     raced = event(race_result(model, known_words, twin), controls)
