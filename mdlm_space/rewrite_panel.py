@@ -14,8 +14,10 @@ from mdlm_hf import MASK_GLYPH, MDLM
 from mdlm_hf.sampling.options import OPTION_SPECS
 from mdlm_space.api import example_span, page_event, public_endpoint, rewrite_result
 from mdlm_space.controls import (
+    capped_slider,
     control,
     play_shape_controls,
+    remembered,
     replay_slider,
     run_buttons,
     sampling_options,
@@ -53,6 +55,16 @@ TAKE_FINISHED_CANVAS = (
 # a span is a few words: 16 steps write three of them quickly (and never more steps than characters: the handler
 # caps them)
 CHANGES = {"num_steps": dict(default=16)}
+# the handler writes a span with at most one step per character of it, whatever the slider says
+STEPS_INFO = "at most one per character of the span"
+
+
+def fit_rewrite_steps(block_size: int, wanted: float | None) -> dict:
+    """The steps slider's update for a typed number (`remembered`): up to the model's context, the value kept and
+    said so where it is out of bounds, no silent snap to the nearest bound."""
+    return capped_slider(block_size, wanted, STEPS_INFO)
+
+
 # runs in the page: an order view once it is one (the race's placeholder, while it runs, leaves the panel's)
 TAKE_ORDER = "(view, current) => (view && view.includes('mdlm-pass')) ? view : current"
 QUIET = dict(queue=False, api_name=False, show_progress="hidden")
@@ -174,6 +186,7 @@ def rewrite_panel(model: MDLM, demo: gr.Blocks, example: str) -> None:
             button, stop = run_buttons("Rewrite")
             undo_button = gr.Button("Undo", interactive=False, elem_id="rewrite-undo")
             controls |= sampling_options("rewrite", block_size, ("steps", "drawing"), CHANGES)
+            remembered(controls["num_steps"], functools.partial(fit_rewrite_steps, block_size))
             controls["real_words"], controls["keep_cast"] = real_words, keep_cast
         with gr.Column(scale=2):
             # above the choices: on a phone they stack, and a readout below them was out of view while they streamed
