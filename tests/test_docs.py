@@ -86,3 +86,15 @@ def test_valid_words_name_their_word_list():
         and not named.search(block)
     ]
     assert not unnamed, unnamed
+
+
+def test_the_docs_name_only_app_objects_that_exist():
+    # the docs said the torch work runs on `app.MODEL_THREAD`, which does not exist
+    import importlib
+
+    for path in (REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))):
+        for name in re.findall(r"`((?:app|mdlm_space)(?:\.\w+)+)`", path.read_text(encoding="utf-8")):
+            if name == "app.py" or (REPO_ROOT / f"{name.replace('.', '/')}.py").exists():
+                continue  # a file or a module
+            module, _, attribute = name.rpartition(".")
+            assert hasattr(importlib.import_module(module), attribute), f"{path.name}: {name}"
