@@ -9,7 +9,8 @@ import pytest
 from mdlm_hf.pipeline import ended
 from mdlm_space import race
 from mdlm_space.render import NEWLINE_GLYPH
-from tests.space_browser import DESKTOP, PHONE, chromium, screenshot_path, shipped_server  # noqa: F401
+from tests.app_helpers import DESKTOP, PHONE, chromium
+from tests.space_browser import screenshot_path, shipped_server  # noqa: F401
 
 PROMPT = "to be or\n"
 

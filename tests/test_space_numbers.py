@@ -7,7 +7,8 @@ import app
 from mdlm_space import loading
 from mdlm_space.endpoints import input_names
 from mdlm_space.rewrite_panel import STEPS_INFO
-from tests.space_browser import DESKTOP, SHIPPED, chromium, screenshot_path, shipped_server  # noqa: F401
+from tests.app_helpers import DESKTOP, chromium
+from tests.space_browser import SHIPPED, screenshot_path, shipped_server  # noqa: F401
 
 TEXT = "ROMEO:\nBut soft, what light through yonder window breaks?\n"
 
