@@ -36,6 +36,13 @@ def tiny_text() -> str:
 
 
 @pytest.fixture
+def text_file(tmp_path, tiny_text):
+    path = tmp_path / "text.txt"
+    path.write_text(tiny_text * 3)
+    return path
+
+
+@pytest.fixture
 def tiny_model() -> MDLM:
     """A randomly initialised two-layer model; enough to exercise every code path."""
     torch.manual_seed(0)

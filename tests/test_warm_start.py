@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tests.test_training import TINY_ARGS
+from tests.training_helpers import TINY_ARGS
 from training import export, train
 from training.card import lineage_total, stage_line
 from training.checkpoints import recorded_stages
