@@ -30,7 +30,7 @@ import torch
 
 from mdlm_hf import MDLM, SamplerOptions, sample
 from mdlm_hf.data import read_text, split_text
-from mdlm_hf.rewriting import SCORE_ROWS, span_bits_per_char, span_canvas
+from mdlm_hf.rewriting import SCORE_ROWS, span_bits_per_char, span_canvas, span_nats_steps
 from mdlm_hf.sampling.state import final_state
 from studio.common import SHARED_DATA, thread_count
 
@@ -76,16 +76,9 @@ def strided_bits(model: MDLM, text: str, start: int, end: int, chars_per_row: in
 
 
 def local_bits(model: MDLM, text: str, start: int, end: int, window: int) -> float:
-    """The span's bits per character by the left-to-right chain, each canvas `window` characters around its one."""
-    ids = torch.tensor(model.tokenizer.encode(text))
-    window = min(window, len(ids))
-    lows = [max(0, min(start + i - window // 2, len(ids) - window)) for i in range(end - start)]
-    canvases = torch.stack([ids[low : low + window] for low in lows])
-    for i, low in enumerate(lows):
-        positions = torch.arange(low, low + window)
-        canvases[i][(positions >= start + i) & (positions < end)] = model.mask_id
-    at = torch.tensor([start + i - low for i, low in enumerate(lows)])
-    nats = -log_probs(model, canvases)[torch.arange(end - start), at, ids[start:end]]
+    """The span's bits per character by the left-to-right chain, each canvas `window` characters around its one
+    (`span_nats_steps`' context: the Rewrite panel's ranking)."""
+    *_, nats = span_nats_steps(model, [text], start, end, fast=True, context=window)
     return float(nats.mean()) / math.log(2)
 
 

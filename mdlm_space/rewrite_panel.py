@@ -71,7 +71,7 @@ QUIET = dict(queue=False, api_name=False, show_progress="hidden")
 HOW = (
     "### Rewrite a span\nSelect part of a finished text (a run's lands here) or paste your own, press **Rewrite**: "
     "the span is masked and written again three times, the model reading both sides of it. Each is ranked by the "
-    "span's bits per character given the rest of the text; **Pick** one to keep it, **Undo** goes back. It writes "
+    "span's bits per character given the text around it; **Pick** one to keep it, **Undo** goes back. It writes "
     "with the sampling options of the last Generate or Infill run (steps apart), which you can change below."
 )
 
@@ -91,8 +91,10 @@ def span_controls(block_size: int) -> dict[str, gr.components.Component]:
     """The text, From and To (which the selection fills) and the line that says the span in words."""
     text = control("text", block_size, "", lines=6, elem_id="rewrite-text")
     with gr.Row():
-        start = control("start", block_size, minimum=0, min_width=100, elem_id="rewrite-start")
-        end = control("end", block_size, minimum=0, min_width=100, elem_id="rewrite-end")
+        start = control(
+            "start", block_size, min_width=100, elem_id="rewrite-start"
+        )  # no minimum: gradio's says "Error"
+        end = control("end", block_size, min_width=100, elem_id="rewrite-end")
     where = gr.Markdown(selection_line("", 0, 0), elem_id="rewrite-selection")
     text.select(selection, None, [start, end], **QUIET, trigger_mode="always_last")
     for box in (text, start, end):

@@ -96,6 +96,18 @@ def test_pick_keeps_a_rewrite_and_undo_goes_back_one_pick():
     assert text == "original" and order == "order of original" and history == [] and not undo_button["interactive"]
 
 
+def test_from_and_to_take_any_number_and_the_panel_says_what_is_wrong_with_it(model_dir):
+    # with a minimum on the boxes, gradio refused -5 before any handler ran, and the page showed a bare "Error"
+    demo = app.build_demo(loading.load_model(model_dir)[0])
+    found = by_elem_id(demo)
+    for name in ("rewrite-start", "rewrite-end"):
+        assert found[name].minimum is None, name
+        found[name].preprocess(-5)  # gradio's own check of the box's value: nothing to refuse
+    assert rewrite_handlers.selection_line("to be or not", -5, 3).startswith("Select the characters to rewrite")
+    with pytest.raises(gr.Error, match="start must be"):
+        rewrite_handlers.checked_span(loading.load_model(model_dir)[0], "to be or not", -5, 3)
+
+
 def test_undo_after_a_rewrite_brings_back_the_order_view_of_the_text_it_restores(model_dir):
     # a finished rewrite shows its best choice's order of writing; Pick then saved that view as the text's, so after
     # Undo the text was the run's and the view a rewrite's

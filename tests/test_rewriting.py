@@ -115,3 +115,28 @@ def test_the_cheaper_rankings_reduce_to_the_exact_chain_at_their_limits(tiny_mod
     exact = span_bits_per_char(tiny_model, TEXT, start, end, fast=True)
     assert strided_bits(tiny_model, TEXT, start, end, 1) == pytest.approx(exact, rel=1e-5)
     assert local_bits(tiny_model, TEXT, start, end, len(TEXT)) == pytest.approx(exact, rel=1e-5)
+
+
+def test_a_narrow_context_reads_each_character_in_a_canvas_cropped_around_it(tiny_model):
+    start, end, width = 10, 14, 8
+    ids = torch.tensor(tiny_model.tokenizer.encode(TEXT))
+    expected = []
+    for k in range(start, end):  # the chain rule's canvas, cropped to `width` characters around the scored one
+        left = min(max(0, k - width // 2), len(TEXT) - width)
+        canvas = ids[left : left + width].clone()
+        canvas[max(k, left) - left : end - left] = tiny_model.mask_id
+        t = (canvas == tiny_model.mask_id).float().mean()[None]
+        with torch.no_grad():
+            log_probs = tiny_model(canvas[None], t).log_softmax(-1)
+        expected.append(-log_probs[0, k - left, ids[k]].item())
+    *_, found = span_nats_steps(tiny_model, [TEXT], start, end, context=width)
+    assert found[0].tolist() == pytest.approx(expected, rel=1e-5)
+    *_, whole = span_nats_steps(tiny_model, [TEXT], start, end, context=len(TEXT) + 5)  # wider than the text
+    assert whole[0].tolist() == pytest.approx(span_nats(tiny_model, TEXT, start, end).tolist(), rel=1e-5)
+    assert found[0].tolist() != pytest.approx(whole[0].tolist(), rel=1e-5)  # the crop changes the odds
+
+
+@pytest.mark.parametrize("context", [0, -3, 2.5, True, "64"])
+def test_a_context_that_is_not_a_positive_whole_number_is_refused(tiny_model, context):
+    with pytest.raises(ValueError, match="context must be a whole number of characters >= 1 or None"):
+        next(span_nats_steps(tiny_model, [TEXT], 0, 5, context=context))
