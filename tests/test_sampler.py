@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from mdlm_hf import MDLM, ORDERS, CharTokenizer, sample
+from mdlm_hf.autoregressive import left_to_right_defaults
 from mdlm_hf.pipeline import prompt_canvas, text_to_canvas
 from mdlm_hf.sampling.drawing import after_capital, candidate_tokens, capital_letters
 from mdlm_hf.sampling.options import SamplerOptions
@@ -198,7 +199,7 @@ def test_characters_after_a_capital_are_drawn_at_the_temperature_times_the_facto
         with pytest.raises(ValueError, match="capital_temperature_factor must be in"):
             SamplerOptions(capital_temperature_factor=bad)
     assert SamplerOptions.plain().capital_temperature_factor == 1.0  # the bare core draws from the model as it is
-    assert SamplerOptions.default_for_causal().capital_temperature_factor == 1.0
+    assert left_to_right_defaults().capital_temperature_factor == 1.0
 
 
 def test_the_sampler_cools_exactly_the_characters_whose_left_neighbour_is_a_capital(monkeypatch):

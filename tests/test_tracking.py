@@ -25,7 +25,7 @@ def test_every_phase_says_what_it_is_doing(text_file, tmp_path, capsys):
     export.export_run(tmp_path / "run", tmp_path / "export", text_file)
     printed = capsys.readouterr().out
     for phase in (
-        "export: measuring the validation ELBO of fp32 and bf16 weights...",
+        "export: measuring the validation NELBO of fp32 and bf16 weights...",
         "export: evaluating the",
         "evaluate: exact NLL over",
         "evaluate: masked-token accuracy by mask ratio...",
