@@ -1,5 +1,7 @@
-"""Training flags (training/run_options.py): refused before any work, the defaults, and a resume's own."""
+"""Training flags (training/flags.py's table, training/run_options.py): refused before any work, the defaults, the
+table the parser, checks, resume rules, card and settings are read from, and a resume's own."""
 
+import dataclasses
 import re
 import subprocess
 import sys
@@ -8,7 +10,8 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tests.training_helpers import TINY_ARGS, run
-from training import export, run_options, train
+from training import card, export, gpu_job, run_options, train
+from training.flags import CARD_FLAGS, FLAGS, FLAGS_BY_NAME, RunSettings, check_license
 
 
 def test_a_new_run_refuses_an_out_dir_that_holds_a_run(text_file, tmp_path):
@@ -173,7 +176,7 @@ def test_a_license_that_is_no_hub_identifier_is_refused_with_the_nearest(capsys,
         args, _ = train.parse_args(["--data", str(text_file), "--license", good])
         assert args.license == good
     with pytest.raises(ValueError, match="'GPL' is not a Hub license identifier"):
-        run_options.check_license("GPL")
+        check_license("GPL")
 
 
 def test_a_resume_takes_the_threads_of_its_own_machine():
@@ -192,3 +195,60 @@ def test_new_data_without_resume_is_refused_as_private_without_push_is(capsys):
         with pytest.raises(SystemExit):
             train.parse_args(flags)
         assert f"error: {words}" in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_the_parser_has_the_tables_flags_in_its_order_with_its_defaults(capsys):
+    # a flag was named in up to five places (its add_argument, its check, the resume's tuples, the card's keys)
+    defaults = {f.name: f.default for f in FLAGS}
+    assert vars(run_options.build_parser().parse_args([])) == defaults
+    with pytest.raises(SystemExit):
+        train.parse_args(["--help"])
+    listed = capsys.readouterr().out.split("\noptions:\n")[1]
+    at = [re.search(f"\n  {f.option}[ ,\n]", listed) for f in FLAGS]
+    assert all(at) and [m.start() for m in at] == sorted(m.start() for m in at)  # --help's order is the table's
+    for f in FLAGS:
+        assert f.help is None or " ".join(f.help.split()[:3]) in " ".join(listed.split()), f.name
+        assert f.default is None or f.check is None or f.check.test(f.default), f"{f.option}'s default fails its check"
+        assert f.choices is None or f.default in f.choices, f.name
+    exported = vars(export.build_parser().parse_args(["--run-dir", "r", "--export-dir", "e", "--data", "d"]))
+    assert {f.name: exported[f.name] for f in CARD_FLAGS} == {f.name: f.default for f in CARD_FLAGS}  # the export's
+
+
+@pytest.mark.parametrize("flag", [f for f in FLAGS if f.check is not None], ids=lambda f: f.option)
+def test_every_checked_flag_refuses_a_bad_value_in_one_line_naming_it(flag, capsys):
+    with pytest.raises(SystemExit):
+        train.parse_args([flag.option, flag.check.bad])
+    last_line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last_line.partition(": error: ")[2].startswith(f"{flag.option} "), last_line
+    assert flag.check.refusal is not None or f"{flag.option} must be {flag.check.words}, got " in last_line
+
+
+def test_the_resume_rules_the_shape_and_the_cards_recipe_come_from_the_table():
+    named = {key: tuple(f.name for f in FLAGS if getattr(f, key)) for key in ("resumable", "machine", "shape")}
+    assert run_options.RESUMABLE_CHANGES == named["resumable"] and run_options.MACHINE_FLAGS == named["machine"]
+    assert run_options.SHAPE_FLAGS == gpu_job.SHAPE_FLAGS == train.SHAPE_FLAGS == named["shape"]
+    assert run_options.DIFFUSION_ONLY == {f.name: f.default for f in FLAGS if f.diffusion_only}
+    assert sorted(card.RECIPE_KEYS) == sorted(f.name for f in FLAGS if f.recipe)
+    # the card names the shape and the optimisation, then the objective and what only the diffusion loss reads
+    last = card.RECIPE_KEYS.index("objective")
+    assert all(f.diffusion_only for f in FLAGS if f.name in card.RECIPE_KEYS[last + 1 :])
+    assert not any(FLAGS_BY_NAME[name].diffusion_only for name in card.RECIPE_KEYS[:last])
+    # a resume takes a machine's flag from its own command line, so a resume may change it; never the shape
+    assert set(named["machine"]) <= set(named["resumable"]) and not set(named["shape"]) & set(named["resumable"])
+
+
+def test_the_settings_carry_every_flag_and_a_resume_of_an_older_checkpoint():
+    assert [field.name for field in dataclasses.fields(RunSettings)] == [f.name for f in FLAGS]
+    assert dataclasses.asdict(RunSettings()) == {f.name: f.default for f in FLAGS}
+    settings, explicit = train.parse_args(["--lr", "0.004", "--data", "a.txt", "b.txt", "--no-qk-norm"])
+    assert isinstance(settings, RunSettings) and explicit == {"lr", "data", "qk_norm"}
+    assert settings.data == ["a.txt", "b.txt"] and settings.qk_norm is False
+    assert settings.min_lr == pytest.approx(0.0004)  # lr / 10 where not given
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.lr = 1.0
+    # a checkpoint's args from before --save-minutes, with a flag this version no longer has
+    resume, explicit = train.parse_args(["--resume", "--out-dir", "somewhere"])
+    saved = {f.name: f.default for f in FLAGS if f.name != "save_minutes"} | {"lr": 0.001, "gone_flag": 1}
+    merged = run_options.resumed_args(resume, explicit, saved)
+    assert isinstance(merged, RunSettings) and merged.lr == 0.001 and merged.save_minutes == 10 and merged.resume
+    assert "gone_flag" not in dataclasses.asdict(merged)

@@ -88,12 +88,12 @@ def test_a_model_without_a_recorded_lineage_is_one_stage_of_its_counters(tmp_pat
 
 def test_the_learning_rate_warms_up_linearly_then_falls_by_a_cosine_to_its_floor():
     # nothing tested the schedule a warm start's short warm-up runs through
-    import argparse
     import math
 
+    from training.flags import RunSettings
     from training.trainer import learning_rate
 
-    args = argparse.Namespace(lr=2e-3, min_lr=2e-4, warmup_steps=100, max_steps=1100)
+    args = RunSettings(lr=2e-3, min_lr=2e-4, warmup_steps=100, max_steps=1100)
     assert learning_rate(0, args) == pytest.approx(2e-5) and learning_rate(49, args) == pytest.approx(1e-3)
     assert learning_rate(99, args) == pytest.approx(2e-3) == learning_rate(100, args)  # the peak, then the decay
     assert learning_rate(600, args) == pytest.approx(2e-4 + 0.5 * (2e-3 - 2e-4))  # half way: the cosine's middle

@@ -15,7 +15,7 @@ from huggingface_hub import EvalResult
 from mdlm_hf import MDLM
 from mdlm_hf.data import TINYSHAKESPEARE_MD5, TRAIN_FRACTION
 from mdlm_hf.objectives import objective_of
-from training.run_options import DIFFUSION_ONLY, check_license
+from training.flags import DIFFUSION_ONLY, FLAGS, check_license
 from training.weights import BF16_TOLERANCE
 
 TINYSHAKESPEARE_HUB_ID = "karpathy/tiny_shakespeare"
@@ -34,12 +34,11 @@ DEMO_SAMPLE_CHARS = 1000  # the app's sample text: its first line is the forward
 # model (github.com/karpathy/nanoGPT, shakespeare_char), its validation loss on the same split
 NANOGPT_REFERENCE = {"name": "nanoGPT's autoregressive character model", "nats": 1.47}
 
-# the run's settings the card's recipe line names, in this order
-RECIPE_KEYS = (
-    "n_layer n_head n_embd block_size dropout position_encoding norm mlp qk_norm zero_init_residual batch_size "
-    "max_steps optimizer lr min_lr muon_lr muon_weight_decay warmup_steps weight_decay beta2 grad_clip ema "
-    "objective loss_weighting t_min stream_masks"
-).split()
+# the run's settings the card's recipe line names (the table's recipe flags), in this order: the shape and the
+# optimisation, then the objective and its loss's own flags (which an autoregressive run's card leaves out)
+RECIPE_KEYS = tuple(
+    f.name for f in sorted((f for f in FLAGS if f.recipe), key=lambda f: f.name == "objective" or f.diffusion_only)
+)
 
 
 @dataclass(frozen=True)

@@ -65,8 +65,9 @@ from training.export_dir import (
     staging_prefix,
     write_manifest,
 )
+from training.flags import CARD_FLAGS, add_flags
 from training.plots import training_curve_figure
-from training.run_options import add_card_arguments, repo_id_problem
+from training.run_options import repo_id_problem
 from training.weights import BF16_TOLERANCE, ELBO_SAMPLES, WEIGHTS_DTYPES, choose_weights, score_name, write_weights
 
 EXPORT_FILES = (
@@ -389,7 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--device", default="cpu", help=f"where the evaluation runs: {DEVICE_HELP}")
     parser.add_argument("--push-to-hub", default=None, metavar="REPO_ID")
-    add_card_arguments(parser)
+    add_flags(parser, CARD_FLAGS)
     parser.add_argument(
         "--recipe",
         default=None,

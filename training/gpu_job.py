@@ -46,7 +46,7 @@ from mdlm_hf.objectives import AUTOREGRESSIVE, objective_for_config, objective_o
 from training.build_corpus import read_plays
 from training.corpus import read_texts
 from training.export import load_run
-from training.run_options import SHAPE_FLAGS
+from training.flags import SHAPE_FLAGS
 
 PART_BYTES = 16 * 2**20  # the largest file the device returns
 RECIPE = (  # the shipped model's recipe (training/RECIPE.md), but its shape

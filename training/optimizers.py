@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
-
 import torch
 import torch.nn as nn
 
-OPTIMIZERS = ("adamw", "muon")
+from training.flags import RunSettings
 
 
 def parameter_groups(model: nn.Module) -> dict[str, list[torch.Tensor]]:
@@ -28,7 +26,7 @@ def parameter_groups(model: nn.Module) -> dict[str, list[torch.Tensor]]:
     return groups
 
 
-def build_optimizers(model: nn.Module, args: argparse.Namespace, fused: bool = False) -> list[torch.optim.Optimizer]:
+def build_optimizers(model: nn.Module, args: RunSettings, fused: bool = False) -> list[torch.optim.Optimizer]:
     """AdamW (lr, weight decay on matrices and embeddings) or Muon + AdamW; every group keeps its peak lr."""
     groups = parameter_groups(model)
     adamw_groups = [

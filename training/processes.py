@@ -4,7 +4,6 @@ the hardware the model card names, and the stop a signal asks for, which every r
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import platform
@@ -18,6 +17,7 @@ import torch.distributed as dist
 from tqdm import tqdm
 
 from mdlm_hf.devices import choose_device
+from training.flags import RunSettings
 
 
 @dataclass
@@ -39,7 +39,7 @@ class Processes:
         return self.rank == 0
 
 
-def setup_processes(args: argparse.Namespace) -> Processes:
+def setup_processes(args: RunSettings) -> Processes:
     """Joins the torchrun process group (gloo on CPU, nccl on GPU) when there is one; sets threads."""
     processes = Processes(choose_device(args.device))
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:

@@ -19,7 +19,7 @@ Each evaluation prints a few samples; --tracker also logs the metrics to TensorB
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import json
 import math
 import os
@@ -43,8 +43,9 @@ from training.corpus import (
     tokenize,
 )
 from training.export_dir import check_export_dir
+from training.flags import SHAPE_FLAGS, RunSettings
 from training.processes import Processes, StopRequest, setup_processes
-from training.run_options import SHAPE_FLAGS, flag_problem, resumed_args, saved_setting_problem, settings_problem
+from training.run_options import flag_problem, resumed_args, saved_setting_problem, settings_problem
 from training.run_options import parse_args as parse_run_options
 from training.tracking import open_tracker
 from training.trainer import Trainer
@@ -55,12 +56,12 @@ DEFAULT_DATA_CACHE = Path.home() / ".cache" / "mdlm_hf" / "tinyshakespeare.txt"
 # -- arguments: the typed flags, or on --resume the checkpoint's own with the typed changes
 
 
-def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, set[str]]:
-    """The run's flags (training.run_options) and the names of those given explicitly, with this script's help."""
+def parse_args(argv: list[str] | None = None) -> tuple[RunSettings, set[str]]:
+    """The run's settings (training.flags) and the names of those given explicitly, with this script's help."""
     return parse_run_options(argv, __doc__)
 
 
-def run_settings(argv: list[str] | None) -> tuple[argparse.Namespace, set[str], dict | None]:
+def run_settings(argv: list[str] | None) -> tuple[RunSettings, set[str], dict | None]:
     """The run's settings, the flags typed, and the checkpoint to resume (None for a new run)."""
     args, explicit = parse_args(argv)
     ckpt_path = Path(args.out_dir) / "ckpt.pt"
@@ -88,19 +89,20 @@ def run_settings(argv: list[str] | None) -> tuple[argparse.Namespace, set[str], 
     return args, explicit, checkpoint
 
 
-def fine_tuning_start(args: argparse.Namespace, explicit: set[str]) -> dict:
-    """--init-from's model, whose shape and objective become the run's flags (for batches, resume and card)."""
+def fine_tuning_start(args: RunSettings, explicit: set[str]) -> tuple[RunSettings, dict]:
+    """The settings with --init-from's model's shape and objective as the run's flags (for batches, resume and
+    card), and that model."""
     start = starting_point(args.init_from)
     config = start["model_config"]
     if "dropout" in explicit:
         config["dropout"] = args.dropout
-    for name in (*SHAPE_FLAGS, "dropout"):
-        setattr(args, name, config.get(name, getattr(args, name)))
-    args.objective = objective_for_config(config).name
+    shape = {name: config.get(name, getattr(args, name)) for name in (*SHAPE_FLAGS, "dropout")}
+    shape["objective"] = objective_for_config(config).name  # a config names no objective: its causal mask does
+    args = dataclasses.replace(args, **shape)
     problem = settings_problem(args)  # the diffusion-only flags against the saved model's objective
     if problem:
         raise ValueError(f"--init-from: {problem}")
-    return start
+    return args, start
 
 
 # -- the run directory and the processes
@@ -122,7 +124,7 @@ def check_new_run_dir(out_dir: Path) -> None:
         )
 
 
-def check_copied_export(args: argparse.Namespace, explicit: set[str], saved: dict) -> None:
+def check_copied_export(args: RunSettings, explicit: set[str], saved: dict) -> None:
     """Refuses to resume a copy of a run (its checkpoint written under another --out-dir) that would export into the
     original's --export-dir, unless --export-dir is typed again: the copy would replace the original's export."""
     export_dir, saved_out = saved.get("export_dir"), saved.get("out_dir")
@@ -135,7 +137,7 @@ def check_copied_export(args: argparse.Namespace, explicit: set[str], saved: dic
         )
 
 
-def prepare_out_dir(args: argparse.Namespace, processes: Processes) -> Path:
+def prepare_out_dir(args: RunSettings, processes: Processes) -> Path:
     """Creates --out-dir (rank 0) and removes what a killed write left there; returns it."""
     out_dir = Path(args.out_dir)
     if processes.is_main:
@@ -149,7 +151,7 @@ def prepare_out_dir(args: argparse.Namespace, processes: Processes) -> Path:
 # -- the data
 
 
-def training_files(args: argparse.Namespace) -> list[Path]:
+def training_files(args: RunSettings) -> list[Path]:
     """The --data files (a checkpoint of an older run may hold one name), or TinyShakespeare, downloaded."""
     if args.data:
         return [Path(name) for name in ([args.data] if isinstance(args.data, str) else args.data)]
@@ -161,14 +163,14 @@ def training_files(args: argparse.Namespace) -> list[Path]:
         raise RunError(str(error)) from error
 
 
-def prepare_corpus(args: argparse.Namespace, processes: Processes, files: list[Path], vocab: str | None) -> Corpus:
+def prepare_corpus(args: RunSettings, processes: Processes, files: list[Path], vocab: str | None) -> Corpus:
     """The run's token files: rank 0 reads the text, checks that it holds a block and writes them (or finds them
     written); then every rank maps them. `vocab`: a resumed run's own (None: the text's characters)."""
     out_dir = Path(args.out_dir)
     corpus = None
     if processes.is_main:
         facts = scan_text(files)
-        extra_files = [Path(name) for name in getattr(args, "train_extra", None) or []]
+        extra_files = [Path(name) for name in args.train_extra or []]
         extra = scan_text(extra_files) if extra_files else None
         if args.resume and not args.new_data:
             check_same_text(out_dir, facts, files)
@@ -211,7 +213,9 @@ def train(trainer: Trainer, deadline: float) -> None:
     stop = StopRequest(processes.is_main)
     try:
         if processes.is_main:  # one writer per run: the other ranks' metrics are rank 0's
-            trainer.tracker = open_tracker(args.tracker, Path(args.out_dir), trainer.progress.step, vars(args))
+            trainer.tracker = open_tracker(
+                args.tracker, Path(args.out_dir), trainer.progress.step, dataclasses.asdict(args)
+            )
             train_chars, val_chars = len(trainer.train_data), len(trainer.val_data)
             print(
                 f"{trainer.model.num_parameters() / 1e6:.2f}M parameters, vocab {trainer.model.vocab_size}, "
@@ -227,7 +231,7 @@ def train(trainer: Trainer, deadline: float) -> None:
         trainer.tracker.finish()
 
 
-def export_finished_run(args: argparse.Namespace, files: list[Path], step: int) -> None:
+def export_finished_run(args: RunSettings, files: list[Path], step: int) -> None:
     """Exports (and pushes) the run to --export-dir once it has reached --max-steps, else says why not."""
     if step < args.max_steps:
         print(f"export skipped: the run stopped at step {step} of {args.max_steps}; resume to finish and export")
@@ -258,7 +262,7 @@ def main(argv: list[str] | None = None) -> dict:
     out_dir = prepare_out_dir(args, processes)
     files = training_files(args)
     # fine-tuning: a fresh run whose weights and shape are a saved model's
-    start = fine_tuning_start(args, explicit) if checkpoint is None and args.init_from else None
+    args, start = fine_tuning_start(args, explicit) if checkpoint is None and args.init_from else (args, None)
     saved = checkpoint or start
     run_vocab = saved["model_config"].get("vocab") if saved is not None else None
     corpus = prepare_corpus(args, processes, files, run_vocab if isinstance(run_vocab, str) and run_vocab else None)

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -26,16 +25,17 @@ from mdlm_hf.sampling.state import final_state
 from training.checkpoints import load_state, model_from_config, save_checkpoint, write_or_explain
 from training.corpus import Corpus
 from training.ema import EMA
+from training.flags import EVAL_TEXT_SEED, EVAL_TEXT_STEPS, EVAL_TEXTS, RunSettings
 from training.optimizers import build_optimizers, set_learning_rates
 from training.processes import Processes, StopRequest, agreed, hardware_description, joined_hardware
-from training.run_options import EVAL_TEXT_SEED, EVAL_TEXT_STEPS, EVAL_TEXTS, model_config_from_args
+from training.run_options import model_config_from_args
 from training.tracking import NoTracker, Tracker
 from training.weights import score_name
 
 ETA_TIMED_STEPS = 2  # after a warm-up step, the steps timed for the estimate printed as the loop starts
 
 
-def learning_rate(step: int, args: argparse.Namespace) -> float:
+def learning_rate(step: int, args: RunSettings) -> float:
     """Linear warmup, then cosine decay from lr to min_lr at max_steps."""
     if step < args.warmup_steps:
         return args.lr * (step + 1) / args.warmup_steps
@@ -59,7 +59,7 @@ def get_batch(
 
 
 def training_loss(
-    model: torch.nn.Module, batch: torch.Tensor, generator: torch.Generator, args: argparse.Namespace
+    model: torch.nn.Module, batch: torch.Tensor, generator: torch.Generator, args: RunSettings
 ) -> torch.Tensor:
     """The loss of the run's objective on a batch of clean text (B, T): the diffusion loss (masks drawn from
     `generator`), or for the autoregressive twin the next character's cross-entropy."""
@@ -72,7 +72,7 @@ def writing_steps(model: MDLM) -> dict:
     return {"num_steps": EVAL_TEXT_STEPS} if "num_steps" in objective_of(model).accepted_options else {}
 
 
-def bf16_is_faster(model: MDLM, batch: torch.Tensor, args: argparse.Namespace, repeats: int = 2) -> bool:
+def bf16_is_faster(model: MDLM, batch: torch.Tensor, args: RunSettings, repeats: int = 2) -> bool:
     """Times forward+backward in fp32 and under bf16 autocast; bf16 speed on CPUs varies by chip."""
     rng_state = torch.get_rng_state()
     timings = {}
@@ -105,7 +105,7 @@ class Trainer:
 
     def __init__(
         self,
-        args: argparse.Namespace,
+        args: RunSettings,
         processes: Processes,
         corpus: Corpus,
         checkpoint: dict | None,
@@ -144,7 +144,7 @@ class Trainer:
         if checkpoint is not None:
             self.restore(checkpoint)
         self.train_model = DistributedDataParallel(self.model) if processes.distributed else self.model
-        if getattr(args, "compile", False):  # the steps' forward and backward; evaluation and export run eagerly
+        if args.compile:  # the steps' forward and backward; evaluation and export run eagerly
             self.train_model = torch.compile(self.train_model)
         self.autocast = nullcontext()
 
@@ -293,7 +293,7 @@ class Trainer:
             "ema": self.ema.state_dict() if self.ema is not None else None,
             **asdict(self.progress),
             "rng": all_rng,
-            "args": vars(self.args),
+            "args": asdict(self.args),  # a plain dict of the settings
             "hardware": self.hardware,
             "parent_stages": self.parent_stages,
         }
