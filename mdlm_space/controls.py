@@ -215,21 +215,20 @@ def remembered(slider: gr.Slider, refit: Callable | None = None, inputs: tuple =
 
 def follow_prompt(
     demo: gr.Blocks, limit: int, block_size: int, prompt: gr.Textbox, length: gr.Slider, steps: gr.Slider
-) -> None:
+) -> tuple[Any, Any]:
     """The length slider follows the prompt (they share `limit` characters) and the steps slider the length (a
     text longer than the model's context counts its steps per `block_size` characters). Raw values, as typed: a
-    length typed past its cap is capped by its own event."""
+    length typed past its cap is capped by its own event. Returns the prompt's and the length's change events."""
     fit_length_to_prompt = functools.partial(fit_length, limit)
     fit_steps = functools.partial(fit_steps_to_length, block_size)
     wanted_length = remembered(length, fit_length_to_prompt, (prompt,))
     wanted_steps = remembered(steps, fit_steps, (length,))
     quiet = dict(queue=False, preprocess=False, api_name=False, show_progress="hidden")
-    fit = dict(fn=fit_length_to_prompt, inputs=[prompt, wanted_length], outputs=length)
-    prompt.change(**fit, **quiet)
-    demo.load(**fit, **quiet)
-    fit = dict(fn=fit_steps, inputs=[length, wanted_steps], outputs=steps)
-    length.change(**fit, **quiet)
-    demo.load(**fit, **quiet)  # when the first length fits already
+    to_prompt = dict(fn=fit_length_to_prompt, inputs=[prompt, wanted_length], outputs=length, **quiet)
+    to_length = dict(fn=fit_steps, inputs=[length, wanted_steps], outputs=steps, **quiet)
+    demo.load(**to_prompt)
+    demo.load(**to_length)  # when the first length fits already
+    return prompt.change(**to_prompt), length.change(**to_length)
 
 
 def run_buttons(label: str) -> tuple[gr.Button, gr.Button]:
@@ -337,11 +336,12 @@ def replayable(
 def redraw(
     trigger: Callable, fn: Callable, inputs: list, outputs: Any, readout: gr.components.Component | None = None
 ) -> None:
-    """A quick redraw of `outputs` from the raw values of `inputs`, no queue: it computes nothing heavy. Raw, since
-    a slider's bounds check would fail on a value its new maximum has not caught up with yet (the prompt's change
-    lowers the length's maximum at the same time), and show an error for what is only a preview. None while the
-    tab's `readout` says a run is streaming: the draft would replace the run's canvas until its next frame, and
-    stay over its last. With a readout, a finished run's is marked as the last run's (`before_the_edit`)."""
+    """A quick redraw of `outputs` from the raw values of `inputs`, no queue: it computes nothing heavy. `trigger`:
+    the `then` of the event fitting the controls to the change (gradio's page calls a deferred "always_last" function
+    by calling all of its event's again: two on one trigger deferred each other without end). Raw: a slider's bounds
+    check fails on a value its new maximum has not caught up with yet. None while the tab's `readout` says a run is
+    streaming: the draft would replace the run's canvas until its next frame, and stay over its last. With a
+    readout, a finished run's is marked as the last run's (`before_the_edit`)."""
 
     def drawn(*values: Any) -> Any:
         if readout is None:

@@ -43,7 +43,8 @@ class Page:
                 self.run(fn)
 
     def run(self, fn) -> None:
-        """One event's function on the page's values, and the changes its outputs fire."""
+        """One event's function on the page's values, the changes its outputs fire, and the functions chained after
+        it (`then`)."""
         inputs = [self.value(component) for component in fn.inputs]
         result = asyncio.run(self.demo.process_api(fn, inputs, state=self.state))
         for component, output in zip(fn.outputs, result["data"], strict=True):
@@ -57,6 +58,9 @@ class Page:
             if output != self.value(component):
                 self.values[component._id] = output
                 self.fire(component, "change")
+        for after in list(self.demo.fns.values()):
+            if after.fn is not None and after.trigger_after == fn._id and not after.trigger_only_on_failure:
+                self.run(after)
 
 
 def api_names(demo: gr.Blocks, endpoint: str) -> list[str]:

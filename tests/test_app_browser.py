@@ -586,3 +586,35 @@ def test_browser_on_a_phone_the_whole_race_is_in_view_and_the_twin_readable(serv
             "c => parseFloat(getComputedStyle(c).fontSize)"
         )
         assert font >= 12
+
+
+@pytest.mark.browser
+def test_browser_after_a_run_an_edit_of_the_prompt_settles_and_a_typed_length_is_said(server, tmp_path):
+    # after a run, an edit of the prompt set off requests that never ended (the prompt's two functions deferred each
+    # other, gradio calling both again each time): the length box took "99999" as "99", without its note
+    from playwright.sync_api import expect
+
+    with chromium() as browser:
+        page = browser.new_page(viewport=dict(zip(("width", "height"), DESKTOP, strict=True)))
+        calls = []
+        page.on("request", lambda request: calls.append(request.url) if "/run/predict" in request.url else None)
+        page.goto(server)
+        tab = page.get_by_role("tabpanel")
+        page.get_by_role("button", name="Generate", exact=True).click()
+        expect(page.locator("#generate-readout")).to_contain_text("done in", timeout=60_000)
+        prompt = tab.get_by_label("Prompt (kept fixed at the start)")
+        prompt.click()
+        prompt.press("End")
+        prompt.type("\nO J", delay=50)
+        box = tab.get_by_label("number input for Characters to generate (at most)", exact=True)
+        box.click()
+        box.press("Control+a")
+        box.type("99999", delay=50)
+        box.press("Enter")
+        page.wait_for_timeout(3000)
+        settled = len(calls)
+        page.wait_for_timeout(2000)
+        assert len(calls) == settled, f"{len(calls) - settled} requests in 2 s with nothing typed"
+        block = box.locator("xpath=ancestor::div[contains(@class, 'block')][1]")
+        expect(block).to_contain_text("99,999 is more than")
+        page.screenshot(path=str(screenshots(tmp_path) / "desktop-edit-after-run-length-typed.png"))

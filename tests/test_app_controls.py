@@ -257,3 +257,24 @@ def test_an_edit_marks_the_readout_as_the_last_runs(model_dir):
         assert page.value(readout).startswith("Last run, before the edit: seed 3 · done in 29"), tab
         page.type(tab_controls(page.demo, tab)[edited], value + "x")  # marked once
         assert page.value(readout).count("Last run, before the edit") == 1, tab
+
+
+def test_no_trigger_runs_two_server_functions_that_wait_for_the_last_change(model_dir, twin_dir):
+    # gradio's page defers an "always_last" function's new call while its last one runs, then dispatches the whole
+    # event again, which calls every function on it: two of them on one trigger (the prompt's fit of the length and
+    # its redraw) kept deferring each other, and after a run an edit of the prompt sent requests for as long as the
+    # page was open (each fit of the length overwrote a note typed into its box, and "99999" became "99")
+    model, known_words = loading.load_model(model_dir)
+    demo = app.build_demo(model, known_words, twin=loading.load_twin(twin_dir, model))
+    on_trigger = {}
+    for fn in demo.fns.values():
+        if fn.fn is not None and fn.trigger_mode == "always_last":
+            for block_id, event_name in fn.targets:
+                if block_id is not None:
+                    on_trigger.setdefault((block_id, event_name), []).append(getattr(fn.fn, "__name__", str(fn.fn)))
+    shared = {
+        f"{getattr(demo.blocks[block_id], 'label', None)} {event_name}": names
+        for (block_id, event_name), names in on_trigger.items()
+        if len(names) > 1
+    }
+    assert not shared

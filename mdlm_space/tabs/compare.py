@@ -117,9 +117,8 @@ def compare_tab(
     with gr.Accordion("Reveal rule, both sides", open=False):
         controls |= {name: control(name, block_size) for name in REVEAL_RULE_OPTIONS}
     gr.Markdown(EXPLAINED + (TWIN_EXPLAINED if twin else ""))
-    follow_prompt(demo, block_size, block_size, prompt, length, steps)
-    for trigger in (prompt.change, length.change):
-        redraw(trigger, compare_draft, [prompt, length], [left_canvas, right_canvas, twin_canvas])
+    for fitted in follow_prompt(demo, block_size, block_size, prompt, length, steps):
+        redraw(fitted.then, compare_draft, [prompt, length], [left_canvas, right_canvas, twin_canvas])
     # the twin's and the orders last: API clients that read the first six (or eight) by position keep them
     outputs = [left_canvas, left_stats, right_canvas, right_stats, summary, controls["seed"], twin_canvas, twin_stats]
     compared = event(compare, controls, model=model, known_words=known_words, twin=twin)

@@ -43,9 +43,9 @@ def generate_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
             controls |= sampling_options("generate", block_size, ("drawing", "blocks"))
             controls["real_words"], controls["keep_cast"] = real_words, keep_cast
         outputs, replay = output_column("generate", 8, draft_canvas(texts.prompt, room), "Generate")
-    follow_prompt(demo, MAX_CANVAS, block_size, prompt, length, steps)
-    for trigger in (prompt.change, length.change):  # the canvas before a run shows what will be filled
-        redraw(trigger, draft_canvas, [prompt, length], outputs[0], outputs[2])
+    # the canvas before a run shows what will be filled, drawn once the sliders fit the change
+    for fitted in follow_prompt(demo, MAX_CANVAS, block_size, prompt, length, steps):
+        redraw(fitted.then, draft_canvas, [prompt, length], outputs[0], outputs[2])
     generated = event(generate, controls, model=model)  # the API takes the controls by name, in this order
     replayable(button, stop, generated, outputs + [controls["seed"]], replay, "generate")
     public_endpoint("generate", generated, run_result)  # the API's and MCP's: text and numbers

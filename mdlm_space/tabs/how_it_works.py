@@ -87,9 +87,9 @@ def accuracy_plot_once(model: MDLM, texts: DemoText = SHAKESPEARE) -> Callable[[
     return draw
 
 
-def forward_process_views(model: MDLM, demo: gr.Blocks, texts: DemoText) -> gr.Slider:
+def forward_process_views(model: MDLM, demo: gr.Blocks, texts: DemoText) -> tuple[gr.Slider, Any]:
     """A line of the sample text, its mask ratio and seed, and the masked line with the model's guesses (also the
-    API's /forward_process); the mask ratio's slider, which the accuracy plot follows."""
+    API's /forward_process); the mask ratio's slider, which the accuracy plot follows, and the event of its change."""
     with gr.Row():
         line = gr.Textbox(
             label=sample_label(texts),
@@ -105,14 +105,16 @@ def forward_process_views(model: MDLM, demo: gr.Blocks, texts: DemoText) -> gr.S
     forward = event(forward_process, dict(line=line, t=mask_ratio, seed=seed), model=model)
     outputs = [view, summary]
     # change, not release: typing into the slider's number box must update the views too
-    mask_ratio.change(**forward, outputs=outputs, api_name=False, trigger_mode="always_last", show_progress="hidden")
+    masked = mask_ratio.change(
+        **forward, outputs=outputs, api_name=False, trigger_mode="always_last", show_progress="hidden"
+    )
     for trigger in (line.submit, seed.submit):
         trigger(**forward, outputs=outputs, api_name=False)
     gr.Button("Mask and predict", size="sm").click(**forward, outputs=outputs, **page_event("forward_process"))
     forward_api = event(forward_guessed, dict(line=line, t=mask_ratio, seed=seed), model=model)
     public_endpoint("forward_process", forward_api, forward_result)
     demo.load(**forward, outputs=outputs, api_name=False)
-    return mask_ratio
+    return mask_ratio, masked
 
 
 def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab, texts: DemoText) -> None:
@@ -124,14 +126,16 @@ def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab, texts: DemoText)
         "guess is the true character. Training teaches it to do this for every t; generation runs it in reverse, "
         "from t = 1 (all masks) to t = 0."
     )
-    mask_ratio = forward_process_views(model, demo, texts)
+    mask_ratio, masked = forward_process_views(model, demo, texts)
     # measured once, at start-up (app.main) or on the tab's first visit, then kept for every visitor; the Plot's
     # own label would sit over the figure's title on a phone: the figure's title says it all
     plot = gr.Plot(show_label=False, elem_id="accuracy-plot")
     # raw: the slider's own check of t would raise the forward view's error a second time in the same toast
     draw = dict(fn=accuracy_plot_once(model, texts), inputs=mask_ratio, outputs=plot, preprocess=False, api_name=False)
     tab.select(**draw)
-    mask_ratio.change(**draw, trigger_mode="always_last", show_progress="hidden")
+    # after the forward view, not beside it on the slider's change: gradio's page calls a deferred "always_last"
+    # function by calling every function of its event again, and two of them deferred each other without end
+    masked.then(**draw, trigger_mode="always_last", show_progress="hidden")
     gr.Markdown(
         "**Reverse process.** Generation starts from all masks. Each step predicts every masked "
         "character, draws a candidate for each (temperature, min-p), and reveals a few of them: by default "

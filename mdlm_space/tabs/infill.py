@@ -56,9 +56,9 @@ def infill_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
         return fit_steps_to_length(block_size, (text or "").count(blank), wanted)
 
     fit = dict(fn=fit_steps, inputs=[template, remembered(steps, fit_steps, (template,))], outputs=steps)
-    template.change(**fit, queue=False, api_name=False, show_progress="hidden")
+    fitted = template.change(**fit, queue=False, api_name=False, show_progress="hidden")
     demo.load(**fit, queue=False, api_name=False, show_progress="hidden")  # steps fit the first template too
-    redraw(template.change, functools.partial(draft_template, blank=blank), [template], outputs[0], outputs[2])
+    redraw(fitted.then, functools.partial(draft_template, blank=blank), [template], outputs[0], outputs[2])
     filled = event(infill, controls, model=model, blank=blank)
     replayable(button, stop, filled, outputs + [controls["seed"]], replay, "infill")
     public_endpoint("infill", filled, run_result)
