@@ -37,6 +37,7 @@ RUNNING = "…"  # the speed of a run still going: it is known once the run ends
 # made 22,000, and eight such calls kept a 64-character one waiting for minutes
 MAX_RUN_PASSES = 4096
 SCORING = "Scoring…"  # Score's line while it scores
+STOPPED_AT = " · stopped at step "  # a readout's step once Stop ended its run (`stopped`)
 
 
 def running(line: str | None) -> bool:
@@ -51,7 +52,7 @@ def stopped(line: str | None) -> Any:
     if running(first):  # its speed part says so (a long run's window comes after it)
         parts = first.split(" · ")
         parts.remove(RUNNING)
-        first = " · ".join(parts).replace(" · step ", " · stopped at step ", 1)
+        first = " · ".join(parts).replace(" · step ", STOPPED_AT, 1)
     elif first.startswith(f"{SCORING} "):
         first = f"Stopped: {first.removeprefix(f'{SCORING} ').replace(' characters', ' characters scored', 1)}"
     else:

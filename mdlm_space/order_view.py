@@ -96,18 +96,19 @@ NOT_DRAWN = placeholder(
 CELL = re.compile(r"<span class='mdlm-(mask|given|new|earlier)'[^>]*>([^<]*)</span>")
 
 
-def order_from_frames(canvases: list[str]) -> tuple[str, list[int], int] | None:
+def order_from_frames(canvases: list[str], kept: int | None = None) -> tuple[str, list[int], int] | None:
     """The text, the pass that wrote each position and the number of passes of a finished run, from the canvases it
-    streamed (a tab's replay frames: one per state); None for a run not finished, or longer than the model's
+    streamed (a tab's replay frames: one per state), up to `kept` characters (a stopped run's text, taken up to its
+    first mask), else up to where its text ended; None for a run not finished there, or longer than the model's
     context (its frames draw only the live window as cells)."""
     frames = [CELL.findall(canvas) for canvas in canvases]
     if len(frames) < 2 or any(len(cells) != len(frames[0]) for cells in frames) or "mdlm-window" in canvases[-1]:
         return None
+    if kept is None and DROPPED_TAIL in canvases[-1]:  # a text that ended at a line or a speech: the rest is not in it
+        kept = len(CELL.findall(canvases[-1].split(DROPPED_TAIL, 1)[0]))
+    frames = [cells[:kept] for cells in frames]
     if any(kind == "mask" for kind, _ in frames[-1]):
         return None
-    if DROPPED_TAIL in canvases[-1]:  # a text that ended at a line or a speech: the rest is not in it
-        kept = len(CELL.findall(canvases[-1].split(DROPPED_TAIL, 1)[0]))
-        frames = [cells[:kept] for cells in frames]
     passes = [0] * len(frames[0])
     for k, (before, after) in enumerate(zip(frames, frames[1:], strict=False), 1):
         for i, ((was, _), (now, _)) in enumerate(zip(before, after, strict=True)):
@@ -116,13 +117,14 @@ def order_from_frames(canvases: list[str]) -> tuple[str, list[int], int] | None:
     return text, passes, len(frames) - 1
 
 
-def run_order(canvases: list[str] | None) -> object:
-    """The order view of a tab's run once it has finished, from its replay frames; no change before. A finished run
-    whose order cannot be drawn (longer than the model's context) says so: the view of an earlier run would stay."""
+def run_order(canvases: list[str] | None, text: str | None = None) -> object:
+    """The order view of a tab's run once it has ended, from its replay frames (`text`: the text the Rewrite panel
+    took of it, which a stopped run's ends before its first mask); no change before. A run whose order cannot be
+    drawn (longer than the model's context) says so: the view of an earlier run would stay."""
     last = canvases[-1] if canvases else ""
-    # called at every frame of a run: only its last frame is looked at until it is the finished one, since reading
-    # all of a long run's frames at each of them would hold the server (and the model thread) for seconds
-    if not canvases or "class='mdlm-mask'" in last or "more characters to write" in last:  # still running
+    # without the text taken, only the last frame is looked at until it is the finished one, since reading all of a
+    # long run's frames at each of them would hold the server (and the model thread) for seconds
+    if not canvases or text is None and ("class='mdlm-mask'" in last or "more characters to write" in last):
         return gr.skip()
-    found = order_from_frames(canvases)
+    found = order_from_frames(canvases, None if text is None else len(text))
     return NOT_DRAWN if found is None else order_html(*found)

@@ -24,6 +24,7 @@ from mdlm_space.controls import (
     stoppable,
 )
 from mdlm_space.endpoints import event, input_names
+from mdlm_space.handlers import STOPPED_AT
 from mdlm_space.order_view import run_order
 from mdlm_space.rewrite_handlers import (
     NO_CHOICE,
@@ -43,6 +44,14 @@ from mdlm_space.rewrite_handlers import (
 # runs in the page: a finished text (no mask left) replaces the panel's, one still being written leaves it
 TAKE_FINISHED = (
     f"(finished, current) => (finished && !finished.includes({json.dumps(MASK_GLYPH)})) ? finished : current"
+)
+# runs in the page when Generate's readout says its run was stopped (written once the run has ended): its text up to
+# the first mask, back to the last whole word (a finished text comes through TAKE_FINISHED)
+TAKE_STOPPED = (
+    f"(line, text, current) => {{ if (!(line || '').startsWith('seed ') || !line.includes({json.dumps(STOPPED_AT)})"
+    f" || !(text || '').includes({json.dumps(MASK_GLYPH)})) return current;"
+    f" const before = text.slice(0, text.indexOf({json.dumps(MASK_GLYPH)}));"
+    " return before.slice(0, Math.max(0, before.search(/\\s\\S*$/))).trimEnd() || current; }"
 )
 # Compare has no text box: its confidence-order canvas, once finished, read back as text up to where it ended (the
 # characters struck out after it go; a line break is drawn as a glyph and then broken: the glyph goes)
@@ -108,17 +117,18 @@ def by_elem_id(demo: gr.Blocks) -> dict[str, gr.components.Component]:
 
 
 def counted(take: str) -> str:
-    """The page function `take` (a run's output and the panel's text -> the panel's text), also counting the texts
+    """The page function `take` (a run's outputs and the panel's text -> the panel's text), also counting the texts
     it brings in: a hidden count's change is the one server call per run that a new text lands."""
     return (
-        f"(source, current, count) => {{ const kept = ({take})(source, current);"
-        " return [kept, kept === current ? count : (count || 0) + 1]; }"
+        "(...values) => { const count = values.pop(), current = values[values.length - 1];"
+        f" const kept = ({take})(...values); return [kept, kept === current ? count : (count || 0) + 1]; }}"
     )
 
 
 def feed_from_runs(demo: gr.Blocks, text: gr.Textbox) -> gr.Number:
-    """Each run's finished text comes to the panel: Generate's and Infill's text boxes, Compare's canvas. Returns
-    the count of texts brought in, which changes as each lands."""
+    """Each run's finished text comes to the panel: Generate's and Infill's text boxes, Compare's canvas; and
+    Generate's stopped text, up to its last whole word before a mask. Returns the count of texts brought in, which
+    changes as each lands."""
     found, landed = by_elem_id(demo), gr.Number(0, visible=False)
     for source, js in (
         ("generate-final-text", TAKE_FINISHED),
@@ -127,6 +137,9 @@ def feed_from_runs(demo: gr.Blocks, text: gr.Textbox) -> gr.Number:
     ):
         if source in found:
             found[source].change(None, [found[source], text, landed], [text, landed], js=counted(js), **QUIET)
+    if "generate-readout" in found:
+        stopped_run = [found["generate-readout"], found["generate-final-text"], text, landed]
+        found["generate-readout"].change(None, stopped_run, [text, landed], js=counted(TAKE_STOPPED), **QUIET)
     return landed
 
 
@@ -144,16 +157,19 @@ def show_run_orders(demo: gr.Blocks, order: gr.HTML, text_order: gr.HTML) -> Non
         if final_text is not None:
             finished = gr.Textbox(visible=False)
             final_text.change(None, [final_text, finished], finished, js=TAKE_FINISHED, **QUIET)
-            finished.change(run_orders, fn.inputs[0], [order, text_order], **QUIET)
+            if final_text.elem_id == "generate-final-text":  # a stopped run's text too, as the panel takes it
+                readout = found["generate-readout"]
+                readout.change(None, [readout, final_text, finished], finished, js=TAKE_STOPPED, **QUIET)
+            finished.change(run_orders, [fn.inputs[0], finished], [order, text_order], **QUIET)
     if "compare-right-order" in found:  # Compare's text in the panel is confidence order's: so is its order
         race_order = found["compare-right-order"]
         for view in (order, text_order):
             race_order.change(None, [race_order, view], view, js=TAKE_ORDER, **QUIET)
 
 
-def run_orders(canvases: list[str] | None) -> tuple[object, object]:
-    """A finished run's order view (`run_order`), shown and kept as its text's."""
-    view = run_order(canvases)
+def run_orders(canvases: list[str] | None, text: str | None) -> tuple[object, object]:
+    """The order view of a run's text as the panel took it (`run_order`), shown and kept as its text's."""
+    view = run_order(canvases, text)
     return view, view
 
 

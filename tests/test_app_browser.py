@@ -618,3 +618,48 @@ def test_browser_after_a_run_an_edit_of_the_prompt_settles_and_a_typed_length_is
         block = box.locator("xpath=ancestor::div[contains(@class, 'block')][1]")
         expect(block).to_contain_text("99,999 is more than")
         page.screenshot(path=str(screenshots(tmp_path) / "desktop-edit-after-run-length-typed.png"))
+
+
+def stopped_text_kept(text: str) -> str:
+    """What of a stopped run's text the Rewrite panel takes: up to its first mask, back to the last whole word."""
+    before = text.split(MASK_GLYPH, 1)[0]
+    if MASK_GLYPH in text:
+        before = before[: max(before.rfind(" "), before.rfind("\n"), 0)]
+    return before.rstrip()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("length", [100, 400], ids=["within-context", "window-by-window"])
+def test_browser_a_stopped_runs_text_comes_to_the_rewrite_panel_once_at_a_word_end(server, counted_steps, length):
+    # a stopped run's text never came to the panel (it held masks), which kept the text of the run before
+    from playwright.sync_api import expect
+
+    with chromium() as browser:
+        page = browser.new_page(viewport=dict(zip(("width", "height"), DESKTOP, strict=True)))
+        page.goto(server)
+        tab, panel = page.get_by_role("tabpanel"), page.locator("#rewrite-text textarea")
+        expect(tab.get_by_text("at most 16,377")).to_be_visible()  # loaded: the load's fit will not undo a typed value
+        box = tab.get_by_label("number input for Characters to generate (at most)", exact=True)
+        box.fill(str(length))
+        box.press("Enter")
+        expect(box).to_have_value(str(length))
+        page.get_by_role("button", name="Generate", exact=True).click()
+        seen = set()
+        for _ in range(200):  # the panel while the run streams: nothing lands half-written
+            seen.add(panel.input_value())
+            if re.search(r"step (\d\d+)/", page.locator("#generate-readout").inner_text()):
+                break
+            page.wait_for_timeout(50)
+        assert seen == {""}
+        page.get_by_role("button", name="Stop").first.click()
+        expect(page.locator("#generate-readout")).to_contain_text("stopped at step")
+        stopped = page.locator("#generate-final-text textarea").input_value()
+        assert MASK_GLYPH in stopped
+        kept = stopped_text_kept(stopped)
+        expect(panel).to_have_value(kept)
+        assert kept and stopped[len(kept)] in " \n"  # a whole word, or the end of a line
+        order = page.locator("#rewrite-order")
+        if length > 128:
+            expect(order).to_contain_text("longer than the model's context")
+        else:  # the order of writing of the text it took, not the run's before
+            expect(order.locator(".mdlm-canvas")).to_have_text(kept.replace("\n", "↵\n"), use_inner_text=True)
