@@ -219,22 +219,30 @@ def render_canvas(
     length = state.tokens.size(1)
     if kept is not None and kept < length <= model.block_size:  # a long text's thousands of cells would stall the page
         cells = canvas_cells(model, state, row, slice(0, length))
-        dropped = f"<span class='mdlm-dropped' style='{DROPPED}' title='{DROPPED_TITLE}'>{''.join(cells[kept:])}</span>"
-        follow = length > model.block_size  # a long text's box shows its end, where it was cut
-        return canvas_box([*cells[:kept], dropped], rows, font_px, follow=follow, shrink=shrink)
+        return canvas_box([*cells[:kept], struck("".join(cells[kept:]))], rows, font_px, shrink=shrink)
     start, end = state.window or (0, length)
     if end - start == length or length <= model.block_size:
         return canvas_box(canvas_cells(model, state, row, slice(0, length)), rows, font_px, shrink=shrink)
     still_masked = int((state.tokens[row, end:] == model.mask_id).sum())
     after = f"\n… {still_masked:,} more characters to write" if still_masked else ""
     after += f" ({length - end - still_masked:,} of the template given)" if still_masked < length - end else ""
-    window = "".join(canvas_cells(model, state, row, slice(start, end)))
+    cells, kept = canvas_cells(model, state, row, slice(start, end)), length if kept is None else kept
+    split = kept - start if kept >= start else len(cells)  # the window's cells kept; the rest struck out
+    window = "".join(cells[:split]) + (struck("".join(cells[split:])) if split < len(cells) else "")
+    window = f"<span class='mdlm-window' style='{WINDOW_FRAME}'>{window}</span>"
+    if kept < start:  # the text ended before the last window: struck out from there on
+        window = struck(finished_text(model, state, row, slice(kept, start)) + window)
     body = (
-        finished_text(model, state, row, slice(0, start))
-        + f"<span class='mdlm-window' style='{WINDOW_FRAME}'>{window}</span>"
+        finished_text(model, state, row, slice(0, min(kept, start)))
+        + window
         + f"<span class='mdlm-to-come' style='color:{SUBDUED_TEXT}'>{after}</span>"
     )
     return canvas_box([body], rows, font_px, follow=True, shrink=shrink)
+
+
+def struck(cells: str) -> str:
+    """Characters written after where a text ended, struck out."""
+    return f"<span class='mdlm-dropped' style='{DROPPED}' title='{DROPPED_TITLE}'>{cells}</span>"
 
 
 def more_cells(count: int) -> str:

@@ -1,5 +1,6 @@
 """How the app draws a run (mdlm_space/render.py): a cell per position, confidence colours, the draft."""
 
+import dataclasses
 import re
 
 import torch
@@ -92,3 +93,22 @@ def test_the_canvas_shows_the_masks_to_fill_before_the_first_run(model_dir):
     assert cell_classes(page.value(canvases["infill"])).count("mask") == INFILL_EXAMPLES[0].count("_")
     page.type(infill["template"], "to __ or")
     assert cell_classes(page.value(canvases["infill"])).count("mask") == 2
+
+
+def dropped_text(canvas: str) -> str:
+    """The characters a canvas strikes out (written after where its text ended), as text."""
+    struck = canvas.split("class='mdlm-dropped'", 1)[1] if "class='mdlm-dropped'" in canvas else ""
+    return re.sub(r"<[^>]+>", "", struck.split(">", 1)[-1]).replace(render.NEWLINE_GLYPH, "")
+
+
+def test_a_long_text_that_ended_at_a_line_strikes_out_what_it_left_out(model_dir):
+    # past the model's context the last window's characters after the end were drawn as the kept ones (the legend
+    # says "written after the end, left out of the text"), so the canvas ran on past where the text box ended
+    model, _ = loading.load_model(model_dir)
+    text = ("to be or not\n" * 23)[:300]
+    state = dataclasses.replace(canvas_state(model, text, "e" * len(text), done=True), window=(172, 300))
+    for kept in (250, 150):  # in the last window, and before it
+        canvas = render.render_canvas(model, state, kept=kept)
+        assert dropped_text(canvas) == text[kept:], kept
+        assert canvas.count("class='mdlm-dropped'") == 1 and "mdlm-window" in canvas
+    assert "mdlm-dropped" not in render.render_canvas(model, state)  # no end: nothing struck out
