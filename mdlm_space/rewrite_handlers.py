@@ -26,9 +26,10 @@ NUM_CHOICES = 3
 # characters of the text shown before and after the span in a choice's view: few before, so that on a phone's narrow
 # column the span is in the box's first lines, not below its fold
 BEFORE, AFTER = 40, 60
-# each scored character is read in this many characters around it, not the whole text: on 60 spans the pick was the
-# exact chain's best 95 % of the time, 0.002 bits per character worse on average, in 0.37x its time (docs/benchmarks.md)
-RANK_CONTEXT = 128
+# each scored character is read in this many characters around it, not the whole text: the cheapest window whose pick
+# is at most 0.01 bits per character worse than the exact chain's best on average and 0.05 at the 95th percentile
+# (200 spans: 0.0066 and 0.035, in 0.26x the exact chain's time; 64 characters: 0.0100 and 0.074; docs/benchmarks.md)
+RANK_CONTEXT = 96
 CHOICE_ROWS = 7
 NO_CHOICE = placeholder("Select a span, press Rewrite.", rows=CHOICE_ROWS)
 WAITING = "Press Rewrite: the step and the ranking show here."
