@@ -18,6 +18,7 @@ from mdlm_hf.sampling.options import OPTION_SPECS, ORDERS, STREAM_ORDERS, STREAM
 from mdlm_space.api import page_event
 from mdlm_space.endpoints import PARAMS
 from mdlm_space.handlers import running, stopped
+from mdlm_space.render import MAX_LONG_FRAMES_PER_SECOND
 from mdlm_space.texts import before_the_edit
 
 
@@ -274,12 +275,19 @@ def stoppable(
     return dependency
 
 
+REPLAY = ("Replay the last run: step", "after a run: drag to see each of its steps")  # the last run's after an edit
+
+
 def replay_slider(canvases: list[str] | None) -> dict:
-    """The replay slider after a run: one position per frame it streamed (step 0: all masks), at the last."""
-    last = len(canvases or []) - 1
+    """The replay slider after a run: one position per frame it streamed (step 0: all masks), at the last; a text
+    longer than the model's context streamed at most MAX_LONG_FRAMES_PER_SECOND frames a second, not every step."""
+    last, (label, info) = len(canvases or []) - 1, REPLAY
     if last < 1:
-        return gr.update(minimum=0, maximum=1, value=0, interactive=False)
-    return gr.update(minimum=0, maximum=last, value=last, interactive=True)
+        return gr.update(minimum=0, maximum=1, value=0, interactive=False, label=label, info=info)
+    if "mdlm-window" in canvases[-1]:  # a long text's: the window it was writing in each frame
+        label = "Replay the last run: frame"
+        info = f"its {last + 1:,} frames: a long run draws at most {MAX_LONG_FRAMES_PER_SECOND} a second, not each step"
+    return gr.update(minimum=0, maximum=last, value=last, interactive=True, label=label, info=info)
 
 
 def replay_frame(canvases: list[str] | None, step: float | None) -> Any:
@@ -313,24 +321,11 @@ def replayable(
     """A stoppable run, the page's event of `endpoint`, whose frames are kept (`replay`: the slider and the session's
     list of canvases), so that after it the slider scrubs through every step on the canvas (`outputs[0]`)."""
     slider, canvases = replay
-    run_event = stoppable(
-        run,
-        stop,
-        **{**handler, "fn": recorded(handler["fn"])},
-        outputs=[*outputs, canvases],
-        **page_event(endpoint),
-    )
-    replayed = run_event.then(replay_slider, canvases, slider, queue=False, api_name=False, show_progress="hidden")
-    replayed.then(stopped, outputs[2], outputs[2], queue=False, api_name=False, show_progress="hidden")  # the readout
-    slider.change(
-        replay_frame,
-        [canvases, slider],
-        outputs[0],
-        queue=False,
-        api_name=False,
-        show_progress="hidden",
-        trigger_mode="always_last",
-    )
+    recording = {**handler, "fn": recorded(handler["fn"])}
+    run_event = stoppable(run, stop, **recording, outputs=[*outputs, canvases], **page_event(endpoint))
+    quiet = dict(queue=False, api_name=False, show_progress="hidden")
+    run_event.then(replay_slider, canvases, slider, **quiet).then(stopped, outputs[2], outputs[2], **quiet)  # readout
+    slider.change(replay_frame, [canvases, slider], outputs[0], **quiet, trigger_mode="always_last")
 
 
 def redraw(
@@ -373,8 +368,8 @@ def output_column(
             value=0,
             step=1,
             precision=0,
-            label="Replay: step",
-            info="after a run: drag to see each of its steps",
+            label=REPLAY[0],
+            info=REPLAY[1],
             interactive=False,
             elem_id=f"{tab}-replay",
         )
@@ -383,7 +378,7 @@ def output_column(
         # high enough for the line and a note (a lowered length, a long prompt, where the text ended): a note
         # does not push the final text down at the end of a run
         readout = gr.Markdown(waiting, elem_id=f"{tab}-readout", min_height=96)
-        label = "Text (the canvas so far; finished when the run ends)"
+        label = "Text of the last run (the canvas so far while it runs)"  # the last run's after an edit too
         final_text = gr.Textbox(label=label, lines=lines, buttons=["copy"], elem_id=f"{tab}-final-text")
     return [canvas, final_text, readout], (slider, gr.State([]))
 

@@ -278,3 +278,32 @@ def test_no_trigger_runs_two_server_functions_that_wait_for_the_last_change(mode
         if len(names) > 1
     }
     assert not shared
+
+
+def test_after_an_edit_the_replay_and_the_text_say_they_are_the_last_runs(model_dir):
+    # after an edit of the prompt, "Replay: step" scrubbed the last run's frames over the new prompt's draft, and
+    # "Text (the canvas so far ...)" held the last run's text beside the new prompt's masks
+    model, _ = loading.load_model(model_dir)
+    page = Page(app.build_demo(model))
+    found = {block.elem_id: block for block in page.demo.blocks.values() if getattr(block, "elem_id", None)}
+    for tab, edited in (("generate", "prompt"), ("infill", "template")):
+        page.values[found[f"{tab}-readout"]._id] = "seed 3 · done in 29 of 32 steps · 29 forward passes · 0.50 s"
+        page.type(tab_controls(page.demo, tab)[edited], "JULIET:\n")
+        for shown in (found[f"{tab}-replay"], found[f"{tab}-final-text"]):
+            label = page.props[shown._id].get("label", shown.label)
+            assert label.startswith(("Replay the last run", "Text of the last run")), (tab, label)
+
+
+@pytest.mark.parametrize("length", [100, 300])
+def test_a_long_runs_replay_is_of_the_frames_it_drew_not_each_step(model_dir, length):
+    # a 600-character run "done in 71 steps" ended its "Replay: step" slider at 41: past the model's context a run
+    # draws at most MAX_LONG_FRAMES_PER_SECOND frames a second, not every step
+    model, _ = loading.load_model(model_dir)
+    run = handlers.generate(model, "", length, 0, True, "length", num_steps=8)
+    canvases = [frame[0] for frame in run if frame is not handlers.THROTTLED]
+    update = replay_slider(canvases)
+    assert update["maximum"] == len(canvases) - 1
+    if length > model.block_size:
+        assert update["label"] == "Replay the last run: frame" and f"its {len(canvases)} frames" in update["info"]
+    else:
+        assert update["label"] == "Replay the last run: step" and update["info"].endswith("each of its steps")
