@@ -18,7 +18,7 @@ from mdlm_hf import MASK_GLYPH, MDLM
 from mdlm_hf.metrics import valid_word_rate
 from mdlm_space.endpoints import REQUEST, api_doc, input_names
 from mdlm_space.handlers import ForwardGuesses, forward_guesses, score_summary, scored
-from mdlm_space.race import race_rounds
+from mdlm_space.race import race_rounds, text_end
 from mdlm_space.texts import passes
 
 
@@ -154,8 +154,9 @@ def forward_guessed(model: MDLM, line: str | None, t: float, seed: float) -> tup
 
 
 def race_result(model: MDLM, known_words: set[str] | None, twin: MDLM | None) -> Callable[..., Iterator[tuple]]:
-    """/compare's handler: after each round, each side's text (masks as MASK_GLYPH), forward passes, seconds and,
-    once done, share of real words, and with real_words its characters that fell back; the takeaway and the seed."""
+    """/compare's handler: after each round, each side's text (masks as MASK_GLYPH; once done, up to where the page's
+    ends: `text_end`), forward passes, seconds and, once done, share of real words (of all it wrote, as the page's),
+    and with real_words its characters that fell back; the takeaway and the seed."""
 
     def compared(**controls: Any) -> Iterator[tuple[dict]]:
         for now in race_rounds(model, known_words, twin=twin, **controls):
@@ -163,8 +164,9 @@ def race_result(model: MDLM, known_words: set[str] | None, twin: MDLM | None) ->
             for name, state in now.latest.items():
                 side_model = twin if name == "twin" else model
                 written = side_model.tokenizer.decode(state.tokens[0, now.num_fixed :])
+                kept = text_end(side_model, state, now.num_fixed)
                 sides[name] = dict(
-                    text=written,
+                    text=written if kept is None else written[: kept - now.num_fixed],
                     forward_passes=state.num_forward_passes,
                     seconds=round(now.seconds[name], 3),
                     real_words=real_word_share(written, known_words) if state.done else None,

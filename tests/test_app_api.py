@@ -1,6 +1,7 @@
 """The app's API and MCP endpoints: parameters by name, raw calls checked, the API page, text-and-numbers answers."""
 
 import asyncio
+import html
 import json
 import re
 
@@ -220,7 +221,24 @@ def test_the_api_endpoints_return_text_and_numbers_with_the_pages_defaults(serve
     assert frames[-1]["readout"].startswith("seed 3 · done in 4 steps")
     compared = client.predict(**MCP_CALLS["compare"][0], api_name="/compare")
     assert set(compared) == {"left_to_right", "confidence", "twin", "takeaway", "seed"}
-    assert all(len(compared[side]["text"]) == 16 for side in ("left_to_right", "confidence", "twin"))
+    assert all(len(compared[side]["text"]) <= 16 for side in ("left_to_right", "confidence", "twin"))  # to its end
     assert compared["takeaway"].startswith("Takeaway:") and "<" not in json.dumps(compared)
     with pytest.raises(Exception, match="seed must be a whole number"):
         client.predict(prompt="", length=10, seed=2.5, fixed_seed=True, api_name="/generate")
+
+
+def test_the_apis_compared_texts_end_where_the_pages_do(server, client):
+    # each side's text ran to the race's length, mid-word ("... not done in t"), where the page strikes that tail
+    # out and its Rewrite panel takes the text up to the end of a line or a word
+    from mdlm_space.order_view import CELL, DROPPED_TAIL
+    from mdlm_space.render import NEWLINE_GLYPH
+
+    arguments = dict(prompt="ROMEO:\n", length=60, num_steps=8, seed=5, fixed_seed=True)
+    compared = Client(server, verbose=False).predict(**arguments, api_name="/compare")
+    page = client.predict(**arguments, api_name="/compare_page")
+    canvases = dict(left_to_right=page[0], confidence=page[2], twin=page[6])
+    assert any(DROPPED_TAIL in canvas for canvas in canvases.values())  # a text that ended before the race's end
+    for side, canvas in canvases.items():
+        cells = CELL.findall(canvas.split(DROPPED_TAIL, 1)[0])
+        shown = "".join("\n" if char == NEWLINE_GLYPH else html.unescape(char) for _, char in cells)
+        assert compared[side]["text"] == shown.removeprefix(arguments["prompt"]), side
