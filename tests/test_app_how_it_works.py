@@ -109,3 +109,19 @@ def test_the_accuracy_plot_is_measured_at_start_up_in_the_background(model_dir, 
     plot = next(block for block in demo.blocks.values() if isinstance(block, gr.Plot))
     page.fire(tab, "select")
     assert len(mine()) == len(MASK_RATIOS) and page.value(plot) is not None
+
+
+def test_the_reverse_process_says_how_the_rules_ticked_by_default_draw(model_dir):
+    # the tab said each character is drawn from the model's odds (temperature, min-p), while "Only words it has
+    # read", ticked by default, keeps each letter to those that keep its word one of the training text's words
+    from mdlm_hf.pipeline import default_options
+    from mdlm_hf.sampling.options import OPTION_SPECS
+
+    model, _ = loading.load_model(model_dir)  # with its words: real_words by default, no casts
+    demo = app.build_demo(model)
+    said = " ".join(block.value for block in demo.blocks.values() if isinstance(block, gr.Markdown) and block.value)
+    reverse = said[said.index("**Reverse process.**") :]
+    defaults = default_options(model)
+    assert defaults.real_words and not defaults.keep_cast
+    assert f"*{OPTION_SPECS['real_words'].label}*" in reverse
+    assert f"*{OPTION_SPECS['keep_cast'].label}*" not in reverse  # a rule the model cannot keep is not said

@@ -13,7 +13,9 @@ import torch
 
 from mdlm_hf import MDLM, SamplerOptions
 from mdlm_hf.diffusion import MASK_RATIOS, accuracy_by_mask_ratio
+from mdlm_hf.pipeline import default_options
 from mdlm_hf.plots import accuracy_figure
+from mdlm_hf.sampling.options import OPTION_SPECS
 from mdlm_space.api import forward_guessed, forward_result, page_event, public_endpoint
 from mdlm_space.checks import as_float
 from mdlm_space.endpoints import event
@@ -117,6 +119,22 @@ def forward_process_views(model: MDLM, demo: gr.Blocks, texts: DemoText) -> tupl
     return mask_ratio, masked
 
 
+def kept_rules(model: MDLM) -> str:
+    """The rules of a play's shape that the model keeps by default (the checkboxes beside each run), in a sentence
+    ("" for a model that keeps none)."""
+    defaults, said = default_options(model), []
+    if defaults.real_words:
+        said.append(f"*{OPTION_SPECS['real_words'].label}* keeps each word to the training text's words")
+    if defaults.keep_cast:
+        said.append(f"*{OPTION_SPECS['keep_cast'].label}* each speaker to a single play's cast")
+    if not said:
+        return ""
+    return (
+        f"Ticked by default, {' and '.join(said)}: a character the model draws that keeps them stands, else one "
+        "is drawn among those that do, at the model's own odds. "
+    )
+
+
 def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab, texts: DemoText) -> None:
     """The forward process on a line of the sample text, the accuracy plot marked at its t, and how the reverse
     process reveals."""
@@ -153,7 +171,7 @@ def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab, texts: DemoText)
         f"*Min-p* {DEFAULT.min_p:g} cuts the far tail where misspelt names come from, and temperature "
         f"{DEFAULT.temperature:g} gives back the surprise the cut takes; a character after a capital letter is "
         f"drawn cooler (temperature x {DEFAULT.capital_temperature_factor:g}), so a name, once begun, is spelt "
-        "rather than improvised. The other rules stay here to try: "
+        f"rather than improvised. {kept_rules(model)}The other rules stay here to try: "
         "*entropy order* reveals the positions the model is surest of first, kept apart (*spacing*); the "
         "*order temperature* draws which positions to reveal instead of following the order strictly; the "
         "*prior weight* lifts rare characters the context makes likely; *remasking* takes back the least "
