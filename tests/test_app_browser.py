@@ -663,3 +663,33 @@ def test_browser_a_stopped_runs_text_comes_to_the_rewrite_panel_once_at_a_word_e
             expect(order).to_contain_text("longer than the model's context")
         else:  # the order of writing of the text it took, not the run's before
             expect(order.locator(".mdlm-canvas")).to_have_text(kept.replace("\n", "↵\n"), use_inner_text=True)
+
+
+@pytest.mark.browser
+def test_browser_on_a_phone_scores_line_is_in_view_beside_its_buttons(server, monkeypatch):
+    # on a phone Score's line ("Scoring… 0 of 256", then the bits per character) sat below the tinted text, out of
+    # view: a visitor saw the tint move and no number
+    surprise_steps = handlers.surprise_steps
+
+    def slow_surprise_steps(*args, **kwargs):
+        for nats in surprise_steps(*args, **kwargs):
+            time.sleep(0.2)
+            yield nats
+
+    monkeypatch.setattr(handlers, "surprise_steps", slow_surprise_steps)
+    with chromium() as browser:
+        page = browser.new_page(viewport=dict(zip(("width", "height"), PHONE, strict=True)))
+        page.goto(server)
+        page.get_by_role("tab", name="Score").click()
+        page.get_by_role("button", name="Score", exact=True).click()
+        summary = page.locator("#score-summary")
+
+        def in_view(locator) -> bool:
+            box = locator.bounding_box()
+            return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= PHONE[1]
+
+        page.wait_for_function("() => /Scoring…/.test(document.querySelector('#score-summary').innerText)")
+        stop = page.get_by_role("tabpanel").locator("button:visible", has_text="Stop")
+        assert in_view(summary) and in_view(stop)
+        page.wait_for_function("() => /bits per character/.test(document.querySelector('#score-summary').innerText)")
+        assert in_view(summary)

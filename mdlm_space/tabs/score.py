@@ -27,8 +27,11 @@ def score_tab(model: MDLM, texts: DemoText) -> None:
             text = gr.Textbox(label="Text to score", value=sample_passage(texts, model.block_size), lines=6)
             button, stop = run_buttons("Score")
         with gr.Column(scale=2):
+            # the line above the tinted text: below it, on a phone it was out of view while it scored and when done;
+            # high enough for the result, so that the text does not move down when it comes
+            summary = gr.Markdown(elem_id="score-summary", min_height=72)
             waiting = placeholder("Press Score: each character is tinted by the model's surprise.")
-            view, summary = gr.HTML(waiting, elem_id="score-view"), gr.Markdown(elem_id="score-summary")
+            view = gr.HTML(waiting, elem_id="score-view")
     scored = event(score, dict(text=text), model=model)  # streamed: each pass on the model thread, others between
     stoppable(button, stop, **scored, outputs=[view, summary], **page_event("score"), readout=summary)
     public_endpoint("score", event(scores, dict(text=text), model=model), score_result(model))
