@@ -480,17 +480,22 @@ def test_browser_every_text_meets_wcag_aa_contrast(server, viewport):
         assert failures == []
 
 
-@pytest.mark.browser
-def test_browser_after_stop_the_readouts_say_it_stopped(server, counted_steps, monkeypatch):
-    # after Stop, Generate's readout kept its trailing "· …" and Score kept "Scoring… 48 of 256"
+def slow_scoring(monkeypatch, seconds: float) -> None:
+    """Score's passes each take `seconds` more, so that a test sees its line while it runs and can stop it."""
     surprise_steps = handlers.surprise_steps
 
     def slow_surprise_steps(*args, **kwargs):
         for nats in surprise_steps(*args, **kwargs):
-            time.sleep(0.1)
+            time.sleep(seconds)
             yield nats
 
     monkeypatch.setattr(handlers, "surprise_steps", slow_surprise_steps)
+
+
+@pytest.mark.browser
+def test_browser_after_stop_the_readouts_say_it_stopped(server, counted_steps, monkeypatch):
+    # after Stop, Generate's readout kept its trailing "· …" and Score kept "Scoring… 48 of 256"
+    slow_scoring(monkeypatch, 0.1)
     with chromium() as browser:
         page = browser.new_page(viewport=dict(zip(("width", "height"), DESKTOP, strict=True)))
         page.goto(server)
@@ -669,14 +674,7 @@ def test_browser_a_stopped_runs_text_comes_to_the_rewrite_panel_once_at_a_word_e
 def test_browser_on_a_phone_scores_line_is_in_view_beside_its_buttons(server, monkeypatch):
     # on a phone Score's line ("Scoring… 0 of 256", then the bits per character) sat below the tinted text, out of
     # view: a visitor saw the tint move and no number
-    surprise_steps = handlers.surprise_steps
-
-    def slow_surprise_steps(*args, **kwargs):
-        for nats in surprise_steps(*args, **kwargs):
-            time.sleep(0.2)
-            yield nats
-
-    monkeypatch.setattr(handlers, "surprise_steps", slow_surprise_steps)
+    slow_scoring(monkeypatch, 0.2)
     with chromium() as browser:
         page = browser.new_page(viewport=dict(zip(("width", "height"), PHONE, strict=True)))
         page.goto(server)
