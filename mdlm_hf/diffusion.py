@@ -310,6 +310,14 @@ def reveal_nll_steps(model: nn.Module, x0: torch.Tensor, order: str) -> Iterator
         yield nats
 
 
+def check_context(model: nn.Module, context: object) -> None:
+    """A ValueError unless `context` (the characters left-to-right scoring keeps before those it scores past the
+    model's context) is None or an integer in [0, block_size)."""
+    if context is not None and not (is_int(context) and 0 <= context < model.block_size):
+        below = model.block_size
+        raise ValueError(f"context must be in [0, block_size): an integer below {below}, got {described(context)}")
+
+
 @torch.no_grad()
 def surprise_steps(
     model: nn.Module, tokens: torch.Tensor, batch_size: int = 32, context: int | None = None, fast: bool = False
@@ -324,10 +332,8 @@ def surprise_steps(
     check_token_ids(tokens, model)
     check_batch_size(batch_size)
     check_flag(fast, "fast")
+    check_context(model, context)
     context = model.block_size // 2 if context is None else context
-    if not (is_int(context) and 0 <= context < model.block_size):
-        below = model.block_size
-        raise ValueError(f"context must be in [0, block_size): an integer below {below}, got {described(context)}")
     refuse_causal(model, "scoring with masks", LIKELIHOOD_OF_EITHER)
     device = next(model.parameters()).device
     tokens = tokens.long().to(device)

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 import torch
 import torch.nn as nn
 
-from mdlm_hf.checks import described, is_int
+from mdlm_hf.checks import described
+from mdlm_hf.diffusion import check_context
 from mdlm_hf.inference import check_batch_size, check_flag, check_model, check_token_ids
 from mdlm_hf.objectives import objective_of
 
@@ -56,7 +57,5 @@ def surprise_steps(
     check_token_ids(tokens, model)
     check_batch_size(batch_size)
     check_flag(fast, "fast")
-    if context is not None and not (is_int(context) and 0 <= context < model.block_size):
-        below = model.block_size
-        raise ValueError(f"context must be in [0, block_size): an integer below {below}, got {described(context)}")
+    check_context(model, context)
     return objective_of(model).surprise_steps(model, tokens, batch_size, context, fast)

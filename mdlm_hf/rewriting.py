@@ -19,7 +19,7 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from mdlm_hf.checks import described
+from mdlm_hf.checks import described, is_int
 from mdlm_hf.inference import check_flag, check_model, evaluating
 from mdlm_hf.objectives import objective_of
 from mdlm_hf.pipeline import check_text, sample
@@ -106,7 +106,7 @@ def span_nats_steps(
     if len({len(text) for text in texts}) > 1:
         raise ValueError("the texts must have one length: rewrites of one span")
     check_flag(fast, "fast")
-    if context is not None and not (isinstance(context, int) and not isinstance(context, bool) and context >= 1):
+    if context is not None and not (is_int(context) and context >= 1):
         raise ValueError(f"context must be a whole number of characters >= 1 or None, got {described(context)}")
     low, high = score_window(len(texts[0]), start, end, model.block_size)
     device = next(model.parameters()).device
