@@ -43,6 +43,7 @@ from mdlm_hf import MDLM, elbo
 from mdlm_hf.data import split_text
 from mdlm_hf.likelihood import exact_nll
 from mdlm_hf.objectives import AUTOREGRESSIVE, objective_for_config, objective_of
+from mdlm_hf.objectives import OBJECTIVES as MODEL_OBJECTIVES
 from training.build_corpus import read_plays
 from training.corpus import read_texts
 from training.export import load_run
@@ -59,8 +60,9 @@ SHIPPED = {
 }
 
 
-OBJECTIVES = ("diffusion", "ar", "student")  # a student is distilled (training.distill) from its init_from
-STARTS_FROM = {"student": "diffusion"}  # the objective of the model a run starts from, where it is not its own
+# a student is distilled (training.distill) from its init_from, a diffusion model
+STARTS_FROM = {"student": "diffusion"}
+OBJECTIVES = (*MODEL_OBJECTIVES, *STARTS_FROM)  # a run trains a model of one kind, or starts from one of another
 
 
 @dataclass(frozen=True)
