@@ -140,17 +140,16 @@ def cell(char: str | None, kind: str = "given", confidence: float = float("nan")
     return f"<span class='mdlm-{kind}' style='background:{background}'{title}>{shown}</span>{tail}"
 
 
-# a canvas with lines below its box says so: a line at its bottom edge while more lies below (a scroll-driven
-# animation, which a box that does not scroll leaves off), gone once scrolled to the end
-MORE_BELOW = "▼ more"
+# a canvas with lines below its box says so: a shadow along its bottom edge while more lies below, gone once
+# scrolled to the end. Backgrounds alone draw it (a fixed shadow and, on top, a cover in the canvas's colour that
+# scrolls with the text and meets the shadow at the text's end), as scroll shadows are usually drawn: a scroll-driven
+# animation did it before, and Chromium's tab crashed when a tab switch followed a selection of text
+MORE_BELOW_SHADOW = "rgba(31, 39, 51, 0.22)"
 CANVAS_CSS = (
-    "<style>@keyframes mdlm-more-below { from, 96% { opacity: 1; } to { opacity: 0; } } "
-    ".mdlm-canvas:not(.mdlm-follow):not(.mdlm-placeholder)::after { "
-    f'content: "{MORE_BELOW}"; display: block; position: sticky; bottom: 0; height: 1.5em; margin-top: -1.5em; '
-    "width: fit-content; margin-left: auto; padding: 0 4px 0 24px; pointer-events: none; opacity: 0; "
-    f"font: 12px/1.5em system-ui, sans-serif; color: {SUBDUED_TEXT}; "
-    f"background: linear-gradient(90deg, transparent, {CANVAS_BACKGROUND} 20px); "
-    "animation: mdlm-more-below linear both; animation-timeline: scroll(nearest block); }</style>"
+    "<style>.mdlm-canvas:not(.mdlm-follow):not(.mdlm-placeholder) { background: "
+    f"linear-gradient({CANVAS_BACKGROUND}, {CANVAS_BACKGROUND}) 0 100% / 100% 14px no-repeat local, "
+    f"linear-gradient(transparent, {MORE_BELOW_SHADOW}) 0 100% / 100% 14px no-repeat scroll, "
+    f"{CANVAS_BACKGROUND} !important; }}</style>"
 )
 
 
