@@ -20,7 +20,7 @@ from mdlm_hf.checks import described
 from mdlm_hf.inference import check_batch_size, check_token_ids, evaluating, predictor
 from mdlm_hf.kv_cache import KVCache
 from mdlm_hf.sampling.casts import Casts
-from mdlm_hf.sampling.drawing import candidate_tokens, capital_letters
+from mdlm_hf.sampling.drawing import capital_letters, draw_tokens
 from mdlm_hf.sampling.keeper import Keeper
 from mdlm_hf.sampling.lexicon import Lexicon
 from mdlm_hf.sampling.options import SamplerOptions
@@ -174,7 +174,7 @@ def _write(
                 reading = tokens[:, i - 1 : i]  # (B, 1) the character written last
             logits = predictor(model)(reading, None, cache)[:, -1:].float()  # (B, 1, V)
             cooler = None if capitals is None or i == 0 else capitals[tokens[:, i - 1 : i]]  # (B, 1)
-            drawn = candidate_tokens(logits, options, generator, cooler)  # (B, 1)
+            drawn = draw_tokens(logits, options, generator, cooler)  # (B, 1)
             if keeper is not None:
                 at, proposed = torch.zeros_like(is_given), tokens.clone()
                 at[:, i], proposed[:, i] = True, drawn[:, 0]

@@ -1,4 +1,5 @@
 """Past the context: the windows that a canvas longer than the model's block_size is filled (or scored) through.
+They extend the reference sampler's loop and its [predict] line (mdlm_hf/sampling/reference.py) past the context.
 
 The model reads `block_size` characters at a time. A longer canvas is filled window by window, left to right:
 each window starts `window_context` characters before the first character still masked, so the last characters

@@ -10,7 +10,7 @@ from mdlm_hf import MDLM, CharTokenizer, SamplerOptions, diffusion_loss, elbo, s
 from mdlm_hf.autoregressive import autoregressive_loss, char_nats, left_to_right_defaults, shifted
 from mdlm_hf.diffusion import accuracy_by_mask_ratio
 from mdlm_hf.likelihood import char_nll, exact_nll, surprise_steps
-from mdlm_hf.sampling.drawing import candidate_tokens
+from mdlm_hf.sampling.drawing import draw_tokens
 from mdlm_hf.sampling.state import final_state
 from tests.conftest import TINY_TEXT
 
@@ -35,7 +35,7 @@ def uncached_writing(model: MDLM, prompt: list[int], length: int, options: Sampl
             window_start = max(0, i - (L - 1)) if window_start is None else i - L * 3 // 4
         reading = torch.tensor([[model.mask_id] + text[window_start:i]])
         logits = model(reading)[:, -1:].float()
-        text.append(int(candidate_tokens(logits, options, generator)[0, 0]))
+        text.append(int(draw_tokens(logits, options, generator)[0, 0]))
     return text
 
 

@@ -1,5 +1,6 @@
 """The sampler's core loop (mdlm_hf.sampling): given text kept, a pass a step, seeds, drawing, the reference."""
 
+import inspect
 import math
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import torch
 from mdlm_hf import MDLM, ORDERS, CharTokenizer, sample
 from mdlm_hf.autoregressive import left_to_right_defaults
 from mdlm_hf.pipeline import prompt_canvas, text_to_canvas
-from mdlm_hf.sampling.drawing import after_capital, candidate_tokens, capital_letters
+from mdlm_hf.sampling.drawing import after_capital, capital_letters, draw_tokens
 from mdlm_hf.sampling.options import SamplerOptions
 from mdlm_hf.sampling.schedule import planned_reveals
 from mdlm_hf.sampling.state import final_state
@@ -56,12 +57,16 @@ def test_steps_that_change_nothing_reuse_the_logits(tiny_model):
     assert states[-1].num_forward_passes == expected_passes < len(states) - 1
 
 
-def test_time_conditioned_model_never_reuses_logits(tiny_model):
-    model = MDLM(tiny_model.tokenizer.vocab, n_layer=1, n_head=2, n_embd=32, block_size=32, time_conditioning=True)
+def test_a_step_that_reveals_nothing_reuses_the_last_pass(tiny_model):
+    # binomial counts: some steps reveal none, and the unchanged canvas is not read again
     states = list(
-        sample(model, torch.full((10,), model.mask_id), PLAIN, num_steps=30, reveal_counts="binomial", seed=0)
+        sample(tiny_model, torch.full((10,), tiny_model.mask_id), PLAIN, num_steps=30, reveal_counts="binomial", seed=0)
     )
-    assert states[-1].done and states[-1].num_forward_passes == states[-1].step  # t changes every step
+    last = states[-1]
+    assert last.done and last.step == last.num_steps
+    pairs = zip(states[:-2], states[1:-1], strict=True)  # the canvas each step but the last starts and ends with
+    changed = sum(1 for before, after in pairs if not torch.equal(before.tokens, after.tokens))
+    assert last.num_forward_passes == changed + 1 < last.step
 
 
 def test_same_seed_same_text_and_different_seed_differs(tiny_model):
@@ -155,7 +160,7 @@ def test_temperatures_below_the_floor_act_as_zero(tiny_model, name):
 def test_a_tiny_temperature_draws_the_argmax_not_garbage():
     logits = torch.tensor([[[3.0, 5.0, 4.0, -math.inf]]])  # divided by 1e-308, every finite logit overflows to inf
     for tiny in (1e-308, 1e-5, 0.0):
-        drawn = candidate_tokens(logits, SamplerOptions(temperature=tiny), torch.Generator().manual_seed(0))
+        drawn = draw_tokens(logits, SamplerOptions(temperature=tiny), torch.Generator().manual_seed(0))
         assert drawn.item() == 1
 
 
@@ -173,7 +178,7 @@ def test_cut_where_sure_keeps_the_tail_where_the_model_is_unsure():
     drawn = {}
     for cut_where_sure in (None, 0.5):
         options = SamplerOptions.plain(min_p=0.5, cut_where_sure=cut_where_sure)
-        drawn[cut_where_sure] = candidate_tokens(logits, options, torch.Generator().manual_seed(0))
+        drawn[cut_where_sure] = draw_tokens(logits, options, torch.Generator().manual_seed(0))
     # min-p 0.5 everywhere: only each position's top character survives
     assert bool((drawn[None] == 0).all())
     # only where sure: the sure position is still cut, the unsure one draws from the model's own distribution
@@ -188,12 +193,12 @@ def test_characters_after_a_capital_are_drawn_at_the_temperature_times_the_facto
     logits = torch.randn(64, 12, 10, generator=torch.Generator().manual_seed(0)).log_softmax(dim=-1)  # (B, T, V)
     cooler = torch.rand(64, 12, generator=torch.Generator().manual_seed(1)) < 0.5
     options = SamplerOptions.plain(temperature=1.2, capital_temperature_factor=0.5, min_p=0.1)
-    mixed = candidate_tokens(logits, options, torch.Generator().manual_seed(2), cooler)
-    warm = candidate_tokens(logits, options.replace(capital_temperature_factor=1.0), torch.Generator().manual_seed(2))
-    cool = candidate_tokens(logits, options.replace(temperature=0.6), torch.Generator().manual_seed(2))
+    mixed = draw_tokens(logits, options, torch.Generator().manual_seed(2), cooler)
+    warm = draw_tokens(logits, options.replace(capital_temperature_factor=1.0), torch.Generator().manual_seed(2))
+    cool = draw_tokens(logits, options.replace(temperature=0.6), torch.Generator().manual_seed(2))
     assert torch.equal(mixed, torch.where(cooler, cool, warm))  # the same noise: each position at its temperature
     assert not torch.equal(cool, warm)
-    greedy = candidate_tokens(logits, options.replace(temperature=0), torch.Generator().manual_seed(3), cooler)
+    greedy = draw_tokens(logits, options.replace(temperature=0), torch.Generator().manual_seed(3), cooler)
     assert torch.equal(greedy, logits.argmax(dim=-1))  # temperature 0 is greedy everywhere, whatever the factor
     for bad in (0, 1.5):
         with pytest.raises(ValueError, match="capital_temperature_factor must be in"):
@@ -210,10 +215,10 @@ def test_the_sampler_cools_exactly_the_characters_whose_left_neighbour_is_a_capi
     capitals = capital_letters(model, torch.device("cpu"))
     assert [c for c, flag in zip(model.tokenizer.vocab, capitals.tolist(), strict=False) if flag] == list("EIJLMORTU")
     assert not capitals[model.mask_id]
-    seen, original = [], sampler_module.candidate_tokens
+    seen, original = [], sampler_module.draw_tokens
     monkeypatch.setattr(
         sampler_module,
-        "candidate_tokens",
+        "draw_tokens",
         lambda logits, options, generator, cooler=None: (
             seen.append(cooler) or original(logits, options, generator, cooler)
         ),
@@ -272,3 +277,23 @@ def test_the_reference_sampler_and_sample_write_alike_at_temperature_one(shipped
         share = [sum(char in kind for char in text) / len(text) for text in (ours, theirs)]
         assert abs(share[0] - share[1]) <= tolerance, (kind, share)
     assert ours != theirs  # both drew: different texts, alike in their characters
+
+
+def test_each_extension_of_the_reference_sampler_names_the_line_it_extends():
+    import re
+
+    from mdlm_hf import windows
+    from mdlm_hf.sampling import drawing, keeper, loop, orders, prior, reference, remasking, schedule, step
+
+    lines = set(re.findall(r"\[(predict|draw|score|count|reveal)\]", inspect.getsource(reference)))
+    assert lines == {"predict", "draw", "score", "count", "reveal"}
+    for module in (drawing, keeper, orders, prior, remasking, schedule, windows, step, loop):
+        named = set(
+            re.findall(
+                r"\[(\w+)\]",
+                module.__doc__ + (getattr(module, "denoise_step", None).__doc__ or "")
+                if module is step
+                else module.__doc__,
+            )
+        )
+        assert named and named <= lines, module.__name__

@@ -9,7 +9,7 @@ import torch
 
 from mdlm_hf import MASK_GLYPH, sample
 from mdlm_hf.pipeline import prompt_canvas, text_to_canvas
-from mdlm_hf.sampling.drawing import candidate_tokens
+from mdlm_hf.sampling.drawing import draw_tokens
 from mdlm_hf.sampling.options import OPTION_SPECS, REVEAL_RULE_OPTIONS, SamplerOptions
 from mdlm_hf.sampling.state import final_state
 from tests.sampler_helpers import PLAIN
@@ -164,7 +164,7 @@ def test_a_huge_temperature_draws_uniformly_instead_of_overflowing(tiny_model, h
     text = tiny_model.generate(8, temperature=huge, seed=0)
     assert len(text) == 8 and MASK_GLYPH not in text
     logits = torch.tensor([[[50.0, 0.0, 0.0, -math.inf]] * 4000])  # the first all but certain at temperature 1
-    drawn = candidate_tokens(logits, SamplerOptions(temperature=huge), torch.Generator().manual_seed(0))
+    drawn = draw_tokens(logits, SamplerOptions(temperature=huge), torch.Generator().manual_seed(0))
     counts = torch.bincount(drawn.flatten(), minlength=4)
     assert counts[3] == 0 and all(1100 < c < 1600 for c in counts[:3].tolist())  # uniform among the possible
 

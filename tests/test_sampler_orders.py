@@ -14,7 +14,7 @@ from mdlm_hf.sampling.options import STREAM_ORDERS, SamplerOptions, orders_using
 from mdlm_hf.sampling.orders import stream_passes, word_separators, word_stream_passes
 from mdlm_hf.sampling.schedule import planned_reveals
 from mdlm_hf.sampling.state import final_state
-from mdlm_hf.sampling.step import denoise_step
+from mdlm_hf.sampling.step import DenoisingPass, denoise_step
 from tests.sampler_helpers import PLAIN, canvas_with_holes
 
 
@@ -109,7 +109,8 @@ def first_reveal_frequencies(confidences, order_temperature, rows=20000):
     options = SamplerOptions.plain(order="confidence", temperature=0.0, order_temperature=order_temperature)
     generator = torch.Generator().manual_seed(0)
     eligible = torch.ones(rows, T, dtype=torch.bool)
-    _, revealed, _ = denoise_step(logits, tokens, eligible, torch.ones(rows, dtype=torch.long), options, generator)
+    one_each = torch.ones(rows, dtype=torch.long)
+    _, revealed, _ = denoise_step(DenoisingPass(logits, tokens, eligible, one_each, options, generator))
     assert torch.equal(revealed.sum(dim=1), torch.ones(rows, dtype=torch.long))
     return revealed.float().mean(dim=0)
 
@@ -142,7 +143,8 @@ def test_spacing_picks_best_first_ruling_out_neighbours_then_fills_the_step():
     def revealed(count, spacing, eligible=eligible):
         options = PLAIN.replace(temperature=0.0, spacing=spacing)
         generator = torch.Generator().manual_seed(0)
-        _, revealed, _ = denoise_step(logits, tokens, eligible, torch.tensor([count]), options, generator)
+        step = DenoisingPass(logits, tokens, eligible, torch.tensor([count]), options, generator)
+        _, revealed, _ = denoise_step(step)
         return revealed[0].nonzero()[:, 0].tolist()
 
     assert revealed(2, 0) == [0, 1]  # plain: the two most confident, side by side

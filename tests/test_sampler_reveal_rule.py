@@ -11,7 +11,7 @@ from mdlm_hf.sampling.options import SCORED_ORDERS, SamplerOptions
 from mdlm_hf.sampling.prior import character_log_prior
 from mdlm_hf.sampling.schedule import planned_reveals
 from mdlm_hf.sampling.state import final_state
-from mdlm_hf.sampling.step import denoise_step
+from mdlm_hf.sampling.step import DenoisingPass, denoise_step
 from tests.sampler_helpers import PLAIN, canvas_with_holes
 from tests.stubs import StubModel
 
@@ -52,7 +52,7 @@ def test_prior_weight_reveals_a_rare_character_that_context_made_likely_first(or
     def first_revealed(prior_weight):
         options = SamplerOptions.plain(order=order, temperature=0.0, prior_weight=prior_weight)
         generator = torch.Generator().manual_seed(0)
-        _, revealed, _ = denoise_step(probs.log(), tokens, eligible, one, options, generator, log_prior)
+        _, revealed, _ = denoise_step(DenoisingPass(probs.log(), tokens, eligible, one, options, generator, log_prior))
         return revealed[0].nonzero().item()
 
     assert first_revealed(0.0) == 0  # plain score: the common character
@@ -73,9 +73,7 @@ def test_the_prior_comes_from_the_first_step_in_free_generation_else_from_one_ex
 
     priors, forward_rows = [], []
     real_step, real_forward = sampler.denoise_step, tiny_model.forward
-    monkeypatch.setattr(
-        sampler, "denoise_step", lambda *args, **kwargs: priors.append(args[-1]) or real_step(*args, **kwargs)
-    )
+    monkeypatch.setattr(sampler, "denoise_step", lambda step: priors.append(step.log_prior) or real_step(step))
     monkeypatch.setattr(tiny_model, "forward", lambda x, t: forward_rows.append(x.size(0)) or real_forward(x, t))
     canvas = canvas_with_holes(tiny_model) if holes else torch.full((40,), tiny_model.mask_id)
     final_state(sample(tiny_model, torch.stack([canvas, canvas]), PLAIN, num_steps=4, prior_weight=0.5, seed=0))

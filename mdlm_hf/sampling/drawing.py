@@ -1,4 +1,5 @@
 """How each character is drawn from the model's logits: temperature (cooler after a capital), top-k, top-p, min-p.
+They extend the reference sampler's [draw] line (reference.py), a draw from the whole distribution.
 
 The one piece the diffusion sampler and the autoregressive twin's writer share: both draw every character here.
 Every random draw takes the run's `torch.Generator`.
@@ -77,13 +78,13 @@ def without_line_breaks(logits: torch.Tensor, inside: torch.Tensor | None, line_
     return logits.masked_fill(inside[..., None] & ruled_out, float("-inf"))
 
 
-def candidate_tokens(
+def draw_tokens(
     logits: torch.Tensor,
     options: SamplerOptions,
     generator: torch.Generator,
     cooler: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Draws one candidate character per position (B, T) from temperature / top-k / top-p / min-p filtered logits;
+    """Draws one character per position (B, T) from temperature / top-k / top-p / min-p filtered logits;
     positions `cooler` (B, T) marks (those after a capital, `after_capital`) at the temperature times
     `capital_temperature_factor`."""
     if options.temperature < GREEDY_BELOW:  # 0, or so close that the division would overflow

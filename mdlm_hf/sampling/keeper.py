@@ -1,5 +1,6 @@
 """The rules a run keeps its text to, applied as it is written: its words to a word list (`real_words`,
-lexicon.py) and its layout to a play's (`keep_cast`, layout.py).
+lexicon.py) and its layout to a play's (`keep_cast`, layout.py). They extend the reference sampler's [draw] and
+[reveal] lines (reference.py): a revealed character that breaks a rule is drawn again among those that keep it.
 
 Each step's revealed characters are checked one by one, left to right, each seeing those placed before it. A
 character the model drew that keeps every rule stands; one that breaks a rule is drawn again among the characters
@@ -17,7 +18,7 @@ import math
 import torch
 
 from mdlm_hf.sampling.casts import Casts
-from mdlm_hf.sampling.drawing import candidate_tokens
+from mdlm_hf.sampling.drawing import draw_tokens
 from mdlm_hf.sampling.layout import LineRules, is_heading
 from mdlm_hf.sampling.lexicon import Lexicon, WordRule
 from mdlm_hf.sampling.options import SamplerOptions
@@ -79,16 +80,16 @@ class Keeper:
         logits: torch.Tensor,
         tokens: torch.Tensor,
         positions: torch.Tensor,
-        candidates: torch.Tensor,
+        drawn: torch.Tensor,
         options: SamplerOptions,
         generator: torch.Generator,
         separators: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """`candidates` (B, T) with each of `positions` (B, T) kept or drawn again from its `logits` (B, T, V; a
+        """`drawn` (B, T) with each of `positions` (B, T) kept or drawn again from its `logits` (B, T, V; a
         writer that predicts one position at a time: (B, 1, V)), left to right; `tokens` (B, T) is the window of
         the canvas (from `enter`'s offset) before them; at `separators` (B, T) only a space or a line break may go
         (word streams' planned word starts)."""
-        kept, offset = candidates.clone(), self.offset
+        kept, offset = drawn.clone(), self.offset
         for row, at in enumerate(positions.tolist()):
             spots = [k for k, here in enumerate(at) if here]
             if not spots:
@@ -102,7 +103,7 @@ class Keeper:
             restrict = separators[row].tolist() if separators is not None else None
             for k in spots:
                 only = SEPARATORS if restrict is not None and restrict[k] else None
-                drawn = view.place(
+                placed = view.place(
                     offset + k - lo,
                     int(kept[row, k]),
                     logits[row, k if logits.size(1) > 1 else 0],
@@ -110,7 +111,7 @@ class Keeper:
                     generator,
                     only,
                 )
-                kept[row, k] = drawn
+                kept[row, k] = placed
             if self.plays is not None:
                 self.plays[row] = view.plays
         return kept
@@ -186,4 +187,4 @@ def draw(
     if not torch.isfinite(masked).any():
         return None
     cooler = torch.tensor([[after_capital]], device=logits.device)
-    return int(candidate_tokens(masked.view(1, 1, -1), options, generator, cooler)[0, 0])
+    return int(draw_tokens(masked.view(1, 1, -1), options, generator, cooler)[0, 0])

@@ -1,10 +1,19 @@
-"""The diffusion model's writer: reveal the masked positions of a canvas over a number of denoising steps.
+"""The diffusion model's writer: the reference sampler (reference.py) with every option, a generator of every state.
 
 Free generation (all masked), prompted generation (prefix given) and infilling (blanks anywhere) are the same call on
-a canvas of fixed length. `write_by_denoising` yields a `SamplerState` before the first step and after every step, so
-a UI can stream it, a test can inspect it and a benchmark can time it. A canvas longer than the model's context is
-written window by window (`_slide`); each window's steps are `_run`'s, one `denoise_step` each, and every random
-draw goes through one `torch.Generator`.
+a canvas of fixed length. `write_by_denoising` plans the run and returns `denoising_states`, which yields a
+`SamplerState` before the first step and after every step, so a UI can stream it, a test can inspect it and a
+benchmark can time it. Its loop is the reference's loop, run over windows and blocks:
+
+    reference.py                      here
+    for step in range(num_steps)      for each window (a canvas past the model's context, mdlm_hf/windows.py),
+                                        for each block (semi-autoregressive, block_length), for each of its steps
+    [predict] logits = model(tokens)  `DenoisingRun.predict`: one window's canvas; no new pass when it is unchanged
+    [draw] [score] [reveal]           `step.denoise_step`: the orders, min-p and top-p, the rules (keeper.py)
+    [count] revealed_after(...)       `schedule.num_to_reveal` (binomial counts, blocks), threshold, entropy_bound
+    (nothing)                         remasking takes back the least confident draws (remasking.py)
+
+Every random draw goes through one `torch.Generator`.
 """
 
 from __future__ import annotations
@@ -26,8 +35,11 @@ from mdlm_hf.sampling.prior import character_log_prior, log_mean_probability
 from mdlm_hf.sampling.remasking import remask_picks
 from mdlm_hf.sampling.schedule import block_plan, num_to_reveal
 from mdlm_hf.sampling.state import SamplerState
-from mdlm_hf.sampling.step import denoise_step
+from mdlm_hf.sampling.step import DenoisingPass, denoise_step
 from mdlm_hf.windows import Window, context_of, plan_windows
+
+# each window with its blocks: (the positions of the window's canvas it fills, the steps it gets)
+Plan = list[tuple[Window, list[tuple[slice, int]]]]
 
 
 def write_by_denoising(
@@ -41,6 +53,15 @@ def write_by_denoising(
     """The sampler core for a diffusion model: fills the masks of `canvas` (B, T) (checked by `mdlm_hf.sample`), its
     windows and blocks planned up front, its words kept to `lexicon` (real_words) and its headings to one play of
     `casts` (keep_cast) when given; a generator of every state."""
+    plan = plan_run(model, canvas, options)  # before the generator: a plan it cannot make is refused at the call
+    keeper = Keeper.for_run(model, canvas.size(0), lexicon, casts)
+    inside = within_line_blanks(canvas, model.mask_id, newline_id(model)) if options.keep_lines else None
+    return denoising_states(DenoisingRun(model, canvas, plan, options, generator, keeper, inside))
+
+
+def plan_run(model: nn.Module, canvas: torch.Tensor, options: SamplerOptions) -> Plan:
+    """The run's windows (one, unless the canvas is longer than the model's context) and each window's blocks, over
+    the masks still pending when it starts (known up front: the steps of a run are known before its first)."""
     is_masked = canvas == model.mask_id
     window_context = context_of(model.block_size, options.window_context)
     if canvas.size(1) > model.block_size and window_context >= model.block_size:
@@ -49,135 +70,121 @@ def write_by_denoising(
             f"than it, got {window_context}"
         )
     windows = plan_windows(is_masked, model.block_size, window_context, options.num_steps, options.spacing)
-    plans, pending = [], is_masked.clone()
-    for w in windows:  # each window's blocks, over the masks still pending when it starts (known up front)
+    plan, pending = [], is_masked.clone()
+    for w in windows:
         steps = w.num_steps
         if len(windows) > 1 and options.block_length:  # a window's share of the steps still gives each block one
             steps = max(steps, math.ceil((w.fill_end - w.start) / options.block_length))
-        plans.append(block_plan(pending[:, w.start : w.fill_end], steps, options.block_length))
+        plan.append((w, block_plan(pending[:, w.start : w.fill_end], steps, options.block_length)))
         pending[:, w.start : w.fill_end] = False
-    keeper = Keeper.for_run(model, canvas.size(0), lexicon, casts)
-    inside = within_line_blanks(canvas, model.mask_id, newline_id(model)) if options.keep_lines else None
-    return _slide(model, canvas.clone(), list(zip(windows, plans, strict=True)), options, generator, keeper, inside)
-
-
-@torch.no_grad()
-def _slide(
-    model: nn.Module,
-    tokens: torch.Tensor,
-    plan: list[tuple[Window, list[tuple[slice, int]]]],
-    options: SamplerOptions,
-    generator: torch.Generator,
-    keeper: Keeper | None = None,
-    inside: torch.Tensor | None = None,
-) -> Iterator[SamplerState]:
-    """Runs the core over each window of `plan` in turn; yields the whole canvas's states (one window: as is).
-    `inside` (B, N) marks the masks of blanks within a line, where no line break is drawn (keep_lines)."""
-    device = next(model.parameters()).device
-    tokens = tokens.to(device)
-    B, N = tokens.shape
-    is_given = tokens != model.mask_id
-    inside = None if inside is None else inside.to(device)
-    confidence = torch.full((B, N), float("nan"), device=device)
-    nothing = torch.zeros_like(is_given)
-    total_steps = sum(steps for _, blocks in plan for _, steps in blocks)
-    step, num_forward_passes = 0, 0
-    first = (plan[0][0].start, plan[0][0].end)
-    yield SamplerState(
-        tokens.clone(), nothing, nothing, confidence.clone(), is_given, 0, total_steps, 0, model.mask_id, first
-    ).with_fallbacks(keeper)
-    for w, blocks in plan:
-        first_mask = int((tokens[:, w.start : w.fill_end] == model.mask_id).any(dim=0).int().argmax())
-        fills = slice(w.start + first_mask, w.fill_end)  # only this window writes here
-        if keeper is not None:  # the caller's text only is given: earlier windows' text was kept to the rules
-            keeper.enter(tokens, is_given, w.start)
-        in_window = None if inside is None else inside[:, w.start : w.end]
-        for state in _run(model, tokens[:, w.start : w.end].clone(), blocks, options, generator, keeper, in_window):
-            tokens[:, w.start : w.end] = state.tokens
-            revealed, remasked = nothing.clone(), nothing.clone()
-            revealed[:, w.start : w.end], remasked[:, w.start : w.end] = state.revealed, state.remasked
-            confidence[:, fills] = state.confidence[:, fills.start - w.start : fills.stop - w.start]
-            yield SamplerState(
-                tokens.clone(),
-                revealed,
-                remasked,
-                confidence.clone(),
-                is_given,
-                step + state.step,
-                total_steps,
-                num_forward_passes + state.num_forward_passes,
-                model.mask_id,
-                (w.start, w.end),
-            ).with_fallbacks(keeper)
-        step, num_forward_passes = step + state.step, num_forward_passes + state.num_forward_passes
+    return plan
 
 
 @torch.no_grad()  # not inference_mode: states stay ordinary tensors that users can feed back to the model
-def _run(
-    model: nn.Module,
-    tokens: torch.Tensor,
-    plan: list[tuple[slice, int]],
-    options: SamplerOptions,
-    generator: torch.Generator,
-    keeper: Keeper | None = None,
-    inside: torch.Tensor | None = None,
-) -> Iterator[SamplerState]:
-    """The steps of one window: `tokens` (B, T), on the model's device, filled block by block as `plan` says, no
-    line break drawn where `inside` (B, T) says; yields the window's state after each step (`_slide` yields the
-    canvas before the first)."""
-    run = _WindowRun(model, tokens, options, generator, sum(steps for _, steps in plan), keeper, inside)
-    with evaluating(model):  # back in the caller's mode when the run ends, fails or is closed
-        run.start()
-        for block, block_steps in plan:
-            yield from run.block(block, block_steps)
+def denoising_states(run: DenoisingRun) -> Iterator[SamplerState]:
+    """The reference sampler's loop over the run's windows, blocks and steps; yields the canvas before the first
+    step and after each."""
+    yield run.state()
+    with evaluating(run.model):  # back in the caller's mode when the run ends, fails or is closed
+        for window, blocks in run.plan:
+            run.enter(window)
+            for block, block_steps in blocks:
+                run.start_block(block, block_steps)
+                for local_step in range(1, block_steps + 1):
+                    step = run.next_pass(local_step)
+                    if step is None:
+                        break  # an adaptive rule (threshold, entropy_bound) finished this block early
+                    run.take(*denoise_step(step), local_step)
+                    yield run.state()
 
 
-class _WindowRun:
-    """One window's run: the canvas, its characters' confidence and the last pass's logits, carried from step to
-    step and from block to block."""
+class DenoisingRun:
+    """A run's canvas and what it carries from step to step: the characters' confidence, the last pass's logits,
+    the window and block being written, and what the run read of the model once (capitals, separators, prior)."""
 
     def __init__(
         self,
         model: nn.Module,
-        tokens: torch.Tensor,
+        canvas: torch.Tensor,
+        plan: Plan,
         options: SamplerOptions,
         generator: torch.Generator,
-        total_steps: int,
         keeper: Keeper | None = None,
         inside: torch.Tensor | None = None,
     ) -> None:
-        self.model, self.options, self.generator, self.total_steps = model, options, generator, total_steps
+        device = next(model.parameters()).device
+        self.model, self.plan, self.options, self.generator = model, plan, options, generator
         self.keeper = keeper  # real_words, keep_cast: keeps each revealed character to the rules
-        self.inside = inside  # keep_lines: the masks of blanks within a line, where no line break is drawn
-        self.tokens, self.mask_id = tokens, model.mask_id
-        self.is_given = tokens != self.mask_id
-        self.confidence = torch.full(tokens.shape, float("nan"), device=tokens.device)
+        # keep_lines: (B, N) the masks of blanks within a line, where no line break is drawn
+        self.inside = None if inside is None else inside.to(device)
+        self.mask_id = model.mask_id
+        self.tokens = canvas.clone().to(device)  # (B, N) the whole canvas, updated in place (the keeper reads it)
+        self.is_given = self.tokens != self.mask_id  # (B, N) the caller's characters, never changed
+        self.confidence = torch.full(self.tokens.shape, float("nan"), device=device)  # (B, N) p when revealed
         self.nothing = torch.zeros_like(self.is_given)
+        self.revealed, self.remasked = self.nothing, self.nothing  # (B, N) by the last step
         self.step, self.num_forward_passes = 0, 0
-        self.logits: torch.Tensor | None = None
-        self.logits_canvas: torch.Tensor | None = None
+        self.total_steps = sum(steps for _, blocks in plan for _, steps in blocks)
+        self.window = plan[0][0]
         self.needs_prior = options.prior_weight > 0 and reveal_order(options.order).by_belief
         # an adaptive rule with exact counts reveals at least one per pass; binomial counts may still draw none
         self.adaptive = options.reveal_counts == "exact" and (
             options.threshold is not None or options.entropy_bound is not None
         )
+        planned = reveal_order(options.order).plan is not None
+        self.capitals, self.line_break = capital_letters(model, device), newline_id(model)
+        self.separator_ids = word_separators(model, device) if planned else None
 
-    def start(self) -> None:
-        """What the run reads of the model before its first step (in eval mode): its capitals, its word separators
-        (a planned order) and, unless a row starts all masked, each character's prior (one row, not counted)."""
-        device, planned = self.tokens.device, reveal_order(self.options.order).plan is not None
-        self.capitals, self.line_break = capital_letters(self.model, device), newline_id(self.model)
-        self.separator_ids = word_separators(self.model, device) if planned else None
-        self.log_prior, self.fully_masked = None, (self.tokens == self.mask_id).all(dim=1)  # (B,)
+    @property
+    def span(self) -> slice:
+        """The positions of the canvas the model reads now: the window's."""
+        return slice(self.window.start, self.window.end)
+
+    def state(self) -> SamplerState:
+        """The whole canvas after the last step, as the writer yields it."""
+        return SamplerState(
+            self.tokens.clone(),
+            self.revealed,
+            self.remasked,
+            self.confidence.clone(),
+            self.is_given,
+            self.step,
+            self.total_steps,
+            self.num_forward_passes,
+            self.mask_id,
+            (self.window.start, self.window.end),
+        ).with_fallbacks(self.keeper)
+
+    def enter(self, window: Window) -> None:
+        """Starts a window: the text before it (given, or written by earlier windows) is its fixed context; what the
+        run reads before the window's first step: each character's prior, unless a row starts all masked."""
+        self.window, self.logits, self.logits_canvas = window, None, None
+        tokens = self.tokens[:, self.span]  # (B, T)
+        self.fixed = tokens != self.mask_id  # (B, T) never remasked in this window
+        if self.keeper is not None:  # the caller's text only is given: earlier windows' text was kept to the rules
+            self.keeper.enter(self.tokens, self.is_given, window.start)
+        self.log_prior, self.fully_masked = None, (tokens == self.mask_id).all(dim=1)  # (B,)
         if self.needs_prior and not self.fully_masked.any():
-            self.log_prior = character_log_prior(self.model, self.tokens.size(1), device)
+            self.log_prior = character_log_prior(self.model, tokens.size(1), tokens.device)
+
+    def start_block(self, block: slice, block_steps: int) -> None:
+        """Starts a block of the window: its masks, and a planned order's plan over them."""
+        self.in_block = torch.zeros_like(self.fixed)  # (B, T)
+        self.in_block[:, block] = True
+        self.block_steps = block_steps
+        is_masked = self.tokens[:, self.span] == self.mask_id
+        self.block_masks = (is_masked & self.in_block).sum(dim=1)  # (B,) masks in this block at its start
+        self.stream_plan, self.separators = plan_streams(
+            self.options.order, is_masked & self.in_block, ~is_masked, block_steps, self.separator_ids
+        )
 
     def predict(self) -> torch.Tensor:
-        """The logits of the canvas as it is: a new pass, unless the canvas is unchanged and the model ignores t."""
-        tokens = self.tokens
-        if self.logits is None or self.model.time_conditioning or not torch.equal(tokens, self.logits_canvas):
-            t = (tokens == self.mask_id).float().mean(dim=1)  # mask ratio, for time-conditioned models
-            self.logits = predictor(self.model)(tokens, t)
+        """[predict] The logits (B, T, V) of the window's canvas: a new pass unless it is unchanged since the last
+        (a model that is not told t gives the same logits for the same canvas)."""
+        tokens = self.tokens[:, self.span]
+        if self.logits is None or not torch.equal(tokens, self.logits_canvas):
+            t = (tokens == self.mask_id).float().mean(dim=1)  # (B,) the share masked: the diffusion time
+            self.logits = predictor(self.model)(tokens.contiguous(), t)
             self.logits_canvas = tokens.clone()
             self.num_forward_passes += 1
         if self.needs_prior and self.log_prior is None:
@@ -185,63 +192,64 @@ class _WindowRun:
             self.log_prior = log_mean_probability(self.logits[self.fully_masked.nonzero()[0, 0]])
         return self.logits
 
-    def block(self, block: slice, block_steps: int) -> Iterator[SamplerState]:
-        """The steps of one block of the window; yields the window's state after each."""
-        in_block = torch.zeros_like(self.is_given)
-        in_block[:, block] = True
-        is_masked = self.tokens == self.mask_id
-        num_masked = (is_masked & in_block).sum(dim=1)  # (B,) masks in this block at its start
-        stream_plan, separators = plan_streams(
-            self.options.order, is_masked & in_block, ~is_masked, block_steps, self.separator_ids
+    def next_pass(self, local_step: int) -> DenoisingPass | None:
+        """What this step of the block reads (the model's prediction, the schedule's count), or None when the block
+        has no mask left."""
+        tokens = self.tokens[:, self.span]
+        eligible = (tokens == self.mask_id) & self.in_block  # (B, T)
+        if not eligible.any():
+            return None
+        logits, remaining = without_line_breaks(self.predict(), self.inside_window(), self.line_break), eligible.sum(1)
+        self.scheduled = num_to_reveal(
+            self.block_masks, remaining, self.block_steps, local_step, eligible, self.options, self.generator
         )
-        for local_step in range(1, block_steps + 1):
-            eligible = (self.tokens == self.mask_id) & in_block
-            if not eligible.any():
-                break  # an adaptive rule (threshold, entropy_bound) finished this block early
-            logits, remaining = without_line_breaks(self.predict(), self.inside, self.line_break), eligible.sum(dim=1)
-            num_scheduled = num_to_reveal(
-                num_masked, remaining, block_steps, local_step, eligible, self.options, self.generator
-            )
-            # an adaptive rule's extras may run ahead of the schedule: then each pass still reveals one
-            count = num_scheduled.clamp(min=1).minimum(remaining) if self.adaptive else num_scheduled
-            streams_due = None if stream_plan is None else (stream_plan > 0) & (stream_plan <= local_step)
-            self.tokens, revealed, step_confidence = denoise_step(
-                logits,
-                self.tokens,
-                eligible,
-                count,
-                self.options,
-                self.generator,
-                self.log_prior,
-                streams_due=streams_due,
-                capitals=self.capitals,
-                separators=separators,
-                separator_ids=self.separator_ids,
-                keeper=self.keeper,
-            )
-            self.confidence = torch.where(revealed, step_confidence, self.confidence)
-            remasked = self.nothing
-            if self.options.remask_ratio > 0 and local_step < block_steps:  # the last step leaves no mask
-                remasked = self.remask(in_block, revealed, num_scheduled)
-            self.step += 1
-            yield SamplerState(
-                self.tokens.clone(),
-                revealed,
-                remasked,
-                self.confidence.clone(),
-                self.is_given,
-                self.step,
-                self.total_steps,
-                self.num_forward_passes,
-                self.mask_id,
-            )
+        # an adaptive rule's extras may run ahead of the schedule: then each pass still reveals one
+        count = self.scheduled.clamp(min=1).minimum(remaining) if self.adaptive else self.scheduled
+        streams_due = None if self.stream_plan is None else (self.stream_plan > 0) & (self.stream_plan <= local_step)
+        return DenoisingPass(
+            logits,
+            tokens,
+            eligible,
+            count,
+            self.options,
+            self.generator,
+            log_prior=self.log_prior,
+            streams_due=streams_due,
+            separators=self.separators,
+            separator_ids=self.separator_ids,
+            capitals=self.capitals,
+            keeper=self.keeper,
+        )
 
-    def remask(self, in_block: torch.Tensor, revealed: torch.Tensor, num_scheduled: torch.Tensor) -> torch.Tensor:
+    def inside_window(self) -> torch.Tensor | None:
+        """keep_lines: the window's masks within a line (B, T), or None."""
+        return None if self.inside is None else self.inside[:, self.span]
+
+    def take(self, tokens: torch.Tensor, revealed: torch.Tensor, confidence: torch.Tensor, local_step: int) -> None:
+        """Writes a step's result (each (B, T), the window's) into the canvas, then remasks if the options say."""
+        self.tokens[:, self.span] = tokens
+        window_confidence = self.confidence[:, self.span]
+        window_confidence.copy_(torch.where(revealed, confidence, window_confidence))
+        remasked = torch.zeros_like(revealed)
+        if self.options.remask_ratio > 0 and local_step < self.block_steps:  # the last step leaves no mask
+            remasked = self.remask(revealed)
+        self.revealed, self.remasked = self.whole(revealed), self.whole(remasked)
+        self.step += 1
+
+    def whole(self, window_mask: torch.Tensor) -> torch.Tensor:
+        """A window's (B, T) mask as the whole canvas's (B, N)."""
+        if window_mask.shape == self.nothing.shape:
+            return window_mask
+        whole = self.nothing.clone()
+        whole[:, self.span] = window_mask
+        return whole
+
+    def remask(self, revealed: torch.Tensor) -> torch.Tensor:
         """Masks again the block's least confident earlier draws (`remask_picks`); returns them (B, T)."""
-        tokens, mask_id = self.tokens, self.mask_id
-        may_remask = in_block & ~self.is_given & (tokens != mask_id) & ~revealed
-        still_masked = ((tokens == mask_id) & in_block).any(dim=1)
-        remasked = remask_picks(self.confidence, may_remask, revealed, num_scheduled, still_masked, self.options)
-        self.tokens = tokens.masked_fill(remasked, mask_id)
-        self.confidence = self.confidence.masked_fill(remasked, float("nan"))
+        tokens, confidence = self.tokens[:, self.span], self.confidence[:, self.span]
+        may_remask = self.in_block & ~self.fixed & (tokens != self.mask_id) & ~revealed
+        still_masked = ((tokens == self.mask_id) & self.in_block).any(dim=1)
+        remasked = remask_picks(confidence, may_remask, revealed, self.scheduled, still_masked, self.options)
+        tokens.masked_fill_(remasked, self.mask_id)
+        confidence.masked_fill_(remasked, float("nan"))
         return remasked

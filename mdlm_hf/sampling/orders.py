@@ -1,5 +1,6 @@
 """The reveal orders: which masked positions a step reveals, by a score (confidence, margin, entropy, random, left to
-right) or by a plan (streams, word streams: stretches written left to right in parallel).
+right) or by a plan (streams, word streams: stretches written left to right in parallel). They extend the
+reference sampler's [score] line (reference.py), which scores by confidence or at random.
 
 `REVEAL_ORDERS` lists each order once, with its score or its plan; everything else (the options' choices, which
 options an order uses, the app's reveal rules) reads it. Adding an order is its entry, its function and its test.
@@ -15,7 +16,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-# (probs (B, T, V), candidates (B, T), generator) -> how much each position wants to be revealed next (B, T)
+# (probs (B, T, V), drawn (B, T), generator) -> how much each position wants to be revealed next (B, T)
 Score = Callable[[torch.Tensor, torch.Tensor, torch.Generator], torch.Tensor]
 # (eligible (B, T), given (B, T), num_steps, separator ids or None) -> each position's pass (B, T), and the
 # separators drawn in the first pass (B, T) or None
@@ -56,41 +57,39 @@ def reveal_order(name: str) -> RevealOrder:
     return REVEAL_ORDERS[name]
 
 
-def reveal_scores(
-    probs: torch.Tensor, candidates: torch.Tensor, order: str, generator: torch.Generator
-) -> torch.Tensor:
+def reveal_scores(probs: torch.Tensor, drawn: torch.Tensor, order: str, generator: torch.Generator) -> torch.Tensor:
     """A scored order's wish to reveal each position next, on a log scale (B, T); higher goes first."""
     score = reveal_order(order).score
     if score is None:
         raise ValueError(f"{order} order reveals from a plan, not by a score")
-    return score(probs, candidates, generator)
+    return score(probs, drawn, generator)
 
 
-def confidence_score(probs: torch.Tensor, candidates: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+def confidence_score(probs: torch.Tensor, drawn: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     """The log probability of the character drawn at each position."""
-    return probs.gather(-1, candidates[..., None]).squeeze(-1).log()
+    return probs.gather(-1, drawn[..., None]).squeeze(-1).log()
 
 
-def margin_score(probs: torch.Tensor, candidates: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+def margin_score(probs: torch.Tensor, drawn: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     """The log of the gap between each position's two likeliest characters."""
     top2 = probs.topk(2, dim=-1).values
     return (top2[..., 0] - top2[..., 1]).log()
 
 
-def entropy_score(probs: torch.Tensor, candidates: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+def entropy_score(probs: torch.Tensor, drawn: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     """Each position's negative entropy, log(1 / perplexity): the surest first."""
     return (probs * probs.clamp(min=1e-12).log()).sum(dim=-1)
 
 
-def random_score(probs: torch.Tensor, candidates: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+def random_score(probs: torch.Tensor, drawn: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     """A uniform draw per position."""
-    return torch.rand(candidates.shape, generator=generator).to(probs.device)
+    return torch.rand(drawn.shape, generator=generator).to(probs.device)
 
 
-def left_to_right_score(probs: torch.Tensor, candidates: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+def left_to_right_score(probs: torch.Tensor, drawn: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     """Minus each position: the leftmost first."""
-    positions = torch.arange(candidates.size(-1), device=probs.device, dtype=probs.dtype)
-    return -positions.expand(candidates.shape)
+    positions = torch.arange(drawn.size(-1), device=probs.device, dtype=probs.dtype)
+    return -positions.expand(drawn.shape)
 
 
 def spaced_picks(order: torch.Tensor, eligible: torch.Tensor, count: torch.Tensor, spacing: int) -> torch.Tensor:

@@ -1,4 +1,7 @@
-"""Each character's probability with nothing known, which `prior_weight` divides the scored orders' scores by."""
+"""Each character's probability with nothing known, which `prior_weight` divides the scored orders' scores by.
+
+It extends the reference sampler's [score] line (reference.py).
+"""
 
 from __future__ import annotations
 

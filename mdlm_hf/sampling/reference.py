@@ -1,11 +1,20 @@
-"""The MDLM sampling loop as the paper writes it, in one function: read this first, then `sample()`.
+"""The sampling loop of a masked diffusion model in one function: read this first, then `sample()`.
 
-Start from a canvas whose unknown characters are [MASK]. Each pass, the model reads the canvas and gives a
-distribution over the characters at every position; a character is drawn at every masked position, and a few of
-them are kept: the most confident ones (or random ones), as many as a linear schedule says, so that after
-`num_steps` passes nothing is masked. Given characters are never changed. `sample()` (mdlm_hf/sampling/loop.py) is
-this loop with its options: other orders and schedules, min-p and top-p, remasking, windows past the context, the
-word and cast rules; with `temperature=0, order="confidence", spacing=0, min_p=None` it writes what this writes
+Start from a canvas whose unknown characters are [MASK]. Each pass the model reads the canvas and gives a
+distribution over the characters at every position [predict]; a character is drawn at every masked position [draw];
+each draw gets a score [score], and as many masked positions as a linear schedule says [count] take their draws
+[reveal], so that after `num_steps` passes nothing is masked. Given characters are never changed.
+
+As written (the defaults) this is confidence order with fixed counts, as MaskGIT and LLaDA sample: the most
+probable draws are kept each pass. MDLM's own ancestral sampler reveals each masked position with the same chance
+(1/steps left, from its reverse process under a linear schedule) and draws at temperature 1 from the whole
+distribution: `sample(model, canvas, order="random", reveal_counts="binomial", spacing=0, temperature=1,
+min_p=None, capital_temperature_factor=1, real_words=False, keep_cast=False, keep_lines=False)` runs it.
+
+`sample()` (mdlm_hf/sampling/loop.py) is this loop with its options, each named by the bracketed line it extends:
+windows past the context and semi-autoregressive blocks around the loop, other orders [score], min-p, top-p and the
+word and cast rules [draw] [reveal], binomial counts and adaptive ones [count], remasking after [reveal]. With
+`temperature=0, order="confidence", spacing=0, min_p=None` and no rules it writes what this writes
 (tests/test_sampler.py).
 """
 
@@ -43,20 +52,24 @@ def reference_sample(
         is_masked = tokens == mask_id  # (1, T)
         if not is_masked.any():
             break
-        t = is_masked.float().mean(dim=1)  # (1,) the share still masked: the diffusion time
-        logits = model(tokens, t).double()  # (1, T, V); the model gives [MASK] no probability
+        # [predict] the model gives [MASK] no probability; it is not told t: the masks tell it the noise level
+        logits = model(tokens).double()  # (1, T, V)
+        # [draw] Gumbel-max: argmax(logits / temperature + Gumbel noise) is a draw from softmax(logits / temperature)
         if temperature == 0:
             drawn = logits.argmax(dim=-1)  # (1, T)
-        else:  # Gumbel-max: argmax(logits / T + Gumbel noise) is a draw from softmax(logits / T)
+        else:
             uniform = torch.rand(logits.shape, generator=generator, dtype=torch.float64)
             drawn = (logits / temperature - torch.log(-torch.log(uniform))).argmax(dim=-1)  # (1, T)
+        # [score] how sure the model is of each draw (random order: any score will do)
         confidence = logits.softmax(dim=-1).gather(-1, drawn[..., None]).squeeze(-1)  # (1, T) p(drawn)
         if order == "random":
             confidence = torch.rand(confidence.shape, generator=generator, dtype=torch.float64)
+        # [count] this pass's share of the schedule
         already = num_masked - int(is_masked.sum())
-        count = revealed_after(num_masked, num_steps, step) - already  # this pass's share of the schedule
+        count = revealed_after(num_masked, num_steps, step) - already
+        # [reveal] the `count` best-scored masked positions take their draws
         scores = confidence.masked_fill(~is_masked, -math.inf)  # only masked positions may be revealed
-        keep = scores.argsort(dim=-1, descending=True, stable=True)[:, :count]  # (1, count) the most confident
-        reveal = torch.zeros_like(is_masked).scatter(1, keep, True)  # (1, T)
-        tokens = torch.where(reveal, drawn, tokens)
+        keep = scores.argsort(dim=-1, descending=True, stable=True)[:, :count]  # (1, count)
+        revealed = torch.zeros_like(is_masked).scatter(1, keep, True)  # (1, T)
+        tokens = torch.where(revealed, drawn, tokens)
     return tokens[0]

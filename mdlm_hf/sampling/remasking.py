@@ -1,4 +1,7 @@
-"""Taking back characters (ReMDM-conf): after a step, the least confident earlier draws are masked again."""
+"""Taking back characters (ReMDM-conf): after a step, the least confident earlier draws are masked again.
+
+It follows the reference sampler's [reveal] line (reference.py), where a revealed character stays for good.
+"""
 
 from __future__ import annotations
 

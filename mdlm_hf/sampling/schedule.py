@@ -1,4 +1,8 @@
-"""How many masked positions each step reveals: the schedule's counts, and the blocks of semi-autoregressive runs."""
+"""How many masked positions each step reveals: the schedule's counts, and the blocks of semi-autoregressive runs.
+
+They extend the reference sampler's [count] line (reference.py), a linear schedule with exact counts: other
+schedules, binomial counts (MDLM's ancestral sampler), and blocks written one after another, each its own schedule.
+"""
 
 from __future__ import annotations
 

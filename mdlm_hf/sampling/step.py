@@ -1,70 +1,79 @@
-"""One denoising step: from the model's logits, draw a candidate at every masked position and reveal some of them."""
+"""One denoising step: from the model's logits, draw a character at every masked position and reveal some of them."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
-from mdlm_hf.sampling.drawing import GREEDY_BELOW, after_capital, candidate_tokens, gumbel_noise, separator_tokens
+from mdlm_hf.sampling.drawing import GREEDY_BELOW, after_capital, draw_tokens, gumbel_noise, separator_tokens
 from mdlm_hf.sampling.keeper import Keeper
 from mdlm_hf.sampling.options import SamplerOptions
 from mdlm_hf.sampling.orders import entropy_bounded_count, reveal_order, reveal_scores, spaced_picks
 
 
-def denoise_step(
-    logits: torch.Tensor,
-    tokens: torch.Tensor,
-    eligible: torch.Tensor,
-    num_to_reveal: torch.Tensor,
-    options: SamplerOptions,
-    generator: torch.Generator,
-    log_prior: torch.Tensor | None = None,
-    streams_due: torch.Tensor | None = None,
-    capitals: torch.Tensor | None = None,
-    separators: torch.Tensor | None = None,
-    separator_ids: torch.Tensor | None = None,
-    keeper: Keeper | None = None,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Reveals `num_to_reveal` (B,) of the `eligible` (B, T) positions; returns (tokens, revealed, confidence).
+@dataclass
+class DenoisingPass:
+    """What one denoising step reads: the model's logits for the canvas and what the run knows of its rules."""
 
-    `log_prior` (V,) is each character's log probability with no context (`character_log_prior`); the
-    scores use it when given and prior_weight > 0. Streams order reveals instead the `streams_due` (B, T) positions,
-    those whose pass in its plan has come (`stream_passes`). `capitals` (V,) marks the capital letters
-    (`capital_letters`), after which characters are drawn cooler. Word streams order draws a space or a line break
-    (`separator_ids`, `separator_tokens`) at its plan's `separators` (B, T) (`word_stream_passes`). `keeper`
-    (real_words, keep_cast) keeps the revealed characters to its rules, drawing again those that break them.
+    logits: torch.Tensor  # (B, T, V) the model's prediction for the canvas
+    tokens: torch.Tensor  # (B, T) the canvas, mask_id where masked
+    eligible: torch.Tensor  # (B, T) bool: the masked positions this step may reveal (its block's)
+    count: torch.Tensor  # (B,) how many of them the schedule reveals
+    options: SamplerOptions
+    generator: torch.Generator
+    # each character's log probability with no context (`character_log_prior`), used when prior_weight > 0
+    log_prior: torch.Tensor | None = None
+    # streams orders: the positions whose pass in the plan has come (B, T), and the planned word separators (B, T)
+    # drawn as a space or line break among `separator_ids` (V',)
+    streams_due: torch.Tensor | None = None
+    separators: torch.Tensor | None = None
+    separator_ids: torch.Tensor | None = None
+    capitals: torch.Tensor | None = None  # (V,) the capital letters, after which characters are drawn cooler
+    keeper: Keeper | None = None  # real_words, keep_cast: keeps the revealed characters to the rules
+
+
+def denoise_step(step: DenoisingPass) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Reveals `step.count` of the eligible positions; returns (tokens, revealed, confidence), each (B, T).
+
+    The reference sampler's pass (mdlm_hf/sampling/reference.py), with its options: [draw] with min-p, top-p and
+    the capital factor (`draw_tokens`); [score] by the order (`reveal_ranking`) or, for a planned order, the
+    streams' plan; [count] raised by entropy_bound and threshold; [reveal] kept to the rules by the keeper.
     """
+    logits, tokens, eligible, options, generator = step.logits, step.tokens, step.eligible, step.options, step.generator
     probs = logits.softmax(dim=-1)  # (B, T, V) the model's own distribution
-    candidates = candidate_tokens(logits, options, generator, after_capital(tokens, capitals))  # (B, T)
-    confidence = probs.gather(-1, candidates[..., None]).squeeze(-1)  # (B, T)
-    if reveal_order(options.order).plan is not None:
-        if streams_due is None:
+    drawn = draw_tokens(logits, options, generator, after_capital(tokens, step.capitals))  # (B, T) [draw]
+    confidence = probs.gather(-1, drawn[..., None]).squeeze(-1)  # (B, T) p(drawn)
+    separators = step.separators
+    if reveal_order(options.order).plan is not None:  # [score]: the plan says which positions' pass it is
+        if step.streams_due is None:
             raise ValueError("streams order needs streams_due, the positions whose pass it is (stream_passes)")
-        revealed = eligible & streams_due
-        if separators is not None and separator_ids is not None and (separators & revealed).any():
+        revealed = eligible & step.streams_due
+        if separators is not None and step.separator_ids is not None and (separators & revealed).any():
             at = separators & revealed
-            candidates = torch.where(at, separator_tokens(logits, separator_ids, options, generator), candidates)
-            confidence = probs.gather(-1, candidates[..., None]).squeeze(-1)
-    else:
-        order = reveal_ranking(probs, candidates, eligible, num_to_reveal, options, generator, log_prior)
+            drawn = torch.where(at, separator_tokens(logits, step.separator_ids, options, generator), drawn)
+            confidence = probs.gather(-1, drawn[..., None]).squeeze(-1)
+    else:  # [score] and [reveal]: the `count` best-ranked eligible positions
+        order = reveal_ranking(probs, drawn, eligible, step.count, options, generator, step.log_prior)
         rank = order.argsort(dim=-1)  # 0 = first to reveal
-        count = num_to_reveal
-        if options.entropy_bound is not None:
+        count = step.count
+        if options.entropy_bound is not None:  # [count]: as many as the entropy bound allows, at least the schedule's
             count = count.maximum(entropy_bounded_count(probs, order, eligible, options.entropy_bound))
         revealed = (rank < count[:, None]) & eligible
-    if options.threshold is not None:
+    if options.threshold is not None:  # [count]: every draw at least this sure, too
         revealed |= eligible & (confidence >= options.threshold)
-    if keeper is not None:
+    if step.keeper is not None:
         at_separators = revealed & separators if separators is not None else None
         # a planned separator ends a word: the characters drawn with it see it, and it is kept to the rules too
-        drawn = tokens if at_separators is None else torch.where(at_separators, candidates, tokens)
-        candidates = keeper.keep(logits, drawn, revealed, candidates, options, generator, at_separators)
-        confidence = probs.gather(-1, candidates[..., None]).squeeze(-1)
-    return torch.where(revealed, candidates, tokens), revealed, confidence
+        seen = tokens if at_separators is None else torch.where(at_separators, drawn, tokens)
+        drawn = step.keeper.keep(logits, seen, revealed, drawn, options, generator, at_separators)
+        confidence = probs.gather(-1, drawn[..., None]).squeeze(-1)
+    return torch.where(revealed, drawn, tokens), revealed, confidence
 
 
 def reveal_ranking(
     probs: torch.Tensor,
-    candidates: torch.Tensor,
+    drawn: torch.Tensor,
     eligible: torch.Tensor,
     num_to_reveal: torch.Tensor,
     options: SamplerOptions,
@@ -73,12 +82,12 @@ def reveal_ranking(
 ) -> torch.Tensor:
     """A scored order's ranking (B, T): each row's positions, the first to reveal first, eligible ones before the
     rest; with `spacing`, the kept-apart picks of this step's `num_to_reveal` (B,) before the others."""
-    scores = reveal_scores(probs, candidates, options.order, generator)
+    scores = reveal_scores(probs, drawn, options.order, generator)  # the reference's [score], by the order
     if log_prior is not None and options.prior_weight > 0:
         # plain confidence reveals common characters (spaces, e, t) first and rarely commits to the rare ones that
         # carry structure (capitals, punctuation, line breaks); judging each candidate by how far the context
         # lifted it above its prior restores them
-        scores = scores - options.prior_weight * log_prior.to(scores.dtype)[candidates]
+        scores = scores - options.prior_weight * log_prior.to(scores.dtype)[drawn]
     if options.order_temperature >= GREEDY_BELOW:
         # Gumbel-top-k: the k highest perturbed scores are k draws without replacement, each position
         # chosen with probability proportional to exp(score / order_temperature); 0 keeps the strict order
