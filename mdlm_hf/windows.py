@@ -71,7 +71,8 @@ def plan_windows(
         end = start + block_size
         fill_end = end
         if given_at and given_at[-1] >= end:  # given text lies beyond the window: fill up to the last given inside
-            last_given = given_at[bisect.bisect_left(given_at, end) - 1]
+            inside = bisect.bisect_left(given_at, end)  # how many given characters lie before the window's end
+            last_given = given_at[inside - 1] if inside else -1
             fill_end = last_given if last_given > p else end  # a blank longer than the window: fill it all
         num_masks = sum(masked[p:fill_end])
         windows.append(Window(start, end, fill_end, window_steps(num_steps, num_masks, block_size, spacing)))

@@ -270,3 +270,17 @@ def test_a_registered_order_runs_through_sample_and_an_unknown_one_is_refused(ti
         sample(tiny_model, canvas, order="upside_down")
     with pytest.raises(ValueError, match="unknown reveal order 'upside_down'; the orders are confidence, margin"):
         orders.reveal_scores(torch.ones(1, 12, 3), torch.zeros(1, 12, dtype=torch.long), "upside_down", None)
+
+
+@pytest.mark.parametrize("order", ["margin", "confidence", "entropy"])
+def test_an_eligible_position_with_a_score_of_minus_infinity_is_still_revealed(order):
+    # two tied likeliest characters give a margin of 0, a log score of -inf: tied with the ineligible positions,
+    # the tie went to position order and the last step of a margin run on bf16 weights left a mask
+    probs = torch.tensor([[[0.9, 0.1, 0.0], [0.9, 0.1, 0.0], [0.5, 0.5, 0.0], [0.0, 0.0, 1.0]]])
+    logits = probs.log()
+    tokens = torch.tensor([[0, 0, 3, 3]])
+    eligible = torch.tensor([[False, False, True, True]])
+    options = PLAIN.replace(order=order, temperature=0.0, spacing=0)
+    step = DenoisingPass(logits, tokens, eligible, torch.tensor([2]), options, torch.Generator().manual_seed(0))
+    _, revealed, _ = denoise_step(step)
+    assert revealed[0].tolist() == [False, False, True, True]

@@ -4,9 +4,10 @@ import warnings
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from mdlm_hf import MASK_GLYPH, ORDERS
 from mdlm_hf.pipeline import ended, sample, text_to_canvas
 from mdlm_hf.sampling.options import SamplerOptions
 from mdlm_hf.sampling.state import final_state
@@ -32,6 +33,8 @@ def fills(windows, masked):
     num_steps=st.integers(1, 64),
     spacing=st.integers(0, 16),
 )
+# a blank longer than the window before a given character: its window filled past its own end
+@example(masked=[True] * 150 + [False] + [True] * 150, context=16, num_steps=32, spacing=0)
 def test_every_mask_is_filled_by_exactly_one_window_that_reads_it(masked, context, num_steps, spacing):
     windows = plan_windows(torch.tensor([masked]), BLOCK, context, num_steps, spacing)
     filled, pending = fills(windows, masked)
@@ -152,3 +155,11 @@ def test_window_context_is_an_option_with_a_scale_free_default():
     assert SamplerOptions().window_context is None
     with pytest.raises(ValueError, match="window_context must be None or an integer >= 0"):
         SamplerOptions(window_context=-1)
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_a_given_character_between_two_blanks_longer_than_the_context_is_infilled_around(tiny_model, order):
+    # the first window was planned to fill up to the given character, past its own end: a RuntimeError
+    template = "_" * (BLOCK + 40) + "a" + "_" * (BLOCK + 40)
+    text = tiny_model.infill(template, order=order, seed=0)
+    assert len(text) == len(template) and text[BLOCK + 40] == "a" and MASK_GLYPH not in text

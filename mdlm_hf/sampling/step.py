@@ -12,6 +12,9 @@ from mdlm_hf.sampling.options import SamplerOptions
 from mdlm_hf.sampling.orders import entropy_bounded_count, reveal_order, reveal_scores, spaced_picks
 
 
+UNRANKED = -1e30  # below any log probability, above an ineligible position's -inf
+
+
 @dataclass
 class DenoisingPass:
     """What one denoising step reads: the model's logits for the canvas and what the run knows of its rules."""
@@ -92,7 +95,9 @@ def reveal_ranking(
         # Gumbel-top-k: the k highest perturbed scores are k draws without replacement, each position
         # chosen with probability proportional to exp(score / order_temperature); 0 keeps the strict order
         scores = scores.double() / options.order_temperature + gumbel_noise(scores, generator)
-    scores = scores.masked_fill(~eligible, float("-inf"))
+    # a score of -inf (a margin of 0 between two tied characters, common in bf16) or NaN must still rank an eligible
+    # position before every ineligible one, or the last step would leave it masked
+    scores = scores.nan_to_num(nan=UNRANKED, neginf=UNRANKED).masked_fill(~eligible, float("-inf"))
     order = scores.argsort(dim=-1, descending=True, stable=True)  # (B, T) positions, first to reveal first
     if options.spacing > 0:
         # characters revealed in one step are drawn independently, so neighbours revealed together need not agree
