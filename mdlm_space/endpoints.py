@@ -166,6 +166,8 @@ def errors_shown() -> Iterator[None]:
         raise
     except ValueError as error:
         raise gr.Error(str(error), print_exception=False) from None
+    except Exception as error:  # the app's own fault: the log keeps the traceback, the caller still reads a line
+        raise gr.Error(f"the app failed on this input ({type(error).__name__}: {error})") from error
 
 
 def payload_words(component: gr.components.Component) -> str:

@@ -238,3 +238,15 @@ def test_a_users_mistake_logs_no_traceback(client, capfd):
     with pytest.raises(AppError, match="template has no blank"):
         client.predict(template="to be", api_name="/infill_page")
     assert "Traceback" not in capfd.readouterr().err
+
+
+def test_an_unexpected_failure_reaches_the_caller_as_one_line_naming_it(client, monkeypatch):
+    # a RuntimeError in the sampler (infill across the context) reached an API caller as {"error": null}
+    def failing_sample(*args, **kwargs):
+        raise RuntimeError("the sampler broke")
+        yield
+
+    monkeypatch.setattr(handlers, "sample", failing_sample)
+    with pytest.raises(Exception) as error:
+        client.predict(**dict(FILL, template="To be, or ___ to be"), api_name="/infill")
+    assert "the app failed on this input (RuntimeError: the sampler broke)" in str(error.value)
