@@ -58,10 +58,12 @@ class Keeper:
             self.plays = [self.casts.chosen(self.given_speakers(row)) for row in range(canvas.size(0))]
 
     def given_speakers(self, row: int) -> list[str]:
-        """The speakers named by the headings of a row's given text (its whole lines)."""
+        """The speakers named by the headings of a row's given text: its whole lines, and a line whose given start is
+        a heading before masks ("ROMEO:" and no line break), which no speech line may start with."""
         ids, given = self.canvas[row].tolist(), self.given[row].tolist()
         text = "".join(self.vocab[i] if g and i < len(self.vocab) else "\0" for i, g in zip(ids, given, strict=True))
-        return [line[:-1] for line in text.split("\n") if "\0" not in line and is_heading(line)]
+        starts = (line.split("\0")[0] for line in text.split("\n"))  # each line's given characters before a mask
+        return [start[:-1] for start in starts if is_heading(start)]
 
     def rules(self) -> tuple[str, ...]:
         """The options whose rules it keeps."""
