@@ -8,13 +8,17 @@ temperature 1 (it continues a prompt and refuses a template in one line).
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from mdlm_hf.checks import check_seed
 from mdlm_hf.model import MDLM
 from mdlm_hf.pipeline import END_AT, ended, prompt_canvas, sample, text_to_canvas, unseen_prompt_note
 from mdlm_hf.sampling.options import OPTION_SPECS, SamplerOptions
+from mdlm_hf.sampling.state import SamplerState
+from mdlm_hf.streaming import TerminalStreamer, streamed
 
 FLAG_ALIASES = {"num_steps": ("--steps",)}  # the shorter flags the CLI has always had
 # the shipped model, where a checkout of the repository has it (whatever the current directory)
@@ -79,6 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--show-steps", action="store_true", help="print every intermediate canvas")
     parser.add_argument(
+        "--live",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="draw each draft over the last as it is written (default: where the output is a terminal)",
+    )
+    parser.add_argument(
         "--exact", action="store_true", help="sample with the exact fp32 model (default: the fast path, mdlm_hf.fast)"
     )
     add_option_flags(parser)
@@ -114,25 +124,44 @@ def main(argv: list[str] | None = None) -> None:
         else:
             canvas = prompt_canvas(model, args.prompt, args.length)
         runs = sample(model, canvas, seed=args.seed, lexicon=args.lexicon, casts=args.casts, **overrides)
-        for state in runs:
-            note = unseen_prompt_note(state, len(args.prompt)) if state.step == 0 and args.template is None else None
-            if note:
-                print(f"note: {note}", file=sys.stderr)
-            if args.show_steps:
-                print(f"--- step {state.step}/{state.num_steps} ---")
-            if args.show_steps and not state.done:
-                print(model.tokenizer.decode(state.tokens[0]))
-            elif state.done:
-                if state.word_fallbacks is not None and int(state.word_fallbacks[0]):
-                    print(
-                        f"note: {int(state.word_fallbacks[0])} characters fell back to the model's own draw, "
-                        "where no character kept the rules (real_words, keep_cast)",
-                        file=sys.stderr,
-                    )
-                text = model.tokenizer.decode(state.tokens[0])
-                print(text if args.template is not None else ended(text, len(args.prompt), args.end_at))
+        live = sys.stdout.isatty() and not args.show_steps if args.live is None else args.live
+        last = write(model, noted(runs, args), args, live)
+        if last.word_fallbacks is not None and int(last.word_fallbacks[0]):
+            print(
+                f"note: {int(last.word_fallbacks[0])} characters fell back to the model's own draw, "
+                "where no character kept the rules (real_words, keep_cast)",
+                file=sys.stderr,
+            )
     except (ValueError, OSError) as error:  # bad input or an unreachable model: one clear line
         sys.exit(f"error: {error}")
+
+
+def noted(runs: Iterator[SamplerState], args: argparse.Namespace) -> Iterator[SamplerState]:
+    """The run's states, saying first how much of a long prompt the model reads."""
+    for state in runs:
+        note = unseen_prompt_note(state, len(args.prompt)) if state.step == 0 and args.template is None else None
+        if note:
+            print(f"note: {note}", file=sys.stderr)
+        yield state
+
+
+def write(model: MDLM, runs: Iterator[SamplerState], args: argparse.Namespace, live: bool) -> SamplerState:
+    """Prints the text (live: each draft over the last, as a streamer draws them; --show-steps: every canvas);
+    returns the run's last state."""
+    start = 0 if args.template is not None else len(args.prompt)
+    last: list[SamplerState] = []
+    states = (last.append(state) or state for state in runs)
+    finish = functools.partial(ended, start=start, end_at="length" if args.template is not None else args.end_at)
+    if live:
+        streamed(model.tokenizer, states, TerminalStreamer(model.tokenizer), start, finish)
+        return last[-1]
+    for state in states:
+        if args.show_steps:
+            print(f"--- step {state.step}/{state.num_steps} ---")
+        if args.show_steps and not state.done:
+            print(model.tokenizer.decode(state.tokens[0]))
+    print(finish(model.tokenizer.decode(last[-1].tokens[0])))
+    return last[-1]
 
 
 if __name__ == "__main__":

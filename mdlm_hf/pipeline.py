@@ -7,6 +7,8 @@ name, plus `seed` or `generator`: `complete(model, "ROMEO:\\n", 200, num_steps=3
 
 from __future__ import annotations
 
+import functools
+import itertools
 import os
 import warnings
 from collections.abc import Iterable, Iterator
@@ -23,6 +25,7 @@ from mdlm_hf.sampling.casts import Casts, names_a_speaker, run_casts
 from mdlm_hf.sampling.lexicon import Lexicon, run_lexicon
 from mdlm_hf.sampling.options import SamplerOptions
 from mdlm_hf.sampling.state import SamplerState, final_state
+from mdlm_hf.streaming import check_streamer, streamed
 from mdlm_hf.windows import MAX_CANVAS, check_canvas_length
 
 # where a text may end: "length" (exactly the characters asked for), or within that budget at the end of the last
@@ -153,10 +156,20 @@ def stream(
 
 
 def infill(
-    model: nn.Module, template: str, blank: str = "_", options: SamplerOptions | None = None, **overrides: Any
+    model: nn.Module,
+    template: str,
+    blank: str = "_",
+    options: SamplerOptions | None = None,
+    *,
+    streamer: Any = None,
+    **overrides: Any,
 ) -> str:
-    """The template with every `blank` character filled in; other characters stay exactly as given."""
+    """The template with every `blank` character filled in; other characters stay exactly as given (`streamer`:
+    handed each draft and the text, as transformers' streamers are, mdlm_hf.streaming)."""
     check_model(model, "infill", "template")
+    if streamer is not None:
+        check_streamer(streamer)
+        return streamed(model.tokenizer, stream(model, template, blank, options, **overrides), streamer, 0)
     return model.tokenizer.decode(final_state(stream(model, template, blank, options, **overrides)).tokens[0])
 
 
@@ -209,17 +222,24 @@ def complete(
     options: SamplerOptions | None = None,
     *,
     end_at: str = "length",
+    streamer: Any = None,
     **overrides: Any,
 ) -> str:
     """The prompt followed by `length` generated characters (with `end_at`, at most `length`, ending at a line or
-    speech end); a prompt longer than the context is kept whole, a warning says how much of it was read."""
+    speech end); a prompt longer than the context is kept whole, a warning says how much of it was read.
+    `streamer`: handed the prompt, each draft and the text, as transformers' streamers are (mdlm_hf.streaming)."""
     check_model(model, "complete", "prompt, length")
     check_end_at(end_at)
+    if streamer is not None:
+        check_streamer(streamer)
     states = sample(model, prompt_canvas(model, prompt, length), options, **overrides)
     first = next(states)
     note = unseen_prompt_note(first, len(prompt))
     if note is not None:
         warnings.warn(note, UserWarning, stacklevel=2)
+    if streamer is not None:
+        finish = functools.partial(ended, start=len(prompt), end_at=end_at)
+        return streamed(model.tokenizer, itertools.chain([first], states), streamer, len(prompt), finish)
     return ended(model.tokenizer.decode(final_state(states, first).tokens[0]), len(prompt), end_at)
 
 
@@ -229,8 +249,10 @@ def generate(
     options: SamplerOptions | None = None,
     *,
     end_at: str = "length",
+    streamer: Any = None,
     **overrides: Any,
 ) -> str:
-    """`length` characters (default: the model's block_size) from an all-mask canvas (`end_at`: as `complete`)."""
+    """`length` characters (default: the model's block_size) from an all-mask canvas (`end_at`, `streamer`: as
+    `complete`)."""
     length = model.block_size if length is None else length
-    return complete(model, "", length, options, end_at=end_at, **overrides)
+    return complete(model, "", length, options, end_at=end_at, streamer=streamer, **overrides)

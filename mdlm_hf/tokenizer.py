@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+import torch
+
 MASK_GLYPH = "█"  # how a masked position is drawn when decoding a partially denoised canvas
 
 
@@ -47,8 +49,10 @@ class CharTokenizer:
             )
         return [self.char_to_id[c] for c in text]
 
-    def decode(self, ids: Iterable[int], mask_glyph: str = MASK_GLYPH) -> str:
-        """Ids to text; [MASK] becomes `mask_glyph`."""
+    def decode(self, ids: Iterable[int] | int, mask_glyph: str = MASK_GLYPH) -> str:
+        """Ids (or one id) to text; [MASK] becomes `mask_glyph`."""
+        if isinstance(ids, int) or (isinstance(ids, torch.Tensor) and ids.dim() == 0):
+            ids = [int(ids)]  # a streamer decodes a single id too (transformers' TextStreamer at a line's end)
         out = []
         for i in ids:
             i = int(i)

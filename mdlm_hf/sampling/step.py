@@ -11,7 +11,6 @@ from mdlm_hf.sampling.keeper import Keeper
 from mdlm_hf.sampling.options import SamplerOptions
 from mdlm_hf.sampling.orders import entropy_bounded_count, reveal_order, reveal_scores, spaced_picks
 
-
 UNRANKED = -1e30  # below any log probability, above an ineligible position's -inf
 
 
