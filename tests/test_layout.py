@@ -109,7 +109,9 @@ def test_every_line_keeps_a_plays_layout_or_is_a_counted_dead_end(changes):
         assert not layout_faults(text, CASTS) or fell_back, (changes, text, layout_faults(text, CASTS))
         dead_ends += fell_back
     if changes.get("order", "word_streams") == "word_streams":  # the default order writes each line from its start
-        assert dead_ends == 0, dead_ends
+        # rarely a dead end: once in six these odds leave a speech between one speaker's two headings, or no other
+        # heading of the play that fits the room after a blank line
+        assert dead_ends <= 1, dead_ends
 
 
 @settings(max_examples=25, deadline=None)
@@ -306,3 +308,30 @@ def test_a_prompts_last_heading_chooses_the_play_with_or_without_its_line_break(
     for seed in range(4):
         state = final_state(sample(model, prompt_canvas(model, prompt, 40), seed=seed, keep_cast=True, casts=CASTS))
         assert state.plays[0] == ["york"], (prompt, state.plays)
+
+
+@pytest.mark.parametrize("last", [".", "i", "H"])
+def test_the_speech_written_last_between_two_headings_of_one_speaker_is_refused(last):
+    # a heading checked the one before it only where every character between was known: a speech written after
+    # both headings joined them ("ROSALIND: ... ROSALIND:", in the README's own sample)
+    text = list("\n\nROMEO:\nHi.\n\nROMEO:\nYes.")
+    p = text.index(last, 8)
+    rules = LineRules(CASTS, text, [False] * len(text), (False, False))
+    assert not rules.allows(p, CASTS.everyone)
+    other = list("\n\nROMEO:\nHi.\n\nNurse:\nYes.")
+    assert LineRules(CASTS, other, [False] * len(other), (False, False)).allows(p, CASTS.everyone)
+
+
+@pytest.mark.parametrize(
+    "slip,at",
+    [
+        ("\n\nYORK:\n:\n\nROMEO:\nHi.", ":\n\n"),  # a line of punctuation alone ("BOTH:" then ":")
+        ("\n\nYORK:\nGood  officer.\n\nROMEO:\nHi.", "  "),  # a double space
+        ("\n\nYORK:\nHi.\nROMAN :\nYes.", " :"),  # a heading's form with a space before its colon, in a speech
+    ],
+)
+def test_a_speech_line_that_reads_as_a_slip_is_refused(slip, at):
+    text = list(slip)
+    p = slip.index(at)
+    rules = LineRules(CASTS, text, [False] * len(text), (False, False))
+    assert not rules.allows(p, CASTS.everyone), slip

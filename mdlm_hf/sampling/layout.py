@@ -4,7 +4,8 @@ The training text lays a play out in lines of three kinds: a **heading** (`NAME:
 **speech** line, and a **blank** line. A blank line is followed by a heading, a heading by a speech line, and a
 speech line by another or by a blank line (`FOLLOWS`); a text that starts at its first character starts at a
 heading or at a capital letter, and a text's last line is never a heading. A speech line is no longer than the
-training text's longest, and does not start with a name and its colon (`YORK: datural pains`).
+training text's longest, holds a letter and no double space, and does not start with a name and its colon
+(`YORK: datural pains`, `ROMAN :`); a speech written between two headings of one speaker is refused.
 
 Each character drawn is kept among those that leave its line, and the lines on either side, a kind that fits these
 rules, known as far as the canvas knows them (a mask is unknown). Headings are kept to the cast of one play of the
@@ -28,7 +29,7 @@ FOLLOWS = {BLANK: frozenset({HEADING}), HEADING: frozenset({SPEECH}), SPEECH: fr
 START, END, ENDS_WITH_BREAK = "start", "end", "ends with a break"  # the text's edges, as a neighbouring line
 # a speech line that starts with an all-capitals name and a colon or a full stop ("YORK: datural pains", "PAROLLES."),
 # or with two capitals not yet followed by anything else: a heading run into its speech, or a stray one
-RUN_ON = re.compile(r"[A-Z][A-Z' \-&,]*[A-Z](?:[:.]|$)")
+RUN_ON = re.compile(r"[A-Z][A-Z' \-&,]*[A-Z] ?(?:[:.]|$)")  # a space before the colon too ("ROMAN :")
 
 
 @dataclass
@@ -140,6 +141,12 @@ class LineRules:
             return False
         return line.text in (self.neighbour_heading(line.start - 1, -1), self.neighbour_heading(line.end, 1))
 
+    def answers_itself(self, line: Line) -> bool:
+        """Whether a speech line lies between two headings of one speaker, every character between them known (the
+        speech written last, after both headings)."""
+        before = self.neighbour_heading(line.start - 1, -1)
+        return before is not None and before == self.neighbour_heading(line.end - 1, 1)
+
     def neighbour_heading(self, q: int, step: int) -> str | None:
         """The heading nearest position q (a line break) going `step`: the line after the nearest blank line that
         way, if every character up to it is known; None otherwise."""
@@ -172,8 +179,10 @@ class LineRules:
         text, given = line.text, self.given[line.start : line.end]
         if any(given):
             return True
-        if len(text) > self.casts.longest_line:
+        if len(text) > self.casts.longest_line or "  " in text:
             return False
+        if line.opened and line.closed and not any(c.isalpha() for c in text):
+            return False  # a line of punctuation alone ("BOTH:" and then ":")
         if (line.opened and text[:1] == " ") or (line.closed and text[-1:] == " "):
             return False
         if line.opened:
@@ -251,6 +260,8 @@ class LineRules:
             return False
         lines = [self.ending_at(p), self.starting_at(p + 1)] if chars[p] == "\n" else [self.around(p)]
         if any(line.text in self.casts.headings and self.repeats(line) for line in lines):
+            return False
+        if any(self.answers_itself(line) for line in lines if line.text and line.text not in self.casts.headings):
             return False
         if not self.spans_fit(p, plays):
             return False
