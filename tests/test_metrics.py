@@ -60,3 +60,14 @@ def test_judge_bad_arguments():
         KneserNeyJudge("abc", order=3, discount=1.5)
     with pytest.raises(ValueError):
         KneserNeyJudge("abc").perplexity("")
+
+
+def test_a_word_list_leaves_out_stray_letters_and_a_foreign_passages_words_seen_once(tmp_path):
+    # words.txt held "e", "t", "ut", "sol" and "cette": with them, "of ten err ut e sol" passed as real words
+    english = "The king is come, and a man of the king's friends is come.\nO, I am come to the king.\n" * 3
+    text = english + "Ut re sol la, cette narines dites.\nThe king's e'en come; 'tis t' the king.\n"
+    left_out = save_word_list(text, tmp_path / "words.txt")
+    kept = set(load_word_list(tmp_path / "words.txt"))
+    assert {"a", "i", "o", "king", "come", "tis", "e'en"} <= kept
+    assert not {"ut", "re", "sol", "la", "cette", "narines", "dites", "t"} & kept
+    assert left_out == 8

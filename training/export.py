@@ -13,7 +13,8 @@ directory and then swapped in, so an interrupted export never leaves a half-writ
 replaces the export directory, so that must be new, empty or an earlier export holding only the files its
 list names; anything else is refused. --data must be the text the run trained on (its tokens.json records
 the text's hash); --other-data measures the card's metrics on another text. words.txt holds every word of
-the training text: --private keeps the pushed repo private.
+the training text but stray letters and a foreign passage's words seen once
+(mdlm_hf.metrics.not_words): --private keeps the pushed repo private.
 
 The card describes the run's own data: --dataset-name, its size, --license and --language in the front
 matter (omitted when not given), the measured validation NELBO as a model-index entry, a usage example
@@ -156,10 +157,10 @@ def export_model(
         score = objective_of(model).score_label
         print(f"export: measuring the validation {score} of fp32 and bf16 weights...", flush=True)
     data = data if data is not None else describe_training_data(model, train_text, val_text)
-    model, weights_facts, nelbo = choose_weights(model, val_text, weights_dtype)
-    # what the shipped weights score (a diffusion model's ELBO, with the same masks, was measured by the choice)
+    model, weights_facts, score = choose_weights(model, val_text, weights_dtype)
+    # what the shipped weights score (their validation score, with the same masks, was measured by the choice)
     print(f"export: evaluating the {weights_facts['weights_dtype']} weights for the model card...", flush=True)
-    report = {**evaluate_model(model, val_text, ELBO_SAMPLES, nelbo=nelbo, progress=True), **weights_facts}
+    report = {**evaluate_model(model, val_text, ELBO_SAMPLES, score=score, progress=True), **weights_facts}
     print(f"export: writing {export_dir}...", flush=True)
     model = model.cpu()  # the files are written from host memory, wherever the evaluation ran
     remove_stale_staging(export_dir)
@@ -169,7 +170,8 @@ def export_model(
         card = model_card_details(model, report, run, recipe_notes, data=data, repo_id=repo_id, model_name=name)
         model.save_pretrained(staging, model_card_kwargs=card)
         write_weights(model, staging, report["weights_dtype"])
-        save_word_list(train_text, staging / "words.txt")
+        left_out = save_word_list(train_text, staging / "words.txt")
+        print(f"export: words.txt leaves out {left_out} words: stray letters, a foreign passage's (mdlm_hf.metrics)")
         write_casts(casts if casts is not None else text_casts(train_text), staging / "casts.json")
         demo = demo_metadata(model, data, val_text)
         (staging / "demo.json").write_text(json.dumps(demo, indent=2, ensure_ascii=False), encoding="utf-8")
