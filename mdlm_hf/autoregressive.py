@@ -1,4 +1,4 @@
-"""The autoregressive twin: the same network with a causal mask (`MDLM(causal=True)`), trained on the next character,
+"""The autoregressive twin: the same network with a causal mask (`MDLM(objective="ar")`), trained on the next character,
 scored exactly in one pass, and writing left to right with a key-value cache.
 
 Its input is the text shifted right by one behind a start token, [MASK]: a causal model reads no other mask, and
@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from mdlm_hf.checks import described
 from mdlm_hf.inference import check_batch_size, check_token_ids, evaluating, predictor
-from mdlm_hf.kv_cache import KVCache
+from mdlm_hf.network import KVCache
 from mdlm_hf.sampling.casts import Casts
 from mdlm_hf.sampling.drawing import capital_letters, draw_tokens
 from mdlm_hf.sampling.keeper import Keeper
@@ -168,7 +168,7 @@ def _write(
         for i in range(begin, N):
             if cache is None or cache.length == L:  # read the context afresh: the start token, then the last characters
                 window_start = max(0, i - (L - 1)) if cache is None else i - int(L * KEPT_CONTEXT)
-                cache = KVCache(len(model.blocks))
+                cache = KVCache(model.n_layer)
                 reading = shifted(tokens[:, window_start : i + 1], mask_id)  # (B, i - window_start + 1)
             else:
                 reading = tokens[:, i - 1 : i]  # (B, 1) the character written last

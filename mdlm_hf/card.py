@@ -14,7 +14,7 @@ from pathlib import Path
 REPO_URL = None  # the package has no public source repository yet: the card names it without a link
 
 MODEL_CARD_TEMPLATE = (Path(__file__).resolve().parent / "model_card.md").read_text(encoding="utf-8")
-# an autoregressive twin's card (MDLM(causal=True)): the same values, its exact NLL where the diffusion model's has
+# an autoregressive twin's card (MDLM(objective="ar")): the same values, its exact NLL where the diffusion model's has
 # the NELBO, and no infill line
 TWIN_CARD_TEMPLATE = (Path(__file__).resolve().parent / "twin_card.md").read_text(encoding="utf-8")
 TWIN_TAGS = ["autoregressive", "character-level", "mdlm"]

@@ -38,11 +38,13 @@ MASK_RATIOS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 LIKELIHOOD_OF_EITHER = ": mdlm_hf.likelihood scores either kind of model"
 
 
-def refuse_causal(model: nn.Module, what: str, instead: str = "") -> None:
-    """A ValueError when a diffusion model's computation (`what`) is asked of an autoregressive twin, whose
-    next-character predictions would give it meaningless numbers; `instead`: where the twin's own figure is."""
-    if getattr(getattr(model, "module", model), "causal", False):  # DDP wraps the model in .module
-        raise ValueError(f"{what} is a diffusion model's; an autoregressive model reads no masks{instead}")
+def refuse_one_sided(model: nn.Module, what: str, instead: str = "") -> None:
+    """A ValueError when a diffusion model's computation (`what`) is asked of a model whose objective fills no blanks
+    (the autoregressive twin), whose predictions would give it meaningless numbers; `instead`: where its own
+    figure is."""
+    objective = getattr(getattr(model, "module", model), "objective", None)  # DDP wraps the model in .module
+    if objective is not None and not objective.fills_blanks:  # a stand-in (the tests') names none
+        raise ValueError(f"{what} is a diffusion model's; {objective.title} fills no blanks{instead}")
 
 
 def sample_times(batch_size: int, generator: torch.Generator, t_min: float = 1e-3) -> torch.Tensor:
@@ -120,7 +122,7 @@ def diffusion_loss(
         raise ValueError(f"stream_share must be a number in [0, 1], got {described(stream_share)}")
     if stream_share > 0 and weighting != "uniform":
         raise ValueError(f"stream masks have no mask ratio t to weigh: use weighting='uniform', not {weighting!r}")
-    refuse_causal(model, "the diffusion loss")
+    refuse_one_sided(model, "the diffusion loss")
     B, T = tokens.shape
     t = sample_times(B, generator, t_min)  # (B,)
     mask_id = getattr(model, "module", model).mask_id  # DistributedDataParallel wraps the model in .module
@@ -129,9 +131,8 @@ def diffusion_loss(
     if num_stream_rows:  # the first rows: which rows does not matter, the batch's windows are drawn at random
         stream = stream_masks(num_stream_rows, T, generator).to(tokens.device)  # (S, T)
         is_masked = torch.cat([stream, is_masked[num_stream_rows:]])
-        t = torch.cat([stream.float().mean(dim=1).cpu(), t[num_stream_rows:]])  # their ratio, for time conditioning
         noisy = torch.where(is_masked, mask_id, tokens)
-    logits = model(noisy, t.to(tokens.device))  # (B, T, V)
+    logits = model(noisy)  # (B, T, V)
     ce = F.cross_entropy(logits.view(B * T, -1), tokens.view(-1), reduction="none").view(B, T)
     ce = ce * is_masked
     if weighting == "uniform":
@@ -170,7 +171,7 @@ def elbo(
     windows (`_elbo_nats`). Deterministic for a given generator state.
     """
     check_model(model, "elbo", "tokens")
-    refuse_causal(model, "the ELBO", LIKELIHOOD_OF_EITHER)
+    refuse_one_sided(model, "the ELBO", LIKELIHOOD_OF_EITHER)
     check_token_ids(tokens, model)
     check_batch_size(batch_size)
     check_draws(num_samples, "num_samples", "each draw is a forward pass of every block_size window of the text")
@@ -212,8 +213,7 @@ def _elbo_nats(
             num_masked = (u * n).floor().long().clamp(0, n - 1) + 1  # (b,) m in 1..n
             is_masked = random_subset_mask(len(group), n, num_masked, generator).to(device)  # (b, n)
             noisy = torch.where(is_masked, model.mask_id, x0)
-            t = (num_masked.float() / n).to(device)
-            logits = model(noisy, t)
+            logits = model(noisy)
             ce = F.cross_entropy(logits.reshape(-1, logits.size(-1)), x0.reshape(-1), reduction="none")
             ce = (ce.view_as(x0) * is_masked).sum(dim=1).double().cpu()  # (b,)
             # window NELBO = n * mean over masked; averaged over the num_samples draws
@@ -226,7 +226,7 @@ NLL_ORDERS = ("left_to_right", "confidence")
 
 def check_order(model: nn.Module, order: object) -> None:
     """A ValueError unless `model` is a diffusion model and `order` one of NLL_ORDERS."""
-    refuse_causal(model, "the reveal chain of masks", LIKELIHOOD_OF_EITHER)
+    refuse_one_sided(model, "the reveal chain of masks", LIKELIHOOD_OF_EITHER)
     if order not in NLL_ORDERS:
         raise ValueError(f"order must be one of {NLL_ORDERS}, got {described(order)}")
 
@@ -291,14 +291,14 @@ def reveal_nll(model: nn.Module, x0: torch.Tensor, order: str, bar: Any = None) 
 def reveal_nll_steps(model: nn.Module, x0: torch.Tensor, order: str) -> Iterator[torch.Tensor]:
     """`reveal_nll` one forward pass at a time: yields the (b, n) nats so far after each pass (the last: all), so a
     caller can interleave the passes with other work (the app's Score tab shares its model thread)."""
-    refuse_causal(model, "the reveal chain of masks")
+    refuse_one_sided(model, "the reveal chain of masks")
     b, n = x0.shape
     device = x0.device
     canvas = torch.full_like(x0, model.mask_id)
     rows = torch.arange(b, device=device)
     nats = torch.zeros(b, n, device=device)
     for k in range(n):
-        log_probs = model(canvas, torch.full((b,), (n - k) / n, device=device)).float().log_softmax(-1)
+        log_probs = model(canvas).float().log_softmax(-1)
         if order == "left_to_right":
             position = torch.full((b,), k, device=device)
         else:
@@ -334,7 +334,7 @@ def surprise_steps(
     check_flag(fast, "fast")
     check_context(model, context)
     context = model.block_size // 2 if context is None else context
-    refuse_causal(model, "scoring with masks", LIKELIHOOD_OF_EITHER)
+    refuse_one_sided(model, "scoring with masks", LIKELIHOOD_OF_EITHER)
     device = next(model.parameters()).device
     tokens = tokens.long().to(device)
     nats = torch.full((tokens.numel(),), float("nan"), device=device)
@@ -347,8 +347,7 @@ def surprise_steps(
                 relative = positions - start
                 canvas = window.expand(len(positions), -1).clone()  # (b, L) the characters before each, then masks
                 canvas[torch.arange(window.numel(), device=device)[None, :] >= relative[:, None]] = model.mask_id
-                t = (window.numel() - relative).float() / window.numel()  # each canvas's mask ratio
-                log_probs = forward(canvas, t).float().log_softmax(dim=-1)  # (b, L, V)
+                log_probs = forward(canvas).float().log_softmax(dim=-1)  # (b, L, V)
                 rows = torch.arange(len(positions), device=device)
                 nats[positions] = -log_probs[rows, relative, tokens[positions]]
                 yield nats.clone()
@@ -376,7 +375,7 @@ def accuracy_by_mask_ratio(
     seed: int = 0,
 ) -> list[tuple[float, float]]:
     """Share of masked characters the model's argmax gets right, for each mask ratio, on validation windows."""
-    refuse_causal(model, "accuracy by mask ratio")
+    refuse_one_sided(model, "accuracy by mask ratio")
     check_token_ids(tokens, model)
     check_draws(num_windows, "num_windows", "each window is a forward pass per mask ratio")
     check_seed(seed)
@@ -405,7 +404,7 @@ def _accuracies(
         is_masked = random_subset_mask(num_windows, L, torch.tensor([num_masked]), generator)
         noisy = torch.where(is_masked, model.mask_id, windows)
         device = next(model.parameters()).device
-        logits = model(noisy.to(device), torch.full((num_windows,), num_masked / L, device=device))
+        logits = model(noisy.to(device))
         predictions = logits.argmax(dim=-1).cpu()
         correct = (predictions == windows) & is_masked
         results.append((ratio, correct.sum().item() / is_masked.sum().item()))

@@ -21,7 +21,7 @@ import time
 import torch
 import torch.nn as nn
 
-from mdlm_hf.kv_cache import KVCache
+from mdlm_hf.network import KVCache
 from mdlm_hf.objectives import objective_of
 
 # bf16 must win by this margin: a tie is noise, and fp32 is exact
@@ -51,19 +51,19 @@ def shape_key(model: nn.Module) -> tuple:
 DECODE_TIMED = 32  # an autoregressive twin's timing: this many one-position passes with a key-value cache
 
 
-def _time_pass(model: nn.Module, tokens: torch.Tensor, t: torch.Tensor) -> float:
+def _time_pass(model: nn.Module, tokens: torch.Tensor) -> float:
     """Seconds of the work the sampler asks of `model`: one full-length pass, or for an autoregressive twin
     DECODE_TIMED one-position passes after the first, each reading its key-value cache (bf16 wins the first on
     CPUs with bf16 units and loses the second: 1.6 s against 1.2 s for 256 characters, AMD EPYC, 2 threads)."""
     if tokens.is_cuda:
         torch.cuda.synchronize()
     start = time.perf_counter()
-    if objective_of(model).causal:
-        cache = KVCache(len(model.blocks))
+    if objective_of(model).uses_kv_cache:
+        cache = KVCache(model.n_layer)
         for position in range(DECODE_TIMED):
             model(tokens[:, position : position + 1], None, cache)
     else:
-        model(tokens, t)
+        model(tokens)
     if tokens.is_cuda:
         torch.cuda.synchronize()
     return time.perf_counter() - start
@@ -74,12 +74,11 @@ def bf16_is_faster(exact: nn.Module, fast: nn.Module) -> bool:
     """Times one full-length pass of each, interleaved so that a busy machine slows both alike."""
     device = next(exact.parameters()).device
     tokens = torch.full((1, exact.block_size), exact.mask_id, device=device)
-    t = torch.ones(1, device=device)
     seconds: dict[str, list[float]] = {"exact": [], "fast": []}
     started = time.perf_counter()
     for round_ in range(TIMING_ROUNDS):
-        seconds["exact"].append(_time_pass(exact, tokens, t))
-        seconds["fast"].append(_time_pass(fast, tokens, t))
+        seconds["exact"].append(_time_pass(exact, tokens))
+        seconds["fast"].append(_time_pass(fast, tokens))
         if round_ >= 1 and time.perf_counter() - started > TIMING_BUDGET_S:
             break
     exact_s, fast_s = (statistics.median(s[1:]) for s in (seconds["exact"], seconds["fast"]))

@@ -1,16 +1,12 @@
-"""The transformer's layers: rotary attention (bidirectional, or causal with a key-value cache), MLP, block, and
-the mask ratio's embedding; `mdlm_hf.model.MDLM` stacks them.
+"""The transformer's layers: rotary attention (with the mask a pass is given, and a key-value cache), the ReLU^2 MLP
+and the pre-norm block; mdlm_hf/network.py stacks them. Only torch is imported here.
 """
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-
-from mdlm_hf.kv_cache import LayerCache
 
 
 class RotaryEmbedding(nn.Module):
@@ -41,9 +37,25 @@ class RMSNorm(nn.RMSNorm):
         return F.rms_norm(x.float(), self.normalized_shape, weight, self.eps).type_as(x)
 
 
-def make_norm(kind: str, n_embd: int) -> nn.Module:
-    """The norm a config names: RMSNorm (computed in fp32) or LayerNorm."""
-    return RMSNorm(n_embd) if kind == "rmsnorm" else nn.LayerNorm(n_embd)
+class LayerCache:
+    """One layer's keys and values (B, nh, T, hd) of the positions a causal pass has read so far."""
+
+    def __init__(self) -> None:
+        self.keys: torch.Tensor | None = None
+        self.values: torch.Tensor | None = None
+
+    @property
+    def length(self) -> int:
+        """Positions read so far."""
+        return 0 if self.keys is None else self.keys.size(-2)
+
+    def extend(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Appends the new positions' keys and values; returns all of them so far."""
+        if self.keys is None:
+            self.keys, self.values = k, v
+        else:
+            self.keys, self.values = torch.cat((self.keys, k), dim=-2), torch.cat((self.values, v), dim=-2)
+        return self.keys, self.values
 
 
 # bf16 on a CPU at the sampler's sizes: two batched matmuls and a softmax beat SDPA's flash kernel; in fp32 the fused
@@ -58,132 +70,102 @@ def uses_plain_attention(q: torch.Tensor) -> bool:
     return q.dtype == torch.bfloat16 and q.device.type == "cpu" and B * nh * T * T <= PLAIN_ATTENTION_MAX_SCORES
 
 
-def plain_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool = False) -> torch.Tensor:
-    """softmax(q k^T / sqrt(hd)) v for (B, nh, T, hd) tensors, `is_causal` as SDPA's: its maths, unfused."""
+def plain_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    is_causal: bool = False,
+    attn_mask: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """softmax(q k^T / sqrt(hd)) v for (B, nh, T, hd) tensors, `is_causal` and a bool `attn_mask` as SDPA's: its
+    maths, unfused."""
     scores = (q * q.size(-1) ** -0.5) @ k.transpose(-2, -1)  # (B, nh, T, T)
     if is_causal:
         T = q.size(-2)
         scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
+    if attn_mask is not None:
+        scores = scores.masked_fill(~attn_mask, float("-inf"))
     return scores.softmax(dim=-1) @ v  # (B, nh, T, hd)
 
 
 class SelfAttention(nn.Module):
-    """Multi-head self-attention: every position sees the whole canvas, or with `causal` the positions up to its own."""
+    """Multi-head self-attention with RMS-normalised queries and keys, under the mask each pass is given."""
 
-    def __init__(
-        self,
-        n_embd: int,
-        n_head: int,
-        dropout: float,
-        rotary: RotaryEmbedding | None,
-        qk_norm: bool = False,
-        causal: bool = False,
-    ) -> None:
+    def __init__(self, n_embd: int, n_head: int, dropout: float, rotary: RotaryEmbedding) -> None:
         super().__init__()
         self.n_head = n_head
-        self.causal = causal
         self.qkv = nn.Linear(n_embd, 3 * n_embd, bias=False)
         # QK-norm: unit-RMS queries and keys keep attention logits bounded at high learning rates
-        self.q_norm = RMSNorm(n_embd // n_head) if qk_norm else None
-        self.k_norm = RMSNorm(n_embd // n_head) if qk_norm else None
+        self.q_norm = RMSNorm(n_embd // n_head)
+        self.k_norm = RMSNorm(n_embd // n_head)
         self.proj = nn.Linear(n_embd, n_embd, bias=False)
         self.proj.is_residual_projection = True
         self.dropout = dropout
         self.resid_dropout = nn.Dropout(dropout)
         self.rotary = rotary
 
-    def forward(self, x: torch.Tensor, cache: LayerCache | None = None) -> torch.Tensor:
-        """Attention over x (B, T, C); with `cache`, after the keys and values it holds, which it then extends."""
+    def forward(
+        self,
+        x: torch.Tensor,
+        cache: LayerCache | None = None,
+        is_causal: bool = False,
+        attn_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Attention over x (B, T, C); each position sees every other, or with `is_causal` those up to its own, or
+        where the bool `attn_mask` (T, T) is True. With `cache`, after the keys and values it holds, which it then
+        extends."""
         B, T, C = x.shape
         start = 0 if cache is None else cache.length  # the position of x's first row
         q, k, v = self.qkv(x).split(C, dim=2)  # 3 x (B, T, C)
         q, k, v = (z.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for z in (q, k, v))  # (B, nh, T, hd)
-        if self.q_norm is not None:
-            q, k = self.q_norm(q), self.k_norm(k)
-        if self.rotary is not None:
-            q, k = self.rotary(q, start), self.rotary(k, start)
+        q, k = self.q_norm(q), self.k_norm(k)
+        q, k = self.rotary(q, start), self.rotary(k, start)
         if cache is not None:
             k, v = cache.extend(k, v)  # (B, nh, start + T, hd)
         # one new position after a cached prefix sees it all; SDPA's causal mask is right only from position 0
-        is_causal = self.causal and T > 1
+        is_causal = is_causal and T > 1
         if self.training or not uses_plain_attention(q):
             dropout = self.dropout if self.training else 0.0
-            y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=is_causal)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p=dropout, is_causal=is_causal)
         else:
-            y = plain_attention(q, k, v, is_causal)
+            y = plain_attention(q, k, v, is_causal, attn_mask)
         y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, C)
         return self.resid_dropout(self.proj(y))
 
 
-def mlp_hidden(n_embd: int, kind: str) -> int:
-    """SwiGLU has two input matrices, so its hidden width is 2/3 of 4*C to keep the parameter count."""
-    return 64 * math.ceil(8 * n_embd / 3 / 64) if kind == "swiglu" else 4 * n_embd
-
-
 class MLP(nn.Module):
-    """Position-wise feed-forward: GELU (GPT-2), ReLU^2 (modded-nanoGPT) or SwiGLU (LLaMA) at equal parameters."""
+    """Position-wise feed-forward with ReLU^2 (modded-nanoGPT), 4x wide."""
 
-    def __init__(self, n_embd: int, dropout: float, kind: str = "gelu") -> None:
+    def __init__(self, n_embd: int, dropout: float) -> None:
         super().__init__()
-        self.kind = kind
-        hidden = mlp_hidden(n_embd, kind)
-        self.fc = nn.Linear(n_embd, 2 * hidden if kind == "swiglu" else hidden, bias=False)
-        self.proj = nn.Linear(hidden, n_embd, bias=False)
+        self.fc = nn.Linear(n_embd, 4 * n_embd, bias=False)
+        self.proj = nn.Linear(4 * n_embd, n_embd, bias=False)
         self.proj.is_residual_projection = True
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x (B, T, C) through the position-wise feed-forward."""
-        h = self.fc(x)  # (B, T, H) or (B, T, 2H) for SwiGLU
-        if self.kind == "swiglu":
-            gate, value = h.chunk(2, dim=-1)
-            h = F.silu(gate) * value
-        elif self.kind == "relu2":
-            h = F.relu(h).square()
-        else:
-            h = F.gelu(h)
+        h = F.relu(self.fc(x)).square()  # (B, T, 4C)
         return self.dropout(self.proj(h))  # (B, T, C)
 
 
 class Block(nn.Module):
-    """Pre-norm transformer block."""
+    """Pre-norm transformer block: RMSNorm, attention, RMSNorm, MLP, each added to the residual stream."""
 
-    def __init__(
+    def __init__(self, n_embd: int, n_head: int, dropout: float, rotary: RotaryEmbedding) -> None:
+        super().__init__()
+        self.ln_1 = RMSNorm(n_embd)
+        self.attn = SelfAttention(n_embd, n_head, dropout, rotary)
+        self.ln_2 = RMSNorm(n_embd)
+        self.mlp = MLP(n_embd, dropout)
+
+    def forward(
         self,
-        n_embd: int,
-        n_head: int,
-        dropout: float,
-        rotary: RotaryEmbedding | None,
-        norm: str = "layernorm",
-        mlp: str = "gelu",
-        qk_norm: bool = False,
-        causal: bool = False,
-    ) -> None:
-        super().__init__()
-        self.ln_1 = make_norm(norm, n_embd)
-        self.attn = SelfAttention(n_embd, n_head, dropout, rotary, qk_norm, causal)
-        self.ln_2 = make_norm(norm, n_embd)
-        self.mlp = MLP(n_embd, dropout, mlp)
-
-    def forward(self, x: torch.Tensor, cache: LayerCache | None = None) -> torch.Tensor:
-        """One pre-norm residual block: attention, then MLP."""
-        x = x + self.attn(self.ln_1(x), cache)
+        x: torch.Tensor,
+        cache: LayerCache | None = None,
+        is_causal: bool = False,
+        attn_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """One pre-norm residual block over x (B, T, C): attention under the pass's mask, then MLP."""
+        x = x + self.attn(self.ln_1(x), cache, is_causal, attn_mask)
         return x + self.mlp(self.ln_2(x))
-
-
-class TimeEmbedding(nn.Module):
-    """Sinusoidal features of the mask ratio t, then an MLP; only used when time conditioning is on."""
-
-    def __init__(self, n_embd: int, n_freq: int = 64) -> None:
-        super().__init__()
-        self.n_freq = n_freq
-        self.mlp = nn.Sequential(nn.Linear(2 * n_freq, n_embd), nn.SiLU(), nn.Linear(n_embd, n_embd))
-
-    def forward(self, t: torch.Tensor) -> torch.Tensor:
-        """Features (B, C) of the mask ratio t (B,)."""
-        # angles reach 1000 rad, so they are computed in fp32 on every call (a bf16 buffer, as in the fast path's
-        # copy, would be off by radians); the features then take the MLP's dtype
-        freqs = torch.exp(-math.log(1000.0) * torch.arange(self.n_freq, device=t.device) / self.n_freq)
-        angles = 1000.0 * t[:, None].float() * freqs[None, :]  # (B, n_freq)
-        features = torch.cat([angles.sin(), angles.cos()], dim=-1).to(self.mlp[0].weight.dtype)
-        return self.mlp(features)  # (B, C)

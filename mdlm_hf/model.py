@@ -1,26 +1,20 @@
-"""The denoiser: a bidirectional transformer that predicts the clean character at every position.
-
-The model stacks mdlm_hf/layers.py's blocks (rotary attention, MLP) and is also a `PyTorchModelHubMixin`, so
-`save_pretrained` / `from_pretrained` / `push_to_hub` just work. Its text methods (generate, complete, infill,
-stream) are thin wrappers over mdlm_hf.pipeline, rewrite over mdlm_hf.rewriting.
-
-With `causal=True` the same network is the autoregressive twin (mdlm_hf/autoregressive.py): each position sees
-only those before it and predicts the next character, and a `KVCache` keeps the keys and values of what it has read.
-What else differs between the two kinds lives in mdlm_hf/objectives.py; saving and loading weights in mdlm_hf/hub.py.
+"""MDLM: the model a user loads, saves and writes with. It is the network (mdlm_hf/network.py, whose weights it
+holds under their own names), its objective's entry (mdlm_hf/objectives.py: the attention mask the network runs
+under, the loss, the score, the writer), Hub loading and saving (mdlm_hf/hub.py, through `PyTorchModelHubMixin`, so
+`save_pretrained` / `from_pretrained` / `push_to_hub` just work), and the text methods (generate, complete, infill,
+stream: thin wrappers over mdlm_hf.pipeline; rewrite over mdlm_hf.rewriting).
 """
 
 from __future__ import annotations
 
 import inspect
 import json
-import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn as nn
 from huggingface_hub import ModelCard, ModelCardData, PyTorchModelHubMixin, hf_hub_download
 
 from mdlm_hf import pipeline, rewriting
@@ -38,37 +32,42 @@ from mdlm_hf.hub import (
     save_weights,
 )
 from mdlm_hf.inference import check_token_ids
-from mdlm_hf.kv_cache import KVCache
-from mdlm_hf.layers import Block, RotaryEmbedding, TimeEmbedding, make_norm, mlp_hidden
-from mdlm_hf.objectives import objective_of
+from mdlm_hf.network import KVCache, Network, NetworkConfig
+from mdlm_hf.objectives import Objective, objective_for_config, objective_named
 from mdlm_hf.sampling.options import SamplerOptions
 from mdlm_hf.sampling.state import SamplerState
 from mdlm_hf.tokenizer import CharTokenizer
 
-MLP_KINDS = ("gelu", "relu2", "swiglu")
-NORM_KINDS = ("layernorm", "rmsnorm")
 # bounds on a config, so a malformed or hostile config.json is refused before anything is allocated
 CONFIG_LIMITS = {"n_layer": 64, "n_head": 8192, "n_embd": 8192, "block_size": 65536}
 CASTS_FILE = "casts.json"  # beside the weights: each play's speakers (training/casts.py writes it)
 WORD_LIST_FILE = "words.txt"  # beside the weights: the training text's words (training/export.py writes it)
 MAX_VALUES = 2**30  # parameters and position tables together: 4 GiB in fp32
+# keys earlier versions wrote to config.json, each at the one value this version builds, and what that is; a config
+# holding another value is refused (a model trained with it would load into the wrong network). Earlier configs'
+# "causal" names their objective (mdlm_hf.objectives.objective_for_config)
+EARLIER_KEYS = {
+    "position_encoding": ("rope", "rotary positions only"),
+    "norm": ("rmsnorm", "RMSNorm only"),
+    "mlp": ("relu2", "ReLU^2 MLPs only"),
+    "qk_norm": (True, "attention with RMS-normalised queries and keys only"),
+    "time_conditioning": (False, "no time embedding (the number of masks tells the noise level)"),
+}
 
 
 def check_config(
     vocab: object,
-    n_layer: object,
-    n_head: object,
-    n_embd: object,
-    block_size: object,
-    dropout: object,
-    position_encoding: object,
-    time_conditioning: object,
-    norm: object,
-    mlp: object,
-    qk_norm: object,
-    causal: object = False,
+    n_layer: object = 6,
+    n_head: object = 4,
+    n_embd: object = 256,
+    block_size: object = 256,
+    dropout: object = 0.0,
+    objective: object = None,
+    causal: object = None,
+    **earlier: object,
 ) -> None:
-    """Raises ValueError naming the first field of an MDLM config of the wrong type or outside its bounds."""
+    """Raises ValueError naming the first field of an MDLM config of the wrong type or outside its bounds, or an
+    earlier version's key set to what this version no longer builds (`causal`: an earlier config's objective)."""
     if not isinstance(vocab, str) or not vocab:
         raise ValueError(f"vocab must be a non-empty string of distinct characters, got {type(vocab).__name__}")
     for name, value in (("n_layer", n_layer), ("n_head", n_head), ("n_embd", n_embd), ("block_size", block_size)):
@@ -76,24 +75,19 @@ def check_config(
             raise ValueError(f"{name} must be an integer in [1, {CONFIG_LIMITS[name]}], got {described(value)}")
     if not isinstance(dropout, (int, float)) or isinstance(dropout, bool) or not 0.0 <= dropout < 1.0:
         raise ValueError(f"dropout must be a number in [0, 1), got {described(dropout)}")
-    for name, value, choices in (
-        ("position_encoding", position_encoding, ("rope", "learned")),
-        ("norm", norm, NORM_KINDS),
-        ("mlp", mlp, MLP_KINDS),
-    ):
-        if not isinstance(value, str) or value not in choices:
-            raise ValueError(f"{name} must be one of {choices}, got {described(value)}")
-    for name, value in (("time_conditioning", time_conditioning), ("qk_norm", qk_norm), ("causal", causal)):
-        if not isinstance(value, bool):
-            raise ValueError(f"{name} must be true or false, got {described(value)}")
-    if causal and time_conditioning:
-        raise ValueError("time_conditioning is for a diffusion model's mask ratio; a causal model reads no masks")
+    for name, value in earlier.items():
+        if name not in EARLIER_KEYS:
+            raise TypeError(f"MDLM() got an unexpected keyword argument {name!r}")
+        kept, what = EARLIER_KEYS[name]
+        if type(value) is not type(kept) or value != kept:  # 1 is no true, and 1.0 no "rope"
+            raise ValueError(
+                f"{name} must be {json.dumps(kept)}: this version of mdlm_hf builds {what}, got {described(value)}"
+            )
+    objective_for_config({"objective": objective, "causal": causal})
     if n_embd % n_head != 0 or (n_embd // n_head) % 2 != 0:
         raise ValueError(f"n_embd ({n_embd}) must split into n_head ({n_head}) heads of even size")
-    hidden = mlp_hidden(n_embd, mlp)
-    per_block = 4 * n_embd * n_embd + (3 if mlp == "swiglu" else 2) * hidden * n_embd
-    tables = (len(vocab) + 1) * n_embd + block_size * (n_embd if position_encoding == "learned" else n_embd // n_head)
-    values = n_layer * per_block + tables + (n_embd * n_embd if time_conditioning else 0)
+    # per block: attention's 4 C x C matrices and the MLP's two 4C x C; then the embedding and the rotary tables
+    values = n_layer * 12 * n_embd * n_embd + (len(vocab) + 1) * n_embd + block_size * (n_embd // n_head)
     if values > MAX_VALUES:
         raise ValueError(
             f"n_layer {n_layer}, n_embd {n_embd}, block_size {block_size} and a vocab of {len(vocab)} describe "
@@ -102,7 +96,7 @@ def check_config(
 
 
 class MDLM(
-    nn.Module,
+    Network,
     PyTorchModelHubMixin,
     library_name="mdlm_hf",
     repo_url=REPO_URL,
@@ -110,28 +104,16 @@ class MDLM(
     tags=["masked-diffusion", "diffusion-language-model", "character-level", "mdlm"],
     model_card_template=MODEL_CARD_TEMPLATE,
 ):
-    """Bidirectional transformer denoiser p(x_0 | x_t) over characters, with [MASK] as the last id (or, with
-    `causal`, the same network as a left-to-right model p(x_i | x_<i): the autoregressive twin).
+    """The network over characters, with [MASK] as the last id, trained for one objective: by default the masked
+    diffusion model's bidirectional denoiser p(x_0 | x_t); with objective="ar" its autoregressive twin p(x_i | x_<i).
 
-    Every `__init__` argument is JSON-safe and is written to `config.json` by `save_pretrained`:
-      vocab              the characters the model knows, in id order; [MASK] is id len(vocab)
-      n_layer, n_head    depth and number of attention heads
-      n_embd             width of the residual stream
-      block_size         longest canvas the model accepts
-      dropout            dropout in attention and MLP (0 for the small-data, short-training regime)
-      position_encoding  "rope" (rotary, relative) or "learned" (absolute table, as in GPT-2)
-      time_conditioning  feed the mask ratio t to the network; off by default as in MDLM, since the
-                         number of masks already tells the model the noise level, and then an
-                         unchanged canvas gives unchanged logits (which lets the sampler skip passes)
-      norm               "layernorm" (GPT-2) or "rmsnorm" (no mean, no bias: cheaper, as in LLaMA)
-      mlp                "gelu", "relu2" (squared ReLU) or "swiglu", all at about 8*C^2 parameters
-      qk_norm            RMS-normalise queries and keys per head before RoPE
-      causal             the autoregressive twin: each position sees those before it and predicts the next
-                         character; its input starts with [MASK] as the "nothing read yet" token, so a window
-                         of block_size scores block_size characters (mdlm_hf/autoregressive.py). False: the
-                         bidirectional denoiser, [MASK] marking the characters to predict
-    norm, mlp, qk_norm and causal default to the first shipped model's choices: older config.json files load as saved.
-    A config of the wrong types or beyond CONFIG_LIMITS / MAX_VALUES is a ValueError naming the field.
+    Every `__init__` argument is JSON-safe and is written to `config.json` by `save_pretrained`: `vocab`, the
+    characters in id order ([MASK] is id len(vocab)); the network's shape, `n_layer`, `n_head`, `n_embd`,
+    `block_size` and `dropout` (mdlm_hf.network.NetworkConfig, whose defaults are training's); and `objective`, the
+    name of its entry in mdlm_hf.objectives.OBJECTIVES (None: "diffusion"). `earlier`: the keys an earlier version's
+    config.json holds (EARLIER_KEYS at the values this version builds, and "causal", which named the objective before
+    "objective" did), so those files load as saved. A config of the wrong types or beyond CONFIG_LIMITS / MAX_VALUES
+    is a ValueError naming the field, raised before anything is allocated.
 
     The model card's front matter names no license: the weights' terms are their trainer's, and an export
     states them (training/export.py --license).
@@ -141,54 +123,30 @@ class MDLM(
         self,
         vocab: str,
         n_layer: int = 6,
-        n_head: int = 6,
-        n_embd: int = 384,
+        n_head: int = 4,
+        n_embd: int = 256,
         block_size: int = 256,
         dropout: float = 0.0,
-        position_encoding: str = "rope",
-        time_conditioning: bool = False,
-        norm: str = "layernorm",
-        mlp: str = "gelu",
-        qk_norm: bool = False,
-        causal: bool = False,
+        objective: str | None = None,
+        **earlier: Any,
     ) -> None:
-        super().__init__()
-        check_config(
-            vocab,
-            n_layer,
-            n_head,
-            n_embd,
-            block_size,
-            dropout,
-            position_encoding,
-            time_conditioning,
-            norm,
-            mlp,
-            qk_norm,
-            causal,
-        )
-        self.tokenizer = CharTokenizer(vocab)
+        check_config(vocab, n_layer, n_head, n_embd, block_size, dropout, objective, **earlier)
+        tokenizer = CharTokenizer(vocab)
+        super().__init__(NetworkConfig(tokenizer.vocab_size, block_size, n_layer, n_head, n_embd, dropout))
+        self.tokenizer = tokenizer
         self.mask_id = self.tokenizer.mask_id
         self.vocab_size = self.tokenizer.vocab_size
-        self.block_size = block_size
-        self.time_conditioning = time_conditioning
-        self.causal = causal
-
-        rotary = RotaryEmbedding(n_embd // n_head, block_size) if position_encoding == "rope" else None
-        self.token_embedding = nn.Embedding(self.vocab_size, n_embd)
-        self.position_embedding = nn.Embedding(block_size, n_embd) if position_encoding == "learned" else None
-        self.time_embedding = TimeEmbedding(n_embd) if time_conditioning else None
-        self.dropout = nn.Dropout(dropout)
-        self.blocks = nn.ModuleList(
-            [Block(n_embd, n_head, dropout, rotary, norm, mlp, qk_norm, causal) for _ in range(n_layer)]
-        )
-        self.ln_f = make_norm(norm, n_embd)
-        self.lm_head = nn.Linear(n_embd, self.vocab_size, bias=False)
-        self.lm_head.weight = self.token_embedding.weight  # weight tying
-        self.n_layer = n_layer
-        self.apply(self._init_weights)
+        self.objective_name = objective_for_config({"objective": objective, "causal": earlier.get("causal")}).name
+        # what save_pretrained writes: this version's keys, whatever an earlier config.json held
+        shape = dict(n_layer=n_layer, n_head=n_head, n_embd=n_embd, block_size=block_size, dropout=dropout)
+        self._hub_mixin_config = {"vocab": vocab, **shape, "objective": self.objective_name}
         self._fast_path = FastPath()  # a plain attribute: the bf16 copy stays out of state_dict
         self.fast = False  # from_pretrained turns it on
+
+    @property
+    def objective(self) -> Objective:
+        """Its objective's entry in mdlm_hf.objectives.OBJECTIVES, looked up when asked."""
+        return objective_named(self.objective_name)
 
     @property
     def fast(self) -> bool:
@@ -201,49 +159,19 @@ class MDLM(
             raise ValueError(f"fast must be True or False, got {described(value)}")
         self._fast = value
 
-    def _init_weights(self, module: nn.Module) -> None:
-        if isinstance(module, nn.Linear):
-            # GPT-2: residual projections scaled down so the residual stream's variance stays put with depth
-            std = 0.02 / math.sqrt(2 * self.n_layer) if getattr(module, "is_residual_projection", False) else 0.02
-            nn.init.normal_(module.weight, mean=0.0, std=std)
-            if module.bias is not None:
-                nn.init.zeros_(module.bias)
-        elif isinstance(module, nn.Embedding):
-            nn.init.normal_(module.weight, mean=0.0, std=0.02)
-
-    def num_parameters(self) -> int:
-        """Number of distinct parameters (tied weights counted once)."""
-        return sum(p.numel() for p in self.parameters())
-
     def forward(
         self, tokens: torch.Tensor, t: torch.Tensor | None = None, cache: KVCache | None = None
     ) -> torch.Tensor:
-        """Logits (B, T, V) of x_0 given the noisy canvas `tokens` (B, T); [MASK] gets -inf. A causal model: of the
-        character after each position, given `tokens` (after what `cache` holds, which this pass extends)."""
+        """Logits (B, T, V), fp32, of what its objective predicts from `tokens` (B, T) under the attention mask its
+        objective names: for a diffusion model x_0 given the noisy canvas, for the twin the character after each
+        position (after what `cache` holds, which this pass extends). [MASK] gets -inf. `t`, each row's mask ratio
+        (B,), may be passed by a caller that knows it; the network reads the noise level from the masks themselves."""
         # type, rank and device, not the ids: reading them back would stall a GPU at every training step
         check_token_ids(tokens, self, "tokens", dims=(2,), masks=True, values=False, same_device=True)
-        B, T = tokens.shape
-        start = 0
-        if cache is not None:
-            if not self.causal:
-                raise ValueError("a KVCache is for a causal model: a diffusion model's positions all see each other")
-            start = cache.length
-            if start and T > 1:
-                raise ValueError("after a cached prefix a causal model reads one position a pass")
-        if start + T > self.block_size:
-            raise ValueError(f"canvas length {start + T} exceeds the model's block_size {self.block_size}")
-        x = self.token_embedding(tokens)  # (B, T, C)
-        if self.position_embedding is not None:
-            x = x + self.position_embedding(torch.arange(start, start + T, device=tokens.device))  # (T, C) broadcast
-        if self.time_embedding is not None:
-            if t is None:
-                raise ValueError("this model is time-conditioned: pass the mask ratio t of shape (B,)")
-            x = x + self.time_embedding(t)[:, None, :]  # (B, 1, C) broadcast over positions
-        x = self.dropout(x)
-        for i, block in enumerate(self.blocks):
-            x = block(x, None if cache is None else cache.layers[i])
-        logits = self.lm_head(self.ln_f(x)).float()  # (B, T, V)
-        # the clean text never contains [MASK] (a causal model's start token), so the model can never predict it
+        objective = self.objective
+        attn_mask = None if objective.attn_mask is None else objective.attn_mask(tokens.size(1), tokens.device)
+        logits = super().forward(tokens, cache, is_causal=objective.is_causal, attn_mask=attn_mask).float()
+        # the clean text never contains [MASK] (the twin's start token), so the model can never predict it
         logits[..., self.mask_id] = float("-inf")
         return logits
 
@@ -297,7 +225,7 @@ class MDLM(
         `card_data` over it (license, language, datasets, model_name and eval_results: what a training run knows),
         and the template (mdlm_hf.card; an autoregressive twin's own, with its tags) filled with `kwargs`."""
         info = self._hub_mixin_info
-        objective = objective_of(self)
+        objective = self.objective
         tags = {"tags": list(objective.card_tags)} if objective.card_tags else {}
         data = ModelCardData(**{**info.model_card_data.to_dict(), **tags, **(card_data or {})})
         return ModelCard.from_template(
@@ -407,5 +335,7 @@ class MDLM(
 
 
 def config_keys() -> set[str]:
-    """The keys a config.json may hold: MDLM's arguments."""
-    return set(inspect.signature(MDLM.__init__).parameters) - {"self"}
+    """The keys a config.json may hold: MDLM's named arguments, and those an earlier version wrote."""
+    parameters = inspect.signature(MDLM.__init__).parameters.values()
+    named = {p.name for p in parameters if p.kind is p.POSITIONAL_OR_KEYWORD} - {"self"}
+    return named | set(EARLIER_KEYS) | {"causal"}

@@ -1,12 +1,14 @@
-"""The kinds of model this package trains, and everything one kind does differently from another.
+"""The kinds of model this package trains, and everything one kind does differently from another: an `Objective`
+entry each in OBJECTIVES, the one place that knows which kind a model is.
 
-A masked diffusion model (MDLM) and its autoregressive twin are the same network (mdlm_hf/model.py); only the
-attention mask differs (`causal`, mdlm_hf/layers.py). Everything else that differs lives here, one `Objective` each:
-the training loss, the score checkpoints are chosen by, the exact likelihood, the sampler core that writes, which
-sampler options it takes, and the card's wording. The rest of the code asks `objective_of(model)` once and uses
-what its entry holds.
+A masked diffusion model (MDLM) and its autoregressive twin are the same network (mdlm_hf/network.py); what differs
+is its entry: the attention mask the network runs under, the training loss, the score checkpoints are chosen by, the
+exact likelihood, the sampler core that writes, which sampler options it takes, and the card's wording. The rest of
+the code asks `objective_of(model)` and uses what the entry holds, never which entry it is.
 
-A third kind (say, block diffusion) is one more entry in OBJECTIVES: its loss, its writer, its likelihood.
+Another kind (block diffusion, say) is one more entry, with its loss and writer in a module of their own, added by
+`register_objective`: training, evaluation, export, the card, `from_pretrained` and the app read OBJECTIVES when
+they run, so they take it.
 """
 
 from __future__ import annotations
@@ -24,14 +26,21 @@ from mdlm_hf.sampling.loop import write_by_denoising
 from mdlm_hf.sampling.options import STUDIED_OPTIONS, SamplerOptions
 
 
+def no_figures(model: nn.Module, tokens: torch.Tensor, num_samples: int, seed: int) -> dict:
+    """An objective's report beyond its score, exact NLL and samples: nothing more."""
+    return {}
+
+
 @dataclass(frozen=True)
 class Objective:
-    """One kind of model: what it is trained on, how it is scored, and how it writes."""
+    """One kind of model: the mask its network reads under, what it is trained on, how it is scored and how it
+    writes."""
 
-    name: str  # training's --objective, and what metrics.json records
-    causal: bool  # its network's attention mask: each position sees those before it only
+    name: str  # config.json's "objective", training's --objective, and what metrics.json records
     title: str  # what the card and the command lines call it
+    is_causal: bool  # its network's attention: each position sees those up to its own (SDPA's is_causal)
     fills_blanks: bool  # whether it can fill masks with text after them (infill, rewrite, a reveal chain)
+    uses_kv_cache: bool  # its writer reads one position a pass after a key-value cache (the fast path times that)
     score: str  # the validation score checkpoints are chosen by, as history and metrics keys name it
     score_label: str  # that score as a line prints it
     nll_orders: tuple[str, ...]  # the orders its exact likelihood can be taken in
@@ -50,8 +59,17 @@ class Objective:
     default_options: Callable[[], SamplerOptions]  # what a run starts from
     accepted_options: tuple[str, ...]  # the options a run may change from default_options()
     recorded_options: tuple[str, ...]  # the defaults a card records beside its samples
-    card_template: str | None  # None: the model class's own (mdlm_hf/model_card.md)
-    card_tags: tuple[str, ...] | None  # None: the model class's own
+    # or, where neither every position nor is_causal says it: attn_mask(T, device) -> (T, T) bool, True where row i
+    # may see column j
+    attn_mask: Callable[[int, torch.device], torch.Tensor] | None = None
+    # training's settings (training/flags.py) its loss and score read besides the batch: a run of another objective
+    # leaves them at their defaults, and the card's recipe names them only for a run of this one
+    settings: tuple[str, ...] = ()
+    # figures(model, tokens (n,) of the validation split, num_samples, seed) -> what its report (metrics.json, the
+    # card) holds besides the score, the exact NLL and the samples
+    figures: Callable[[nn.Module, torch.Tensor, int, int], dict] = no_figures
+    card_template: str | None = None  # None: the model class's own (mdlm_hf/model_card.md)
+    card_tags: tuple[str, ...] | None = None  # None: the model class's own
 
 
 def _diffusion_validation(
@@ -59,6 +77,12 @@ def _diffusion_validation(
 ) -> float:
     """The negative ELBO, nats per character (`mdlm_hf.diffusion.elbo`)."""
     return diffusion.elbo(model, tokens, num_samples, generator).nats_per_char
+
+
+def _diffusion_figures(model: nn.Module, tokens: torch.Tensor, num_samples: int, seed: int) -> dict:
+    """The ELBO's mask draws per window, and masked-token accuracy by mask ratio."""
+    accuracy = diffusion.accuracy_by_mask_ratio(model, tokens, seed=seed)
+    return {"elbo_mask_samples_per_window": num_samples, "accuracy_by_mask_ratio": accuracy}
 
 
 def _twin_loss(model: nn.Module, tokens: torch.Tensor, generator: torch.Generator, *_: object) -> torch.Tensor:
@@ -88,9 +112,10 @@ def _twin_surprise_steps(
 
 DIFFUSION = Objective(
     name="diffusion",
-    causal=False,
     title="a masked diffusion language model",
+    is_causal=False,
     fills_blanks=True,
+    uses_kv_cache=False,
     score="nelbo",
     score_label="NELBO",
     nll_orders=diffusion.NLL_ORDERS,
@@ -104,15 +129,16 @@ DIFFUSION = Objective(
     default_options=SamplerOptions,
     accepted_options=tuple(f.name for f in fields(SamplerOptions)),
     recorded_options=STUDIED_OPTIONS,
-    card_template=None,
-    card_tags=None,
+    settings=("loss_weighting", "t_min", "stream_masks", "eval_samples"),
+    figures=_diffusion_figures,
 )
 
 AUTOREGRESSIVE = Objective(
     name="ar",
-    causal=True,
     title="the autoregressive twin of a masked diffusion language model",
+    is_causal=True,
     fills_blanks=False,
+    uses_kv_cache=True,
     score="nll",
     score_label="NLL",
     nll_orders=("left_to_right",),
@@ -130,35 +156,65 @@ AUTOREGRESSIVE = Objective(
     card_tags=tuple(TWIN_TAGS),
 )
 
-OBJECTIVES = {objective.name: objective for objective in (DIFFUSION, AUTOREGRESSIVE)}
+# every objective this process knows, by name: read when a choice is offered (training's --objective, a config.json)
+OBJECTIVES: dict[str, Objective] = {}
+
+
+def register_objective(objective: Objective) -> Objective:
+    """Adds `objective` to OBJECTIVES, so training, evaluation, export, loading and the app take it; a ValueError
+    where another entry has its name."""
+    if not isinstance(objective, Objective):
+        raise ValueError(f"register an Objective, got {described(objective)}")
+    if OBJECTIVES.get(objective.name, objective) is not objective:
+        raise ValueError(f"an objective named {objective.name!r} is registered already")
+    OBJECTIVES[objective.name] = objective
+    return objective
+
+
+register_objective(DIFFUSION)
+register_objective(AUTOREGRESSIVE)
 
 
 def objective_of(model: nn.Module) -> Objective:
-    """The objective `model` was built for (through DistributedDataParallel's .module too)."""
-    return objective_for_config({"causal": getattr(getattr(model, "module", model), "causal", False)})
+    """The objective `model` was built for (through DistributedDataParallel's .module too); a stand-in that names
+    none (the tests') is read as a diffusion model."""
+    return getattr(getattr(model, "module", model), "objective", DIFFUSION)
 
 
 def objective_for_config(config: dict) -> Objective:
-    """The objective of a saved model's config.json (one from before the twin has no "causal": diffusion)."""
-    causal = bool(config.get("causal", False))
-    return next(objective for objective in OBJECTIVES.values() if objective.causal == causal)
+    """The objective a model's config names: its "objective", or, in a config.json saved before that key, its
+    "causal" attention (true: the twin; absent too, saved before the twin: the diffusion model)."""
+    named, causal = config.get("objective"), config.get("causal")
+    if causal is None:
+        return objective_named(DIFFUSION.name if named is None else named)
+    if not isinstance(causal, bool):
+        raise ValueError(f"causal must be true or false, got {described(causal)}")
+    by_mask = AUTOREGRESSIVE if causal else DIFFUSION
+    if named is not None and named != by_mask.name:
+        raise ValueError(
+            f"causal {str(causal).lower()} is objective {by_mask.name!r}, but objective is {described(named)}"
+        )
+    return by_mask
 
 
 def objective_named(name: object) -> Objective:
-    """The objective training's --objective names, or a ValueError listing them."""
-    if name not in OBJECTIVES:
+    """The objective of this name in OBJECTIVES, or a ValueError listing them."""
+    if not isinstance(name, str) or name not in OBJECTIVES:
         raise ValueError(f"objective must be one of {tuple(OBJECTIVES)}, got {described(name)}")
     return OBJECTIVES[name]
 
 
 def check_twin(model: nn.Module, twin: nn.Module | None) -> None:
-    """A ValueError unless `model` is a diffusion model and `twin` None or an autoregressive model with its
-    characters, so that both write on one canvas (the app's Compare, the benchmarks)."""
-    if objective_of(model) is not DIFFUSION:
-        raise ValueError("the app's model must be a diffusion model; pass an autoregressive one as --twin")
+    """A ValueError unless `model` fills blanks (the app infills and rewrites with it) and `twin` is None or a model
+    that writes left to right only, with its characters, so that both write on one canvas (the app's Compare, the
+    benchmarks)."""
+    if not objective_of(model).fills_blanks:
+        raise ValueError("the app's model must be one that fills blanks, a diffusion model; pass this one as --twin")
     if twin is None:
         return
-    if objective_of(twin) is not AUTOREGRESSIVE:
-        raise ValueError("the twin must be an autoregressive model (MDLM with causal=True, training --objective ar)")
+    if objective_of(twin).fills_blanks:
+        raise ValueError(
+            "the twin must be a model that writes left to right (training --objective ar), not one that fills blanks"
+        )
     if twin.tokenizer.vocab != model.tokenizer.vocab:
         raise ValueError("the twin knows other characters than the model: train both on the same text")

@@ -125,8 +125,7 @@ def span_nats_steps(
             columns = left[:, None] + torch.arange(width, device=device)[None, :]  # (b, width)
             canvas = windows[which[:, None], columns]  # (b, width)
             canvas[(columns >= at[:, None]) & (columns < end - low)] = model.mask_id
-            t = (canvas == model.mask_id).float().mean(dim=1)  # each canvas's mask ratio
-            log_probs = forward(canvas, t).float().log_softmax(dim=-1)  # (b, width, V)
+            log_probs = forward(canvas).float().log_softmax(dim=-1)  # (b, width, V)
             scored = -log_probs[torch.arange(len(rows), device=device), at - left, windows[which, at]]
             nats[which.cpu(), char_of[rows].cpu()] = scored.cpu()
             yield nats.clone()

@@ -324,7 +324,7 @@ def forward_guesses(model: MDLM, line: str | None, t: float, seed: float) -> For
     t = as_float(t, "mask ratio", 0.0, 1.0)
     noisy, is_masked = mask_tokens(tokens, torch.tensor([t]), model.mask_id, generator)
     with torch.inference_mode():
-        predictions = model(noisy, is_masked.float().mean(dim=1)).argmax(dim=-1)
+        predictions = model(noisy).argmax(dim=-1)
     guesses = [model.tokenizer.vocab[i] for i in predictions[0].tolist()]
     return ForwardGuesses(line, is_masked[0].tolist(), guesses)
 

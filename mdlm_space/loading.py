@@ -88,7 +88,7 @@ def warm_up(model: MDLM) -> None:
     CPU), so that the first visitor's run does not pay for it; and the tables of its word list (real_words) and its
     casts (keep_cast), where it has them."""
     device = next(model.parameters()).device
-    model.denoise(torch.full((1, model.block_size), model.mask_id, device=device), torch.ones(1, device=device))
+    model.denoise(torch.full((1, model.block_size), model.mask_id, device=device))
     if model.word_list_file() is not None:
         model_lexicon(model).prepare()
     if model.casts_file() is not None:

@@ -26,11 +26,10 @@ def model_workload(model: torch.nn.Module) -> Callable[[], object]:
     """One sampling pass of `model` on an all-mask canvas of its context: what the probe times (a bare matrix
     product of a pass's size timed faster on two threads with a core busy, where the model's passes ran 2x slower)."""
     canvas = torch.full((1, model.block_size), model.mask_id, device=next(model.parameters()).device)
-    t = torch.ones(1, device=canvas.device)
 
     def one_pass() -> object:
         with torch.no_grad():
-            return model.denoise(canvas, t)
+            return model.denoise(canvas)
 
     return one_pass
 

@@ -103,7 +103,7 @@ def twin_dir(model_dir, tmp_path_factory):
     torch.manual_seed(1)
     config = json.loads((model_dir / "config.json").read_text())
     path = tmp_path_factory.mktemp("twin")
-    MDLM(**{**config, "causal": True}).save_pretrained(path)
+    MDLM(**{**config, "objective": "ar"}).save_pretrained(path)
     return path
 
 

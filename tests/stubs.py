@@ -11,7 +11,6 @@ class StubModel(nn.Module):
     def __init__(self, vocab_size: int, block_size: int = 64) -> None:
         super().__init__()
         self.mask_id, self.vocab_size, self.block_size = vocab_size - 1, vocab_size, block_size
-        self.time_conditioning = False
         self.anchor = nn.Parameter(torch.zeros(()))  # the sampler looks up the device of a parameter
 
     def logits_from(self, probs: torch.Tensor) -> torch.Tensor:

@@ -87,9 +87,9 @@ def test_compare_races_the_autoregressive_twin_in_a_third_column(client, model_d
     assert "keys and values cached" in frames[-1][7]
     assert "real words" in frames[-1][7] and "The autoregressive twin took 40 forward passes" in frames[-1][4]
     model, _ = loading.load_model(model_dir)
-    with pytest.raises(ValueError, match="the twin must be an autoregressive model"):
+    with pytest.raises(ValueError, match="the twin must be a model that writes left to right"):
         app.build_demo(model, twin=model)
-    with pytest.raises(ValueError, match="the app's model must be a diffusion model; pass an autoregressive one as"):
+    with pytest.raises(ValueError, match="the app's model must be one that fills blanks, a diffusion model; pass this"):
         loading.load_model(twin_dir)
     # the shipped twin goes with the shipped model only: another model has no known twin
     assert loading.default_twin("someone/another-model") == "none"

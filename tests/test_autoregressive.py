@@ -1,4 +1,4 @@
-"""The autoregressive twin: MDLM(causal=True), its loss, exact NLL, cached writing, loading, training and errors."""
+"""The autoregressive twin: MDLM(objective="ar"), its loss, exact NLL, cached writing, loading, training and errors."""
 
 import json
 import math
@@ -10,6 +10,7 @@ from mdlm_hf import MDLM, CharTokenizer, SamplerOptions, diffusion_loss, elbo, s
 from mdlm_hf.autoregressive import autoregressive_loss, char_nats, left_to_right_defaults, shifted
 from mdlm_hf.diffusion import accuracy_by_mask_ratio
 from mdlm_hf.likelihood import char_nll, exact_nll, surprise_steps
+from mdlm_hf.objectives import AUTOREGRESSIVE
 from mdlm_hf.sampling.drawing import draw_tokens
 from mdlm_hf.sampling.state import final_state
 from tests.conftest import TINY_TEXT
@@ -19,7 +20,9 @@ from tests.conftest import TINY_TEXT
 def twin() -> MDLM:
     """A randomly initialised causal model with weights large enough that every character's logits differ."""
     torch.manual_seed(0)
-    model = MDLM(CharTokenizer.from_text(TINY_TEXT).vocab, n_layer=2, n_head=2, n_embd=32, block_size=32, causal=True)
+    model = MDLM(
+        CharTokenizer.from_text(TINY_TEXT).vocab, n_layer=2, n_head=2, n_embd=32, block_size=32, objective="ar"
+    )
     for p in model.parameters():
         torch.nn.init.normal_(p, std=0.2)
     return model.eval()
@@ -95,10 +98,10 @@ def test_windows_side_by_side_score_a_short_last_window_from_its_start(twin):
 
 def test_the_twin_loads_with_from_pretrained_and_says_what_it_is(twin, tmp_path):
     twin.save_pretrained(tmp_path / "twin")
-    assert json.loads((tmp_path / "twin" / "config.json").read_text())["causal"] is True
+    assert json.loads((tmp_path / "twin" / "config.json").read_text())["objective"] == "ar"
     loaded = MDLM.from_pretrained(tmp_path / "twin", fast=False)
     tokens = torch.randint(0, twin.mask_id, (1, 32))
-    assert loaded.causal and torch.equal(loaded(tokens), twin(tokens))
+    assert loaded.objective is AUTOREGRESSIVE and torch.equal(loaded(tokens), twin(tokens))
     card = (tmp_path / "twin" / "README.md").read_text()
     assert "autoregressive twin" in card and "- autoregressive" in card and "masked-diffusion" not in card
 
@@ -114,8 +117,8 @@ def test_the_twin_loads_with_from_pretrained_and_says_what_it_is(twin, tmp_path)
         (lambda m: m.generate(10, num_steps=8), "one character a pass: num_steps does not apply to it"),
         (lambda m: m.generate(300, window_context=32), "window_context does not apply to it"),
         (lambda m: sample(m, torch.tensor([[1, 2, m.mask_id], [1, m.mask_id, m.mask_id]])), "end at the same column"),
-        (lambda m: diffusion_loss(m, torch.ones(1, 8, dtype=torch.long), torch.Generator()), "no masks"),
-        (lambda m: accuracy_by_mask_ratio(m, torch.ones(64, dtype=torch.long)), "no masks"),
+        (lambda m: diffusion_loss(m, torch.ones(1, 8, dtype=torch.long), torch.Generator()), "fills no blanks"),
+        (lambda m: accuracy_by_mask_ratio(m, torch.ones(64, dtype=torch.long)), "fills no blanks"),
         (lambda m: elbo(m, torch.tensor([1, 2, 3])), "the ELBO is a diffusion model.s.*mdlm_hf.likelihood"),
         (lambda m: exact_nll(m, torch.tensor([1, 2, 3]), order="confidence"), "reads left to right only"),
     ],
@@ -125,13 +128,15 @@ def test_what_a_twin_cannot_do_is_one_line(twin, call, words):
         call(twin)
 
 
-def test_a_diffusion_model_refuses_a_cache_and_a_twin_refuses_time_conditioning(tiny_model):
-    from mdlm_hf.model import KVCache
+def test_a_diffusion_model_refuses_a_cache_and_a_twin_reads_one_position_after_one(tiny_model, twin):
+    from mdlm_hf.network import KVCache
 
-    with pytest.raises(ValueError, match="a KVCache is for a causal model"):
+    with pytest.raises(ValueError, match="a KVCache is for a causal pass"):
         tiny_model(torch.zeros(1, 4, dtype=torch.long), None, KVCache(2))
-    with pytest.raises(ValueError, match="a causal model reads no masks"):
-        MDLM("ab", causal=True, time_conditioning=True)
+    cache = KVCache(2)
+    twin(torch.zeros(1, 4, dtype=torch.long), None, cache)
+    with pytest.raises(ValueError, match="after a cached prefix a causal pass reads one position at a time"):
+        twin(torch.zeros(1, 2, dtype=torch.long), None, cache)
     with pytest.raises(ValueError, match="causal must be true or false"):
         MDLM("ab", causal="yes")
 
@@ -144,10 +149,10 @@ def test_the_training_script_trains_and_exports_a_twin(tmp_path, tiny_text, caps
     tiny = "--n-layer 1 --n-head 2 --n-embd 32 --block-size 32 --batch-size 4 --warmup-steps 2 --eval-interval 3"
     flags = [*tiny.split(), "--eval-chars", "256", "--dtype", "float32", "--threads", "1", "--objective", "ar"]
     summary = train.main(["--data", str(text), "--out-dir", str(tmp_path / "run"), *flags, "--max-steps", "6"])
-    assert summary["finished"] and summary["model"].causal
+    assert summary["finished"] and summary["model"].objective is AUTOREGRESSIVE
     assert "val NLL" in capsys.readouterr().out
     resumed = train.main(["--data", str(text), "--out-dir", str(tmp_path / "run"), "--resume", "--max-steps", "8"])
-    assert resumed["step"] == 8 and resumed["model"].causal
+    assert resumed["step"] == 8 and resumed["model"].objective is AUTOREGRESSIVE
 
     from training import export
 
@@ -155,9 +160,15 @@ def test_the_training_script_trains_and_exports_a_twin(tmp_path, tiny_text, caps
     loaded = MDLM.from_pretrained(tmp_path / "export")
     metrics = json.loads((tmp_path / "export" / "metrics.json").read_text())
     card = (tmp_path / "export" / "README.md").read_text()
-    assert loaded.causal and f"**{metrics['val_nll_nats_per_char']:.4f} nats/char**" in card
+    assert loaded.objective is AUTOREGRESSIVE and f"**{metrics['val_nll_nats_per_char']:.4f} nats/char**" in card
     assert "accuracy" not in card and not (tmp_path / "export" / "accuracy_vs_mask_ratio.png").exists()
     assert "objective=ar" in card and "loss_weighting" not in card  # the diffusion loss's settings did nothing
+    from training import evaluate
+
+    capsys.readouterr()
+    with pytest.raises(SystemExit):  # its score draws no masks
+        evaluate.main(["--model", str(tmp_path / "export"), "--data", str(text), "--num-samples", "2"])
+    assert "--num-samples draws masks for the ELBO; the NLL of the autoregressive twin" in capsys.readouterr().err
 
 
 def test_a_resume_keeps_the_runs_objective(tmp_path, tiny_text):
@@ -180,7 +191,7 @@ def test_diffusion_flags_are_refused_for_an_autoregressive_run(capsys):
 
     with pytest.raises(SystemExit):
         train.parse_args(["--objective", "ar", "--loss-weighting", "elbo"])
-    assert "--loss-weighting is an option of the diffusion loss" in capsys.readouterr().err
+    assert "--loss-weighting is not an option of --objective ar: the autoregressive twin" in capsys.readouterr().err
 
 
 def test_the_command_line_writes_with_a_twin_and_refuses_its_template(twin, tmp_path, capsys):
@@ -205,5 +216,5 @@ def test_the_fast_path_decides_for_a_twin_on_its_own_work(twin, monkeypatch):
     assert fast.shape_key(diffusion) != fast.shape_key(twin)
     calls = []
     monkeypatch.setattr(twin, "forward", lambda tokens, t=None, cache=None: calls.append(tokens.shape))
-    fast._time_pass(twin, torch.zeros(1, 32, dtype=torch.long), torch.ones(1))
+    fast._time_pass(twin, torch.zeros(1, 32, dtype=torch.long))
     assert calls == [(1, 1)] * fast.DECODE_TIMED

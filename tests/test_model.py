@@ -1,4 +1,4 @@
-import copy
+import ast
 import json
 import shutil
 import subprocess
@@ -12,6 +12,7 @@ import torch
 
 from mdlm_hf import MDLM
 from mdlm_hf.hub import CHECKSUM_KEY, tensors_digest
+from mdlm_hf.layers import RMSNorm
 from mdlm_hf.tokenizer import CharTokenizer
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -36,14 +37,6 @@ def test_attention_is_bidirectional(tiny_model):
 def test_too_long_canvas_is_refused(tiny_model):
     with pytest.raises(ValueError, match="block_size"):
         tiny_model(torch.zeros(1, tiny_model.block_size + 1, dtype=torch.long))
-
-
-def test_time_conditioning_needs_t(tiny_model):
-    model = MDLM(tiny_model.tokenizer.vocab, n_layer=1, n_head=2, n_embd=32, block_size=16, time_conditioning=True)
-    tokens = torch.zeros(2, 8, dtype=torch.long)
-    with pytest.raises(ValueError, match="time-conditioned"):
-        model(tokens)
-    assert model(tokens, torch.tensor([0.1, 0.9])).shape == (2, 8, model.vocab_size)
 
 
 def test_save_and_load_round_trip(tiny_model, tmp_path):
@@ -97,28 +90,85 @@ def test_bad_config_is_refused(kwargs):
         MDLM("abc", **{"n_layer": 1, "n_head": 2, "n_embd": 32, **kwargs})
 
 
-@pytest.mark.parametrize(
-    "options", [dict(norm="rmsnorm"), dict(mlp="relu2"), dict(mlp="swiglu"), dict(qk_norm=True, norm="rmsnorm")]
-)
-def test_block_options_round_trip_and_older_configs_load_as_saved(options, tmp_path):
+SHIPPED_EARLIER_KEYS = {
+    "norm": "rmsnorm",
+    "mlp": "relu2",
+    "position_encoding": "rope",
+    "time_conditioning": False,
+    "qk_norm": True,
+}
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_an_earlier_config_at_the_values_this_version_builds_loads_as_saved(tiny_model, tmp_path, causal):
+    # the shipped config.json files hold these keys, and "causal" where this version writes "objective"
     torch.manual_seed(0)
-    model = MDLM("abcdef", n_layer=2, n_head=2, n_embd=32, block_size=16, **options).eval()
-    model.save_pretrained(tmp_path)
-    assert all(json.loads((tmp_path / "config.json").read_text())[k] == v for k, v in options.items())
+    model = MDLM(tiny_model.tokenizer.vocab, n_layer=2, n_head=2, n_embd=32, block_size=64, causal=causal).eval()
+    model.save_pretrained(tmp_path / "now")
+    config = json.loads((tmp_path / "now" / "config.json").read_text())
+    assert config == {
+        "vocab": tiny_model.tokenizer.vocab,
+        "n_layer": 2,
+        "n_head": 2,
+        "n_embd": 32,
+        "block_size": 64,
+        "dropout": 0.0,
+        "objective": "ar" if causal else "diffusion",
+    }
+    earlier = {k: v for k, v in config.items() if k != "objective"} | SHIPPED_EARLIER_KEYS | {"causal": causal}
+    (tmp_path / "now" / "config.json").write_text(json.dumps(earlier))
+    loaded = MDLM.from_pretrained(tmp_path / "now")
     tokens = torch.randint(0, model.mask_id, (2, 16))
-    assert torch.equal(MDLM.from_pretrained(tmp_path)(tokens), model(tokens))
-    with torch.autocast("cpu", dtype=torch.bfloat16):  # the training precision runs through every option
-        assert torch.isfinite(model(tokens)[..., : model.mask_id]).all()
-    # a config.json written before these options existed builds the original block
-    config = {"vocab": "abcdef", "n_layer": 1, "n_head": 2, "n_embd": 32, "block_size": 16}
-    old = MDLM(**config)
-    assert isinstance(old.blocks[0].ln_1, torch.nn.LayerNorm) and old.blocks[0].attn.q_norm is None
+    assert torch.equal(loaded(tokens), model(tokens)) and loaded.objective is model.objective
+    loaded.save_pretrained(tmp_path / "again")  # saved again: this version's keys
+    assert json.loads((tmp_path / "again" / "config.json").read_text()) == config
 
 
-@pytest.mark.parametrize("kwargs", [dict(norm="batchnorm"), dict(mlp="tanh")])
-def test_unknown_block_options_are_refused(kwargs):
-    with pytest.raises(ValueError, match=f"{next(iter(kwargs))} must be one of"):
-        MDLM("abc", n_layer=1, n_head=2, n_embd=32, **kwargs)
+@pytest.mark.parametrize(
+    "key, value, supported",
+    [
+        ("norm", "layernorm", '"rmsnorm": this version of mdlm_hf builds RMSNorm only'),
+        ("mlp", "gelu", '"relu2": this version of mdlm_hf builds ReLU\\^2 MLPs only'),
+        ("mlp", "swiglu", '"relu2"'),
+        ("position_encoding", "learned", '"rope": this version of mdlm_hf builds rotary positions only'),
+        ("time_conditioning", True, "false: this version of mdlm_hf builds no time embedding"),
+        ("qk_norm", False, "true: this version of mdlm_hf builds attention with RMS-normalised queries and keys"),
+        ("qk_norm", 1, "true"),
+    ],
+)
+def test_a_config_of_a_knob_this_version_does_not_build_is_refused_in_one_line(
+    tiny_model, tmp_path, key, value, supported
+):
+    tiny_model.save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, **SHIPPED_EARLIER_KEYS, key: value}))
+    with pytest.raises(ValueError, match=f"^{key} must be {supported}") as error:
+        MDLM.from_pretrained(tmp_path)
+    assert "\n" not in str(error.value)
+    with pytest.raises(ValueError, match=f"^{key} must be"):
+        MDLM("abc", n_layer=1, n_head=2, n_embd=32, **{key: value})
+
+
+def test_the_constructors_defaults_are_trainings():
+    from training.flags import FLAGS_BY_NAME
+
+    torch.manual_seed(0)
+    model = MDLM("abc")
+    for name in ("n_layer", "n_head", "n_embd", "block_size", "dropout", "objective"):
+        assert model._hub_mixin_config[name] == FLAGS_BY_NAME[name].default, name
+    assert isinstance(model.blocks[0].ln_1, RMSNorm) and isinstance(model.blocks[0].attn.q_norm, RMSNorm)
+
+
+def test_the_network_imports_only_torch_and_its_layers():
+    # beside the standard library: the network reads alone, whatever objective or loading is built on it
+    for name, allowed in (("network", {"torch", "mdlm_hf.layers"}), ("layers", {"torch"})):
+        tree = ast.parse((REPO_ROOT / "mdlm_hf" / f"{name}.py").read_text(encoding="utf-8"))
+        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        top = {module: module.split(".")[0] for module in imported}
+        outside = {m for m, root in top.items() if root not in sys.stdlib_module_names and root != "torch"} - allowed
+        assert not outside, (name, outside)
+        assert "torch" in top.values()
 
 
 def test_the_package_needs_neither_matplotlib_nor_gradio():
@@ -257,20 +307,6 @@ def test_fast_path_is_off_when_slower_off_by_switch_and_under_autograd(tiny_mode
     with torch.no_grad():
         assert torch.equal(tiny_model.denoise(tokens), exact) and tiny_model._fast_path.copy is None
     assert tiny_model.denoise_dtype == torch.float32  # bf16 lost the timing here
-
-
-def test_the_fast_path_serves_a_time_conditioned_model(tiny_model):
-    # no bf16_chosen: the timing itself runs the bf16 copy, on every machine
-    torch.manual_seed(0)
-    model = MDLM(tiny_model.tokenizer.vocab, n_layer=1, n_head=2, n_embd=32, block_size=64, time_conditioning=True)
-    model.eval().fast = True
-    assert len(model.generate(length=12, num_steps=4, seed=0)) == 12
-    tokens = torch.randint(0, model.mask_id + 1, (2, 40), generator=torch.Generator().manual_seed(0))
-    t = torch.tensor([0.3, 0.9])
-    bf16 = copy.deepcopy(model).to(torch.bfloat16)  # what the fast path runs where bf16 wins
-    with torch.no_grad():
-        # the time features stay exact in fp32: a bf16 table of 1000-radian angles would move them by radians
-        assert (bf16(tokens, t).softmax(-1) - model(tokens, t).softmax(-1)).abs().max() < 0.01
 
 
 def test_the_fast_path_works_under_inference_mode(tiny_model, tmp_path):
@@ -431,7 +467,7 @@ def test_the_fp32_bf16_timing_stops_once_it_has_taken_its_budget(tiny_model, mon
 
     calls = []
 
-    def slow_pass(model, tokens, t):
+    def slow_pass(model, tokens):
         calls.append(model)
         return 1.5  # seconds, as the clock below says
 

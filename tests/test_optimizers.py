@@ -15,7 +15,7 @@ from training.optimizers import build_optimizers, parameter_groups
 
 @pytest.mark.parametrize("optimizer", ["adamw", "muon"])
 def test_optimizer_groups_cover_every_parameter_exactly_once(optimizer):
-    model = MDLM("abcdef", n_layer=2, n_head=2, n_embd=32, block_size=16, norm="rmsnorm", qk_norm=True)
+    model = MDLM("abcdef", n_layer=2, n_head=2, n_embd=32, block_size=16)
     groups = parameter_groups(model)
     assert groups["matrices"] and groups["embeddings"] and groups["vectors"]
     args, _ = train.parse_args(["--optimizer", optimizer])

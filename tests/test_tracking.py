@@ -28,14 +28,14 @@ def test_every_phase_says_what_it_is_doing(text_file, tmp_path, capsys):
         "export: measuring the validation NELBO of fp32 and bf16 weights...",
         "export: evaluating the",
         "evaluate: exact NLL over",
-        "evaluate: masked-token accuracy by mask ratio...",
+        "evaluate: its objective's own figures (a diffusion model's: masked-token accuracy by mask ratio)...",
         "evaluate: sampling 3 texts",
         f"export: writing {tmp_path / 'export'}...",
     ):
         assert phase in printed, phase
     evaluate.main(["--model", str(tmp_path / "export"), "--data", str(text_file), "--nll-chars", "16"])
     printed = capsys.readouterr().out
-    assert "evaluate: loading" in printed and "evaluate: validation ELBO over" in printed
+    assert "evaluate: loading" in printed and "evaluate: validation NELBO over" in printed
 
 
 def test_an_estimate_is_printed_as_the_loop_starts(text_file, tmp_path, capsys):

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from mdlm_hf.objectives import OBJECTIVES
 from tests.conftest import REPO_ROOT
 from tests.training_helpers import TINY_ARGS, run
 from training import card, export, gpu_job, run_options, train
@@ -123,13 +124,13 @@ def test_bad_flags_are_refused_before_any_work(flags, words, capsys):
 
 def test_the_defaults_are_the_cpu_recipe():
     args, _ = train.parse_args([])
-    recipe = dict(optimizer="muon", muon_lr=0.02, lr=2e-3, norm="rmsnorm", mlp="relu2", qk_norm=True, ema=0.999)
+    recipe = dict(optimizer="muon", muon_lr=0.02, lr=2e-3, ema=0.999)
     recipe.update(zero_init_residual=True, loss_weighting="uniform", warmup_steps=200, n_embd=256, n_layer=6)
     recipe.update(n_head=4, block_size=256, max_steps=1500)
     assert {k: getattr(args, k) for k in recipe} == recipe
     assert args.batch_size * args.block_size == 8192  # 1,500 steps: about 30 minutes at 5-8k tokens/s on 2 cores
-    args, explicit = train.parse_args(["--no-qk-norm", "--no-zero-init-residual"])
-    assert not args.qk_norm and not args.zero_init_residual and {"qk_norm", "zero_init_residual"} <= explicit
+    args, explicit = train.parse_args(["--no-zero-init-residual"])
+    assert not args.zero_init_residual and "zero_init_residual" in explicit
 
 
 def test_a_model_shape_that_cannot_be_built_is_refused_before_reading_the_text(text_file, tmp_path):
@@ -227,12 +228,15 @@ def test_the_resume_rules_the_shape_and_the_cards_recipe_come_from_the_table():
     named = {key: tuple(f.name for f in FLAGS if getattr(f, key)) for key in ("resumable", "machine", "shape")}
     assert run_options.RESUMABLE_CHANGES == named["resumable"] and run_options.MACHINE_FLAGS == named["machine"]
     assert run_options.SHAPE_FLAGS == gpu_job.SHAPE_FLAGS == train.SHAPE_FLAGS == named["shape"]
-    assert run_options.DIFFUSION_ONLY == {f.name: f.default for f in FLAGS if f.diffusion_only}
+    assert run_options.OBJECTIVE_SETTINGS == {f.name: f.default for f in FLAGS if f.objective_setting}
     assert sorted(card.RECIPE_KEYS) == sorted(f.name for f in FLAGS if f.recipe)
-    # the card names the shape and the optimisation, then the objective and what only the diffusion loss reads
+    # the card names the shape and the optimisation, then the objective and what only some objectives read
     last = card.RECIPE_KEYS.index("objective")
-    assert all(f.diffusion_only for f in FLAGS if f.name in card.RECIPE_KEYS[last + 1 :])
-    assert not any(FLAGS_BY_NAME[name].diffusion_only for name in card.RECIPE_KEYS[:last])
+    assert all(f.objective_setting for f in FLAGS if f.name in card.RECIPE_KEYS[last + 1 :])
+    assert not any(FLAGS_BY_NAME[name].objective_setting for name in card.RECIPE_KEYS[:last])
+    # each such flag is read by some objective, and an objective names only such flags
+    read = {name for objective in OBJECTIVES.values() for name in objective.settings}
+    assert read == set(run_options.OBJECTIVE_SETTINGS)
     # a resume takes a machine's flag from its own command line, so a resume may change it; never the shape
     assert set(named["machine"]) <= set(named["resumable"]) and not set(named["shape"]) & set(named["resumable"])
 
@@ -240,9 +244,9 @@ def test_the_resume_rules_the_shape_and_the_cards_recipe_come_from_the_table():
 def test_the_settings_carry_every_flag_and_a_resume_of_an_older_checkpoint():
     assert [field.name for field in dataclasses.fields(RunSettings)] == [f.name for f in FLAGS]
     assert dataclasses.asdict(RunSettings()) == {f.name: f.default for f in FLAGS}
-    settings, explicit = train.parse_args(["--lr", "0.004", "--data", "a.txt", "b.txt", "--no-qk-norm"])
-    assert isinstance(settings, RunSettings) and explicit == {"lr", "data", "qk_norm"}
-    assert settings.data == ["a.txt", "b.txt"] and settings.qk_norm is False
+    settings, explicit = train.parse_args(["--lr", "0.004", "--data", "a.txt", "b.txt", "--no-zero-init-residual"])
+    assert isinstance(settings, RunSettings) and explicit == {"lr", "data", "zero_init_residual"}
+    assert settings.data == ["a.txt", "b.txt"] and settings.zero_init_residual is False
     assert settings.min_lr == pytest.approx(0.0004)  # lr / 10 where not given
     with pytest.raises(dataclasses.FrozenInstanceError):
         settings.lr = 1.0

@@ -230,7 +230,7 @@ def test_init_from_errors_are_one_line(text_file, tmp_path, tiny_text):
     flags = ["--data", str(text_file), "--out-dir", str(tmp_path / "run"), *SHAPE_FREE_ARGS, "--max-steps", "2"]
     with pytest.raises(ValueError, match="--init-from .*nowhere: no mdlm_hf model there"):
         train.main([*flags, "--init-from", str(tmp_path / "nowhere")])
-    twin = MDLM(CharTokenizer.from_text(tiny_text).vocab, n_layer=1, n_head=2, n_embd=32, block_size=32, causal=True)
+    twin = MDLM(CharTokenizer.from_text(tiny_text).vocab, n_layer=1, n_head=2, n_embd=32, block_size=32, objective="ar")
     twin.save_pretrained(tmp_path / "twin")
-    with pytest.raises(ValueError, match="--init-from: --stream-masks is an option of the diffusion loss"):
+    with pytest.raises(ValueError, match="--init-from: --stream-masks is not an option of --objective ar"):
         train.main([*flags, "--init-from", str(tmp_path / "twin"), "--stream-masks", "0.5"])

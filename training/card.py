@@ -14,8 +14,8 @@ from huggingface_hub import EvalResult
 
 from mdlm_hf import MDLM
 from mdlm_hf.data import TINYSHAKESPEARE_MD5, TRAIN_FRACTION
-from mdlm_hf.objectives import objective_of
-from training.flags import DIFFUSION_ONLY, FLAGS, check_license
+from mdlm_hf.objectives import Objective, objective_of
+from training.flags import FLAGS, OBJECTIVE_SETTINGS, check_license
 from training.weights import BF16_TOLERANCE
 
 TINYSHAKESPEARE_HUB_ID = "karpathy/tiny_shakespeare"
@@ -35,9 +35,9 @@ DEMO_SAMPLE_CHARS = 1000  # the app's sample text: its first line is the forward
 NANOGPT_REFERENCE = {"name": "nanoGPT's autoregressive character model", "nats": 1.47}
 
 # the run's settings the card's recipe line names (the table's recipe flags), in this order: the shape and the
-# optimisation, then the objective and its loss's own flags (which an autoregressive run's card leaves out)
+# optimisation, then the objective and the flags only some objectives read (a card names those its own reads)
 RECIPE_KEYS = tuple(
-    f.name for f in sorted((f for f in FLAGS if f.recipe), key=lambda f: f.name == "objective" or f.diffusion_only)
+    f.name for f in sorted((f for f in FLAGS if f.recipe), key=lambda f: f.name == "objective" or f.objective_setting)
 )
 
 
@@ -179,7 +179,7 @@ def model_card_details(
     kind = objective_of(model).title
     return {
         "title": f"mdlm_hf: {kind} of {'Shakespeare' if data.tinyshakespeare else data.name}, character by character",
-        "card_data": card_front_matter(report, data, model_name),
+        "card_data": card_front_matter(report, data, model_name, objective_of(model).score),
         "repo_id": repo_id,
         "prompt": python_string(prompt) if prompt else "",
         "infill": python_string(data.infill) if data.infill and len(data.infill) <= block else "",
@@ -187,7 +187,7 @@ def model_card_details(
         "complete_length": min(200, block - len(prompt)),
         "block_size": block,
         "validation_percent": round(100 * (1 - TRAIN_FRACTION)),
-        "evaluation": evaluation_facts(report),
+        "evaluation": evaluation_facts(report, objective_of(model).score),
         "training": training_facts(model, report, run, data),
         "reference": NANOGPT_REFERENCE if data.tinyshakespeare else None,
         "recipe_notes": recipe_notes,
@@ -195,37 +195,34 @@ def model_card_details(
     }
 
 
-def evaluation_facts(report: dict) -> dict:
-    """The card's Evaluation section from metrics.json: the validation score (a diffusion model's NELBO, mask draws
-    and accuracy by mask ratio; a twin's exact NLL) and the exact NLL on the split's first characters."""
+def evaluation_facts(report: dict, score: str) -> dict:
+    """The card's Evaluation section from metrics.json: the validation `score` (a diffusion model's "nelbo", a twin's
+    "nll") in nats and bits, the exact NLL on the split's first characters, and what else the report holds (a
+    diffusion model's mask draws and accuracy by mask ratio)."""
     exact_nll = [
         {"order": order.replace("_", "-"), "chars": report["exact_nll_chars"], "nats": nats}
         for order, nats in report.get("exact_nll_nats_per_char", {}).items()
     ]
-    if "val_nll_nats_per_char" in report:  # an autoregressive twin
-        nll = {"nll": report["val_nll_nats_per_char"], "nll_bits": report["val_nll_bits_per_char"]}
-        return {"val_chars": report["val_chars"], **nll, "exact_nll": exact_nll}
-    return {
+    facts = {
         "val_chars": report["val_chars"],
-        "nelbo": report["val_nelbo_nats_per_char"],
-        "nelbo_bits": report["val_nelbo_bits_per_char"],
-        "mask_draws": report["elbo_mask_samples_per_window"],
+        score: report[f"val_{score}_nats_per_char"],
+        f"{score}_bits": report[f"val_{score}_bits_per_char"],
         "exact_nll": exact_nll,
-        "accuracy": report["accuracy_by_mask_ratio"],
     }
+    others = (("mask_draws", "elbo_mask_samples_per_window"), ("accuracy", "accuracy_by_mask_ratio"))
+    return facts | {name: report[key] for name, key in others if key in report}
 
 
-def card_front_matter(report: dict, data: TrainingData, model_name: str) -> dict:
-    """The card's front matter: the text's terms and the model-index entry of the validation NELBO (a twin's NLL)."""
-    name = "nll" if "val_nll_nats_per_char" in report else "nelbo"
-    nelbo = EvalResult(
+def card_front_matter(report: dict, data: TrainingData, model_name: str, score: str) -> dict:
+    """The card's front matter: the text's terms and the model-index entry of the validation `score`."""
+    result = EvalResult(
         task_type="text-generation",
         task_name="Character-level language modelling",
         dataset_type=data.hub_id or data.name,
         dataset_name=data.name,
-        metric_type=name,
-        metric_name=f"validation {name.upper()}, last 10 % of {validation_name(data)} (nats/char)",
-        metric_value=round(report[f"val_{name}_nats_per_char"], 4),
+        metric_type=score,
+        metric_name=f"validation {score.upper()}, last 10 % of {validation_name(data)} (nats/char)",
+        metric_value=round(report[f"val_{score}_nats_per_char"], 4),
     )
     datasets = [data.hub_id] if data.hub_id else None
     return {
@@ -233,13 +230,14 @@ def card_front_matter(report: dict, data: TrainingData, model_name: str) -> dict
         "language": data.language,
         "datasets": datasets,
         "model_name": model_name,
-        "eval_results": [nelbo],
+        "eval_results": [result],
     }
 
 
 def training_facts(model: MDLM, report: dict, run: dict, data: TrainingData) -> dict:
     """The card's Training section and Limitations: the text, the weights, and the run's steps, time and recipe."""
     args, minutes = run.get("args", {}), run.get("wall_time", 0) / 60
+    objective = objective_of(model)
     return {
         "data_name": data.name,
         "validation_name": validation_name(data),
@@ -252,17 +250,15 @@ def training_facts(model: MDLM, report: dict, run: dict, data: TrainingData) -> 
         "tinyshakespeare": data.tinyshakespeare,
         "parameters": model.num_parameters(),
         "weights_dtype": report.get("weights_dtype", "float32"),
-        "nelbo_bf16": report.get("nelbo_bfloat16_weights"),
-        "nelbo_fp32": report.get("nelbo_float32_weights"),
-        "nll_bf16": report.get("nll_bfloat16_weights"),
-        "nll_fp32": report.get("nll_float32_weights"),
+        f"{objective.score}_bf16": report.get(f"{objective.score}_bfloat16_weights"),
+        f"{objective.score}_fp32": report.get(f"{objective.score}_float32_weights"),
         "bf16_tolerance": BF16_TOLERANCE,
         "tokens_seen": run.get("tokens_seen", 0),
         "steps": run.get("step", 0),
         "minutes": minutes,
         "duration": f"{minutes:.1f} minutes" if minutes >= 1 else "under a minute",
         "hardware": run.get("hardware") or "an unrecorded machine",  # checkpoints from before the field
-        "recipe": ", ".join(f"{k}={args[k]}" for k in RECIPE_KEYS if k in args and not unused_by_run(k, args)),
+        "recipe": ", ".join(f"{k}={args[k]}" for k in RECIPE_KEYS if k in args and not unused_by_run(k, objective)),
         "init_from": args.get("init_from"),
         "stages": [stage_line(stage) for stage in training_stages(run, data)],
         "total": lineage_total(training_stages(run, data)),
@@ -293,6 +289,7 @@ def lineage_total(stages: list[dict]) -> str | None:
     return f"{sum(s for s, _ in counts):,} steps, {sum(c for _, c in counts):,} characters"
 
 
-def unused_by_run(key: str, args: dict) -> bool:
-    """Whether a recipe setting did nothing in this run: the diffusion loss's own in an autoregressive run."""
-    return args.get("objective") == "ar" and key in DIFFUSION_ONLY
+def unused_by_run(key: str, objective: Objective) -> bool:
+    """Whether a recipe setting did nothing in a run of `objective`: one only other objectives read (the diffusion
+    loss's mask options in an autoregressive run)."""
+    return key in OBJECTIVE_SETTINGS and key not in objective.settings

@@ -1,5 +1,5 @@
-"""Evaluate a trained model: validation ELBO, exact NLL, masked-token accuracy by mask ratio, and samples (an
-autoregressive twin: its exact NLL and samples).
+"""Evaluate a trained model as its objective measures it (mdlm_hf/objectives.py): a diffusion model's validation
+ELBO, exact NLL, masked-token accuracy by mask ratio and samples; an autoregressive twin's exact NLL and samples.
 
 python -m training.evaluate --model pretrained/mdlm-shakespeare-char --data ../shared/data/tinyshakespeare.txt
 """
@@ -16,14 +16,14 @@ from pathlib import Path
 
 import torch
 
-from mdlm_hf import MDLM, ElboResult, elbo
-from mdlm_hf.autoregressive import char_nats
+from mdlm_hf import MDLM
 from mdlm_hf.data import atomic_write_bytes, split_text
 from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
-from mdlm_hf.diffusion import NLL_ORDERS, accuracy_by_mask_ratio, exact_nll
-from mdlm_hf.objectives import AUTOREGRESSIVE, objective_of
+from mdlm_hf.objectives import objective_of
 from mdlm_hf.plots import accuracy_figure
 from training.corpus import read_texts
+
+NLL_BATCH = 64  # windows (a twin) or canvases (a diffusion model's reveal chain) a pass of the exact NLL reads
 
 
 def plot_accuracy(results: list[tuple[float, float]], path: Path) -> None:
@@ -39,12 +39,14 @@ def evaluate_model(
     seed: int = 0,
     nll_chars: int = 16384,
     progress: bool = False,
-    nelbo: ElboResult | None = None,
+    score: float | None = None,
 ) -> dict:
-    """Validation NELBO (nats and bits per char), exact NLL, accuracy by mask ratio, and generated samples (an
-    autoregressive twin's: `evaluate_twin`).
+    """The model's report, as its objective measures it: its validation score over the whole split (a diffusion
+    model's NELBO with `num_samples` mask draws per window, a twin's exact NLL), nats and bits per char; the exact
+    NLL of the split's first `nll_chars` in each order its objective takes; what else its objective reports
+    (`Objective.figures`: a diffusion model's accuracy by mask ratio); and generated samples.
 
-    `nelbo`: this model's ELBO on `val_text` when the caller already measured it with the same masks.
+    `score`: the validation score, where the caller already measured it on `val_text` (with the same masks).
     `progress`: print a line as each phase starts (and the exact NLL's progress bars).
     """
 
@@ -52,50 +54,27 @@ def evaluate_model(
         if progress:
             print(f"evaluate: {line}...", flush=True)
 
-    if objective_of(model) is AUTOREGRESSIVE:  # its likelihood is exact in one pass: another report
-        phase("exact NLL of the autoregressive twin, one pass per window")
-        return evaluate_twin(model, val_text, num_texts, seed, nll_chars)
+    objective = objective_of(model)
     tokens = torch.tensor(model.tokenizer.encode(val_text), dtype=torch.long)
-    if nelbo is None:
-        phase(f"validation ELBO over {tokens.numel():,} characters, {num_samples} mask draws per window")
-    result = nelbo or elbo(model, tokens, num_samples, torch.Generator().manual_seed(seed))
-    # one forward pass per character: on the first nll_chars of the split only
+    if score is None:
+        phase(f"validation {objective.score_label} over {tokens.numel():,} characters")
+        score = objective.validation_nats(model, tokens, num_samples, torch.Generator().manual_seed(seed))
     nll_tokens = tokens[:nll_chars]
-    if nll_chars:
-        phase(f"exact NLL over {nll_tokens.numel():,} characters in {len(NLL_ORDERS)} orders, one pass per character")
-    nll = {order: exact_nll(model, nll_tokens, order, progress=progress) for order in NLL_ORDERS} if nll_chars else {}
-    phase("masked-token accuracy by mask ratio")
-    accuracy = accuracy_by_mask_ratio(model, tokens, seed=seed)
+    orders = objective.nll_orders if nll_chars else ()
+    if orders:
+        phase(f"exact NLL over {nll_tokens.numel():,} characters in {len(orders)} order(s)")
+    nll = {order: objective.exact_nll(model, nll_tokens, order, NLL_BATCH, progress) for order in orders}
+    phase("its objective's own figures (a diffusion model's: masked-token accuracy by mask ratio)")
+    figures = objective.figures(model, tokens, num_samples, seed)
     length = min(256, model.block_size)
     phase(f"sampling {num_texts} texts of {length} characters")
-    samples = draw_samples(model, num_texts, seed)
     return {
-        "val_nelbo_nats_per_char": result.nats_per_char,
-        "val_nelbo_bits_per_char": result.bits_per_char,
-        "val_chars": result.num_chars,
-        "elbo_mask_samples_per_window": num_samples,
+        f"val_{objective.score}_nats_per_char": score,
+        f"val_{objective.score}_bits_per_char": score / math.log(2),
+        "val_chars": tokens.numel(),
         "exact_nll_nats_per_char": nll,
         "exact_nll_chars": nll_tokens.numel() if nll_chars else 0,
-        "accuracy_by_mask_ratio": accuracy,
-        **samples,
-    }
-
-
-def evaluate_twin(model: MDLM, val_text: str, num_texts: int = 3, seed: int = 0, nll_chars: int = 16384) -> dict:
-    """An autoregressive twin's figures: its exact NLL (nats and bits per char) over the whole validation split and
-    over its first `nll_chars` (where the diffusion model's exact NLL is measured), in windows side by side as the
-    diffusion model's are cut, and generated samples."""
-    tokens = torch.tensor(model.tokenizer.encode(val_text), dtype=torch.long)
-    # one pass over the split scores both: windows side by side from its start, and a causal model's first characters
-    # of a window are scored alike whatever follows them
-    nats = char_nats(model, tokens).double()
-    nll, first = nats.mean().item(), nats[:nll_chars]
-    return {
-        "val_nll_nats_per_char": nll,
-        "val_nll_bits_per_char": nll / math.log(2),
-        "val_chars": tokens.numel(),
-        "exact_nll_nats_per_char": {"left_to_right": first.mean().item()} if nll_chars else {},
-        "exact_nll_chars": first.numel() if nll_chars else 0,
+        **figures,
         **draw_samples(model, num_texts, seed),
     }
 
@@ -176,11 +155,14 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"evaluate: loading {args.model} and the validation split of {' '.join(args.data)}...", flush=True)
     # the fast path's bf16 copy is a CPU choice; elsewhere the weights as saved
     model = MDLM.from_pretrained(args.model, **({} if device.type == "cpu" else {"fast": False})).to(device)
-    if objective_of(model) is AUTOREGRESSIVE and args.num_samples != 4:
-        parser.error("--num-samples draws masks for the ELBO; an autoregressive model's NLL draws none")
+    objective = objective_of(model)
+    if "eval_samples" not in objective.settings and args.num_samples != 4:
+        parser.error(
+            f"--num-samples draws masks for the ELBO; the {objective.score_label} of {objective.title} draws none"
+        )
     _, val_text = split_text(read_texts(args.data))
     report = evaluate_model(model, val_text, args.num_samples, nll_chars=args.nll_chars, progress=True)
-    print_report(report, objective_of(model).score_label)
+    print_report(report, objective.score, objective.score_label)
     if args.out:
         write_report(Path(args.out), report)
     return report
@@ -208,11 +190,12 @@ def write_report(out: Path, report: dict) -> None:
         sys.exit(f"error: could not write {target} ({error.strerror or error}); nothing was left in {out}")
 
 
-def print_report(report: dict, name: str) -> None:
-    """The report's figures and samples, as the command line shows them; `name`: its validation score's label."""
-    key = f"val_{name.lower()}"
+def print_report(report: dict, score: str, label: str) -> None:
+    """The report's figures and samples, as the command line shows them: its validation `score` ("nelbo", "nll")
+    under its `label`."""
+    key = f"val_{score}"
     print(
-        f"validation {name}: {report[key + '_nats_per_char']:.4f} nats/char, "
+        f"validation {label}: {report[key + '_nats_per_char']:.4f} nats/char, "
         f"{report[key + '_bits_per_char']:.4f} bits/char over {report['val_chars']:,} chars"
     )
     for order, nats in report["exact_nll_nats_per_char"].items():

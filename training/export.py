@@ -69,7 +69,7 @@ from training.export_dir import (
 from training.flags import CARD_FLAGS, add_flags
 from training.plots import training_curve_figure
 from training.run_options import repo_id_problem
-from training.weights import BF16_TOLERANCE, ELBO_SAMPLES, WEIGHTS_DTYPES, choose_weights, score_name, write_weights
+from training.weights import BF16_TOLERANCE, ELBO_SAMPLES, WEIGHTS_DTYPES, choose_weights, write_weights
 
 EXPORT_FILES = (
     "README.md",
@@ -194,7 +194,7 @@ def write_figures(model: MDLM, report: dict, history: dict, attachments: Iterabl
     """The card's figures (accuracy by mask ratio, a diffusion model's; the training curve) and the recipe's images."""
     if "accuracy_by_mask_ratio" in report:  # a diffusion model's
         plot_accuracy(report["accuracy_by_mask_ratio"], staging / "accuracy_vs_mask_ratio.png")
-    training_curve_figure(history, score_name(model).upper()).savefig(staging / "training_curve.png", dpi=120)
+    training_curve_figure(history, objective_of(model).score_label).savefig(staging / "training_curve.png", dpi=120)
     for attachment in attachments:  # the images the card's recipe section shows
         shutil.copyfile(attachment, staging / Path(attachment).name)
 
@@ -309,8 +309,8 @@ def export_run(
         push_to_hub_repo,
         casts,
     )
-    name = score_name(model)
-    print(f"exported to {export_dir}: validation {name.upper()} {report[f'val_{name}_nats_per_char']:.4f} nats/char")
+    label, nats = objective_of(model).score_label, report[f"val_{objective_of(model).score}_nats_per_char"]
+    print(f"exported to {export_dir}: validation {label} {nats:.4f} nats/char")
     if push_to_hub_repo:
         print(f"pushed: {push_to_hub(Path(export_dir), push_to_hub_repo, private=private)}")
     return report

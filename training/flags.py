@@ -1,9 +1,9 @@
 """Every flag of `python -m training.train`, once: `FLAGS`, a `Flag` a flag, grouped as --help lists them (the data,
 the model, optimisation, the run, the card). A flag's row gives its default, help, check, and what a resume, a warm
-start (--init-from), an autoregressive run and the model card do with it. Read from the table: the parser
+start (--init-from), a run of another objective and the model card do with it. Read from the table: the parser
 (`add_flags`), the single-flag checks (`Check`), the tuples below (RESUMABLE_CHANGES, MACHINE_FLAGS, SHAPE_FLAGS,
-DIFFUSION_ONLY; training.card's RECIPE_KEYS) and `RunSettings`, the typed settings a run carries. Checks of several
-flags together, and the parsing, are training.run_options'.
+OBJECTIVE_SETTINGS; training.card's RECIPE_KEYS) and `RunSettings`, the typed settings a run carries. Checks of
+several flags together, and the parsing, are training.run_options'.
 """
 
 from __future__ import annotations
@@ -12,13 +12,12 @@ import argparse
 import dataclasses
 import difflib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
 from mdlm_hf.devices import DEVICE_HELP, device_problem, max_threads
 from mdlm_hf.diffusion import LOSS_WEIGHTINGS
-from mdlm_hf.model import MLP_KINDS, NORM_KINDS
 from mdlm_hf.objectives import OBJECTIVES
 from training.tracking import TRACKERS
 
@@ -74,7 +73,7 @@ class Flag:
     default: Any
     help: str | None = None
     kind: type | None = None  # int, float, str or bool (a switch); None: the default's type (str for None)
-    choices: tuple | None = None
+    choices: Collection | None = None  # read at each parse: --objective's, OBJECTIVES' keys, takes one registered later
     nargs: str | None = None  # "+": a list of file names
     metavar: str | None = None
     parse: Callable[[str], Any] | None = None  # argparse's type, where it checks more than the kind (--license)
@@ -82,7 +81,9 @@ class Flag:
     resumable: bool = False  # a resume may change it; every other flag is the run's own, from its checkpoint
     machine: bool = False  # a resume takes it from its own command line, never from the checkpoint
     shape: bool = False  # the model's shape (and objective): with --init-from the saved model's, so typing it errs
-    diffusion_only: bool = False  # the diffusion loss's own: an autoregressive run leaves it at its default
+    # read by the objectives whose entry names it (mdlm_hf.objectives.Objective.settings, the diffusion loss's mask
+    # options): a run of another objective leaves it at its default
+    objective_setting: bool = False
     recipe: bool = False  # the model card's recipe line names it (training.card.RECIPE_KEYS)
 
     def __post_init__(self) -> None:
@@ -130,8 +131,9 @@ MODEL_FLAGS = (  # what the model learns, and its shape: the MDLM config
         "objective",
         "diffusion",
         "diffusion: the masked diffusion model; ar: its autoregressive twin, the same network with a causal "
-        "mask, trained on the next character (mdlm_hf/autoregressive.py)",
-        choices=tuple(OBJECTIVES),
+        "mask, trained on the next character (mdlm_hf/autoregressive.py); or one registered in "
+        "mdlm_hf.objectives.OBJECTIVES",
+        choices=OBJECTIVES.keys(),
         shape=True,
         recipe=True,
     ),
@@ -148,11 +150,6 @@ MODEL_FLAGS = (  # what the model learns, and its shape: the MDLM config
     Flag("n_embd", 256, check=at_least(1), shape=True, recipe=True),
     Flag("block_size", 256, "context length in characters", check=at_least(1), shape=True, recipe=True),
     Flag("dropout", 0.0, check=BELOW_ONE, recipe=True),
-    Flag("position_encoding", "rope", choices=("rope", "learned"), shape=True, recipe=True),
-    Flag("time_conditioning", False, shape=True, diffusion_only=True),
-    Flag("norm", "rmsnorm", choices=NORM_KINDS, shape=True, recipe=True),
-    Flag("mlp", "relu2", choices=MLP_KINDS, shape=True, recipe=True),
-    Flag("qk_norm", True, "RMS-normalise queries and keys per head", shape=True, recipe=True),
     Flag("zero_init_residual", True, "residual projections start at zero", recipe=True),
 )
 OPTIMISATION_FLAGS = (  # batch, schedule, optimizers, loss, precision and device
@@ -176,13 +173,13 @@ OPTIMISATION_FLAGS = (  # batch, schedule, optimizers, loss, precision and devic
     Flag("beta1", 0.9, check=BELOW_ONE),
     Flag("beta2", 0.99, check=BELOW_ONE, recipe=True),
     Flag("grad_clip", 1.0, "max gradient norm (0: off)", check=NON_NEGATIVE, recipe=True),
-    Flag("loss_weighting", "uniform", choices=tuple(LOSS_WEIGHTINGS), diffusion_only=True, recipe=True),
+    Flag("loss_weighting", "uniform", choices=tuple(LOSS_WEIGHTINGS), objective_setting=True, recipe=True),
     Flag(
         "t_min",
         1e-3,
         "training mask ratios t are drawn from [t_min, 1)",
         check=Check(lambda x: 0 < x < 1, "in (0, 1)", "0"),
-        diffusion_only=True,
+        objective_setting=True,
         recipe=True,
     ),
     Flag(
@@ -192,7 +189,7 @@ OPTIMISATION_FLAGS = (  # batch, schedule, optimizers, loss, precision and devic
         "their starts known (mdlm_hf.diffusion.stream_masks), the rest uniformly; needs --loss-weighting uniform",
         metavar="SHARE",
         check=Check(lambda x: 0 <= x <= 1, "in [0, 1]", "1.5"),
-        diffusion_only=True,
+        objective_setting=True,
         recipe=True,
     ),
     Flag(
@@ -218,7 +215,7 @@ RUN_FLAGS = (  # logging, evaluation, budgets, and the export at the end
     Flag("log_interval", 10, check=at_least(1), resumable=True),
     Flag("eval_interval", 250, check=at_least(1), resumable=True),
     Flag("eval_chars", 16384, "validation characters per periodic evaluation", check=at_least(1)),
-    Flag("eval_samples", 2, "mask draws per validation window", check=at_least(1), diffusion_only=True),
+    Flag("eval_samples", 2, "mask draws per validation window", check=at_least(1), objective_setting=True),
     Flag(
         "eval_sample_chars",
         128,
@@ -324,8 +321,8 @@ FLAGS_BY_NAME = {f.name: f for f in FLAGS}
 RESUMABLE_CHANGES = tuple(f.name for f in FLAGS if f.resumable)
 MACHINE_FLAGS = tuple(f.name for f in FLAGS if f.machine)
 SHAPE_FLAGS = tuple(f.name for f in FLAGS if f.shape)
-# the diffusion loss's own flags, at the values an autoregressive run leaves them (it has no masks to weigh or draw)
-DIFFUSION_ONLY = {f.name: f.default for f in FLAGS if f.diffusion_only}
+# the flags only some objectives read (the diffusion loss's masks), at the values a run of another leaves them
+OBJECTIVE_SETTINGS = {f.name: f.default for f in FLAGS if f.objective_setting}
 
 # The settings of a run: a field a flag, built from the table so that a flag is named once (a hand-written class
 # would name each flag a second time, and only a test would keep the two in step). Frozen: a change (a resume's
@@ -349,7 +346,7 @@ def add_flags(parser: argparse.ArgumentParser, flags: tuple[Flag, ...] = FLAGS) 
         parser.add_argument(f.option, **{key: value for key, value in options.items() if value is not None})
 
 
-def flag_choices() -> dict[str, tuple]:
+def flag_choices() -> dict[str, Collection]:
     """The choices of each flag that has them, by its setting's name."""
     return {f.name: f.choices for f in FLAGS if f.choices is not None}
 

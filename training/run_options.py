@@ -11,9 +11,9 @@ import dataclasses
 from mdlm_hf.model import check_config
 from mdlm_hf.objectives import objective_named
 from training.flags import (
-    DIFFUSION_ONLY,
     FLAGS,
     MACHINE_FLAGS,
+    OBJECTIVE_SETTINGS,
     RESUMABLE_CHANGES,
     SHAPE_FLAGS,
     RunSettings,
@@ -93,10 +93,10 @@ def settings_problem(args: RunSettings) -> str | None:
         return "--new-data needs --resume: a new run trains on its --data anyway"
     if args.stream_masks > 0 and args.loss_weighting != "uniform":
         return "--stream-masks needs --loss-weighting uniform: stream masks have no mask ratio t to weigh"
-    if args.objective == "ar":
-        for name, value in DIFFUSION_ONLY.items():
-            if getattr(args, name) != value:
-                return f"{flag(name)} is an option of the diffusion loss; --objective ar trains on the next character"
+    objective = objective_named(args.objective)
+    for name, value in OBJECTIVE_SETTINGS.items():
+        if name not in objective.settings and getattr(args, name) != value:
+            return f"{flag(name)} is not an option of --objective {objective.name}: {objective.title} does not read it"
     try:  # the model's own checks (heads that divide the width, sane sizes), before any data is read
         check_config(**model_config_from_args(args, "ab"))
     except ValueError as error:
@@ -173,10 +173,5 @@ def model_config_from_args(args: RunSettings, vocab: str) -> dict:
         n_embd=args.n_embd,
         block_size=args.block_size,
         dropout=args.dropout,
-        position_encoding=args.position_encoding,
-        time_conditioning=args.time_conditioning,
-        norm=args.norm,
-        mlp=args.mlp,
-        qk_norm=args.qk_norm,
-        causal=objective_named(args.objective).causal,
+        objective=args.objective,
     )

@@ -97,7 +97,6 @@ def fine_tuning_start(args: RunSettings, explicit: set[str]) -> tuple[RunSetting
     if "dropout" in explicit:
         config["dropout"] = args.dropout
     shape = {name: config.get(name, getattr(args, name)) for name in (*SHAPE_FLAGS, "dropout")}
-    shape["objective"] = objective_for_config(config).name  # a config names no objective: its causal mask does
     args = dataclasses.replace(args, **shape)
     problem = settings_problem(args)  # the diffusion-only flags against the saved model's objective
     if problem:

@@ -244,7 +244,7 @@ class Trainer:
         p.history["val"].append(record)
         ema_note = f", EMA {record['nelbo_ema']:.4f}" if self.ema is not None else ""
         tqdm.write(
-            f"step {p.step}: val {score_name(self.model).upper()} {record['nelbo']:.4f} nats/char{ema_note} "
+            f"step {p.step}: val {objective_of(self.model).score_label} {record['nelbo']:.4f} nats/char{ema_note} "
             f"({record['nelbo'] / math.log(2):.4f} bpc), {p.tokens_seen / 1e6:.2f}M tokens, {p.wall_time / 60:.1f} min"
         )
         # selection on the first validation characters only: which weights to keep, never what to train

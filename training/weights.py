@@ -9,9 +9,9 @@ from pathlib import Path
 
 import torch
 
-from mdlm_hf import MDLM, ElboResult
+from mdlm_hf import MDLM
 from mdlm_hf.hub import save_weights
-from mdlm_hf.objectives import DIFFUSION, objective_of
+from mdlm_hf.objectives import objective_of
 
 WEIGHTS_DTYPES = ("auto", "float32", "bfloat16")
 
@@ -33,12 +33,13 @@ def score_name(model: MDLM) -> str:
     return objective_of(model).score
 
 
-def choose_weights(model: MDLM, val_text: str, weights_dtype: str = "auto") -> tuple[MDLM, dict, ElboResult | None]:
-    """The model to ship (as is, or bf16-rounded), the measurement behind the choice, and the shipped one's ELBO.
+def choose_weights(model: MDLM, val_text: str, weights_dtype: str = "auto") -> tuple[MDLM, dict, float | None]:
+    """The model to ship (as is, or bf16-rounded), the measurement behind the choice, and the shipped one's
+    validation score (None where none was measured).
 
-    "auto" compares the validation NELBO of both with the same masks (a paired difference, so the only
-    change is the rounding) and takes bf16, half the download, when it costs at most BF16_TOLERANCE. An
-    autoregressive twin's exact NLL is compared instead (and no ELBO is returned).
+    "auto" compares the validation score of both (a diffusion model's NELBO with the same masks: a paired
+    difference, so the only change is the rounding; a twin's exact NLL) and takes bf16, half the download, when it
+    costs at most BF16_TOLERANCE.
     """
     if weights_dtype not in WEIGHTS_DTYPES:
         raise ValueError(f"weights dtype must be one of {WEIGHTS_DTYPES}, got {weights_dtype!r}")
@@ -56,8 +57,7 @@ def choose_weights(model: MDLM, val_text: str, weights_dtype: str = "auto") -> t
     }
     chosen = "bfloat16" if nats["bfloat16"] - nats["float32"] <= BF16_TOLERANCE else "float32"
     facts = {"weights_dtype": chosen, **{f"{objective.score}_{name}_weights": v for name, v in nats.items()}}
-    nelbo = ElboResult(nats[chosen], tokens.numel()) if objective is DIFFUSION else None
-    return (rounded if chosen == "bfloat16" else model), facts, nelbo
+    return (rounded if chosen == "bfloat16" else model), facts, nats[chosen]
 
 
 def write_weights(model: MDLM, directory: Path, weights_dtype: str) -> None:
