@@ -7,7 +7,7 @@ from mdlm_hf.diffusion import ElboResult, diffusion_loss, elbo, mask_tokens, sam
 from mdlm_hf.model import MDLM
 from mdlm_hf.pipeline import complete, infill, sample
 from mdlm_hf.rewriting import rewrite, span_bits_per_char, stream_rewrite
-from mdlm_hf.sampling.options import ORDERS, SCHEDULES, SamplerOptions
+from mdlm_hf.sampling.options import ORDERS, READ_BETTER, SCHEDULES, SamplerOptions
 from mdlm_hf.sampling.state import SamplerState
 from mdlm_hf.tokenizer import MASK_GLYPH, CharTokenizer
 
@@ -15,6 +15,7 @@ __all__ = [
     "MDLM",
     "MASK_GLYPH",
     "ORDERS",
+    "READ_BETTER",
     "SCHEDULES",
     "CharTokenizer",
     "ElboResult",

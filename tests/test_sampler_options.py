@@ -217,3 +217,15 @@ def test_huge_integers_and_a_generator_off_the_cpu_are_named_or_run(tiny_model, 
         return
     with pytest.raises(ValueError, match=message):
         final_state(sample(tiny_model, canvas, **changes))
+
+
+def test_read_better_writes_one_character_a_pass_from_left_to_right(tiny_model):
+    from mdlm_hf import READ_BETTER
+
+    canvas = torch.full((30,), tiny_model.mask_id)
+    states = list(sample(tiny_model, canvas, seed=0, **READ_BETTER))
+    assert states[-1].done and states[-1].step == 30
+    firsts = [int(state.revealed[0].nonzero()[0, 0]) for state in states[1:]]
+    assert firsts == list(range(30)) and all(int(state.revealed.sum()) == 1 for state in states[1:])
+    with pytest.raises(TypeError):
+        READ_BETTER["temperature"] = 1.0  # a preset, not a setting to change for everyone
