@@ -64,6 +64,13 @@ PARAMS: dict[str, Param] = {
     # output, so a run can be repeated with fixed_seed on
     "seed": Param("Seed", "number", 0, 0, MAX_SEED, info="with fixed seed on, the seed to run with; off, a new one"),
     "fixed_seed": Param("Fixed seed", "checkbox", False, info="off: a new random seed each run"),
+    # READ_BETTER (mdlm_hf.sampling.options): overrides the order, temperature, spacing and steps with its own
+    "read_better": Param(
+        "Write slower, read better",
+        "checkbox",
+        False,
+        info="a character at a time, left to right: the writing blind readers preferred",
+    ),
     "autoregressive": Param("Left-to-right: one character per forward pass (autoregressive-like)", "checkbox", False),
     # Rewrite: a text and the span of it to write again, text[start:end] (the selection fills them)
     "text": Param("Text: select the span to rewrite, or paste your own", "textbox"),

@@ -12,7 +12,7 @@ from typing import Any
 import gradio as gr
 import torch
 
-from mdlm_hf import MASK_GLYPH, MDLM, SamplerOptions, SamplerState, mask_tokens, sample
+from mdlm_hf import MASK_GLYPH, MDLM, READ_BETTER, SamplerOptions, SamplerState, mask_tokens, sample
 from mdlm_hf.likelihood import surprise_steps
 from mdlm_hf.metrics import valid_word_rate, written_words
 from mdlm_hf.pipeline import check_end_at, check_text, ended, prompt_canvas, text_to_canvas, unseen_prompt_note
@@ -25,6 +25,7 @@ from mdlm_space.checks import (
     as_int,
     check_chars,
     check_fits,
+    check_flag,
     fitted_length,
     run_seed,
 )
@@ -58,6 +59,16 @@ def stopped(line: str | None) -> Any:
     else:
         return gr.skip()
     return "\n\n".join([first, *rest])
+
+
+def run_options(model: MDLM, canvas: torch.Tensor, controls: dict[str, Any], read_better: bool) -> SamplerOptions:
+    """The run's options: the controls' (validated), with READ_BETTER's order and temperature over them and a step
+    a character to write when "Write slower, read better" is ticked."""
+    check_flag(read_better, "read_better")
+    options = SamplerOptions().replace(**controls)
+    if not read_better:
+        return options
+    return options.replace(**READ_BETTER).replace(num_steps=int((canvas == model.mask_id).sum()))
 
 
 def capped_steps(model: MDLM, canvas: torch.Tensor, options: SamplerOptions) -> tuple[SamplerOptions, str]:
@@ -251,6 +262,7 @@ def generate(
     seed: float,
     fixed_seed: bool,
     end_at: str = PARAMS["end_at"].default,
+    read_better: bool = PARAMS["read_better"].default,
     **controls: Any,
 ) -> Iterator[tuple]:
     """Generate tab: the prompt followed by up to `length` generated characters, ending `end_at` (fewer when the
@@ -265,14 +277,21 @@ def generate(
     length, note = fitted_length(prompt, length, MAX_CANVAS)
     seed = run_seed(seed, fixed_seed)
     canvas = prompt_canvas(model, prompt, length)
-    options, capped = capped_steps(model, canvas, SamplerOptions().replace(**controls))  # validated, then capped
+    options = run_options(model, canvas, controls, read_better)  # validated
+    options, capped = capped_steps(model, canvas, options)
     states = sample(model, canvas, options, seed=seed)
     note = " ".join(filter(None, (note, capped, greedy_note(options))))
     yield from frames(model, states, len(prompt), seed, note, prompt_length=len(prompt), end_at=end_at)
 
 
 def infill(
-    model: MDLM, template: str | None, seed: float, fixed_seed: bool, blank: str = "_", **controls: Any
+    model: MDLM,
+    template: str | None,
+    seed: float,
+    fixed_seed: bool,
+    blank: str = "_",
+    read_better: bool = PARAMS["read_better"].default,
+    **controls: Any,
 ) -> Iterator[tuple]:
     """Infill tab: every `blank` of the template filled in, streamed step by step."""
     check_text(template, "template")
@@ -280,7 +299,8 @@ def infill(
     check_fits(template, "template", MAX_CANVAS, f"a run writes at most {MAX_CANVAS:,} characters")
     canvas = text_to_canvas(model, template, blank)
     seed = run_seed(seed, fixed_seed)
-    options, capped = capped_steps(model, canvas, SamplerOptions().replace(**controls))  # validated, then capped
+    options = run_options(model, canvas, controls, read_better)  # validated
+    options, capped = capped_steps(model, canvas, options)
     states = sample(model, canvas, options, seed=seed)
     note = " ".join(filter(None, (capped, greedy_note(options))))
     yield from frames(model, states, int((canvas != model.mask_id).sum()), seed, note)

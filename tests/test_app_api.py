@@ -20,11 +20,13 @@ def test_endpoints_take_their_parameters_by_name(client):
         prompt="", length=30, num_steps=3, seed=1, end_at="length", api_name="/generate_page"
     )
     assert len(text) == 30 and "done in 3 steps" in readout
-    *_, (canvas_html, text, readout, seed) = client.submit(template="to __ or", num_steps=2, api_name="/infill_page")
+    *_, (canvas_html, text, readout, seed) = client.submit(
+        template="to __ or", num_steps=2, read_better=False, api_name="/infill_page"
+    )
     assert text.startswith("to ") and text.endswith(" or") and "done in 2 steps" in readout
     # streams order writes each 2-character blank in 2 passes, though 4 steps are allowed: the readout says done
     *_, (canvas_html, text, readout, seed) = client.submit(
-        template="to __ or not __", num_steps=4, api_name="/infill_page"
+        template="to __ or not __", num_steps=4, read_better=False, api_name="/infill_page"
     )
     assert "done in 2 of 4 steps" in readout and "2 forward passes" in readout
 
@@ -50,7 +52,7 @@ def test_a_call_with_too_few_values_names_what_is_missing(server, capfd):
     # gradio's own check of too few values raised a plain error that reached the caller as {"error": null}
     stream = api_call(server, "generate", ["ROMEO:\n", 20, 4])
     assert "event: error" in stream
-    assert "generate takes 20 values" in stream and "got 3" in stream
+    assert "generate takes 21 values" in stream and "got 3" in stream
     assert "missing end_at, order, order_temperature" in stream  # in the page's order of the controls
     assert "capital_temperature_factor" in stream
     empty = api_call(server, "forward_process", [])

@@ -133,8 +133,8 @@ def test_after_a_run_the_replay_slider_shows_each_of_its_frames_without_sampling
     demo = app.build_demo(model)
     for endpoint, values in (
         ("generate", dict(prompt="ROMEO:\n", length=30, num_steps=6, steps_taken=6)),
-        # two 2-character blanks: 2 passes
-        ("infill", dict(template="to __ or not __", num_steps=4, steps_taken=2)),
+        # two 2-character blanks written a character a pass (Infill's "Write slower, read better"): 4 passes
+        ("infill", dict(template="to __ or not __", num_steps=4, steps_taken=4)),
     ):
         controls, names = tab_controls(demo, endpoint), api_names(demo, endpoint)
         run = next(fn for fn in demo.fns.values() if fn.api_name == f"{endpoint}_page")

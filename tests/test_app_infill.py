@@ -20,6 +20,7 @@ def test_infill_keeps_fixed_characters(client):
             order="entropy",
             seed=0,
             order_temperature=0.3,
+            read_better=False,
             api_name="/infill_page",
         )
     )

@@ -59,7 +59,7 @@ def test_a_model_of_other_text_starts_and_shows_text_it_writes(arithmetic_dir):
     named = dict(template="x# = 2#3", num_steps=2, temperature=1.0, top_p=1.0, order="confidence", seed=0)
     named |= dict(order_temperature=0.25, prior_weight=0.35, remask_ratio=0.0, spacing=1, fixed_seed=True)
     named |= dict(entropy_bound=0, min_p=0.0, cut_where_sure=0.0, capital_temperature_factor=1.0, real_words=False)
-    named["keep_cast"] = False
+    named["keep_cast"], named["read_better"] = False, False
     values = tuple(named[name] for name in api_names(demo, "infill"))  # the event's function takes the API's order
     *_, (_, text, *_) = infill.fn(*values)
     assert text.startswith("x") and text[2:6] == " = 2" and text[7] == "3" and "#" not in text

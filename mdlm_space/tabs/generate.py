@@ -35,6 +35,7 @@ def generate_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
             prompt = control("prompt", block_size, texts.prompt, lines=2)
             # above the run button: below it, on a phone the run's scroll to the canvas took the button out of view
             real_words, keep_cast = play_shape_controls(model, block_size)
+            read_better = control("read_better", block_size)
             button, stop = run_buttons("Generate")
             length = control("length", block_size, room)
             end_at = control("end_at", block_size)
@@ -42,6 +43,7 @@ def generate_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
             controls = dict(prompt=prompt, length=length, num_steps=steps, end_at=end_at)
             controls |= sampling_options("generate", block_size, ("drawing", "blocks"))
             controls["real_words"], controls["keep_cast"] = real_words, keep_cast
+            controls["read_better"] = read_better
         outputs, replay = output_column("generate", 8, draft_canvas(texts.prompt, room), "Generate")
     # the canvas before a run shows what will be filled, drawn once the sliders fit the change
     for fitted in follow_prompt(demo, MAX_CANVAS, block_size, prompt, length, steps):
