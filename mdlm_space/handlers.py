@@ -104,7 +104,7 @@ def readout(state: SamplerState, seconds: float, num_generated: int, seed: int, 
     step = f"step {state.step}/{state.num_steps}"
     if state.done:  # said in words: a finished run's readout read like a running one's last frame
         of = f" of {state.num_steps}" if state.step < state.num_steps else ""  # a rule that ends early
-        step = f"done in {state.step}{of} steps"
+        step = f"done in {state.step}{of} step{'' if state.num_steps == 1 else 's'}"
     line = f"seed {seed} · {step} · {passes(state.num_forward_passes)} · {seconds:.2f} s · {speed}"
     length = state.tokens.size(1)
     if state.window is not None and state.window[1] - state.window[0] < length:

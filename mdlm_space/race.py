@@ -192,7 +192,7 @@ def race(runs: dict[str, Iterator[SamplerState]]) -> Iterator[tuple[dict[str, Sa
 
 
 TAKEAWAY = "**Takeaway:**"  # how a finished race's line begins
-STOPPED = "Stopped before both sides finished: the passes and seconds above are theirs so far."
+STOPPED = "Stopped before every side finished: the passes and seconds above are theirs so far."
 
 
 def race_stopped(takeaway: str | None, left_stats: str | None) -> Any:

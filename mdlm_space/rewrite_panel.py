@@ -45,8 +45,8 @@ from mdlm_space.rewrite_handlers import (
 TAKE_FINISHED = (
     f"(finished, current) => (finished && !finished.includes({json.dumps(MASK_GLYPH)})) ? finished : current"
 )
-# runs in the page when Generate's readout says its run was stopped (written once the run has ended): its text up to
-# the first mask, back to the last whole word (a finished text comes through TAKE_FINISHED)
+# runs in the page when Generate's or Infill's readout says its run was stopped (written once the run has ended):
+# its text up to the first mask, back to the last whole word (a finished text comes through TAKE_FINISHED)
 TAKE_STOPPED = (
     f"(line, text, current) => {{ if (!(line || '').startsWith('seed ') || !line.includes({json.dumps(STOPPED_AT)})"
     f" || !(text || '').includes({json.dumps(MASK_GLYPH)})) return current;"
@@ -157,8 +157,8 @@ def show_run_orders(demo: gr.Blocks, order: gr.HTML, text_order: gr.HTML) -> Non
         if final_text is not None:
             finished = gr.Textbox(visible=False)
             final_text.change(None, [final_text, finished], finished, js=TAKE_FINISHED, **QUIET)
-            if final_text.elem_id == "generate-final-text":  # a stopped run's text too, as the panel takes it
-                readout = found["generate-readout"]
+            if final_text.elem_id in ("generate-final-text", "infill-final-text"):  # a stopped run's text too
+                readout = found[str(final_text.elem_id).replace("-final-text", "-readout")]
                 readout.change(None, [readout, final_text, finished], finished, js=TAKE_STOPPED, **QUIET)
             finished.change(run_orders, [fn.inputs[0], finished], [order, text_order], **QUIET)
     if "compare-right-order" in found:  # Compare's text in the panel is confidence order's: so is its order

@@ -112,3 +112,18 @@ def test_a_long_text_that_ended_at_a_line_strikes_out_what_it_left_out(model_dir
         assert dropped_text(canvas) == text[kept:], kept
         assert canvas.count("class='mdlm-dropped'") == 1 and "mdlm-window" in canvas
     assert "mdlm-dropped" not in render.render_canvas(model, state)  # no end: nothing struck out
+
+
+def test_a_readout_of_one_step_says_step():
+    # "done in 1 steps"
+    import torch
+
+    from mdlm_hf import SamplerState
+    from mdlm_space.handlers import readout
+
+    one = torch.zeros(1, 3, dtype=torch.long)
+    state = SamplerState(one, one.bool(), one.bool(), one.float(), one.bool(), 1, 1, 1, mask_id=9)
+    assert "done in 1 step ·" in readout(state, 0.1, 3, 0)
+    assert "done in 2 steps ·" in readout(
+        SamplerState(one, one.bool(), one.bool(), one.float(), one.bool(), 2, 2, 2, 9), 0.1, 3, 0
+    )

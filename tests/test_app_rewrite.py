@@ -426,3 +426,17 @@ def test_rewrite_and_infill_with_only_words_it_has_read_say_what_they_wrote(mode
     assert "Only words it has read:" in readout and filled.startswith("To be, ")
     *_, (_, _, plain_readout, _) = handlers.infill(model, "To be, __ not __ be", 0, True)
     assert "Only words it has read" not in plain_readout
+
+
+def test_a_stopped_generate_or_infill_run_brings_its_text_to_the_panel(model_dir):
+    # a stopped Infill run's text never reached the panel: only Generate's readout was listened to
+    from mdlm_space.rewrite_panel import TAKE_STOPPED
+
+    model, _ = loading.load_model(model_dir)
+    demo = app.build_demo(model)
+    listened = {
+        tuple(str(getattr(block, "elem_id", "")) for block in fn.inputs[:2])
+        for fn in demo.fns.values()
+        if fn.js == TAKE_STOPPED
+    }
+    assert listened == {("generate-readout", "generate-final-text"), ("infill-readout", "infill-final-text")}
