@@ -31,13 +31,12 @@ from mdlm_space.checks import (
 )
 from mdlm_space.endpoints import PARAMS
 from mdlm_space.render import LEGEND, THROTTLED, forward_view, render_canvas, score_view, shown_char, too_soon
-from mdlm_space.texts import passes
+from mdlm_space.texts import SCORING, passes
 
 RUNNING = "…"  # the speed of a run still going: it is known once the run ends
 # a run's forward passes at most: a 16,384-character text at the default 32 steps makes about 2,800; at 256 steps it
 # made 22,000, and eight such calls kept a 64-character one waiting for minutes
 MAX_RUN_PASSES = 4096
-SCORING = "Scoring…"  # Score's line while it scores
 STOPPED_AT = " · stopped at step "  # a readout's step once Stop ended its run (`stopped`)
 
 

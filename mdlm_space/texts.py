@@ -9,6 +9,7 @@ from mdlm_hf import MDLM
 
 DEFAULT_PROMPT = "ROMEO:\n"
 LAST_RUN = "Last run, before the edit: "
+SCORING = "Scoring…"  # Score's line while it scores
 
 
 def before_the_edit(line: str | None) -> str | None:
@@ -17,6 +18,17 @@ def before_the_edit(line: str | None) -> str | None:
     if not line or not line.startswith("seed "):  # a run's readout; not the placeholder, nor one marked already
         return None
     return LAST_RUN + line
+
+
+LAST_RUN_HTML = f"<p style='margin: 0 0 4px; font-size: 13px;'><b>{LAST_RUN.rstrip(': ')}</b></p>"
+
+
+def marked_last_run(value: str | None, placeholders: tuple[str, ...] = ()) -> str | None:
+    """A finished run's line or view (markdown, or HTML) marked as the last run's after an edit of its input; None
+    for an empty one, one of `placeholders`, one marked already or a score still streaming."""
+    if not value or value in placeholders or value.startswith((LAST_RUN, LAST_RUN_HTML, SCORING)):
+        return None
+    return LAST_RUN_HTML + value if value.lstrip().startswith("<") else LAST_RUN + value
 
 
 END_AT_WORDS = {

@@ -259,6 +259,35 @@ def test_an_edit_marks_the_readout_as_the_last_runs(model_dir):
         assert page.value(readout).count("Last run, before the edit") == 1, tab
 
 
+def test_an_edit_marks_compares_race_and_scores_result_as_the_last_runs(model_dir, twin_dir):
+    # Compare's statistics, takeaway and order views and Score's line and tinted text went on describing the last
+    # run after an edit, unmarked, where Generate and Infill mark theirs
+    model, _ = loading.load_model(model_dir)
+    page = Page(app.build_demo(model, twin=loading.load_twin(twin_dir, model)))
+    found = {block.elem_id: block for block in page.demo.blocks.values() if getattr(block, "elem_id", None)}
+    race = ["compare-left-stats", "compare-right-stats", "compare-twin-stats", "compare-takeaway"]
+    orders = ["compare-left-order", "compare-right-order"]
+    untouched = {name: page.value(found[name]) for name in race + orders}
+    page.type(tab_controls(page.demo, "compare")["prompt"], "JULIET:\n")
+    assert {name: page.value(found[name]) for name in race + orders} == untouched  # no race yet: nothing to mark
+    for name in race:
+        page.values[found[name]._id] = "12 forward passes · 0.10 s"
+    for name in orders:
+        page.values[found[name]._id] = "<div class='mdlm-canvas'>the order</div>"
+    page.type(tab_controls(page.demo, "compare")["prompt"], "ROMEO:\n")
+    page.type(tab_controls(page.demo, "compare")["prompt"], "ROMEO:\nA")  # marked once
+    for name in race:
+        assert page.value(found[name]) == "Last run, before the edit: 12 forward passes · 0.10 s", name
+    for name in orders:
+        assert page.value(found[name]).count("Last run, before the edit") == 1, name
+    summary, view = found["score-summary"], found["score-view"]
+    page.values[summary._id], page.values[view._id] = "**2.10 bits per character**", "<div>tinted</div>"
+    score_text = next(b for b in page.demo.blocks.values() if getattr(b, "label", None) == "Text to score")
+    page.type(score_text, "To be, or not to be")
+    assert page.value(summary) == "Last run, before the edit: **2.10 bits per character**"
+    assert page.value(view).startswith("<p") and page.value(view).endswith("<div>tinted</div>")
+
+
 def test_no_trigger_runs_two_server_functions_that_wait_for_the_last_change(model_dir, twin_dir):
     # gradio's page defers an "always_last" function's new call while its last one runs, then dispatches the whole
     # event again, which calls every function on it: two of them on one trigger (the prompt's fit of the length and

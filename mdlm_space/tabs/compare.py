@@ -21,7 +21,7 @@ from mdlm_space.controls import (
 from mdlm_space.endpoints import event
 from mdlm_space.race import NO_RACE_ORDER, compare, race_stopped
 from mdlm_space.render import COMPARE_FONT_PX, COMPARE_ROWS, RACE_LEGEND, draft_canvas
-from mdlm_space.texts import DemoText
+from mdlm_space.texts import DemoText, marked_last_run
 
 # where Compare's controls differ from PARAMS' and the library's: a race within the model's context, short enough to
 # watch, its steps counted as what the sides spend (forward passes)
@@ -117,8 +117,16 @@ def compare_tab(
     with gr.Accordion("Reveal rule, both sides", open=False):
         controls |= {name: control(name, block_size) for name in REVEAL_RULE_OPTIONS}
     gr.Markdown(EXPLAINED + (TWIN_EXPLAINED if twin else ""))
+    # an edit draws the new draft, and marks the last race's statistics, takeaway and orders as the last run's
+    last_race = [left_stats, right_stats, twin_stats, summary, *orders]
+
+    def draft_and_marks(prompt: str | None, length: float | None, *shown: str | None) -> tuple:
+        marks = (marked_last_run(value, (NO_RACE_ORDER,)) for value in shown)
+        return (*compare_draft(prompt, length), *(gr.skip() if mark is None else mark for mark in marks))
+
     for fitted in follow_prompt(demo, block_size, block_size, prompt, length, steps):
-        redraw(fitted.then, compare_draft, [prompt, length], [left_canvas, right_canvas, twin_canvas])
+        canvases = [left_canvas, right_canvas, twin_canvas]
+        redraw(fitted.then, draft_and_marks, [prompt, length, *last_race], canvases + last_race)
     # the twin's and the orders last: API clients that read the first six (or eight) by position keep them
     outputs = [left_canvas, left_stats, right_canvas, right_stats, summary, controls["seed"], twin_canvas, twin_stats]
     compared = event(compare, controls, model=model, known_words=known_words, twin=twin)

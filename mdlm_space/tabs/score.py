@@ -10,7 +10,7 @@ from mdlm_space.controls import run_buttons, stoppable
 from mdlm_space.endpoints import event
 from mdlm_space.handlers import SCORE_MAX_CHARS, score
 from mdlm_space.render import placeholder
-from mdlm_space.texts import DemoText, sample_passage
+from mdlm_space.texts import DemoText, marked_last_run, sample_passage
 
 
 def score_tab(model: MDLM, texts: DemoText) -> None:
@@ -32,6 +32,13 @@ def score_tab(model: MDLM, texts: DemoText) -> None:
             summary = gr.Markdown(elem_id="score-summary", min_height=72)
             waiting = placeholder("Press Score: each character is tinted by the model's surprise.")
             view = gr.HTML(waiting, elem_id="score-view")
+
+    # an edit of the text marks the last score's line and tinted text as the last run's
+    def marks(*shown: str | None) -> tuple:
+        return tuple(gr.skip() if (mark := marked_last_run(value, (waiting,))) is None else mark for value in shown)
+
+    quiet = dict(queue=False, api_name=False, show_progress="hidden", trigger_mode="always_last")
+    text.change(marks, [summary, view], [summary, view], **quiet)
     scored = event(score, dict(text=text), model=model)  # streamed: each pass on the model thread, others between
     stoppable(button, stop, **scored, outputs=[view, summary], **page_event("score"), readout=summary)
     public_endpoint("score", event(scores, dict(text=text), model=model), score_result(model))
