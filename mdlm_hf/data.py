@@ -25,12 +25,15 @@ def read_text(path: str | Path) -> str:
     return text
 
 
-def file_version(path: str | os.PathLike, missing: str) -> tuple[str, float]:
+def file_version(path: str | os.PathLike, missing: str, max_bytes: int | None = None) -> tuple[str, float]:
     """A file's resolved path and modified time, the key a cached reading of it goes by (an edited file is read
-    anew); a ValueError saying `missing` where there is no file."""
+    anew); a ValueError saying `missing` where there is no file, and naming the size of one over `max_bytes`."""
     path = Path(path).expanduser()
     if not path.is_file():
         raise ValueError(missing)
+    size = path.stat().st_size
+    if max_bytes is not None and size > max_bytes:
+        raise ValueError(f"{path} has {size:,} bytes, more than the {max_bytes:,} such a file may have: refused")
     return str(path.resolve()), path.stat().st_mtime
 
 
@@ -40,6 +43,8 @@ def file_in_folder(folder: str | os.PathLike, name: str) -> Path | None:
     folder = Path(folder).expanduser()
     path = folder / name
     if not path.is_file():
+        if path.exists() or path.is_symlink():  # a FIFO, a device, a folder or a dangling link: not a missing file
+            raise ValueError(f"{path} is not a regular file: refused")
         return None
     if not path.resolve().is_relative_to(folder.resolve()):
         raise ValueError(f"{path} resolves to {path.resolve()}, outside the model's folder: refused")

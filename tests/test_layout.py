@@ -335,3 +335,16 @@ def test_a_speech_line_that_reads_as_a_slip_is_refused(slip, at):
     p = slip.index(at)
     rules = LineRules(CASTS, text, [False] * len(text), (False, False))
     assert not rules.allows(p, CASTS.everyone), slip
+
+
+@pytest.mark.parametrize(
+    "plays,said",
+    [
+        ({"a": ["A" + "a" * 20_000]}, "names a speaker of 20,001 characters; a name may have 64"),
+        ({f"p{i}": ["ROMEO"] for i in range(10_001)}, "has 10,001 plays and 10,001 speakers, more than"),
+    ],
+)
+def test_a_casts_file_past_its_limits_is_refused_in_one_line(plays, said):
+    # a speaker's name of 20,000 letters hung generation past 90 s; a 50 MB casts.json ended in a MemoryError
+    with pytest.raises(ValueError, match=said):
+        Casts(plays)

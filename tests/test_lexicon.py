@@ -183,20 +183,36 @@ def test_no_word_outside_the_list_goes_uncounted(lexicon, seed, order):
         assert sum(w not in lexicon for w in written_words(model, state, row)) <= int(state.word_fallbacks[row])
 
 
-def test_the_real_words_eval_counts_words_outside_the_list_dead_ends_and_time(tiny_model, tiny_text, tmp_path):
-    from evals import real_words
+def test_a_word_list_past_its_limits_is_refused_in_one_line(monkeypatch):
+    # a word of 20,000 letters filled a fragment table for minutes: a hang with nothing printed
+    from mdlm_hf.sampling import lexicon
 
-    tiny_model.save_pretrained(tmp_path)
-    save_word_list(tiny_text, tmp_path / "words.txt")
-    model = MDLM.from_pretrained(tmp_path, fast=False)
-    runs = {
-        (1.0, real): [real_words.one_run(model, seed, 1.0, real, length=64) for seed in range(2)]
-        for real in (False, True)
-    }
-    assert all(r["fallbacks"] == 0 for r in runs[(1.0, False)])
-    known = set(words(tiny_text))
-    lines = real_words.table(runs, known).splitlines()
-    assert len(lines) == 4 and lines[2].startswith("| 1 | off |") and lines[3].startswith("| 1 | on |")
-    outside = sum(w not in known for r in runs[(1.0, True)] for w in words(r["text"]))
-    assert outside <= sum(r["fallbacks"] for r in runs[(1.0, True)])
-    assert lines[3].endswith("x |") and lines[2].endswith("| - |")  # the time ratio, with against without
+    with pytest.raises(ValueError, match="holds a word of 20,000 letters; a word list may hold"):
+        lexicon.Lexicon(["a" * 20_000])
+    monkeypatch.setattr(lexicon, "MAX_WORDS", 3)
+    with pytest.raises(ValueError, match="holds 4 words; a word list may hold 3 words"):
+        lexicon.Lexicon(["to", "be", "or", "not"])
+
+
+def test_a_word_list_file_past_its_size_is_refused_naming_it(tmp_path, monkeypatch):
+    from mdlm_hf.sampling import lexicon
+
+    monkeypatch.setattr(lexicon, "MAX_LEXICON_BYTES", 100)
+    (tmp_path / "words.txt").write_text("word\n" * 30)
+    with pytest.raises(ValueError, match=r"words.txt has 150 bytes, more than the 100 such a file may have"):
+        lexicon.as_lexicon(tmp_path / "words.txt")
+
+
+def test_a_models_words_file_that_is_no_regular_file_is_refused_not_ignored(tmp_path):
+    # words.txt linked to /dev/zero or a FIFO turned real words off without a word
+    import os
+
+    from mdlm_hf.data import file_in_folder
+
+    os.mkfifo(tmp_path / "words.txt")
+    with pytest.raises(ValueError, match="words.txt is not a regular file"):
+        file_in_folder(tmp_path, "words.txt")
+    (tmp_path / "casts.json").symlink_to("/dev/zero")
+    with pytest.raises(ValueError, match="casts.json is not a regular file"):
+        file_in_folder(tmp_path, "casts.json")
+    assert file_in_folder(tmp_path, "demo.json") is None  # a file the export did not write: none

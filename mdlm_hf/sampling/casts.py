@@ -20,6 +20,9 @@ from mdlm_hf.metrics import SPEAKER_NAME
 from mdlm_hf.sampling.options import SamplerOptions
 
 LONGEST_LINE = 80  # characters: a speech line's limit where a casts file names none
+# what a casts file may hold (the shipped one: 25 plays, 35 speakers at most, names of 24 characters, 20 KB): beyond
+# these its tables would take minutes or gigabytes, so a hostile or broken file is refused in one line
+MAX_CASTS_BYTES, MAX_PLAYS, MAX_SPEAKERS, MAX_NAME = 4 * 2**20, 10_000, 100_000, 64
 
 
 class Casts:
@@ -33,6 +36,15 @@ class Casts:
             for play, names in plays.items()
         ):
             raise ValueError(f"{source} must map each play to a list of its speakers' names, got {described(plays)}")
+        speakers = sum(len(names) for names in plays.values())
+        if len(plays) > MAX_PLAYS or speakers > MAX_SPEAKERS:
+            raise ValueError(
+                f"{source} has {len(plays):,} plays and {speakers:,} speakers, more than the {MAX_PLAYS:,} and "
+                f"{MAX_SPEAKERS:,} a casts file may have"
+            )
+        long = next((n for names in plays.values() for n in names if len(n) > MAX_NAME), None)
+        if long is not None:
+            raise ValueError(f"{source} names a speaker of {len(long):,} characters; a name may have {MAX_NAME}")
         bad = next((n for names in plays.values() for n in names if not SPEAKER_NAME.fullmatch(n)), None)
         if bad is not None:
             raise ValueError(f"{source} names a speaker {bad!r} that is not a heading's name (capitalised words)")
@@ -129,7 +141,7 @@ def as_casts(casts: object) -> Casts:
         return casts
     if isinstance(casts, (str, os.PathLike)):
         missing = f"casts file {casts} does not exist (pass a casts.json, or a dict of play -> speakers)"
-        return read_casts(*file_version(casts, missing))
+        return read_casts(*file_version(casts, missing, MAX_CASTS_BYTES))
     if isinstance(casts, dict) and isinstance(casts.get("plays"), dict):  # as casts.json holds them
         return Casts(casts["plays"], casts.get("longest_line", LONGEST_LINE))
     if isinstance(casts, dict):
@@ -150,7 +162,9 @@ def model_casts(model: object) -> Casts:
 
 def names_a_speaker(path: Path | None) -> bool:
     """Whether the casts.json at `path` names a speaker (a model trained on text without headings has none)."""
-    return path is not None and speakers_named(*file_version(path, f"casts file {path} does not exist"))
+    return path is not None and speakers_named(
+        *file_version(path, f"casts file {path} does not exist", MAX_CASTS_BYTES)
+    )
 
 
 @functools.lru_cache(maxsize=4)

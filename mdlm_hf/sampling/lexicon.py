@@ -28,6 +28,9 @@ from mdlm_hf.inference import shipped_file
 from mdlm_hf.metrics import WORD_PATTERN, words
 from mdlm_hf.sampling.options import SamplerOptions
 
+# what a word list may hold (the shipped one: 20,062 words of at most 21 letters, 180 KB): a word's fragments fill a
+# table quadratic in its length, so a hostile or broken list is refused in one line before it is read into one
+MAX_LEXICON_BYTES, MAX_WORDS, MAX_WORD = 32 * 2**20, 2_000_000, 64
 LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 IN_WORDS = LETTERS | {"'"}  # an apostrophe is a word's own between letters, a quote elsewhere
 
@@ -42,6 +45,10 @@ class Lexicon:
         if bad is not None:
             raise ValueError(f"{source} must hold words as strings, got {described(bad)}")
         self.words = frozenset(words("\n".join(items)))
+        long = next((w for w in self.words if len(w) > MAX_WORD), None)
+        if len(self.words) > MAX_WORDS or long is not None:
+            what = f"a word of {len(long):,} letters" if long else f"{len(self.words):,} words"
+            raise ValueError(f"{source} holds {what}; a word list may hold {MAX_WORDS:,} words of {MAX_WORD} letters")
         if not self.words:
             raise ValueError(f"{source} holds no word (a word is letters, with apostrophes between them)")
         listed = [w for item in items for w in WORD_PATTERN.findall(item)]
@@ -119,7 +126,7 @@ def as_lexicon(lexicon: object) -> Lexicon:
         missing = (
             f"lexicon file {Path(lexicon).expanduser()} does not exist (pass a file with one word a line, or the words)"
         )
-        return read_lexicon(*file_version(lexicon, missing))
+        return read_lexicon(*file_version(lexicon, missing, MAX_LEXICON_BYTES))
     if isinstance(lexicon, Iterable) and not isinstance(lexicon, (bytes, torch.Tensor)):
         return Lexicon(lexicon)
     raise ValueError(f"lexicon must be words (a list or set of strings) or a file's path, got {described(lexicon)}")
