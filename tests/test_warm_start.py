@@ -101,3 +101,16 @@ def test_the_learning_rate_warms_up_linearly_then_falls_by_a_cosine_to_its_floor
     decay = [learning_rate(step, args) for step in range(100, 1101)]
     assert all(a >= b for a, b in zip(decay, decay[1:], strict=False))
     assert learning_rate(350, args) == pytest.approx(2e-4 + 0.5 * (1 + math.cos(math.pi / 4)) * 1.8e-3)
+
+
+def test_an_export_over_the_model_the_run_starts_from_is_refused_and_leaves_it_as_it_was(parent, tmp_path, capsys):
+    # --init-from X --export-dir X replaced the starting model without a word
+    root, data = parent
+    before = {p.name: p.read_bytes() for p in (root / "parent-export").iterdir() if p.is_file()}
+    same = root / "parent-export" / ".." / "parent-export"  # the same folder, spelt otherwise
+    flags = ["--data", str(data), *shape_free(TINY_ARGS), *SCHEDULE, "--init-from", str(root / "parent-export")]
+    with pytest.raises(SystemExit):
+        train.main([*flags, "--out-dir", str(tmp_path / "run"), "--export-dir", str(same)])
+    assert "is the --init-from model: the export would replace the model the run starts from" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in (root / "parent-export").iterdir() if p.is_file()} == before
+    assert not (tmp_path / "run").exists()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from pathlib import Path
 
 from mdlm_hf.model import check_config
 from mdlm_hf.objectives import objective_named
@@ -110,7 +111,17 @@ def init_problem(args: RunSettings, explicit: set[str]) -> str | None:
     typed = [flag(name) for name in sorted(SHAPE_FLAGS, key=lambda name: name == "objective") if name in explicit]
     if args.init_from and typed:
         return f"--init-from takes the model's shape and objective from {args.init_from}: drop {', '.join(typed)}"
+    if args.init_from and args.export_dir and same_folder(args.init_from, args.export_dir):
+        return (
+            f"--export-dir {args.export_dir} is the --init-from model: the export would replace the model the run "
+            "starts from; export somewhere else"
+        )
     return None
+
+
+def same_folder(a: str | Path, b: str | Path) -> bool:
+    """Whether two paths name one folder (through links and `..`), a Hub id never being a local folder."""
+    return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
 
 
 def resumed_args(args: RunSettings, explicit: set[str], saved: dict) -> RunSettings:
