@@ -59,3 +59,27 @@ def test_evaluate_on_a_full_disk_leaves_no_empty_out_and_names_the_file(tmp_path
     with pytest.raises(SystemExit, match=r"could not write .*metrics\.json \(No space left on device\)"):
         evaluate.main([*args, "--num-samples", "1", "--out", str(tmp_path / "out")])
     assert not (tmp_path / "out").exists()
+
+
+def test_evaluate_on_a_full_disk_keeps_an_earlier_report(tmp_path, monkeypatch, tiny_text):
+    # a full disk deleted the metrics.json an earlier evaluation had left in --out
+    import errno
+
+    from training import evaluate
+
+    torch.manual_seed(0)
+    MDLM(CharTokenizer.from_text(tiny_text).vocab, n_layer=1, n_head=2, n_embd=16, block_size=32).save_pretrained(
+        tmp_path / "model"
+    )
+    (tmp_path / "text.txt").write_text(tiny_text)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "metrics.json").write_text('{"earlier": true}')
+
+    def full_disk(path, payload):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(evaluate, "atomic_write_bytes", full_disk)
+    args = ["--model", str(tmp_path / "model"), "--data", str(tmp_path / "text.txt"), "--nll-chars", "8"]
+    with pytest.raises(SystemExit, match=r"the files there before were left as they were"):
+        evaluate.main([*args, "--num-samples", "1", "--out", str(tmp_path / "out")])
+    assert (tmp_path / "out" / "metrics.json").read_text() == '{"earlier": true}'

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import math
 import sys
@@ -169,25 +170,30 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 def write_report(out: Path, report: dict) -> None:
-    """Writes metrics.json (never half-written) and a diffusion model's accuracy plot under `out`; where that fails
-    (a full disk) removes what it wrote, and `out` where it made it, and exits with one line naming the file."""
-    made, written = not out.exists(), []
+    """Writes metrics.json and a diffusion model's accuracy plot under `out`, each whole or not at all; where that
+    fails (a full disk) removes what this call created, and `out` where it made it, keeps an earlier report's files
+    as they were, and exits with one line naming the file."""
+    made, created = not out.exists(), []
     target = out / "metrics.json"
     try:
         out.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(target, json.dumps(report, indent=2).encode())
-        written.append(target)
+        files = {target: json.dumps(report, indent=2).encode()}
         if "accuracy_by_mask_ratio" in report:  # a diffusion model's
-            target = out / "accuracy_vs_mask_ratio.png"
-            plot_accuracy(report["accuracy_by_mask_ratio"], target)
-            written.append(target)
+            figure = io.BytesIO()
+            accuracy_figure(report["accuracy_by_mask_ratio"]).savefig(figure, dpi=120, format="png")
+            files[out / "accuracy_vs_mask_ratio.png"] = figure.getvalue()
+        for target, payload in files.items():
+            new = not target.exists()
+            atomic_write_bytes(target, payload)
+            created += [target] if new else []
     except OSError as error:
-        for path in [*written, target]:
+        for path in created:
             path.unlink(missing_ok=True)
         if made:
             with contextlib.suppress(OSError):
                 out.rmdir()
-        sys.exit(f"error: could not write {target} ({error.strerror or error}); nothing was left in {out}")
+        kept = "nothing was left in" if made else "the files there before were left as they were in"
+        sys.exit(f"error: could not write {target} ({error.strerror or error}); {kept} {out}")
 
 
 def print_report(report: dict, score: str, label: str) -> None:
