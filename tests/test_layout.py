@@ -328,6 +328,7 @@ def test_the_speech_written_last_between_two_headings_of_one_speaker_is_refused(
         ("\n\nYORK:\n:\n\nROMEO:\nHi.", ":\n\n"),  # a line of punctuation alone ("BOTH:" then ":")
         ("\n\nYORK:\nGood  officer.\n\nROMEO:\nHi.", "  "),  # a double space
         ("\n\nYORK:\nHi.\nROMAN :\nYes.", " :"),  # a heading's form with a space before its colon, in a speech
+        ("\n\nYORK:\nHi.\nO: whither?", ": w"),  # a single capital and a colon: a heading run into its speech
     ],
 )
 def test_a_speech_line_that_reads_as_a_slip_is_refused(slip, at):

@@ -29,7 +29,8 @@ FOLLOWS = {BLANK: frozenset({HEADING}), HEADING: frozenset({SPEECH}), SPEECH: fr
 START, END, ENDS_WITH_BREAK = "start", "end", "ends with a break"  # the text's edges, as a neighbouring line
 # a speech line that starts with an all-capitals name and a colon or a full stop ("YORK: datural pains", "PAROLLES."),
 # or with two capitals not yet followed by anything else: a heading run into its speech, or a stray one
-RUN_ON = re.compile(r"[A-Z][A-Z' \-&,]*[A-Z] ?(?:[:.]|$)")  # a space before the colon too ("ROMAN :")
+# a space before the colon too ("ROMAN :"), and a single capital and its colon ("O: whither")
+RUN_ON = re.compile(r"[A-Z][A-Z' \-&,]*[A-Z] ?(?:[:.]|$)|[A-Z] ?:")
 
 
 @dataclass
