@@ -67,11 +67,22 @@ class NoUploads:
         await self.app(scope, receive, send)
 
 
+# sessions gradio keeps (its default: 10,000): each holds a copy of this app's large config, about 450 KB, and every
+# API call makes one, so memory grew by that much a call until 10,000 (benchmarks/app_memory.py); past the cap the
+# least recently used goes, with its replay frames
+SESSION_CAPACITY = 64
+
+
 def launch_limits() -> dict:
-    """What `launch()` takes to bound what a visitor can send: the upload size, and no upload route at all."""
+    """What `launch()` takes to bound what a visitor can send and the server keeps: the upload size, no upload route
+    at all, and SESSION_CAPACITY sessions."""
     from starlette.middleware import Middleware
 
-    return dict(max_file_size=MAX_UPLOAD, app_kwargs={"middleware": [Middleware(NoUploads)]})
+    return dict(
+        max_file_size=MAX_UPLOAD,
+        app_kwargs={"middleware": [Middleware(NoUploads)]},
+        state_session_capacity=SESSION_CAPACITY,
+    )
 
 
 def private_uploads() -> tuple[str, Callable[[], None]]:

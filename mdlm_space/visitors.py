@@ -19,9 +19,10 @@ import gradio as gr
 # few callers with many long runs kept a short one waiting for minutes
 MAX_RUNS_PER_CLIENT = 2
 QUEUE_SLOTS = 8  # the runs each endpoint serves at once (app.py's default_concurrency_limit, per event)
-# a long run: its canvas past two windows. Long runs never hold more than MAX_LONG_RUNS slots, so short runs always
-# find one, and their steps go first on the model thread (worker.SHORT_LANE)
-LONG_RUN_CHARS = 512
+# a long run: its canvas past the shipped model's context, one window. Long runs never hold more than MAX_LONG_RUNS
+# slots, so short runs always find one, and their steps go first on the model thread (worker.SHORT_LANE). The mark
+# was two windows: 8 runs of 500 characters, just under it, held every slot, and a call of 64 characters waited 26 s
+LONG_RUN_CHARS = 256
 MAX_LONG_RUNS = QUEUE_SLOTS - 2
 TRUSTED_PROXIES = "MDLM_TRUSTED_PROXIES"  # the environment variable: proxies in front that add X-Forwarded-For
 _runs_by_client: collections.Counter[str] = collections.Counter()

@@ -220,3 +220,27 @@ def test_the_upload_route_is_refused_before_anything_is_written(model_dir, monke
         assert not list(tmp_path.rglob("f*.txt"))
     finally:
         demo.close()
+
+
+def test_the_server_keeps_at_most_its_session_capacity(model_dir, monkeypatch):
+    # every API call makes a session holding a copy of the app's config (about 450 KB here), and gradio kept 10,000:
+    # 300 calls grew the server by 133 MB
+    from gradio_client import Client
+
+    monkeypatch.setattr(serving, "SESSION_CAPACITY", 3)
+    launched = {}
+    monkeypatch.setattr(gr.Blocks, "launch", lambda self, **kwargs: launched.update(kwargs))
+    app.main(["--model", str(model_dir), "--device", "cpu", "--twin", "none"])
+    assert launched["state_session_capacity"] == 3  # what the app launches with
+    monkeypatch.undo()
+    monkeypatch.setattr(serving, "SESSION_CAPACITY", 3)
+    model, _ = loading.load_model(model_dir)
+    demo = app.build_demo(model)
+    port = free_port()
+    demo.queue().launch(server_port=port, prevent_thread_lock=True, quiet=True, **serving.launch_limits())
+    try:
+        for _ in range(6):  # each from a new visitor
+            Client(f"http://127.0.0.1:{port}/", verbose=False).predict("to be", 0.5, 0, api_name="/forward_process")
+        assert len(demo.state_holder.session_data) <= 3
+    finally:
+        demo.close()

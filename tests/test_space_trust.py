@@ -47,6 +47,9 @@ def test_long_runs_never_hold_every_slot_and_short_ones_still_start(monkeypatch)
         stack.enter_context(visitors.client_run(request(None, "10.2.1.1"), long=False))  # a short one starts
     assert visitors._long_runs == 0 and not visitors._runs_by_client
     assert visitors.run_chars({"prompt": "ab", "length": 600}) == 602 > visitors.LONG_RUN_CHARS
+    # a run of 500 characters is long: eight of them, just under the old mark of 512, held every slot
+    assert visitors.run_chars({"prompt": "", "length": 500}) > visitors.LONG_RUN_CHARS
+    assert visitors.run_chars({"prompt": "ROMEO:\n", "length": 249}) <= visitors.LONG_RUN_CHARS  # the default run
     assert visitors.run_chars({"template": "x" * 100, "seed": 3}) == 100
     assert visitors.run_chars({"prompt": "", "length": 16384.0}) == 16384  # a float from a client counts too
     assert visitors.run_chars({"length": True}) == 0 and visitors.run_chars({"length": float("nan")}) == 0
