@@ -99,6 +99,12 @@ def missing_folder(path: Path) -> str:
         folders = [entry.name for entry in itertools.islice(path.parent.iterdir(), 10_000) if entry.is_dir()]
     except OSError:  # no parent folder either, or one we may not list
         folders = []
+    old = path.with_name(f".{path.name}.old")  # training/export_dir.py's backup, where a swap was cut short
+    if old.is_dir():
+        return (
+            f"model directory {path} does not exist, but {old} holds its previous export (an export was stopped "
+            f"between its two renames): rename it to {path.name}"
+        )
     near = difflib.get_close_matches(path.name, folders, n=1)
     return f"model directory {path} does not exist" + (f"; did you mean {path.parent / near[0]}?" if near else "")
 

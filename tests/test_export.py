@@ -314,3 +314,32 @@ def test_a_file_that_arrives_during_the_swap_is_kept_not_deleted(tmp_path, monke
     with pytest.raises(ValueError, match=r"notes\.txt"):
         swap.replace_directory(staging, export)
     assert (export / "notes.txt").read_text() == "the user's" and staging.is_dir()
+
+
+def test_the_swap_into_an_export_folder_is_one_step_a_kill_never_leaves_it_missing(tmp_path, monkeypatch):
+    # a kill between the swap's two renames left only .NAME.old until the next export
+    from pathlib import Path
+
+    from training.export_dir import replace_directory, write_manifest
+
+    export, staging = tmp_path / "model", tmp_path / ".model.staging"
+    for folder, text in ((export, "old"), (staging, "new")):
+        folder.mkdir()
+        (folder / "config.json").write_text(text)
+        write_manifest(folder)
+
+    def killed(self, target):
+        raise KeyboardInterrupt  # a rename would be the first of two: the kill comes before the second
+
+    monkeypatch.setattr(Path, "rename", killed)
+    replace_directory(staging, export)
+    assert (export / "config.json").read_text() == "new" and not staging.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+
+
+def test_loading_a_folder_an_interrupted_swap_left_aside_says_how_to_recover(tmp_path):
+    from mdlm_hf import MDLM
+
+    (tmp_path / ".model.old").mkdir()
+    with pytest.raises(ValueError, match=r"\.model\.old holds its previous export .* rename it to model"):
+        MDLM.from_pretrained(tmp_path / "model")

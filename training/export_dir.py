@@ -5,6 +5,7 @@ killed export left), and the swap, which never leaves a half-written model behin
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
@@ -128,10 +129,26 @@ def apply_umask(staging: Path) -> None:
     staging.chmod(0o777 & ~umask)
 
 
-def replace_directory(staging: Path, export_dir: Path) -> None:
-    """Swaps the finished staging directory in for `export_dir` (an earlier export, which is deleted).
+RENAME_EXCHANGE = 2  # renameat2's flag (Linux 3.15): swap two paths in one step
 
-    A swap killed half-way leaves `.NAME.old` beside it: the previous export, which the next swap removes
+
+def exchanged(a: Path, b: Path) -> bool:
+    """Swaps two folders in one step (Linux's renameat2 with RENAME_EXCHANGE), so that a kill at any instant leaves
+    each whole; False where this system or file system cannot, for the two renames instead."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_cwd = -100  # AT_FDCWD: the paths as given
+    return renameat2(at_cwd, os.fsencode(a), at_cwd, os.fsencode(b), RENAME_EXCHANGE) == 0
+
+
+def replace_directory(staging: Path, export_dir: Path) -> None:
+    """Swaps the finished staging directory in for `export_dir` (an earlier export, which is deleted), in one step
+    where the system can (`exchanged`): a kill at any instant leaves the old or the new export, loadable.
+
+    Elsewhere, a swap killed half-way leaves `.NAME.old` beside it: the previous export, which the next swap removes
     (when NAME is missing, the kill came between the two renames, and `.NAME.old` is all that was there).
     Anything else by that name is a user's, and is refused rather than deleted, checked again once the earlier
     export is moved aside. The limit: a file written into `.NAME.old` through a folder handle opened before the
@@ -148,6 +165,9 @@ def replace_directory(staging: Path, export_dir: Path) -> None:
             f"{export_dir} gained files the export did not write while it ran ({', '.join(foreign[:5])}): it was "
             "left as it is; move them elsewhere and export again"
         )
+    if export_dir.exists() and exchanged(staging, export_dir):  # one step: at every instant the old or the new
+        shutil.rmtree(staging, ignore_errors=True)  # the earlier export, now under the staging folder's name
+        return
     if export_dir.exists():
         export_dir.rename(old)
         foreign = foreign_entries(old)  # what came between the check above and the rename is in `old` now
