@@ -26,11 +26,10 @@ import urllib.request
 
 from gradio_client import Client
 
-import app
 from mdlm_hf import MDLM, SamplerOptions
 from mdlm_hf.pipeline import default_options
 from mdlm_hf.sampling.options import OPTION_SPECS
-from mdlm_space import handlers, worker
+from mdlm_space import build_demo, handlers, worker
 from mdlm_space.texts import SONNET_18
 from studio.common import load_model
 from studio.rules import rule_options
@@ -70,7 +69,7 @@ WAYS = {  # name -> (the model's fast switch, Generate's controls)
 def serve(model: MDLM) -> tuple[object, str, float]:
     """Builds and launches the app on a free port; returns it, its URL and the seconds until the page is served."""
     start = time.perf_counter()
-    demo = worker.on_model_thread(app.build_demo, model)  # as app.main does: every torch call on the app's model thread
+    demo = worker.on_model_thread(build_demo, model)  # as app.main does: every torch call on the app's model thread
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

@@ -42,7 +42,7 @@ LONG_CLIENTS = 8
 @contextlib.contextmanager
 def served(model_dir: str) -> Iterator[str]:
     """The app of the model in `model_dir`, as app.py serves it; its URL."""
-    from app import build_demo
+    from mdlm_space import build_demo
     from mdlm_space.loading import load_model
     from mdlm_space.render import THEME
 

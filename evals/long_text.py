@@ -22,7 +22,6 @@ from pathlib import Path
 
 import torch
 
-from evals.sampling_quality import model_fingerprint
 from evals.structure_metrics import Sample, repeated_span
 from evals.structure_suite import (
     RULES,
@@ -30,6 +29,7 @@ from evals.structure_suite import (
     fmt,
     heldout_samples,
     load_store,
+    model_fingerprint,
     report_context,
     rule_options,
     save_store,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 import math
 import pickle
@@ -35,7 +36,6 @@ from pathlib import Path
 import torch
 
 from evals.heldout_plays import HELDOUT_TEXT, text_digest
-from evals.sampling_quality import model_fingerprint
 from evals.structure_metrics import Sample, castmates, count_structure, metrics, speakers
 from evals.text_metrics import KneserNeyJudge
 from mdlm_hf import MDLM, SamplerOptions, sample
@@ -72,6 +72,16 @@ PROMPTS = {
 def template(prompt: str) -> str:
     """The canvas of a prompt: a template as given, else the prompt followed by blanks up to LENGTH."""
     return prompt if BLANK in prompt else prompt + BLANK * (LENGTH - len(prompt))
+
+
+def model_fingerprint(model: torch.nn.Module) -> str:
+    """A short hash of the model's parameters, part of each stored row's key: rows sampled from other weights are
+    never mixed in."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()[:16]
 
 
 # windows of the held-out plays in their reference row: 96 windows (an earlier count) put their heading rate at 9.1 per

@@ -3,9 +3,9 @@
 Sampling is a few dozen forward passes over one short canvas, so the forward pass is the whole cost. On CPUs with
 bf16 units (AMD Zen 4/5, Intel Xeons with AMX), bf16 weights run the pass about 2.4-2.5x faster than fp32 (2
 threads, a 256-character canvas, attention as plain matmuls: mdlm_hf.layers.uses_plain_attention), for a validation
-NELBO within 0.001 nats/char (benchmarks/forward_speed.py, which also records the candidates that lost: bf16
-autocast, int8, torch.compile). GPUs have bf16 units too; on CPUs without them bf16 is slower. So the choice is made
-by timing both, once per process, device, thread count and model shape.
+NELBO within 0.001 nats/char (docs/benchmarks.md, "Forward pass", which also records the candidates that
+lost: bf16 autocast, int8, torch.compile). GPUs have bf16 units too; on CPUs without them bf16 is slower. So the
+choice is made by timing both, once per process, device, thread count and model shape.
 
 The copy follows the fp32 weights: it is rebuilt whenever they change (training, `load_state_dict`, `.to()`).
 Only `MDLM.denoise` (the sampler's forward) takes this path; `forward`, and with it training and ELBO

@@ -1,5 +1,5 @@
 """The accuracy-by-mask-ratio figure, which the app draws (How it works) and the export puts on the card, and the
-helpers every figure shares (training's curve: training/plots.py; the study's: evals/sampling_plots.py). matplotlib
+helpers every figure shares (training's curve: training/plots.py). matplotlib
 (the `plots` extra) is imported only when a figure is drawn, so the package works without it. Each function
 returns a closed Figure, ready for `savefig` or `gr.Plot`.
 """

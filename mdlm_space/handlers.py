@@ -31,7 +31,7 @@ from mdlm_space.checks import (
 )
 from mdlm_space.endpoints import PARAMS
 from mdlm_space.render import LEGEND, THROTTLED, forward_view, render_canvas, score_view, shown_char, too_soon
-from mdlm_space.texts import SCORING, passes
+from mdlm_space.texts import SCORING, passes, play_title, sentence
 
 RUNNING = "…"  # the speed of a run still going: it is known once the run ends
 # a run's forward passes at most: a 16,384-character text at the default 32 steps makes about 2,800; at 256 steps it
@@ -146,23 +146,6 @@ def kept_words_note(model: MDLM, state: SamplerState) -> str:
     return " ".join(notes)
 
 
-TITLE_WORDS = {"alls": "All's", "winters": "Winter's", "loves": "Love's", "labours": "Labour's", "nights": "Night's"}
-
-
-def play_title(name: str) -> str:
-    """A play's name as a reader writes it: "romeo_and_juliet" -> "Romeo and Juliet", "henry_vi_part_3" -> "Henry
-    VI Part 3"."""
-
-    def titled(i: int, word: str) -> str:
-        if word in TITLE_WORDS:
-            return TITLE_WORDS[word]
-        if set(word) <= set("ivx"):
-            return word.upper()
-        return word if i and word in ("and", "of", "the") else word.title()
-
-    return " ".join(titled(i, word) for i, word in enumerate(name.split("_")))
-
-
 def greedy_note(options: SamplerOptions) -> str:
     """With temperature 0, the options that still draw at random, in a sentence ("" if none, or above 0): greedy
     characters alone do not make a run repeat itself."""
@@ -182,13 +165,6 @@ def greedy_note(options: SamplerOptions) -> str:
         f"{'draws' if len(drawing) == 1 else 'draw'} at random: "
         "a new seed gives another text."
     )
-
-
-def sentence(text: str) -> str:
-    """`text` as a sentence: its first letter a capital, a full stop at its end ("" stays "")."""
-    if not text:
-        return ""
-    return text[:1].upper() + text[1:] + ("" if text.endswith((".", "!", "?")) else ".")
 
 
 # where a generated text ended, from the whitespace it was cut at (mdlm_hf.pipeline.ended: at the last speech end,

@@ -166,3 +166,27 @@ def sample_line(texts: DemoText, block_size: int) -> str:
 def passes(count: int) -> str:
     """ "1 forward pass", "2 forward passes"."""
     return f"{count:,} forward pass{'' if count == 1 else 'es'}"
+
+
+TITLE_WORDS = {"alls": "All's", "winters": "Winter's", "loves": "Love's", "labours": "Labour's", "nights": "Night's"}
+
+
+def play_title(name: str) -> str:
+    """A play's name as a reader writes it: "romeo_and_juliet" -> "Romeo and Juliet", "henry_vi_part_3" -> "Henry
+    VI Part 3"."""
+
+    def titled(i: int, word: str) -> str:
+        if word in TITLE_WORDS:
+            return TITLE_WORDS[word]
+        if set(word) <= set("ivx"):
+            return word.upper()
+        return word if i and word in ("and", "of", "the") else word.title()
+
+    return " ".join(titled(i, word) for i, word in enumerate(name.split("_")))
+
+
+def sentence(text: str) -> str:
+    """`text` as a sentence: its first letter a capital, a full stop at its end ("" stays "")."""
+    if not text:
+        return ""
+    return text[:1].upper() + text[1:] + ("" if text.endswith((".", "!", "?")) else ".")

@@ -5,7 +5,7 @@ neighbour, a training run) two threads run 2-5x slower than one, since each para
 the other process has pushed off its core. No count is right for both, and neither the load average (a minute
 late) nor /proc/stat (a container sees its host's CPUs) says which applies, so the chooser measures: before a
 job, when its last probe is PROBE_SECONDS old, it times one of the model's passes at each count, interleaved, and
-keeps the faster (benchmarks/thread_policy.py measures the policies).
+keeps the faster (docs/benchmarks.md, "Threads on a shared CPU", measures the policies).
 """
 
 from __future__ import annotations

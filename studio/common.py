@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -13,8 +12,6 @@ from mdlm_hf import MDLM
 from mdlm_hf.data import read_text
 from mdlm_hf.devices import max_threads
 from mdlm_hf.objectives import check_twin
-from mdlm_hf.sampling.options import orders_using
-from mdlm_hf.sampling.orders import reveal_order
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_MODEL = REPO_ROOT / "pretrained" / "mdlm-shakespeare-char"
@@ -40,26 +37,6 @@ def whole_number(low: int, high: Callable[[], int] | None = None) -> Callable[[s
 
 
 thread_count = whole_number(1, max_threads)  # a benchmark's --threads
-
-
-def reveal_rules(
-    orders: Sequence[str],
-    order_temperatures: Sequence[float],
-    prior_weights: Sequence[float] = (0.0,),
-    remask_ratios: Sequence[float] = (0.0,),
-    spacings: Sequence[int] = (0,),
-) -> list[dict]:
-    """Every combination of the reveal-rule options to measure, less those that change nothing or that an order
-    refuses: a soft random order is still the random order, orders that do not score positions ignore the prior,
-    and streams order (a plan) takes no order temperature (SamplerOptions refuses it)."""
-    grid = itertools.product(orders, order_temperatures, prior_weights, remask_ratios, spacings)
-    return [
-        dict(order=o, order_temperature=t, prior_weight=p, remask_ratio=r, spacing=s)
-        for o, t, p, r, s in grid
-        if not (reveal_order(o).at_random and t > 0)
-        and not (t > 0 and o not in orders_using("order_temperature"))
-        and not (p > 0 and o not in orders_using("prior_weight"))
-    ]
 
 
 def load_model(path: str | None, exact: bool = False) -> tuple[MDLM, str]:

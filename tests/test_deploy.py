@@ -134,9 +134,9 @@ def test_readme_front_matter_is_what_the_hub_reads_as_a_space_card():
     assert card.sdk == "gradio" and card.app_file == "app.py"
 
 
-def test_the_readmes_file_count_is_the_dry_runs():
+def test_the_docs_file_count_is_the_dry_runs():
     # the README said 44 files where the dry run listed 55
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (REPO_ROOT / "docs" / "space.md").read_text(encoding="utf-8")
     said = re.search(r"--dry-run +# the files it would upload \((\d+), (\d+) MB\)", readme)
     files = deploy.space_files()
     megabytes = sum((REPO_ROOT / path).stat().st_size for path in files) / 1e6

@@ -16,10 +16,12 @@ DOCS = sorted(
         *REPO_ROOT.glob("pretrained/*/README.md"),
     }
 )
-PROJECT_PACKAGES = ("mdlm_hf", "mdlm_space", "training", "benchmarks", "evals", "studio", "tests")
+PROJECT_PACKAGES = ("mdlm_hf", "mdlm_space", "training", "benchmarks", "evals", "studio", "lab", "tests")
 # a path into the repository's folders (runs/ is git-ignored: what a command writes, not what the repository holds)
 PATH = re.compile(r"(?<![\w/.-])((?:" + "|".join(PROJECT_PACKAGES) + r"|docs|pretrained|\.ci)/[\w./*-]*[\w/*])")
 COMMAND = re.compile(r"python -m ([\w.]+)")
+# a one-off study's code, named beside its table as a pointer into git history: a file the tree no longer has
+REMOVED = re.compile(r"git log --diff-filter=D -- ([\w./-]+)")
 # words a line uses when it tells how the project got here rather than how it is
 DIARY = re.compile(r"\bnot kept\b|\bNext\**:|\bnot in the repository\b|\bnow\b|\blast session\b|\bthis session\b", re.I)
 
@@ -42,6 +44,7 @@ def module_exists(name: str) -> bool:
 def test_the_docs_are_found():
     names = {str(path.relative_to(REPO_ROOT)) for path in DOCS}
     assert {"README.md", "docs/benchmarks.md", "docs/decisions.md", "evals/README.md", "benchmarks/README.md"} <= names
+    assert "lab/README.md" in names
     assert "mdlm_hf/model_card.md" in names and "pretrained/mdlm-shakespeare-char/README.md" in names
 
 
@@ -57,11 +60,19 @@ def test_every_repository_path_named_exists():
     missing = []
     for path, number, line in doc_lines():
         for named in PATH.findall(line):
-            if any(mark in named for mark in ("*", "...", "<", "NAME")):
+            if any(mark in named for mark in ("*", "...", "<", "NAME")) or named in REMOVED.findall(line):
                 continue
             if not (REPO_ROOT / named).exists():
                 missing.append(f"{path}:{number}: {named}")
     assert not missing, missing
+
+
+def test_a_pointer_into_git_history_names_a_removed_file():
+    # a deleted study's table kept its dead command; its pointer must not name a file the tree still holds either
+    pointers = [(path, n, named) for path, n, line in doc_lines() for named in REMOVED.findall(line)]
+    assert any(str(path) == "docs/benchmarks.md" for path, _, _ in pointers)
+    alive = [f"{path}:{n}: {named}" for path, n, named in pointers if (REPO_ROOT / named).exists()]
+    assert not alive, alive
 
 
 def test_no_line_reads_as_a_diary():

@@ -1,12 +1,36 @@
-"""The package's, training's, the app's, the benchmarks' and the evals' import graph has no cycle (train
-and export imported each other), the app stays a package a newcomer can read (app.py was one 1,400-line
-file), and so do the package and training (short modules, short functions)."""
+"""The package's, training's, the app's, the benchmarks', the evals' and the lab's import graph has no cycle (train
+and export imported each other), packages import one way (the product never reaches into the lab), the app stays a
+package a newcomer can read (app.py was one 1,400-line file), and so do the package and training (short modules,
+short functions)."""
 
 import ast
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("mdlm_hf", "mdlm_hf/sampling", "training", "mdlm_space", "mdlm_space/tabs", "benchmarks", "evals", "studio")
+PACKAGES = (
+    "mdlm_hf",
+    "mdlm_hf/sampling",
+    "training",
+    "mdlm_space",
+    "mdlm_space/tabs",
+    "benchmarks",
+    "evals",
+    "studio",
+    "lab",
+)
+# the packages each package may import: the library below all; the app on the library alone; training on the library
+# alone (it imported the evals to judge a GPU window's models: that is the lab's); the lab on anything but the app,
+# which nothing imports (the benchmarks started the app through app.py, not through mdlm_space)
+MAY_IMPORT = {
+    "mdlm_hf": set(),
+    "mdlm_space": {"mdlm_hf"},
+    "app": {"mdlm_hf", "mdlm_space"},
+    "training": {"mdlm_hf"},
+    "studio": {"mdlm_hf", "training"},
+    "evals": {"mdlm_hf", "training", "studio"},
+    "benchmarks": {"mdlm_hf", "training", "studio", "mdlm_space", "evals"},
+    "lab": {"mdlm_hf", "mdlm_space", "training", "studio", "evals", "benchmarks"},
+}
 APP_FILES = ("app.py", "mdlm_space/*.py", "mdlm_space/tabs/*.py")
 MAX_APP_FILE_LINES, MAX_APP_FUNCTION_LINES = 400, 60
 LIBRARY_FILES = ("mdlm_hf/*.py", "mdlm_hf/sampling/*.py", "training/*.py")
@@ -83,6 +107,55 @@ def test_speed_and_quality_import_neither_the_other():
     ]
     assert not crossing, crossing
     assert "studio.common" in graph["evals.structure_suite"] and "studio.rules" in graph["benchmarks.generate_speed"]
+
+
+def package_of(path: Path, root: Path = REPO_ROOT) -> str:
+    """The package a file belongs to: its top folder, or `app` for app.py."""
+    parts = path.relative_to(root).parts
+    return parts[0] if len(parts) > 1 else path.stem
+
+
+def packages_imported(path: Path, root: Path = REPO_ROOT) -> set[str]:
+    """The project packages a file imports, anywhere in it (a late import inside a function is still an edge)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return (found & MAY_IMPORT.keys()) - {package_of(path, root)}
+
+
+def imports_against_the_order(root: Path = REPO_ROOT) -> list[str]:
+    """Each import of a package that its importer may not import, as "file -> package"."""
+    files = [root / "app.py", *(path for package in MAY_IMPORT for path in sorted((root / package).rglob("*.py")))]
+    return [
+        f"{path.relative_to(root).as_posix()} -> {target}"
+        for path in files
+        if path.is_file()
+        for target in sorted(packages_imported(path, root) - MAY_IMPORT[package_of(path, root)])
+    ]
+
+
+def test_packages_import_one_way():
+    for package in MAY_IMPORT.keys() - {"app"}:
+        assert (REPO_ROOT / package / "__init__.py").is_file(), package  # each package's modules are read
+    wrong = imports_against_the_order()
+    assert not wrong, "imports against mdlm_hf <- training <- studio <- evals, benchmarks <- lab: " + ", ".join(wrong)
+
+
+def test_the_order_check_finds_a_late_import_of_the_lab_and_of_the_app(tmp_path):
+    for package in ("training", "lab", "mdlm_space"):
+        (tmp_path / package).mkdir()
+    (tmp_path / "app.py").write_text("import mdlm_space.layout\n")
+    (tmp_path / "lab" / "job.py").write_text("from training import train\nfrom evals.reader import judge\n")
+    (tmp_path / "training" / "train.py").write_text("def main():\n    from lab import job\n    import studio.common\n")
+    (tmp_path / "mdlm_space" / "serve.py").write_text("def main():\n    from app import main\n")
+    assert imports_against_the_order(tmp_path) == [
+        "mdlm_space/serve.py -> app",
+        "training/train.py -> lab",
+        "training/train.py -> studio",
+    ]
 
 
 def test_the_cycle_check_finds_a_cycle():

@@ -256,7 +256,7 @@ def test_fast_path_logits_agree_with_the_exact_model(tiny_model, bf16_chosen):
         exact, fast = tiny_model(tokens), tiny_model.denoise(tokens)
     assert tiny_model._fast_path.copy.lm_head.weight.dtype == torch.bfloat16
     # bf16 keeps 8 significant bits (relative rounding 2**-9 per operation); through two layers the predicted
-    # probabilities move by well under 1 % (the shipped model: see benchmarks/forward_speed.py)
+    # probabilities move by well under 1 % (the shipped model: docs/benchmarks.md, "Forward pass")
     difference = (fast.softmax(-1) - exact.softmax(-1)).abs().max()
     assert 0 < difference < 0.01
     assert torch.equal(fast.isinf(), exact.isinf())  # [MASK] is still never predicted

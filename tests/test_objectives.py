@@ -26,16 +26,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 # where the code that asks which kind a model is may live: the objectives, and the layers and network that apply the
 # attention mask a pass is given
 ASKS_THE_KIND = ("mdlm_hf/objectives.py", "mdlm_hf/layers.py", "mdlm_hf/network.py")
-# the research scripts moving to lab/: they read the two shipped models by name
-LAB_FILES = (
-    "training/gpu_job.py",
-    "training/ship_check.py",
-    "training/ship_bars.py",
-    "training/ship_figures.py",
-    "training/ship_unpack.py",
-    "training/distill.py",
-    "training/redraw_samples.py",
-)
+# the product and training; lab/'s research scripts read the two shipped models by name, and are not scanned
 SCANNED = ("mdlm_hf/", "mdlm_space/", "training/", "app.py")
 
 
@@ -71,7 +62,7 @@ def kind_branches(files: list[str] | None = None) -> list[str]:
         files = [name for name in listed.split() if name.startswith(SCANNED) and (REPO_ROOT / name).exists()]
     found = []
     for name in files:
-        if name in ASKS_THE_KIND or name in LAB_FILES:
+        if name in ASKS_THE_KIND:
             continue
         tree = ast.parse((REPO_ROOT / name).read_text(encoding="utf-8"))
         for node in ast.walk(tree):

@@ -11,8 +11,8 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENT_FILES = ("requirements.txt", "requirements-dev.txt")
-FIRST_PARTY = {"app", "mdlm_hf", "mdlm_space", "training", "benchmarks", "evals", "studio", "tests"}
-SOURCES = ("tests", "mdlm_hf", "mdlm_space", "training", "benchmarks", "evals", "studio")
+FIRST_PARTY = {"app", "mdlm_hf", "mdlm_space", "training", "benchmarks", "evals", "studio", "lab", "tests"}
+SOURCES = ("tests", "mdlm_hf", "mdlm_space", "training", "benchmarks", "evals", "studio", "lab")
 
 
 def eager_nodes(tree: ast.AST, in_tests: bool):

@@ -106,17 +106,6 @@ def test_a_span_past_the_context_is_rewritten_and_scored(tiny_model):
     assert math.isfinite(span_bits_per_char(tiny_model, text, 100, 110))
 
 
-def test_the_cheaper_rankings_reduce_to_the_exact_chain_at_their_limits(tiny_model):
-    # evals.rewrite_ranking's estimates: the strided chain scoring one character a canvas, and the local chain
-    # reading the whole text, are the exact chain rule
-    from evals.rewrite_ranking import local_bits, strided_bits
-
-    start, end = 7, 30
-    exact = span_bits_per_char(tiny_model, TEXT, start, end, fast=True)
-    assert strided_bits(tiny_model, TEXT, start, end, 1) == pytest.approx(exact, rel=1e-5)
-    assert local_bits(tiny_model, TEXT, start, end, len(TEXT)) == pytest.approx(exact, rel=1e-5)
-
-
 def test_a_narrow_context_reads_each_character_in_a_canvas_cropped_around_it(tiny_model):
     start, end, width = 10, 14, 8
     ids = torch.tensor(tiny_model.tokenizer.encode(TEXT))

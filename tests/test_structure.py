@@ -5,13 +5,6 @@ import math
 import pytest
 import torch
 
-from evals.heading_odds import (
-    after_headings,
-    blank_probabilities,
-    headings_after_headings,
-    name_probabilities,
-    row_log_probs,
-)
 from evals.structure_metrics import (
     Sample,
     castmates,
@@ -22,9 +15,7 @@ from evals.structure_metrics import (
     speakers,
 )
 from evals.structure_suite import PROMPTS, meets, template
-from mdlm_hf import MDLM, CharTokenizer
 from mdlm_hf.devices import max_threads
-from tests.conftest import TINY_TEXT
 
 
 class HalfJudge:
@@ -153,120 +144,6 @@ def test_the_suite_refuses_a_device_it_cannot_use_in_one_line(monkeypatch, capsy
     assert refusal.endswith("--device cuda: CUDA is not available here; use --device cpu (or auto)")
 
 
-def test_the_character_after_each_heading_is_found():
-    text = "x\n\nROMEO:\nHi.\n\nJULIET:\n\nNurse:\nAy.\n\nPAGE:\n"
-    assert [text[:p].splitlines()[-1] for p in after_headings(text)] == ["ROMEO:", "JULIET:", "Nurse:"]
-    assert [text[p] for p in after_headings(text)] == ["H", "\n", "A"]  # PAGE has nothing after its line break
-
-
-@pytest.mark.parametrize("causal", [False, True])
-def test_blank_odds_read_the_text_before_the_position_only(causal):
-    torch.manual_seed(0)
-    model = MDLM(CharTokenizer.from_text(TINY_TEXT).vocab, n_layer=2, n_head=2, n_embd=32, block_size=64, causal=causal)
-    text, other = "to be or\nnot that is\nthe question", "to be or\nnot tis nobler\n\nwhether,"
-    position = 10  # the same 10 characters before it on canvases of one length; what follows differs
-    odds = blank_probabilities(model.eval(), [(text, position), (other, position)])
-    assert odds[0] == pytest.approx(odds[1])
-    newline, ids = model.tokenizer.encode("\n")[0], model.tokenizer.encode(text[:position])
-    with torch.no_grad():
-        if causal:  # the twin: its logits at the position before
-            expected = model(torch.tensor([ids])).softmax(-1)[0, position - 1, newline]
-        else:  # the diffusion model: everything from the position on masked
-            canvas = ids + [model.mask_id] * (len(text) - position)
-            expected = model(torch.tensor([canvas])).softmax(-1)[0, position, newline]
-    assert odds[0] == pytest.approx(expected.item(), rel=1e-4)
-
-
-def test_each_heading_is_paired_with_the_heading_above_it():
-    text = "x\n\nROMEO:\nHi.\n\nJULIET:\n\nNurse:\nAy.\n\nNurse:\nNo.\n"
-    pairs = headings_after_headings(text)
-    assert [(previous, name) for _, _, previous, name in pairs] == [
-        ("ROMEO", "JULIET"),
-        ("JULIET", "Nurse"),
-        ("Nurse", "Nurse"),
-    ]
-    assert [text[start : start + len(name)] for _, start, _, name in pairs] == ["JULIET", "Nurse", "Nurse"]
-    assert [text[above : above + len(previous)] for above, _, previous, _ in pairs] == ["ROMEO", "JULIET", "Nurse"]
-
-
-def test_real_windows_hold_the_heading_and_the_one_above_it():
-    # a heading near the text's start once gave a window starting before the text: an empty string, a crash
-    from evals.heading_odds import real_speaker_contexts as real_contexts
-
-    play = "".join(f"{('JULIET', 'ROMEO')[i % 2]}:\n{'Ay, ' * (i % 7 + 1)}me.\n\n" for i in range(400))
-    contexts = real_contexts(play, 300, seed=0)
-    assert len(contexts) == 300
-    for window, before, previous in contexts:
-        assert len(window) == 256 and 40 <= before <= 220
-        line = window[before:].split("\n")[0]
-        assert window[before - 2 : before] == "\n\n" and heading_name(line, "") not in (None, previous)
-        assert f"\n{previous}:\n" in "\n" + window[:before]
-    assert real_contexts(play[:300], 5, seed=0) == []  # no heading with 220 characters before it and a window after
-
-
-@pytest.mark.parametrize("causal", [False, True])
-def test_name_odds_spell_the_name_left_to_right_from_the_text_before(causal, monkeypatch):
-    torch.manual_seed(0)
-    vocab = CharTokenizer.from_text(TINY_TEXT + "ROME:").vocab
-    model = MDLM(vocab, n_layer=2, n_head=2, n_embd=32, block_size=64, causal=causal).eval()
-    text, other = "to be or\n\nROMEO:\nnot that is", "to be or\n\nnot tis nobler\nsir"
-    start = 10  # the same 10 characters before it on canvases of one length; what follows differs
-    odds = name_probabilities(model, [(text, start, "ROMEO"), (other, start, "ROMEO")])
-    assert odds[0] == pytest.approx(odds[1], rel=1e-5)
-    expected, spelt = 1.0, model.tokenizer.encode("ROMEO:")
-    with torch.no_grad():
-        for k, char in enumerate(spelt):  # each character with the ones before it known and nothing after
-            known = model.tokenizer.encode(text[:start]) + spelt[:k]
-            if causal:
-                expected *= model(torch.tensor([known])).softmax(-1)[0, -1, char].item()
-            else:
-                canvas = known + [model.mask_id] * (len(text) - len(known))
-                expected *= model(torch.tensor([canvas])).softmax(-1)[0, len(known), char].item()
-    assert odds[0] == pytest.approx(expected, rel=1e-4)
-    from evals import heading_odds
-
-    monkeypatch.setattr(heading_odds, "BATCH", 1)  # every spelt character in a batch of its own: the same odds
-    assert name_probabilities(model, [(text, start, "ROMEO"), (other, start, "ROMEO")]) == pytest.approx(odds, rel=1e-5)
-
-
-def test_each_row_is_read_on_its_own_canvas_whatever_else_is_batched():
-    # rows of several lengths were padded with masks to the longest: a longer canvas than the text's
-    torch.manual_seed(0)
-    model = MDLM(CharTokenizer.from_text(TINY_TEXT).vocab, n_layer=2, n_head=2, n_embd=32, block_size=64).eval()
-    rows = [[1, 2, model.mask_id], [3] + [model.mask_id] * 7, [2, model.mask_id]]
-    with torch.no_grad():
-        together = dict(row_log_probs(model, rows))
-        for i, row in enumerate(rows):
-            alone = model(torch.tensor([row])).log_softmax(dim=-1)[0]
-            assert together[i].shape == alone.shape and torch.allclose(together[i], alone, atol=1e-5)
-
-
-@pytest.mark.parametrize("question", ["blank", "same-speaker"])
-def test_an_odds_question_writes_its_table_from_real_and_sampled_texts(question, tmp_path, monkeypatch, capsys):
-    from evals import heading_odds
-    from evals.sampling_quality import model_fingerprint
-
-    odds = heading_odds.ODDS[question]
-    torch.manual_seed(0)
-    vocab = CharTokenizer.from_text(TINY_TEXT + "ROMEJULIT:.\n").vocab
-    model = MDLM(vocab, n_layer=1, n_head=2, n_embd=16, block_size=256).eval()
-    play = "".join(f"{('JULIET', 'ROMEO')[i % 2]}:\nto be or not.\n\n" for i in range(40))  # headings 30 apart
-    sampled = play[:120]
-    store = {f"{model_fingerprint(model)}|default|free|0": dict(texts=[sampled], written=[True] * len(sampled))}
-    inputs = (store, model, None, {"training split": play, "too short": play[:100]})
-    monkeypatch.setattr(heading_odds, "load_odds_inputs", lambda args: inputs)
-    monkeypatch.setattr(heading_odds, "OUT_DIR", tmp_path)
-    odds.run([], "doc")
-    table = (tmp_path / f"{odds.stem}.md").read_text().splitlines()
-    assert table[2:4] == ["| text | headings | drawn | model | twin |", "|---|---|---|---|---|"]
-    texts = [line.split(" | ")[0] for line in table[4:]]
-    assert texts == ["| training split", "| default, free"]  # a text with no context gives no row
-    for line in table[4:]:
-        _, count, drawn, mean, twin = line.strip("| ").split(" | ")
-        assert int(count) > 0 and float(drawn) == 0.0 and 0 <= float(mean) < 1 and twin == "-"
-    assert capsys.readouterr().out.splitlines() == table[4:]
-
-
 @pytest.mark.parametrize("threads", ["-1", "100000", "two"])
 def test_a_benchmark_refuses_threads_it_cannot_run_in_one_line(monkeypatch, capsys, threads):
     # structure_suite --threads -1 ended in a traceback from torch.set_num_threads; 100,000 crashed torch
@@ -325,17 +202,3 @@ def test_the_committed_stores_hold_rows_of_texts():
         for key, row in store.items():
             assert key.split("|")[-2] in prompts and len(row["texts"]) > 0
             assert all(len(text) == len(row["written"]) for text in row["texts"])
-
-
-@pytest.mark.parametrize("question", ["blank", "same-speaker"])
-def test_an_odds_question_refuses_bad_flags_before_the_model(question, tmp_path, capsys, monkeypatch):
-    # a misspelt rule wrote a table of real text only over the committed one; a bad store failed after minutes
-    from evals import heading_odds
-
-    monkeypatch.setattr(heading_odds, "load_model", lambda *a, **k: pytest.fail("the model was loaded"))
-    with pytest.raises(SystemExit) as stopped:
-        heading_odds.main([question, "--rule", "defualt"])
-    assert stopped.value.code == 2 and "argument --rule: invalid choice: 'defualt'" in capsys.readouterr().err
-    (tmp_path / "store.json").write_bytes(b"\x80")
-    with pytest.raises(ValueError, match="is not a structure suite store"):
-        heading_odds.main([question, "--store", str(tmp_path / "store.json")])

@@ -162,7 +162,7 @@ def test_samples_are_printed_at_each_evaluation_without_moving_the_training(text
 
 
 def test_redraw_samples_rewrites_only_the_samples_of_an_export(text_file, tmp_path, capsys):
-    from training import redraw_samples
+    from lab import redraw_samples
 
     export_dir = tmp_path / "export"
     run(text_file, tmp_path / "run", "--max-steps", "4", "--export-dir", str(export_dir))

@@ -8,10 +8,11 @@ import sys
 
 import pytest
 
+from lab import gpu_job
 from mdlm_hf.objectives import OBJECTIVES
 from tests.conftest import REPO_ROOT
 from tests.training_helpers import TINY_ARGS, run
-from training import card, export, gpu_job, run_options, train
+from training import card, export, run_options, train
 from training.flags import CARD_FLAGS, FLAGS, FLAGS_BY_NAME, RunSettings, check_license
 
 

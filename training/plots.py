@@ -30,6 +30,3 @@ def training_curve_figure(history: dict, score: str = "NELBO") -> Figure:
     ax.grid(alpha=0.3)
     ax.legend()
     return finished(fig)
-
-
-# --- the sampling study (evals/sampling_quality.py): rows are its result dicts, labels its settings ---

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from evals import crossover
+from lab import crossover
 from mdlm_hf import MDLM
 from mdlm_hf.tokenizer import CharTokenizer
 

@@ -5,8 +5,8 @@ shape has stopped, and overtakes it (Prabhudesai et al., "Diffusion Beats Autore
 Settings", arXiv 2507.15857). Two tables, both scored on TinyShakespeare's validation split and the held-out plays:
 
     python -m evals.heldout_plays          # once: runs/heldout/heldout_plays.txt
-    python -m evals.crossover --data tinyshakespeare.txt --out runs/crossover          # the CPU rehearsal
-    python -m evals.crossover --data tinyshakespeare.txt --models pretrained/mdlm-shakespeare-char \\
+    python -m lab.crossover --data tinyshakespeare.txt --out runs/crossover          # the CPU rehearsal
+    python -m lab.crossover --data tinyshakespeare.txt --models pretrained/mdlm-shakespeare-char \\
         pretrained/mdlm-shakespeare-char-ar OUT/unpacked/v4 OUT/unpacked/twin-v4       # saved models, by lineage
 
 The rehearsal trains a small diffusion model and its twin (the same shape; the twin with the job's dropout 0.1) on
@@ -25,15 +25,16 @@ from pathlib import Path
 
 import torch
 
+from lab import gpu_job
 from mdlm_hf import MDLM
 from mdlm_hf.data import split_text
 from mdlm_hf.objectives import objective_of
-from training import gpu_job, train
+from training import train
 from training.checkpoints import build_model, load_checkpoint
 from training.corpus import read_texts
 
 SHAPE = ["--n-layer", "4", "--n-head", "4", "--n-embd", "128", "--block-size", "128"]
-RECIPE = ["--optimizer", "muon", "--norm", "rmsnorm", "--mlp", "relu2", "--qk-norm", "--zero-init-residual"]
+RECIPE = ["--optimizer", "muon", "--zero-init-residual"]
 RECIPE += ["--loss-weighting", "uniform", "--ema", "0", "--batch-size", "32"]
 RECIPE += ["--eval-chars", "4096", "--dtype", "float32", "--log-interval", "50"]
 TWIN = ["--objective", "ar", "--dropout", "0.1"]  # the job's twin recipe
@@ -54,7 +55,7 @@ def unique_text(data: Path, chars: int, scored: str) -> str:
 
 def scores(model: MDLM, val: str, heldout: str, nll_chars: int) -> dict[str, float]:
     """A diffusion model's ELBO and exact NLL on the validation text and its ELBO on the held-out text; a twin's NLL
-    on both: the GPU job's figures (`training.gpu_job.score`), in fp32."""
+    on both: the GPU job's figures (`lab.gpu_job.score`), in fp32."""
     model = model.float().eval()
     val_ids, heldout_ids = (torch.tensor(model.tokenizer.encode(text)) for text in (val, heldout))
     return gpu_job.score(model, val_ids, heldout_ids, nll_chars)

@@ -1,4 +1,4 @@
-"""The ship check's bars (training/ship_check.py): which figures a candidate must beat or match its incumbent's
+"""The ship check's bars (lab/ship_check.py): which figures a candidate must beat or match its incumbent's
 on, the verdicts (the best passing candidate of each target ships), and the table that shows them."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from training.ship_figures import LIKELIHOODS, TARGETS
+from lab.ship_figures import LIKELIHOODS, TARGETS
 
-# the bars (tests/test_ship_check.py fails each alone)
+# the bars (tests/test_lab_ship_check.py fails each alone)
 SHARE_SLACK = 0.02  # names and same play may fall, empty speeches rise, this much: one seed's sampling noise
 INVENTED_SLACK = 1.0  # invented words per 1k may rise this much (sampling noise at 32 texts), the student's too
 HEADINGS_SLACK = 0.10  # a heading rate may stray this much further from real text's (as a fraction of its rate)

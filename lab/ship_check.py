@@ -1,11 +1,11 @@
 """The ship check of a returned GPU job: is each returned run better than the model it would replace? One command
 unpacks the runs' exports, measures each beside its incumbent on the same characters and seeds, decides by fixed
-bars (training/ship_bars.py), prints one table, and swaps the winners into pretrained/.
+bars (lab/ship_bars.py), prints one table, and swaps the winners into pretrained/.
 
-    python -m training.gpu_job ... --out OUT                     # on the GPU; OUT comes back
-    python -m training.ship_check OUT                           # every returned run: measure, decide, copy winners
-    python -m training.ship_check OUT --runs v4 --no-copy          # one run, verdicts only
-    python -m training.ship_check OUT --pretrained pretrained --data tinyshakespeare.txt \\
+    python -m lab.gpu_job ... --out OUT                     # on the GPU; OUT comes back
+    python -m lab.ship_check OUT                           # every returned run: measure, decide, copy winners
+    python -m lab.ship_check OUT --runs v4 --no-copy          # one run, verdicts only
+    python -m lab.ship_check OUT --pretrained pretrained --data tinyshakespeare.txt \\
         --heldout runs/heldout/heldout_plays.txt --samples 32 --seed 0 --threads 2
 
 Each returned export (OUT/NAME.tar, or its parts OUT/NAME.tar.00, .01, ...) is unpacked into the working folder
@@ -41,6 +41,20 @@ import torch
 
 from evals.heldout_plays import HELDOUT_TEXT
 from evals.structure_suite import CORPUS
+from lab.ship_bars import choose_winners, decide, table
+from lab.ship_figures import (
+    JOB_KEYS,
+    LIKELIHOODS,
+    REFERENCES,
+    TARGETS,
+    cpu_likelihoods,
+    job_likelihoods,
+    lexicon,
+    number,
+    sampling_figures,
+    structure_context,
+)
+from lab.ship_unpack import run_files, unpack
 from mdlm_hf import MDLM
 from mdlm_hf.data import read_text, split_text
 from studio.common import RUNS, SHARED_DATA, thread_count
@@ -54,20 +68,6 @@ from training.export_dir import (
     staging_prefix,
     write_manifest,
 )
-from training.ship_bars import choose_winners, decide, table
-from training.ship_figures import (
-    JOB_KEYS,
-    LIKELIHOODS,
-    REFERENCES,
-    TARGETS,
-    cpu_likelihoods,
-    job_likelihoods,
-    lexicon,
-    number,
-    sampling_figures,
-    structure_context,
-)
-from training.ship_unpack import run_files, unpack
 
 KEPT_FILES = ("casts.json",)  # taken from the incumbent where the candidate's export lacks them (a student's)
 
@@ -75,7 +75,7 @@ KEPT_FILES = ("casts.json",)  # taken from the incumbent where the candidate's e
 def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
     """The flags, and the parser (whose `error` says what is wrong in one line)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("out", help="the folder the GPU job returned (training.gpu_job --out)")
+    parser.add_argument("out", help="the folder the GPU job returned (lab.gpu_job --out)")
     parser.add_argument("--runs", nargs="+", default=None, help="only these runs (default: every returned one)")
     parser.add_argument("--pretrained", default="pretrained", help="the shipped models' folders")
     parser.add_argument("--data", default=str(SHARED_DATA), help="TinyShakespeare: its validation split (%(default)s)")
@@ -100,7 +100,7 @@ def read_metrics(out: Path, parser: argparse.ArgumentParser) -> dict:
         parser.error(f"{out} is not a folder: give the folder the GPU job returned")
     path = out / "metrics.json"
     if not path.is_file():
-        parser.error(f"{path} is missing: is {out} what training.gpu_job --out wrote?")
+        parser.error(f"{path} is missing: is {out} what lab.gpu_job --out wrote?")
     try:
         metrics = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as error:
@@ -213,7 +213,7 @@ def write_report(out: Path, report: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    """`python -m training.ship_check OUT`: unpack, measure, decide, print, copy; returns ship_check.json's content."""
+    """`python -m lab.ship_check OUT`: unpack, measure, decide, print, copy; returns ship_check.json's content."""
     args, parser = parse_args(argv)
     out = Path(args.out)
     metrics = read_metrics(out, parser)

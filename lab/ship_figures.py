@@ -1,4 +1,4 @@
-"""The ship check's figures (training/ship_check.py): a candidate's and its incumbent's likelihoods on the same
+"""The ship check's figures (lab/ship_check.py): a candidate's and its incumbent's likelihoods on the same
 characters (the job's own, else measured here), invented words per 1k characters, the structure suite's figures on
 each prompt, and generate(256)'s median time, every model at the options it ships with."""
 
@@ -16,18 +16,18 @@ import torch
 from evals import invented_words
 from evals.structure_metrics import Sample, castmates, speakers
 from evals.structure_suite import BLANK, HELDOUT_WINDOWS, PROMPTS, context_metrics, heldout_samples, template
+from lab import gpu_job
 from mdlm_hf import MDLM, SamplerOptions, sample
 from mdlm_hf.data import read_text, split_text
 from mdlm_hf.metrics import word_list
 from mdlm_hf.objectives import objective_of
 from mdlm_hf.pipeline import default_options, text_to_canvas
 from mdlm_hf.sampling.state import final_state
-from training import gpu_job
 from training.build_corpus import read_plays
 from training.corpus import read_texts
 
 LENGTH = 256  # characters of each text sampled and timed
-STUDENT_PASSES = 8  # the student samples with these passes (training/distill.py's last round)
+STUDENT_PASSES = 8  # the student samples with these passes (lab/distill.py's last round)
 TARGETS = {  # the folder of --pretrained each objective's winner replaces
     "diffusion": "mdlm-shakespeare-char",
     "ar": "mdlm-shakespeare-char-ar",

@@ -1,6 +1,6 @@
 """Redraw an export's samples with today's default sampler, without evaluating it again.
 
-    python -m training.redraw_samples pretrained/mdlm-shakespeare-char
+    python -m lab.redraw_samples pretrained/mdlm-shakespeare-char
 
 When the default sampler changes, the card's samples and metrics.json's "samples" and "sampling" are drawn
 again (as the export draws them: `evaluate.draw_samples`, seeds 0, 1, 2); every other figure stays as measured.

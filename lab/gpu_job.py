@@ -3,7 +3,7 @@ control, export them, and score them with the shipped models on the same charact
 
     python -m training.build_corpus --tinyshakespeare tinyshakespeare.txt --out runs/corpus/more_plays.txt
     python -m evals.heldout_plays                      # runs/heldout/heldout_plays.txt
-    python -m training.gpu_job --data tinyshakespeare.txt --train-extra runs/corpus/more_plays.txt \\
+    python -m lab.gpu_job --data tinyshakespeare.txt --train-extra runs/corpus/more_plays.txt \\
         --heldout runs/heldout/heldout_plays.txt --out OUT
 
 The runs train side by side on the one GPU, each the shipped recipe at batch 256 (on one H200 the four made 5.0
@@ -17,7 +17,7 @@ Then each run is exported on the GPU (training.export), and every model, the shi
 whole validation split (ELBO, 4 mask draws, seed 0; the exact left-to-right NLL) and on the held-out plays
 (ELBO): OUT/metrics.json, with each run's curve; OUT/curves.png. The exports are packed as OUT/RUN.tar, in parts
 of at most 16 MiB (the device returns 8 files of at most 16 MiB); the control's export stays behind.
---tiny: a CPU rehearsal of the whole job at a tiny size, in about a minute (tests/test_gpu_job.py).
+--tiny: a CPU rehearsal of the whole job at a tiny size, in about a minute (tests/test_lab_gpu_job.py).
 
 A window's runs are chosen by flags (`--runs`, `--steps`, `--minutes`, `--batch-size`, `--compile`) or by a plan file,
 `--plan PLAN.json`, never by editing RUNS: {"runs": [{"name": "plays-d256", "n_embd": 256, "n_head": 4,
@@ -51,7 +51,7 @@ from training.flags import SHAPE_FLAGS
 
 PART_BYTES = 16 * 2**20  # the largest file the device returns
 RECIPE = (  # the shipped model's recipe (training/RECIPE.md), but its shape
-    "--optimizer muon --muon-lr 0.02 --lr 2e-3 --norm rmsnorm --mlp relu2 --qk-norm --zero-init-residual "
+    "--optimizer muon --muon-lr 0.02 --lr 2e-3 --zero-init-residual "
     "--loss-weighting uniform --warmup-steps 300 --ema 0.9995 --eval-chars 16384 --eval-samples 2 --block-size 256"
 ).split()
 SHIPPED = {
@@ -60,7 +60,7 @@ SHIPPED = {
 }
 
 
-# a student is distilled (training.distill) from its init_from, a diffusion model
+# a student is distilled (lab.distill) from its init_from, a diffusion model
 STARTS_FROM = {"student": "diffusion"}
 OBJECTIVES = (*MODEL_OBJECTIVES, *STARTS_FROM)  # a run trains a model of one kind, or starts from one of another
 
@@ -78,7 +78,7 @@ class Run:
     init_from: str | None = None  # a model folder whose weights it continues (its shape is that model's)
 
     def flags(self, args: argparse.Namespace) -> list[str]:
-        """The run's `python -m training.train` (a student's `training.distill`) flags."""
+        """The run's `python -m training.train` (a student's `lab.distill`) flags."""
         extra = ["--train-extra", *args.train_extra] if self.extra_text else []
         if self.objective == "student":  # 32 -> 16 -> 8 passes in the job's time
             rounds = ["--rounds", "2", "--steps", str(args.steps), "--max-minutes", str(args.minutes)]
@@ -94,7 +94,7 @@ class Run:
 
     def module(self) -> str:
         """What trains it."""
-        return "training.distill" if self.objective == "student" else "training.train"
+        return "lab.distill" if self.objective == "student" else "training.train"
 
 
 def warm_recipe() -> list[str]:
@@ -255,7 +255,7 @@ def export_all(runs: tuple[Run, ...], args: argparse.Namespace, work: Path) -> l
     """Exports the trained runs side by side (bf16 weights: the device's files are at most 16 MiB); failures."""
     processes, logs = {}, {}
     for run in runs:
-        if run.objective == "student":  # training.distill exported each round already
+        if run.objective == "student":  # lab.distill exported each round already
             continue
         logs[run.name] = work / f"{run.name}.export.log"
         extra = ["--train-extra", *args.train_extra] if run.extra_text else []
@@ -413,7 +413,7 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, tuple[Run, .
 
 
 def main(argv: list[str] | None = None) -> dict:
-    """`python -m training.gpu_job`: train, export, score, pack; returns metrics.json's content."""
+    """`python -m lab.gpu_job`: train, export, score, pack; returns metrics.json's content."""
     args, runs = parse_args(argv)
     out, work = Path(args.out), Path(args.work)
     out.mkdir(parents=True, exist_ok=True)

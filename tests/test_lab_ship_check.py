@@ -13,8 +13,8 @@ import torch
 
 from evals import invented_words
 from evals.structure_suite import BLANK, PROMPTS
+from lab import gpu_job, ship_bars, ship_check, ship_figures, ship_unpack
 from mdlm_hf import MDLM
-from training import gpu_job, ship_bars, ship_check, ship_figures, ship_unpack
 from training.export_dir import MANIFEST, manifest_files, write_manifest
 
 REFERENCE_HEADINGS = 8.2  # real text's heading rate in the hand-made figures
@@ -279,7 +279,7 @@ def test_bad_input_is_one_line(tmp_path, monkeypatch, capsys):
 
 
 def write_text(path, lines: int, speaker: str) -> None:
-    """A small play, as tests/test_gpu_job.py writes one."""
+    """A small play, as tests/test_lab_gpu_job.py writes one."""
     names = speaker.split("+")
     path.write_text(
         "".join(f"{names[i % len(names)]}:\nThis is line {i} of a small play, for a test.\n\n" for i in range(lines))
@@ -306,7 +306,7 @@ def job(tmp_path_factory) -> dict:
         gpu_job.main([*argv, "--runs", "plays-d320", "twin-plays-d320"])
     finally:
         torch.set_num_threads(threads)
-    # a student (training.distill's export: save_pretrained with the teacher's words.txt and demo.json, no casts)
+    # a student (lab.distill's export: save_pretrained with the teacher's words.txt and demo.json, no casts)
     export = tmp / "work" / "export" / "plays-d320"
     student = tmp / "student" / "student-8"
     MDLM.from_pretrained(export).save_pretrained(student)

@@ -4,7 +4,7 @@ The student starts as a copy of the teacher. In each round it learns to predict 
 teacher writes in two half steps, so that it samples with half the teacher's passes; the next round's teacher is
 that student: 32 -> 16 -> 8 passes in three rounds.
 
-    python -m training.distill --teacher pretrained/mdlm-shakespeare-char --data tinyshakespeare.txt \\
+    python -m lab.distill --teacher pretrained/mdlm-shakespeare-char --data tinyshakespeare.txt \\
         --train-extra runs/corpus/all_plays.txt --out-dir runs/student --rounds 2 --steps 2000 --device cuda
 
 A step: clean windows x0, a time t in [1/N, 1] for a student of N passes, x_t with each character masked with

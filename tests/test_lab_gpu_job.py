@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from training import gpu_job
+from lab import gpu_job
 from training.corpus import load_tokens, scan_text, tokenize
 
 
@@ -162,9 +162,9 @@ def test_a_compiled_run_trains_and_resumes_on_the_cpu(tmp_path):
 
 def test_the_8_pass_students_distillation_runs_at_a_tiny_size(tmp_path, tiny_model, tiny_text):
     # SDTT: each round the student learns in one step what its teacher writes in two; the job's CPU dry run
+    from lab import distill
     from mdlm_hf import MDLM
     from mdlm_hf.metrics import save_word_list
-    from training import distill
 
     tiny_model.save_pretrained(tmp_path / "teacher")
     save_word_list(tiny_text, tmp_path / "teacher" / "words.txt")
@@ -184,7 +184,7 @@ def test_the_8_pass_students_distillation_runs_at_a_tiny_size(tmp_path, tiny_mod
 
 
 def test_the_committed_plans_read_and_their_warm_starts_fit_the_shipped_models():
-    plans = sorted((gpu_job.Path(__file__).resolve().parent.parent / "training" / "plans").glob("*.json"))
+    plans = sorted((gpu_job.Path(__file__).resolve().parent.parent / "lab" / "plans").glob("*.json"))
     assert plans
     for path in plans:
         runs, _ = gpu_job.read_plan(path)
@@ -205,7 +205,7 @@ def test_a_plans_student_needs_its_teacher(tmp_path):
 
 
 def test_the_students_rounds_share_max_minutes(tmp_path, tiny_model, tiny_text):
-    from training import distill
+    from lab import distill
 
     tiny_model.save_pretrained(tmp_path / "teacher")
     (tmp_path / "text.txt").write_text(tiny_text * 20)
@@ -220,7 +220,7 @@ def test_the_students_rounds_share_max_minutes(tmp_path, tiny_model, tiny_text):
 def test_the_next_windows_plan_runs_end_to_end_at_a_tiny_size(tmp_path):
     # warm starts from tiny parents the rehearsal trains first, the twin beside the model, the student beside both
     data, extra, heldout = job_texts(tmp_path)
-    out, plan = tmp_path / "out", gpu_job.Path(__file__).resolve().parent.parent / "training" / "plans" / "v5.json"
+    out, plan = tmp_path / "out", gpu_job.Path(__file__).resolve().parent.parent / "lab" / "plans" / "v5.json"
     argv = ["--tiny", "--data", str(data), "--train-extra", str(extra), "--heldout", str(heldout), "--plan", str(plan)]
     argv += ["--out", str(out), "--work", str(tmp_path / "work"), "--steps", "6", "--batch-size", "4"]
     metrics = gpu_job.main(argv)

@@ -1,5 +1,5 @@
-"""A returned GPU job's exports, unpacked for the ship check (training/ship_check.py): a run's packed export in
-OUT (NAME.tar, or its parts NAME.tar.00, .01, ... as training.gpu_job cut them), joined and extracted safely into
+"""A returned GPU job's exports, unpacked for the ship check (lab/ship_check.py): a run's packed export in
+OUT (NAME.tar, or its parts NAME.tar.00, .01, ... as lab.gpu_job cut them), joined and extracted safely into
 the working folder."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import tarfile
 import tempfile
 from pathlib import Path, PurePosixPath
 
-from training import gpu_job
+from lab import gpu_job
 
 
 def run_files(metrics: dict, out: Path, name: str) -> list[Path]:
