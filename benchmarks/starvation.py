@@ -1,13 +1,14 @@
-"""A short call while long runs hold the Space: forged addresses, one address, no proxy.
+"""A short call while long runs hold the Space: forged addresses, one address, no proxy, four visitors of 500.
 
     python -m benchmarks.starvation --threads 2              # the shipped model, each attack, the table below
     python -m benchmarks.starvation --model DIR --rounds 1   # any saved model
 
-Eight clients each ask `/generate` for the largest canvas (`end_at="length"`), then a visitor asks for 64
-characters. The attacks: "forged addresses" (each long client writes its own X-Forwarded-For address before the one
-the Space's proxy appends), "one address" (all eight from one visitor), "no proxy" (the app reached directly, eight
-forged headers from one machine). Reported: the short call's time alone and during the attack (median of --rounds),
-and how many long runs the app took. tests/test_space_trust.py holds the short call to 3x its time alone.
+Eight clients each ask `/generate` for a long canvas (`end_at="length"`), then a visitor asks for 64 characters.
+The attacks: "forged addresses" (each long client writes its own X-Forwarded-For address before the one the Space's
+proxy appends), "one address" (all eight from one visitor), "no proxy" (the app reached directly, eight forged
+headers from one machine), each of the largest canvas; and "four visitors, 500 each" (two runs each, of 500
+characters). Reported: the short call's time alone and during the attack (median of --rounds), and how many long
+runs the app took. tests/test_space_trust.py holds the short call to 3x its time alone.
 """
 
 from __future__ import annotations
@@ -31,12 +32,23 @@ from mdlm_space.worker import on_model_thread
 
 PROXY = "203.0.113.9"  # the address a Space's proxy appends for the attacker
 VISITOR = "198.51.100.7"  # the short call's
-ATTACKS = {  # the X-Forwarded-For of long client i, and the proxies the app trusts
-    "forged addresses": (lambda i: f"10.0.0.{i}, {PROXY}", 1),
-    "one address": (lambda i: PROXY, 1),
-    "no proxy": (lambda i: f"10.0.0.{i}", 0),
+ATTACKS = {  # the X-Forwarded-For of long client i, the proxies the app trusts, and the characters each long run asks
+    "forged addresses": (lambda i: f"10.0.0.{i}, {PROXY}", 1, MAX_CANVAS),
+    "one address": (lambda i: PROXY, 1, MAX_CANVAS),
+    "no proxy": (lambda i: f"10.0.0.{i}", 0, MAX_CANVAS),
+    # four visitors with two runs each, of 500 characters: just under the mark a long run once had (512), they held
+    # every slot, and the short call took 46.6x its time alone
+    "four visitors, 500 each": (lambda i: f"203.0.113.{20 + i // 2}", 1, 500),
 }
 LONG_CLIENTS = 8
+
+
+def expected_taken(name: str) -> int:
+    """The long runs the app should take in an attack: each visitor's cap, then the long runs' share of the slots."""
+    forwarded, proxies, _ = ATTACKS[name]
+    keys = [forwarded(i).split(",")[-1].strip() if proxies else None for i in range(LONG_CLIENTS)]
+    per_visitor = [min(keys.count(key), visitors.MAX_RUNS_PER_CLIENT) for key in set(keys) if key is not None]
+    return min(visitors.MAX_LONG_RUNS, sum(per_visitor) if proxies else LONG_CLIENTS)
 
 
 @contextlib.contextmanager
@@ -70,32 +82,37 @@ def short_call(url: str, headers: dict[str, str]) -> float:
 
 def attack(url: str, name: str, rounds: int = 1) -> dict:
     """The short call's seconds alone and while LONG_CLIENTS long runs go; the long runs taken and refused."""
-    forwarded, proxies = ATTACKS[name]
+    forwarded, proxies, length = ATTACKS[name]
     visitor = {"X-Forwarded-For": VISITOR} if proxies else {}
     with mock.patch.dict(os.environ, {visitors.TRUSTED_PROXIES: str(proxies)}):  # restored after, as it was
         short_call(url, visitor)  # a first call warms the model and the client
         alone = statistics.median(short_call(url, visitor) for _ in range(rounds))
         clients = [Client(url, verbose=False, headers={"X-Forwarded-For": forwarded(i)}) for i in range(LONG_CLIENTS)]
         with ThreadPoolExecutor(LONG_CLIENTS) as pool:
-            jobs = list(pool.map(long_run, clients))
+            jobs = list(pool.map(lambda client: long_run(client, length), clients))
         try:
             time.sleep(3)  # the queue takes them, or refuses them
-            refused = sum(job.done() for job in jobs)
             during = statistics.median(short_call(url, visitor) for _ in range(rounds))
-            going = sum(not job.done() for job in jobs)
+            refused = sum(refused_run(job) for job in jobs)
         finally:
             for job in jobs:
                 job.cancel()
             settled = time.monotonic() + 60
             while (visitors._long_runs or visitors._runs_by_client) and time.monotonic() < settled:
                 time.sleep(0.1)  # the cancelled runs end before the next attack counts its own
-    return {"attack": name, "alone_s": alone, "attacked_s": during, "ratio": during / alone, "taken": going,
+    taken = len(jobs) - refused
+    return {"attack": name, "alone_s": alone, "attacked_s": during, "ratio": during / alone, "taken": taken,
             "refused": refused}  # fmt: skip
 
 
-def long_run(client: Client):
-    """A long client's run of the largest canvas, submitted."""
-    return client.submit(prompt="", length=MAX_CANVAS, end_at="length", seed=0, api_name="/generate")
+def refused_run(job) -> bool:
+    """Whether the app refused a submitted run (it ended in an error; one still going or finished was taken)."""
+    return job.done() and not job.cancelled() and job.exception(timeout=0) is not None
+
+
+def long_run(client: Client, length: int = MAX_CANVAS):
+    """A long client's run of `length` characters, submitted."""
+    return client.submit(prompt="", length=length, end_at="length", seed=0, api_name="/generate")
 
 
 def main(argv: list[str] | None = None) -> list[dict]:

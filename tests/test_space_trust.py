@@ -86,6 +86,6 @@ def test_a_short_call_is_answered_within_3x_its_time_alone_while_eight_long_runs
     # formerly: 8 forged X-Forwarded-For addresses were 8 visitors, and a 64-character call had no answer in 300 s;
     # from one address, the cap held but the short call took 8x its time alone
     row = starvation.attack(tiny_space, attack, rounds=5)
-    taken = visitors.MAX_RUNS_PER_CLIENT if starvation.ATTACKS[attack][1] else visitors.MAX_LONG_RUNS
+    taken = starvation.expected_taken(attack)
     assert (row["taken"], row["refused"]) == (taken, starvation.LONG_CLIENTS - taken), row
     assert row["ratio"] <= 3, row
