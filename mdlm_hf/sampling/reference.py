@@ -15,7 +15,7 @@ min_p=None, capital_temperature_factor=1, real_words=False, keep_cast=False, kee
 windows past the context and semi-autoregressive blocks around the loop, other orders [score], min-p, top-p and the
 word and cast rules [draw] [reveal], binomial counts and adaptive ones [count], remasking after [reveal]. With
 `temperature=0, order="confidence", spacing=0, min_p=None` and no rules it writes what this writes
-(tests/test_sampler.py).
+(tests/test_sampling_loop.py).
 """
 
 from __future__ import annotations
