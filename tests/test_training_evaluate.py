@@ -39,8 +39,9 @@ def test_evaluate_refuses_a_device_it_cannot_use_in_one_line(tmp_path, capsys, d
     assert ": error: --device" in error and says in error
 
 
-def test_evaluate_on_a_full_disk_leaves_no_empty_out_and_names_the_file(tmp_path, monkeypatch, tiny_text):
-    # a full disk left an empty --out and a message that named no file
+@pytest.fixture
+def full_disk_evaluation(tmp_path, monkeypatch, tiny_text):
+    """The evaluate command's flags for a tiny model and text, on a disk where every write fails."""
     import errno
 
     from training import evaluate
@@ -55,31 +56,25 @@ def test_evaluate_on_a_full_disk_leaves_no_empty_out_and_names_the_file(tmp_path
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(evaluate, "atomic_write_bytes", full_disk)
-    args = ["--model", str(tmp_path / "model"), "--data", str(tmp_path / "text.txt"), "--nll-chars", "8"]
+    flags = ["--model", str(tmp_path / "model"), "--data", str(tmp_path / "text.txt"), "--nll-chars", "8"]
+    return [*flags, "--num-samples", "1", "--out", str(tmp_path / "out")]
+
+
+def test_evaluate_on_a_full_disk_leaves_no_empty_out_and_names_the_file(tmp_path, full_disk_evaluation):
+    # a full disk left an empty --out and a message that named no file
+    from training import evaluate
+
     with pytest.raises(SystemExit, match=r"could not write .*metrics\.json \(No space left on device\)"):
-        evaluate.main([*args, "--num-samples", "1", "--out", str(tmp_path / "out")])
+        evaluate.main(full_disk_evaluation)
     assert not (tmp_path / "out").exists()
 
 
-def test_evaluate_on_a_full_disk_keeps_an_earlier_report(tmp_path, monkeypatch, tiny_text):
+def test_evaluate_on_a_full_disk_keeps_an_earlier_report(tmp_path, full_disk_evaluation):
     # a full disk deleted the metrics.json an earlier evaluation had left in --out
-    import errno
-
     from training import evaluate
 
-    torch.manual_seed(0)
-    MDLM(CharTokenizer.from_text(tiny_text).vocab, n_layer=1, n_head=2, n_embd=16, block_size=32).save_pretrained(
-        tmp_path / "model"
-    )
-    (tmp_path / "text.txt").write_text(tiny_text)
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "metrics.json").write_text('{"earlier": true}')
-
-    def full_disk(path, payload):
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(evaluate, "atomic_write_bytes", full_disk)
-    args = ["--model", str(tmp_path / "model"), "--data", str(tmp_path / "text.txt"), "--nll-chars", "8"]
     with pytest.raises(SystemExit, match=r"the files there before were left as they were"):
-        evaluate.main([*args, "--num-samples", "1", "--out", str(tmp_path / "out")])
+        evaluate.main(full_disk_evaluation)
     assert (tmp_path / "out" / "metrics.json").read_text() == '{"earlier": true}'
