@@ -11,7 +11,7 @@ and launches it.
     race.py       the Compare tab's race (the two orders and the autoregressive twin) and its takeaway
     controls.py   controls shared by the tabs (options, seeds, run/Stop, replay)
     tabs/         one module per tab
-    rewrite_panel.py     the Rewrite panel below the tabs (three rewrites of a selected span, Pick, Undo)
+    rewrite_panel.py     the Rewrite panel below Generate, Infill and Compare (three rewrites of a span, Pick, Undo)
     rewrite_handlers.py  what its buttons run
     order_view.py        each character of a run tinted by the pass that wrote it
     layout.py     build_demo

@@ -1,13 +1,12 @@
-"""Controls shared by the tabs: sampler options' sliders (bounded by OPTION_SPECS), seeds, run and Stop
-buttons, sliders that follow the prompt, and the replay of a run's frames."""
+"""Controls shared by the tabs: sampler options' sliders (bounded by OPTION_SPECS), seeds and sliders that follow
+the prompt (a tab's run, its buttons and replay: runs.py)."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import gradio as gr
@@ -15,11 +14,7 @@ import gradio as gr
 from mdlm_hf import MDLM, SamplerOptions
 from mdlm_hf.pipeline import default_options
 from mdlm_hf.sampling.options import OPTION_SPECS, ORDERS, STREAM_ORDERS, STREAMS_IGNORE, orders_using
-from mdlm_space.api import page_event
 from mdlm_space.endpoints import PARAMS
-from mdlm_space.handlers import running, stopped
-from mdlm_space.render import MAX_LONG_FRAMES_PER_SECOND
-from mdlm_space.texts import before_the_edit
 
 
 def capped_slider(cap: int, wanted: float | None, info: str) -> dict:
@@ -48,7 +43,7 @@ def fit_steps_to_length(block_size: int, length: float | None, wanted: float | N
     length = int(length or 0)
     if length <= block_size:
         return fit_steps(length, wanted)
-    info = f"per {block_size} characters: the text is written window by window, {block_size} characters each"
+    info = f"at most {block_size} per window of {block_size} characters"
     return capped_slider(block_size, wanted, info)
 
 
@@ -58,9 +53,9 @@ def fit_length(limit: int, prompt: str | None, wanted: float | None) -> dict:
     used = len(prompt or "")
     room = limit - used
     if room < 1:
-        info = f"the prompt fills all {limit:,} characters a run holds: shorten it"
+        info = f"the prompt fills all {limit:,} characters: shorten it"
     else:
-        info = f"at most {room:,}: a run holds {limit:,} characters and the prompt takes {used:,}"
+        info = f"at most {room:,}: the prompt takes {used:,} of {limit:,}"
     return capped_slider(room, wanted, info)
 
 
@@ -102,38 +97,69 @@ def default_value(name: str, changes: Changes | None = None) -> Any:
     return getattr(SamplerOptions(), name) if name in OPTION_SPECS else PARAMS[name].default
 
 
+# a control's advice shown under it at most this long: one line of a 300 px column; longer advice is read in the
+# tab's closed "About these settings" (`about_settings`), and each control keeps its full advice as `advice` (the
+# API's description of the parameter, `arg_words`)
+ONE_LINE = 44
+
+
+def shown_info(advice: str | None) -> str | None:
+    """The line under a control: its advice where that fits one line, else none."""
+    return advice if advice and len(advice) <= ONE_LINE else None
+
+
+def advised(component: gr.components.Component, advice: str | None) -> gr.components.Component:
+    """`component`, keeping its full `advice`."""
+    component.advice = advice or None
+    return component
+
+
 def option_control(name: str, block_size: int, value: Any, label: str | None, **layout: Any) -> gr.components.Component:
     """The control of one sampler option at `value`, labelled and bounded by its OPTION_SPECS entry."""
     spec = OPTION_SPECS[name]
-    value = spec.shown(value)
+    value, info = spec.shown(value), shown_info(spec.note)
     if spec.accepts.kind is bool:
-        return gr.Checkbox(value=value, label=label or spec.label, info=spec.note or None, **layout)
+        return advised(gr.Checkbox(value=value, label=label or spec.label, info=info, **layout), spec.note)
     if spec.accepts.choices:  # shown in words ("word streams"), passed by name ("word_streams")
         choices = [(choice.replace("_", " "), choice) for choice in spec.accepts.choices]
-        return gr.Dropdown(choices, value=value, label=label or spec.label, **layout)
+        return advised(gr.Dropdown(choices, value=value, label=label or spec.label, **layout), spec.note)
     low, high, step = spec.slider
     maximum = block_size if high is None else high
-    info = spec.note or None
-    return gr.Slider(low, maximum, value=value, step=step, label=label or spec.label, info=info, **layout)
+    slider = gr.Slider(low, maximum, value=value, step=step, label=label or spec.label, info=info, **layout)
+    return advised(slider, spec.note)
 
 
 def control(
     name: str, block_size: int, value: Any = None, changes: Changes | None = None, **layout: Any
 ) -> gr.components.Component:
     """The control of a parameter: OPTION_SPECS for a sampler option, PARAMS for the rest, with the tab's `changes`;
-    `value`: a model's own default, such as its prompt."""
+    `value`: a model's own default, such as its prompt. Advice longer than a line is kept (`advised`), not shown."""
     value = default_value(name, changes) if value is None else value
     changed = {key: item for key, item in (changes or {}).get(name, {}).items() if key != "default"}
     if name in OPTION_SPECS:
         return option_control(name, block_size, value, changed.get("label"), **layout)
     spec = dataclasses.replace(PARAMS[name], **changed)
-    shared = dict(value=value, label=spec.label, info=spec.info or None) | layout  # layout may relabel
+    advice = layout.pop("info", None) or spec.info  # layout may give its own advice
+    shared = dict(value=value, label=spec.label, info=shown_info(advice)) | layout  # layout may relabel
     if spec.control == "slider":
-        return gr.Slider(spec.low, block_size if spec.high is None else spec.high, step=1, **shared)
+        return advised(gr.Slider(spec.low, block_size if spec.high is None else spec.high, step=1, **shared), advice)
     if spec.control == "radio":
-        return gr.Radio(list(spec.choices), **shared)
+        return advised(gr.Radio(list(spec.choices), **shared), advice)
     components = {"textbox": gr.Textbox, "number": gr.Number, "checkbox": gr.Checkbox}
-    return components[spec.control](**shared)
+    return advised(components[spec.control](**shared), advice)
+
+
+def about_settings(controls: Mapping[str, gr.components.Component]) -> gr.Accordion:
+    """A closed accordion of what each of `controls` does, in full (a control shows a line of it at most): the fine
+    print, one tap away, not under every control."""
+    lines = [
+        f"- **{component.label}**: {component.advice}"
+        for component in controls.values()
+        if getattr(component, "advice", None)
+    ]
+    with gr.Accordion("About these settings", open=False) as about:
+        gr.Markdown("\n".join(lines))
+    return about
 
 
 def play_shape_controls(model: MDLM, block_size: int) -> tuple[gr.components.Component, gr.components.Component]:
@@ -230,157 +256,6 @@ def follow_prompt(
     demo.load(**to_prompt)
     demo.load(**to_length)  # when the first length fits already
     return prompt.change(**to_prompt), length.change(**to_length)
-
-
-def run_buttons(label: str) -> tuple[gr.Button, gr.Button]:
-    """A tab's run button and its Stop button, side by side."""
-    with gr.Row():
-        # a plain Stop: a red one beside an idle run button read as an alarm (it only matters while a run streams)
-        return gr.Button(label, variant="primary", scale=3), gr.Button(
-            "Stop", variant="secondary", scale=1, min_width=80
-        )
-
-
-# runs in the page before the run's request, passing its inputs on: scrolls only as far as it takes to show the
-# whole canvas ("nearest"), so nothing moves where it is in view already (a separate js-only event on the same click
-# ran only once the run had ended)
-BRING_INTO_VIEW = (
-    "(...inputs) => { document.getElementById('CANVAS_ID')?.scrollIntoView({block: 'nearest'}); return inputs; }"
-)
-
-
-def stoppable(
-    run: gr.Button,
-    stop: gr.Button,
-    *args: Any,
-    readout: gr.components.Component | None = None,
-    into_view: str | None = None,
-    **kwargs: Any,
-) -> Any:
-    """`run.click(*args, **kwargs)`, which `stop` cancels: the handler's sampler loop ends after the step it is
-    computing (as it does when the page is closed), and the run's `readout` says it stopped. The run brings its
-    canvas (the first output) into view, or the element `into_view`. Returns the run's event, to chain on."""
-    canvas_id = into_view or getattr((kwargs.get("outputs") or [None])[0], "elem_id", None)
-    if canvas_id:  # on a phone the canvas sits below the controls: bring it into view as the run starts
-        kwargs["js"] = BRING_INTO_VIEW.replace("CANVAS_ID", canvas_id)
-    # the frames are the progress: no status overlay on the outputs, which a stop would leave reading "Error" (and
-    # whose error badge sat over the readout); a user's mistake still shows as gradio's error message
-    kwargs.setdefault("show_progress", "hidden")
-    # a press while a run streams runs once it ends ("once", gradio's default, drops it without a word)
-    kwargs.setdefault("trigger_mode", "always_last")
-    dependency = run.click(*args, **kwargs)
-    stop.click(None, cancels=[dependency], api_name=False)
-    if readout is not None:  # once the run has ended: a line rewritten at the Stop click could be a frame behind
-        dependency.then(stopped, readout, readout, queue=False, api_name=False, show_progress="hidden")
-    return dependency
-
-
-REPLAY = ("Replay the last run: step", "after a run: drag to see each of its steps")  # the last run's after an edit
-
-
-def replay_slider(canvases: list[str] | None) -> dict:
-    """The replay slider after a run: one position per frame it streamed (step 0: all masks), at the last; a text
-    longer than the model's context streamed at most MAX_LONG_FRAMES_PER_SECOND frames a second, not every step."""
-    last, (label, info) = len(canvases or []) - 1, REPLAY
-    if last < 1:
-        return gr.update(minimum=0, maximum=1, value=0, interactive=False, label=label, info=info)
-    if "mdlm-window" in canvases[-1]:  # a long text's: the window it was writing in each frame
-        label = "Replay the last run: frame"
-        info = f"its {last + 1:,} frames: a long run draws at most {MAX_LONG_FRAMES_PER_SECOND} a second, not each step"
-    return gr.update(minimum=0, maximum=last, value=last, interactive=True, label=label, info=info)
-
-
-def replay_frame(canvases: list[str] | None, step: float | None) -> Any:
-    """The canvas of a run's frame `step`, as it was streamed (nothing is recomputed); no change before a run."""
-    if not canvases or step is None:
-        return gr.skip()
-    return canvases[min(max(0, int(step)), len(canvases) - 1)]
-
-
-def recorded(fn: Callable) -> Callable:
-    """A streaming event function that also yields, as its last output, the list of every canvas (its first
-    output) streamed so far: the run's frames, kept in the page's session for the replay slider."""
-
-    def recording(*values: Any) -> Iterator[tuple]:
-        canvases: list[str] = []
-        with contextlib.closing(fn(*values)) as frames:  # closed when the run is stopped: its sampler stops too
-            for outputs in frames:
-                canvases.append(outputs[0])
-                # a copy: the list yielded last is what the page's state holds, and a frame computed after it (one
-                # ahead, never shown once the run is stopped) must not join it
-                yield (*outputs, list(canvases))
-
-    recording.__signature__, recording.__doc__, recording.__name__ = fn.__signature__, fn.__doc__, fn.__name__
-    recording.__annotations__ = fn.__annotations__  # gradio passes the request where one is annotated
-    return recording
-
-
-def replayable(
-    run: gr.Button, stop: gr.Button, handler: dict, outputs: list, replay: tuple[gr.Slider, gr.State], endpoint: str
-) -> None:
-    """A stoppable run, the page's event of `endpoint`, whose frames are kept (`replay`: the slider and the session's
-    list of canvases), so that after it the slider scrubs through every step on the canvas (`outputs[0]`)."""
-    slider, canvases = replay
-    recording = {**handler, "fn": recorded(handler["fn"])}
-    run_event = stoppable(run, stop, **recording, outputs=[*outputs, canvases], **page_event(endpoint))
-    quiet = dict(queue=False, api_name=False, show_progress="hidden")
-    run_event.then(replay_slider, canvases, slider, **quiet).then(stopped, outputs[2], outputs[2], **quiet)  # readout
-    slider.change(replay_frame, [canvases, slider], outputs[0], **quiet, trigger_mode="always_last")
-
-
-def redraw(
-    trigger: Callable, fn: Callable, inputs: list, outputs: Any, readout: gr.components.Component | None = None
-) -> None:
-    """A quick redraw of `outputs` from the raw values of `inputs`, no queue: it computes nothing heavy. `trigger`:
-    the `then` of the event fitting the controls to the change (gradio's page calls a deferred "always_last" function
-    by calling all of its event's again: two on one trigger deferred each other without end). Raw: a slider's bounds
-    check fails on a value its new maximum has not caught up with yet. None while the tab's `readout` says a run is
-    streaming: the draft would replace the run's canvas until its next frame, and stay over its last. With a
-    readout, a finished run's is marked as the last run's (`before_the_edit`)."""
-
-    def drawn(*values: Any) -> Any:
-        if readout is None:
-            return fn(*values)
-        if running(values[-1]):
-            return gr.skip(), gr.skip()
-        marked = before_the_edit(values[-1])
-        return fn(*values[: len(inputs)]), gr.skip() if marked is None else marked
-
-    watched, drawn_to = (
-        [*inputs, *([readout] if readout is not None else [])],
-        [outputs, readout] if readout is not None else outputs,
-    )
-    quiet = dict(queue=False, preprocess=False, api_name=False, show_progress="hidden", trigger_mode="always_last")
-    trigger(drawn, watched, drawn_to, **quiet)
-
-
-def output_column(
-    tab: str, lines: int, draft: str, run_label: str
-) -> tuple[list[gr.components.Component], tuple[gr.Slider, gr.State]]:
-    """The streamed canvas (showing `draft` before the first run), the replay slider, the readout and the final
-    text beside a tab's controls: the outputs of its event, and the replay slider with its session's frames."""
-    with gr.Column(scale=2):
-        canvas = gr.HTML(draft, label="Canvas", elem_id=f"{tab}-canvas")
-        # there before the first run (disabled), so that a run does not push the output down
-        slider = gr.Slider(
-            0,
-            1,
-            value=0,
-            step=1,
-            precision=0,
-            label=REPLAY[0],
-            info=REPLAY[1],
-            interactive=False,
-            elem_id=f"{tab}-replay",
-        )
-        # a line before the first run too, so that the run's readout does not push the final text down
-        waiting = f"Press {run_label}: the step, the forward passes and the speed show here."
-        # high enough for the line and a note (a lowered length, a long prompt, where the text ended): a note
-        # does not push the final text down at the end of a run
-        readout = gr.Markdown(waiting, elem_id=f"{tab}-readout", min_height=96)
-        label = "Text of the last run (the canvas so far while it runs)"  # the last run's after an edit too
-        final_text = gr.Textbox(label=label, lines=lines, buttons=["copy"], elem_id=f"{tab}-final-text")
-    return [canvas, final_text, readout], (slider, gr.State([]))
 
 
 def sampling_options(

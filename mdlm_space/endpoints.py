@@ -146,10 +146,12 @@ API_ARGS = {
 
 
 def arg_words(endpoint: str, name: str, component: gr.components.Component) -> str:
-    """A parameter of `endpoint` in words, for a caller: its control's label and advice."""
+    """A parameter of `endpoint` in words, for a caller: its control's label and advice (all of it: the page
+    shows a line of it at most)."""
     if name in API_ARGS.get(endpoint, {}):
         return API_ARGS[endpoint][name]
-    return ": ".join(filter(None, (component.label, getattr(component, "info", None))))
+    advice = getattr(component, "advice", None) or getattr(component, "info", None)
+    return ": ".join(filter(None, (component.label, advice)))
 
 
 def api_doc(endpoint: str, inputs: dict[str, gr.components.Component]) -> str | None:

@@ -30,8 +30,9 @@ from mdlm_space.checks import (
     run_seed,
 )
 from mdlm_space.endpoints import PARAMS
-from mdlm_space.render import LEGEND, THROTTLED, forward_view, render_canvas, score_view, shown_char, too_soon
+from mdlm_space.render import THROTTLED, render_canvas, too_soon, with_legend
 from mdlm_space.texts import SCORING, passes, play_title, sentence
+from mdlm_space.views import forward_view, score_view, shown_char
 
 RUNNING = "…"  # the speed of a run still going: it is known once the run ends
 # a run's forward passes at most: a 16,384-character text at the default 32 steps makes about 2,800; at 256 steps it
@@ -226,7 +227,7 @@ def frames(
         if state.done:
             shown = " ".join(filter(None, (shown, kept_words_note(model, state))))
         num_generated = state.tokens.size(1) - num_fixed
-        canvas = render_canvas(model, state, kept=cut_at) + LEGEND
+        canvas = with_legend(render_canvas(model, state, kept=cut_at))
         yield canvas, text, readout(state, seconds, num_generated, seed, shown), seed
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import gradio as gr
 
 from mdlm_hf import MDLM
@@ -28,25 +30,34 @@ def build_demo(
     with gr.Blocks(title=f"mdlm_hf: {heading}") as demo:
         gr.Markdown(
             f"# {texts.emoji + ' ' if texts.emoji else ''}{heading}\n"
-            f"A {model.num_parameters() / 1e6:.1f}M-parameter character-level **masked diffusion language model**. "
-            "It starts from a canvas of masks and reveals characters in any order over a few denoising steps; "
-            "prompting and infilling are the same operation with some characters given."
+            # short: on a phone the prompt, the run buttons and the canvas share the first screen with it
+            f"A {model.num_parameters() / 1e6:.1f}M-parameter character-level **masked diffusion language model**: "
+            "it reveals a canvas of masks a few characters a step, in any order."
         )
         # wrap, not gradio's "..." menu: on a phone every tab stays one tap away
         with gr.Tabs(overflow_behavior="wrap"):
-            with gr.Tab("Generate"):
+            with gr.Tab("Generate") as generate:
                 generate_tab(model, demo, texts)
-            with gr.Tab("Infill"):
+            with gr.Tab("Infill") as infill:
                 infill_tab(model, demo, texts)
-            with gr.Tab("Compare"):
+            with gr.Tab("Compare") as compare:
                 compare_tab(model, known_words, demo, texts, twin)
-            with gr.Tab("Score"):
+            with gr.Tab("Score") as score:
                 score_tab(model, texts)
             with gr.Tab("How it works") as how_it_works:
                 how_it_works_tab(model, demo, how_it_works, texts)
-        rewrite_panel(
-            model, demo, sample_passage(texts, model.block_size)
-        )  # below the tabs: where a run's finished text is, whichever tab ran it
+        # below the tabs whose finished text it takes (Generate's, Infill's, Compare's), hidden under the others
+        with gr.Column(elem_id="rewrite-panel") as panel:
+            rewrite_panel(model, demo, sample_passage(texts, model.block_size))
+        quiet = dict(queue=False, api_name=False, show_progress="hidden")
+        for tab, takes_its_text in (
+            (generate, True),
+            (infill, True),
+            (compare, True),
+            (score, False),
+            (how_it_works, False),
+        ):
+            tab.select(functools.partial(gr.update, visible=takes_its_text), None, panel, **quiet)
     refuse_extra_values(demo)
     api_examples_that_run(demo)
     json_mcp_answers()

@@ -88,25 +88,47 @@ DROPPED = f"text-decoration: line-through; opacity: 0.45; color: {SUBDUED_TEXT};
 DROPPED_TITLE = "written after the end: not in the text"
 
 
-def legend(window: bool = True) -> str:
-    """The line under a canvas: what each mark means; `window`: with the live window's frame, which only a text
-    longer than the context shows (never a Compare race)."""
-    frame = (
-        f"<span style='{WINDOW_FRAME}'>x</span> the window the model reads (a text longer than its context) &nbsp; "
-        if window
-        else ""
-    )
-    return (
-        f"<div style='{LEGEND_TEXT} line-height: 1.8;'>"
-        f"<span style='{CANVAS_FONT} background:{MASK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span> masked &nbsp; "
-        f"<span style='background:{NEW_COLOUR}'>x</span> revealed this step &nbsp; "
-        f"{colour_scale(confidence_colour(0), confidence_colour(1))} confidence when revealed (low … high) &nbsp; "
-        "<b>x</b> given &nbsp; "
-        f"{NEWLINE_GLYPH} line break &nbsp; "
-        f"{frame}"
-        f"<span style='{CANVAS_FONT} background:{TAKEN_BACK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span> taken back this "
-        f"step (remasking) &nbsp; <span style='{DROPPED}'>x</span> written after the end, left out of the text</div>"
-    )
+LEGEND_CLASS = "mdlm-legend"
+# each mark a canvas may show: what in its HTML shows it, and the legend's entry for it, in the legend's order
+MARKS: dict[str, tuple[str, str]] = {
+    "masked": (
+        f"class='mdlm-mask' style='background:{MASK_COLOUR}",
+        f"<span style='{CANVAS_FONT} background:{MASK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span> masked",
+    ),
+    "new": ("class='mdlm-new'", f"<span style='background:{NEW_COLOUR}'>x</span> revealed this step"),
+    "confidence": (
+        "class='mdlm-earlier'",
+        f"{colour_scale(confidence_colour(0), confidence_colour(1))} confidence (low … high)",
+    ),
+    "given": ("class='mdlm-given'", "<b>x</b> given"),
+    "line break": (NEWLINE_GLYPH, f"{NEWLINE_GLYPH} line break"),
+    "window": ("class='mdlm-window'", f"<span style='{WINDOW_FRAME}'>x</span> the window it reads"),
+    "taken back": (
+        f"background:{TAKEN_BACK_COLOUR}",
+        f"<span style='{CANVAS_FONT} background:{TAKEN_BACK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span> taken back "
+        "(remasking)",
+    ),
+    "after the end": ("class='mdlm-dropped'", f"<span style='{DROPPED}'>x</span> after the end, left out"),
+}
+
+
+def legend(marks: list[str] | tuple[str, ...]) -> str:
+    """The line under a canvas: what each of `marks` (MARKS' names) means, each entry kept whole. One line high
+    even with no mark, so that a canvas that shows none moves nothing below it."""
+    entries = "".join(f"<span style='white-space: nowrap;'>{MARKS[mark][1]}</span>" for mark in MARKS if mark in marks)
+    flow = "display: flex; flex-wrap: wrap; column-gap: 14px; min-height: 1.8em; align-items: center;"
+    return f"<div class='{LEGEND_CLASS}' style='{LEGEND_TEXT} line-height: 1.8; {flow}'>{entries}</div>"
+
+
+def marks_shown(canvas: str) -> list[str]:
+    """The marks (MARKS' names) that the canvas's HTML shows: what its legend explains."""
+    return [mark for mark, (shown, _) in MARKS.items() if shown in canvas]
+
+
+def with_legend(canvas: str) -> str:
+    """The canvas and, under it, the legend of the marks it shows: a run's legend follows what each frame shows (no
+    taken back without remasking, no window within the context, nothing struck out unless a text ended early)."""
+    return canvas + legend(marks_shown(canvas))
 
 
 # on a phone the race (the headings, two sides, then the twin in a row of its own, then the takeaway) fits one
@@ -121,7 +143,8 @@ RACE_CSS = (
     "#compare-left-stats, #compare-right-stats { min-height: 96px; } #compare-twin-stats { min-height: 72px; } "
     "#compare-takeaway { min-height: 184px; } }</style>"
 )
-LEGEND, RACE_LEGEND = legend(), RACE_CSS + legend(window=False)
+# Compare's one legend under its sides: every mark a race may show (no window: a race is within the context)
+RACE_LEGEND = RACE_CSS + legend(tuple(mark for mark in MARKS if mark != "window"))
 
 
 def cell(char: str | None, kind: str = "given", confidence: float = float("nan")) -> str:
@@ -145,11 +168,16 @@ def cell(char: str | None, kind: str = "given", confidence: float = float("nan")
 # scrolls with the text and meets the shadow at the text's end), as scroll shadows are usually drawn: a scroll-driven
 # animation did it before, and Chromium's tab crashed when a tab switch followed a selection of text
 MORE_BELOW_SHADOW = "rgba(31, 39, 51, 0.22)"
+# on a phone Generate's and Infill's canvas sits under the prompt and the run buttons, and is this many lines high
+# there, so that all of it is on the first screen while it writes
+PHONE_CANVAS_ROWS = 8
 CANVAS_CSS = (
     "<style>.mdlm-canvas:not(.mdlm-follow):not(.mdlm-placeholder) { background: "
     f"linear-gradient({CANVAS_BACKGROUND}, {CANVAS_BACKGROUND}) 0 100% / 100% 14px no-repeat local, "
     f"linear-gradient(transparent, {MORE_BELOW_SHADOW}) 0 100% / 100% 14px no-repeat scroll, "
-    f"{CANVAS_BACKGROUND} !important; }}</style>"
+    f"{CANVAS_BACKGROUND} !important; }} @media (max-width: {PHONE_WIDTH_PX + 110}px) {{ "
+    "#generate-canvas .mdlm-canvas, #infill-canvas .mdlm-canvas "
+    f"{{ height: calc({PHONE_CANVAS_ROWS} * 1.6em + 20px) !important; }} }}</style>"
 )
 
 
@@ -254,10 +282,11 @@ def draft_canvas(
     length: float | None,
     rows: int = CANVAS_ROWS,
     font_px: int = 15,
-    legend: str = LEGEND,
+    legend: bool = True,
     shrink: bool | None = None,
 ) -> str:
-    """The canvas before a run: the prompt, then a mask for each character to generate."""
+    """The canvas before a run: the prompt, then a mask for each character to generate (`legend`: with its legend
+    under it)."""
     try:
         length = max(0, int(length or 0))
     except (TypeError, ValueError):  # a half-typed number: keep a canvas on screen anyway
@@ -265,115 +294,27 @@ def draft_canvas(
     shown = min(length, max(0, DRAFT_CELLS - len(prompt or "")))
     more = [more_cells(length - shown)] if shown < length else []
     cells = [cell(char) for char in prompt or ""] + [cell(None)] * shown + more
-    return canvas_box(cells, rows, font_px, shrink=shrink) + legend
+    canvas = canvas_box(cells, rows, font_px, shrink=shrink)
+    return with_legend(canvas) if legend else canvas
 
 
 def draft_template(template: str | None, blank: str = "_") -> str:
-    """The Infill tab's canvas before a run: the template with a mask for each blank."""
+    """The Infill tab's canvas before a run: the template with a mask for each blank (or a message in its place),
+    and its legend."""
     if not template:
-        return placeholder(f"Type a template: each {blank} becomes a masked character to fill.") + LEGEND
+        return with_legend(placeholder(f"Type a template: each {blank} becomes a masked character to fill."))
     if len(template) > MAX_CANVAS:  # said before the run, in the words the run would use
-        return (
-            placeholder(
-                f"The template has {len(template):,} characters, but a run writes at most {MAX_CANVAS:,}: "
-                f"shorten it by {len(template) - MAX_CANVAS:,}."
-            )
-            + LEGEND
+        too_long = (
+            f"The template has {len(template):,} characters, but a run writes at most {MAX_CANVAS:,}: "
+            f"shorten it by {len(template) - MAX_CANVAS:,}."
         )
+        return with_legend(placeholder(too_long))
     if blank not in template:
-        return placeholder(f"The template has no blank: mark each character to fill with {blank}.") + LEGEND
+        return with_legend(placeholder(f"The template has no blank: mark each character to fill with {blank}."))
     cells = [cell(None if char == blank else char) for char in template[:DRAFT_CELLS]]
     if len(template) > DRAFT_CELLS:
         cells.append(more_cells(len(template) - DRAFT_CELLS))
-    return canvas_box(cells) + LEGEND
-
-
-RIGHT_COLOUR, WRONG_COLOUR = "hsl(212,80%,78%)", "hsl(30,95%,72%)"  # blue / orange: apart for any colour vision
-FORWARD_ROWS = ("x_t", "model", "true")  # the rows of the forward view, top to bottom
-
-
-def shown_char(char: str) -> str:
-    """A character as one visible cell: a line break or a space as its glyph."""
-    return {"\n": NEWLINE_GLYPH, " ": SPACE_GLYPH}.get(char, html.escape(char))
-
-
-def forward_column(char: str, masked: bool, guess: str) -> str:
-    """One position of the forward view: x_t above, the model's guess below it, and under a wrong guess the true
-    character (shown, not a tooltip: phones cannot hover)."""
-    stack = "display: inline-flex; flex-direction: column; align-items: center; min-width: 1.15ch;"
-    if not masked:
-        plain = "&nbsp;" if char == " " else shown_char(char)
-        x_t, model_row, truth = plain, f"<span style='color:{SUBDUED_TEXT}'>{plain}</span>", "&nbsp;"
-    else:
-        right = guess == char
-        x_t = f"<span class='mdlm-mask' style='background:{MASK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span>"
-        colour = RIGHT_COLOUR if right else WRONG_COLOUR
-        model_row = f"<span class='mdlm-{'right' if right else 'wrong'}' style='background:{colour}'>"
-        model_row += f"{shown_char(guess)}</span>"
-        truth = "&nbsp;" if right else f"<span class='mdlm-true' style='color:#1f2733'>{shown_char(char)}</span>"
-    # each row in a wrapper of its own, so its cell stays inline (a glyph's height, as on the canvas), not a
-    # flex item stretched to the row's whole line height
-    rows = "".join(f"<span>{row}</span>" for row in (x_t, model_row, truth))
-    return f"<span class='mdlm-column' style='{stack}'>{rows}</span>"
-
-
-def forward_view(line: str, is_masked: list[bool], guesses: list[str]) -> str:
-    """The forward view: a label column (x_t, model, true), then the line's columns, grouped into words so that
-    lines break between words."""
-    label_style = f"display: inline-flex; flex-direction: column; padding-right: 8px; color: {SUBDUED_TEXT};"
-    label_style += " font-family: inherit; font-size: 12px; line-height: 1.6rem; text-align: right;"
-    labels = "".join(f"<span class='mdlm-row-label'>{name}</span>" for name in FORWARD_ROWS)
-    items, word = [f"<span class='mdlm-row-labels' style='{label_style}'>{labels}</span>"], []
-    word_style = "display: inline-flex; flex-wrap: wrap;"  # a word wider than a whole line still wraps
-    for char, masked, guess in zip(line, is_masked, guesses, strict=True):
-        column = forward_column(char, masked, guess)
-        if char in " \n":  # a break opportunity between words
-            if word:
-                items.append(f"<span class='mdlm-word' style='{word_style}'>{''.join(word)}</span>")
-            items.append(column)
-            word = []
-        else:
-            word.append(column)
-    if word:
-        items.append(f"<span class='mdlm-word' style='{word_style}'>{''.join(word)}</span>")
-    box = (
-        f"{CANVAS_FONT} display: flex; flex-wrap: wrap; row-gap: 10px; align-items: flex-start; font-size: 15px; "
-        f"line-height: 1.6rem; padding: 10px; border-radius: 8px; background: {CANVAS_BACKGROUND}; color: #1f2733;"
-    )
-    legend = (
-        f"<div style='{LEGEND_TEXT}'>x_t: the line with each character masked "
-        f"with probability t &nbsp; model: its guess for each mask, <span style='background:{RIGHT_COLOUR}'>right"
-        f"</span> or <span style='background:{WRONG_COLOUR}'>wrong</span> &nbsp; true: the character a wrong guess "
-        f"missed &nbsp; {NEWLINE_GLYPH} line break, {SPACE_GLYPH} space</div>"
-    )
-    return f"<div class='mdlm-forward' style='{box}'>{''.join(items)}</div>{legend}"
-
-
-def surprise_colour(bits: float, most: float) -> str:
-    """Background of a character the model gave `bits` of surprise (-log2 p), `most` being the top of the scale:
-    one hue, darker for more surprise (it reads the same with any colour vision)."""
-    share = min(max(bits / most, 0.0), 1.0) if most > 0 else 0.0
-    return f"hsl(24,90%,{96 - 40 * share:.0f}%)"
-
-
-def score_view(text: str, bits: list[float], most: float) -> str:
-    """The scored text in a canvas box: each character tinted by its surprise, its bits in a tooltip; one not
-    scored yet (NaN bits) plain and subdued."""
-    cells = []
-    for char, surprise in zip(text, bits, strict=True):
-        shown, tail = (NEWLINE_GLYPH, "\n") if char == "\n" else (html.escape(char), "")
-        if surprise != surprise:
-            cells.append(f"<span class='mdlm-unscored' style='color:{SUBDUED_TEXT}'>{shown}</span>{tail}")
-            continue
-        style = f"background:{surprise_colour(surprise, most)}"
-        cells.append(f"<span class='mdlm-scored' style='{style}' title='{surprise:.2f} bits'>{shown}</span>{tail}")
-    legend = (
-        f"<div style='{LEGEND_TEXT}'>surprise, -log2 p of each character given "
-        f"those before it: {colour_scale(surprise_colour(0, 1), surprise_colour(1, 1))} 0 … {most:.1f} bits or more "
-        "(a uniform guess over the vocabulary) &nbsp; "
-        f"{NEWLINE_GLYPH} line break</div>"
-    )
-    return canvas_box(cells) + legend
+    return with_legend(canvas_box(cells))
 
 
 # past the model's context a frame renders the whole canvas (a 2,000-character run sent 254 frames, 7.9 MB of HTML,

@@ -19,8 +19,9 @@ from mdlm_hf.windows import MAX_CANVAS
 from mdlm_space.checks import as_int, check_chars, run_seed
 from mdlm_space.handlers import kept_words_note
 from mdlm_space.order_view import PassRecorder, order_html
-from mdlm_space.render import COMPARE_FONT_PX, SUBDUED_TEXT, canvas_box, canvas_cells, placeholder, shown_char
+from mdlm_space.render import COMPARE_FONT_PX, SUBDUED_TEXT, canvas_box, canvas_cells, placeholder
 from mdlm_space.texts import passes
+from mdlm_space.views import shown_char
 
 NUM_CHOICES = 3
 # characters of the text shown before and after the span in a choice's view: few before, so that on a phone's narrow

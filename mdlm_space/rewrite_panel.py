@@ -1,6 +1,7 @@
-"""The Rewrite panel, shared by the tabs below them: select a span of a finished text (Generate's, Infill's or
-Compare's, or a pasted one), press Rewrite, and three rewrites of it stream side by side, ranked by the span's bits
-per character; pick one, Undo goes back. Beside them, the order view of the text the panel holds."""
+"""The Rewrite panel, below the tabs whose text it takes (hidden under Score and How it works): select a span of a
+finished text (Generate's, Infill's or Compare's, or a pasted one), press Rewrite, and three rewrites of it stream
+side by side, ranked by the span's bits per character; pick one, Undo goes back. Beside them, the order view of
+the text the panel holds."""
 
 from __future__ import annotations
 
@@ -14,14 +15,12 @@ from mdlm_hf import MASK_GLYPH, MDLM
 from mdlm_hf.sampling.options import OPTION_SPECS
 from mdlm_space.api import example_span, page_event, public_endpoint, rewrite_result
 from mdlm_space.controls import (
+    about_settings,
     capped_slider,
     control,
     play_shape_controls,
     remembered,
-    replay_slider,
-    run_buttons,
     sampling_options,
-    stoppable,
 )
 from mdlm_space.endpoints import event, input_names
 from mdlm_space.handlers import STOPPED_AT
@@ -40,6 +39,7 @@ from mdlm_space.rewrite_handlers import (
     stopped,
     undo,
 )
+from mdlm_space.runs import replay_slider, run_buttons, stoppable
 
 # runs in the page: a finished text (no mask left) replaces the panel's, one still being written leaves it
 TAKE_FINISHED = (
@@ -206,6 +206,7 @@ def rewrite_panel(model: MDLM, demo: gr.Blocks, example: str) -> None:
             controls |= sampling_options("rewrite", block_size, ("steps", "drawing"), CHANGES)
             remembered(controls["num_steps"], functools.partial(fit_rewrite_steps, block_size))
             controls["real_words"], controls["keep_cast"] = real_words, keep_cast
+            about_settings(controls)
         with gr.Column(scale=2):
             # above the choices: on a phone they stack, and a readout below them was out of view while they streamed
             readout = gr.Markdown(WAITING, elem_id="rewrite-readout")

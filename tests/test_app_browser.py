@@ -106,6 +106,53 @@ def test_browser_run_button_and_canvas_stay_in_view_and_every_mask_is_a_cell(ser
 
 
 @pytest.mark.browser
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_browser_the_first_screen_is_the_prompt_the_run_button_and_the_canvas(server, tmp_path, viewport):
+    # on a phone the canvas sat below every control (length, end, steps, options), off the first screen while it wrote
+    from playwright.sync_api import expect
+
+    where = "desktop" if viewport == DESKTOP else "phone"
+    with chromium() as browser:
+        page = browser.new_page(viewport=dict(zip(("width", "height"), viewport, strict=True)))
+        page.goto(server)
+        for tab, field, label in (
+            ("Generate", "Prompt (kept fixed at the start)", "Generate"),
+            ("Infill", "Template: every _ is a character to fill", "Fill the blanks"),
+        ):
+            page.get_by_role("tab", name=tab).click()
+            panel = page.get_by_role("tabpanel")
+            canvas = page.locator(f"#{tab.lower()}-canvas .mdlm-canvas")
+            expect(canvas).to_be_visible()
+            page.screenshot(path=str(screenshots(tmp_path) / f"{where}-{tab.lower()}-first-screen.png"))
+            for element in (panel.get_by_label(field), panel.get_by_role("button", name=label, exact=True), canvas):
+                assert inside(page, element), (tab, element, element.bounding_box())
+            # the canvas right after the run buttons, before the length and steps
+            steps = panel.get_by_label("number input for Denoising steps")
+            assert canvas.bounding_box()["y"] < steps.bounding_box()["y"], tab
+        page.get_by_role("tab", name="Generate").click()
+        page.get_by_role("button", name="Generate", exact=True).click()
+        expect(page.locator("#generate-readout")).to_contain_text(re.compile(r"step [1-9]\d*/|chars/s"))
+        assert inside(page, page.locator("#generate-canvas .mdlm-canvas")), "while it writes"
+
+
+@pytest.mark.browser
+def test_browser_the_legend_of_a_plain_run_is_one_line_without_taken_back(server):
+    # the legend listed all eight marks whatever the run (two lines on a desktop): "taken back" without remasking
+    from playwright.sync_api import expect
+
+    with chromium() as browser:
+        page = browser.new_page(viewport=dict(zip(("width", "height"), DESKTOP, strict=True)))
+        page.goto(server)
+        page.get_by_role("button", name="Generate", exact=True).click()  # remask ratio 0, the default
+        expect(page.locator("#generate-readout")).to_contain_text("chars/s", timeout=60_000)
+        legend = page.locator("#generate-canvas .mdlm-legend")
+        expect(legend).to_contain_text("given")
+        shown = legend.inner_text()
+        assert "taken back" not in shown and "window" not in shown and "masked" not in shown, shown
+        assert legend.bounding_box()["height"] < 2 * 12 * 1.8, shown  # one line of 12 px text
+
+
+@pytest.mark.browser
 def test_browser_after_stop_final_text_readout_and_replay_agree(server, tmp_path, counted_steps):
     # after Stop the readout's step and the replay's frames disagreed by one, and Final was empty
     from playwright.sync_api import expect

@@ -7,7 +7,7 @@ import app
 from mdlm_hf.pipeline import default_options
 from mdlm_hf.sampling.options import OPTION_SPECS
 from mdlm_space import handlers, loading
-from mdlm_space.controls import replay_frame, replay_slider
+from mdlm_space.runs import replay_frame, replay_slider
 from mdlm_space.tabs import infill as infill_tab
 from tests.app_helpers import JULIET, Page, api_names, cell_classes, tab_controls
 
@@ -21,7 +21,8 @@ def test_option_controls_take_label_bounds_and_defaults_from_the_one_table(model
         default = getattr(default_options(model), name)  # the model's own: real_words with its words.txt
         assert control.label == spec.label and control.value == spec.shown(default), name
         if spec.accepts.kind is bool:
-            assert isinstance(control, gr.Checkbox) and control.info == spec.note, name
+            # its advice, a sentence, is in the tab's "About these settings", not under the checkbox
+            assert isinstance(control, gr.Checkbox) and control.advice == spec.note and control.info is None, name
         elif spec.slider is None:
             assert [value for _, value in control.choices] == list(spec.accepts.choices)
             assert [label for label, _ in control.choices] == [c.replace("_", " ") for c in spec.accepts.choices]
@@ -52,7 +53,7 @@ def test_length_follows_the_prompt_in_plain_words(client, model_dir):
         page.type(prompt, JULIET)
         assert page.value(length) == min(default, limit - 49) and page.props[length._id]["maximum"] == limit - 49
         info = page.props[length._id]["info"]
-        assert info == f"at most {limit - 49:,}: a run holds {limit:,} characters and the prompt takes 49"
+        assert info == f"at most {limit - 49:,}: the prompt takes 49 of {limit:,}"
         page.type(prompt, "x" * limit)
         assert page.value(length) == 1 and page.props[length._id]["interactive"] is False
         assert f"the prompt fills all {limit:,} characters" in page.props[length._id]["info"]
@@ -123,7 +124,7 @@ def test_the_entropy_bound_is_a_reveal_rule_control_passed_by_name(client, model
     for endpoint in ("generate", "infill"):
         control = tab_controls(demo, endpoint)["entropy_bound"]
         spec = OPTION_SPECS["entropy_bound"]
-        assert (control.label, control.value, control.maximum, control.info) == (spec.label, 0, 32, spec.note)
+        assert (control.label, control.value, control.maximum, control.advice) == (spec.label, 0, 32, spec.note)
 
 
 def test_after_a_run_the_replay_slider_shows_each_of_its_frames_without_sampling_again(client, model_dir, monkeypatch):
@@ -336,3 +337,28 @@ def test_a_long_runs_replay_is_of_the_frames_it_drew_not_each_step(model_dir, le
         assert update["label"] == "Replay the last run: frame" and f"its {len(canvases)} frames" in update["info"]
     else:
         assert update["label"] == "Replay the last run: step" and update["info"].endswith("each of its steps")
+
+
+def test_each_controls_fine_print_is_a_short_line_at_most_and_all_of_it_is_in_about_these_settings(model_dir):
+    # every control carried a sentence of fine print (End at's ran three lines): a line at most now, and each
+    # control's whole advice one tap away, in its tab's closed "About these settings"
+    from mdlm_space.controls import ONE_LINE
+
+    model, _ = loading.load_model(model_dir)
+    demo = app.build_demo(model)
+    abouts = [
+        block
+        for block in demo.blocks.values()
+        if isinstance(block, gr.Accordion) and block.label == "About these settings"
+    ]
+    assert len(abouts) == 4 and all(about.open is False for about in abouts)  # Generate, Infill, Compare, Rewrite
+    about_text = "\n".join(about.children[0].value for about in abouts)
+    advised = [block for block in demo.blocks.values() if getattr(block, "advice", None)]
+    assert {"End at", "Seed", "Only words it has read", "Write slower, read better"} <= {b.label for b in advised}
+    for block in demo.blocks.values():
+        assert len(getattr(block, "info", None) or "") <= ONE_LINE, (block.label, block.info)
+    for block in advised:
+        assert f"**{block.label}**: {block.advice}" in about_text, block.label
+    for endpoint in ("generate", "infill", "compare", "rewrite"):
+        controls = tab_controls(demo, endpoint)
+        assert controls["real_words"].advice == OPTION_SPECS["real_words"].note and controls["real_words"].info is None

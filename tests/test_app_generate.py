@@ -16,6 +16,11 @@ from mdlm_space.texts import passes
 from tests.conftest import SHAKESPEARE_LIKE
 
 
+def without_legend(canvas_html: str) -> str:
+    """A frame's canvas without the legend under it (whose swatches show the colours the canvas uses)."""
+    return re.sub(f"<div class='{render.LEGEND_CLASS}'.*?</div>$", "", canvas_html, flags=re.S)
+
+
 def test_generate_streams_and_keeps_the_prompt(client):
     job = client.submit(
         prompt="ROMEO:\n",
@@ -33,7 +38,7 @@ def test_generate_streams_and_keeps_the_prompt(client):
     assert len(frames) == 13  # the all-mask canvas, then one frame per step
     assert MASK_GLYPH in frames[0][0] and frames[0][1] == "ROMEO:\n" + MASK_GLYPH * 60  # the canvas so far
     canvas_html, text, readout, seed = frames[-1]
-    canvas_only = canvas_html.replace(render.LEGEND, "")
+    canvas_only = without_legend(canvas_html)
     assert len(text) == 67 and text.startswith("ROMEO:\n") and MASK_GLYPH not in text and MASK_GLYPH not in canvas_only
     assert "done in 12 steps" in readout and "12 forward passes" in readout and "chars/s" in readout
 
@@ -76,7 +81,7 @@ def test_generate_shows_characters_taken_back_by_remasking(client):
     run = dict(prompt="", length=64, num_steps=12, temperature=1.0, top_p=1.0, order="confidence", seed=0)
     frames = list(client.submit(**run, block_length=0, **rule, end_at="length", api_name="/generate_page"))
     assert len(frames) == 13 and len(frames[-1][1]) == 64 and MASK_GLYPH not in frames[-1][1]
-    taken_back = [html.replace(render.LEGEND, "").count("#d9534f") for html, *_ in frames]
+    taken_back = [without_legend(html).count("#d9534f") for html, *_ in frames]
     assert sum(taken_back) > 0 and taken_back[-1] == 0
     plain = list(
         client.submit(
@@ -95,7 +100,10 @@ def test_generate_shows_characters_taken_back_by_remasking(client):
             api_name="/generate_page",
         )
     )
-    assert all("#d9534f" not in html.replace(render.LEGEND, "") for html, *_ in plain)
+    assert all("#d9534f" not in without_legend(html) for html, *_ in plain)
+    # the legend follows: its "taken back" entry under the frames that show one, never under a plain run's
+    assert ["taken back" in html for html, *_ in frames] == [count > 0 for count in taken_back]
+    assert not any("taken back" in html for html, *_ in plain)
 
 
 def test_generate_writes_past_the_context_window_by_window(client, monkeypatch):

@@ -8,7 +8,7 @@ import gradio as gr
 import app
 from mdlm_hf import MASK_GLYPH
 from mdlm_hf.diffusion import MASK_RATIOS
-from mdlm_space import handlers, loading, render
+from mdlm_space import handlers, loading, render, views
 from mdlm_space.tabs import how_it_works
 from mdlm_space.texts import SONNET_18
 from tests.app_helpers import Page
@@ -44,13 +44,13 @@ def test_forward_process(client):
 
 
 def test_forward_view_labels_its_rows_and_shows_true_characters_and_line_breaks():
-    view = render.forward_view("ab c\nd", [False, True, True, False, True, True], ["a", "b", "\n", " ", "x", "d"])
+    view = views.forward_view("ab c\nd", [False, True, True, False, True, True], ["a", "b", "\n", " ", "x", "d"])
     assert re.findall(r"class='mdlm-row-label'>([^<]*)<", view) == ["x_t", "model", "true"]
     assert view.count("class='mdlm-mask'") == 4
     # the predicted newline is a glyph in its cell, not a line break; the true characters are shown, not hovered
     assert (
         "\n" not in view
-        and f"class='mdlm-wrong' style='background:{render.WRONG_COLOUR}'>{render.NEWLINE_GLYPH}<" in view
+        and f"class='mdlm-wrong' style='background:{views.WRONG_COLOUR}'>{render.NEWLINE_GLYPH}<" in view
     )
     assert re.findall(r"class='mdlm-true'[^>]*>([^<]*)<", view) == [render.SPACE_GLYPH, render.NEWLINE_GLYPH]
     assert view.count("class='mdlm-right'") == 2 and "title=" not in view
@@ -119,8 +119,8 @@ def test_the_reverse_process_says_how_the_rules_ticked_by_default_draw(model_dir
 
     model, _ = loading.load_model(model_dir)  # with its words: real_words by default, no casts
     demo = app.build_demo(model)
-    said = " ".join(block.value for block in demo.blocks.values() if isinstance(block, gr.Markdown) and block.value)
-    reverse = said[said.index("**Reverse process.**") :]
+    said = [block.value for block in demo.blocks.values() if isinstance(block, gr.Markdown) and block.value]
+    reverse = next(text for text in said if text.startswith("**Reverse process.**"))  # not the settings' fine print
     defaults = default_options(model)
     assert defaults.real_words and not defaults.keep_cast
     assert f"*{OPTION_SPECS['real_words'].label}*" in reverse

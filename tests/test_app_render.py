@@ -68,7 +68,8 @@ def test_confidence_scale_is_one_hue_readable_and_finished_text_plain():
     assert contrast(luminance[0], luminance[-1]) >= 2.9  # the scale's ends tell apart
     text = 0.0198  # the canvas's text colour, #1f2733
     assert min(contrast(text, lum) for lum in luminance) >= 4.5 and contrast(text, luminance[-1]) >= 12
-    assert render.confidence_colour(0) in render.LEGEND and render.confidence_colour(1) in render.LEGEND
+    scale = render.legend(("confidence",))
+    assert render.confidence_colour(0) in scale and render.confidence_colour(1) in scale
 
 
 def test_the_canvas_shows_the_masks_to_fill_before_the_first_run(model_dir):
@@ -127,3 +128,37 @@ def test_a_readout_of_one_step_says_step():
     assert "done in 2 steps ·" in readout(
         SamplerState(one, one.bool(), one.bool(), one.float(), one.bool(), 2, 2, 2, 9), 0.1, 3, 0
     )
+
+
+def legend_entries(canvas_html: str) -> list[str]:
+    """The entries of the legend under a canvas, as text."""
+    legend = canvas_html.split(f"<div class='{render.LEGEND_CLASS}'", 1)[1]
+    return [
+        re.sub(r"<[^>]+>", "", entry).strip() for entry in re.findall(r"nowrap;'>(.*?)</span>(?=<span|</div>)", legend)
+    ]
+
+
+def test_the_legend_under_a_canvas_explains_only_the_marks_it_shows(model_dir):
+    # the legend listed all eight marks under every canvas (two lines on a desktop, five on a phone): "taken back"
+    # without remasking, "the window" within the context, "after the end" where nothing was struck out
+    model, _ = loading.load_model(model_dir)
+    assert legend_entries(render.draft_canvas("ROMEO:\n", 5)) == [
+        f"{MASK_GLYPH} masked",
+        "x given",
+        f"{render.NEWLINE_GLYPH} line break",
+    ]
+    assert [entry.split()[-1] for entry in legend_entries(render.draft_template("to __ or"))] == ["masked", "given"]
+    running = render.with_legend(render.render_canvas(model, canvas_state(model, "to###be#\n", "ggmtmnemg")))
+    assert "taken back (remasking)" in legend_entries(running)[-1] and len(legend_entries(running)) == 6
+    plain = render.with_legend(render.render_canvas(model, canvas_state(model, "to##be#\n", "ggmmnemg")))
+    assert not any("taken back" in entry for entry in legend_entries(plain))
+    assert legend_entries(render.with_legend(render.render_canvas(model, canvas_state(model, "tobe", "gnnn", True))))[
+        0
+    ].endswith("confidence (low … high)")
+    text = ("to be or not\n" * 23)[:300]
+    long = dataclasses.replace(canvas_state(model, text, "e" * len(text), done=True), window=(172, 300))
+    ended = legend_entries(render.with_legend(render.render_canvas(model, long, kept=250)))
+    assert ended[-2:] == ["x the window it reads", "x after the end, left out"]
+    # a message in the canvas's place shows no mark: an empty legend, still a line high, so nothing below moves
+    empty = render.draft_template("")
+    assert legend_entries(empty) == [] and "min-height: 1.8em" in empty.split(render.LEGEND_CLASS)[1]

@@ -12,7 +12,7 @@ import app
 from mdlm_hf import MASK_GLYPH, SamplerOptions, sample
 from mdlm_space import handlers, loading, race, rewrite_handlers, rewrite_panel
 from mdlm_space.order_view import PassRecorder, order_from_frames, order_view, run_order
-from mdlm_space.render import LEGEND, render_canvas
+from mdlm_space.render import render_canvas, with_legend
 from mdlm_space.rewrite_panel import by_elem_id
 from tests.app_helpers import DESKTOP, LOW_CONTRAST, PHONE, Page, chromium, tab_controls
 
@@ -216,7 +216,7 @@ def test_the_order_view_of_a_tabs_run_reads_its_streamed_frames_as_the_states_sa
     recorder, frames = PassRecorder(), []
     for state in sample(tiny_model, canvas, SamplerOptions(num_steps=6), seed=1):
         recorder.update(state)
-        frames.append(render_canvas(tiny_model, state) + LEGEND)
+        frames.append(with_legend(render_canvas(tiny_model, state)))
     text, passes, num_passes = order_from_frames(frames)
     assert text == tiny_model.tokenizer.decode(state.tokens[0]) and "\n" in text
     assert passes == recorder.passes[0].tolist() and num_passes == recorder.count == 6
@@ -440,3 +440,24 @@ def test_a_stopped_generate_or_infill_run_brings_its_text_to_the_panel(model_dir
         if fn.js == TAKE_STOPPED
     }
     assert listened == {("generate-readout", "generate-final-text"), ("infill-readout", "infill-final-text")}
+
+
+def test_the_panel_shows_under_the_tabs_whose_text_it_takes_only(model_dir):
+    # the panel sat under every tab, Score's and How it works' too, which hand it no text
+    model, _ = loading.load_model(model_dir)
+    page = Page(app.build_demo(model))
+    panel = by_elem_id(page.demo)["rewrite-panel"]
+    assert isinstance(panel, gr.Column) and panel.visible is not False  # the first tab, Generate, takes its text
+    inside, found = [], list(panel.children)
+    while found:  # the panel's blocks, all the way down
+        block = found.pop()
+        inside.append(getattr(block, "elem_id", None))
+        found += getattr(block, "children", [])
+    assert {"rewrite-text", "rewrite-readout", "rewrite-order"} <= set(inside)
+    tabs = {block.label: block for block in page.demo.blocks.values() if isinstance(block, gr.Tab)}
+    for tab, shown in (("Score", False), ("Generate", True), ("How it works", False), ("Infill", True)):
+        page.fire(tabs[tab], "select")
+        assert page.props[panel._id]["visible"] is shown, tab
+    page.fire(tabs["Score"], "select")
+    page.fire(tabs["Compare"], "select")
+    assert page.props[panel._id]["visible"] is True

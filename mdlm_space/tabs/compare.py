@@ -9,18 +9,17 @@ from mdlm_hf import MDLM
 from mdlm_hf.sampling.options import REVEAL_RULE_OPTIONS
 from mdlm_space.api import page_event, public_endpoint, race_result
 from mdlm_space.controls import (
+    about_settings,
     control,
     default_value,
     follow_prompt,
     play_shape_controls,
-    redraw,
-    run_buttons,
     seed_controls,
-    stoppable,
 )
 from mdlm_space.endpoints import event
 from mdlm_space.race import NO_RACE_ORDER, compare, race_stopped
 from mdlm_space.render import COMPARE_FONT_PX, COMPARE_ROWS, RACE_LEGEND, draft_canvas
+from mdlm_space.runs import redraw, run_buttons, stoppable
 from mdlm_space.texts import DemoText, marked_last_run
 
 # where Compare's controls differ from PARAMS' and the library's: a race within the model's context, short enough to
@@ -35,9 +34,9 @@ CHANGES = {
 
 def compare_draft(prompt: str | None, length: float | None) -> tuple[str, str, str]:
     """The Compare canvases before a run: the prompt, then a mask for each character to generate."""
-    draft = draft_canvas(prompt, length, COMPARE_ROWS, COMPARE_FONT_PX, legend="")
+    draft = draft_canvas(prompt, length, COMPARE_ROWS, COMPARE_FONT_PX, legend=False)
     # the twin's takes a phone's whole width, in a row of its own: its text does not shrink
-    return draft, draft, draft_canvas(prompt, length, COMPARE_ROWS, COMPARE_FONT_PX, legend="", shrink=False)
+    return draft, draft, draft_canvas(prompt, length, COMPARE_ROWS, COMPARE_FONT_PX, legend=False, shrink=False)
 
 
 def compare_side(title: str, elem_id: str, draft: str, visible: bool = True) -> tuple[gr.HTML, gr.Markdown]:
@@ -60,6 +59,19 @@ def order_views() -> list[gr.HTML]:
                     gr.Markdown(f"**{title}**")
                     views.append(gr.HTML(NO_RACE_ORDER, elem_id=f"compare-{side}-order"))
     return views
+
+
+def follow_edits(demo: gr.Blocks, block_size: int, inputs: tuple, canvases: list, last_race: list) -> None:
+    """An edit of the prompt or the length draws the new draft on the `canvases`, and marks the last race's
+    statistics, takeaway and orders (`last_race`) as the last run's."""
+    prompt, length, steps = inputs
+
+    def draft_and_marks(prompt: str | None, length: float | None, *shown: str | None) -> tuple:
+        marks = (marked_last_run(value, (NO_RACE_ORDER,)) for value in shown)
+        return (*compare_draft(prompt, length), *(gr.skip() if mark is None else mark for mark in marks))
+
+    for fitted in follow_prompt(demo, block_size, block_size, prompt, length, steps):
+        redraw(fitted.then, draft_and_marks, [prompt, length, *last_race], canvases + last_race)
 
 
 EXPLAINED = (
@@ -116,17 +128,10 @@ def compare_tab(
     # the sides' orders are the race's own: of the reveal rule, only what both can share
     with gr.Accordion("Reveal rule, both sides", open=False):
         controls |= {name: control(name, block_size) for name in REVEAL_RULE_OPTIONS}
+    about_settings(controls)
     gr.Markdown(EXPLAINED + (TWIN_EXPLAINED if twin else ""))
-    # an edit draws the new draft, and marks the last race's statistics, takeaway and orders as the last run's
-    last_race = [left_stats, right_stats, twin_stats, summary, *orders]
-
-    def draft_and_marks(prompt: str | None, length: float | None, *shown: str | None) -> tuple:
-        marks = (marked_last_run(value, (NO_RACE_ORDER,)) for value in shown)
-        return (*compare_draft(prompt, length), *(gr.skip() if mark is None else mark for mark in marks))
-
-    for fitted in follow_prompt(demo, block_size, block_size, prompt, length, steps):
-        canvases = [left_canvas, right_canvas, twin_canvas]
-        redraw(fitted.then, draft_and_marks, [prompt, length, *last_race], canvases + last_race)
+    follow_edits(demo, block_size, (prompt, length, steps), [left_canvas, right_canvas, twin_canvas],
+                 [left_stats, right_stats, twin_stats, summary, *orders])  # fmt: skip
     # the twin's and the orders last: API clients that read the first six (or eight) by position keep them
     outputs = [left_canvas, left_stats, right_canvas, right_stats, summary, controls["seed"], twin_canvas, twin_stats]
     compared = event(compare, controls, model=model, known_words=known_words, twin=twin)

@@ -155,7 +155,8 @@ def how_it_works_tab(model: MDLM, demo: gr.Blocks, tab: gr.Tab, texts: DemoText)
     # function by calling every function of its event again, and two of them deferred each other without end
     masked.then(**draw, trigger_mode="always_last", show_progress="hidden")
     gr.Markdown(
-        "**Reverse process.** Generation starts from all masks. Each step predicts every masked "
+        "**Reverse process.** Generation starts from all masks; prompting and infilling are the same operation "
+        "with some characters given, and kept. Each step predicts every masked "
         "character, draws a candidate for each (temperature, min-p), and reveals a few of them: by default "
         "the next character of each of a few stretches of the canvas, left to right inside each (*word streams "
         f"order*: {DEFAULT.num_steps} passes over {model.block_size} characters write "

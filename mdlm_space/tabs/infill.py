@@ -9,19 +9,17 @@ import gradio as gr
 from mdlm_hf import MDLM
 from mdlm_space.api import public_endpoint, run_result
 from mdlm_space.controls import (
+    about_settings,
     control,
     fit_steps_to_length,
-    output_column,
     play_shape_controls,
-    redraw,
     remembered,
-    replayable,
-    run_buttons,
     sampling_options,
 )
 from mdlm_space.endpoints import event
 from mdlm_space.handlers import infill
 from mdlm_space.render import draft_template
+from mdlm_space.runs import after_run_column, canvas_column, redraw, replayable, run_buttons
 from mdlm_space.texts import DemoText, choose_blank, with_blank
 
 # where Infill's controls start from other values than the library's: a template has few blanks, and 16 steps are
@@ -32,19 +30,24 @@ CHANGES = {"num_steps": dict(default=16), "remask_ratio": dict(default=0.0), "re
 
 
 def infill_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
-    """A template and the run button first, then its examples, steps and the closed sampling options; the canvas
-    beside them. The blank is "_", or a character the model does not write when it writes "_"."""
+    """A template and the run button first, the canvas beside them; then its examples, steps and the closed
+    sampling options, the replay and the final text beside them. The blank is "_", or a character the model does
+    not write when it writes "_"."""
     block_size, blank = model.block_size, choose_blank(model.tokenizer.vocab)
     examples = [with_blank(example, blank) for example in texts.examples]
     first = examples[0] if examples else ""
+    # two rows of two columns, as Generate's: on a phone the canvas comes right after the run buttons
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
             info = None if blank == "_" else f"the model writes _, so the blank is {blank}"
             label = f"Template: every {blank} is a character to fill"
-            template = control("template", block_size, first, label=label, lines=4, info=info)
+            template = control("template", block_size, first, label=label, lines=3, info=info)
             real_words, keep_cast = play_shape_controls(model, block_size)  # above the button, as Generate's
             read_better = control("read_better", block_size, changes=CHANGES)
             button, stop = run_buttons("Fill the blanks")
+        canvas, readout = canvas_column("infill", draft_template(first, blank), "Fill the blanks")
+    with gr.Row():
+        with gr.Column(scale=1, min_width=300):
             if examples:
                 gr.Examples(examples, inputs=[template])
             steps = control("num_steps", block_size, changes=CHANGES)
@@ -54,7 +57,8 @@ def infill_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
             controls |= sampling_options("infill", block_size, ("drawing",), CHANGES)
             controls["real_words"], controls["keep_cast"] = real_words, keep_cast
             controls["read_better"] = read_better
-        outputs, replay = output_column("infill", 6, draft_template(first, blank), "Fill the blanks")
+            about_settings(controls)
+        outputs, replay = after_run_column("infill", 6, canvas, readout)
 
     def fit_steps(text: str | None, wanted: float | None) -> dict:
         return fit_steps_to_length(block_size, (text or "").count(blank), wanted)

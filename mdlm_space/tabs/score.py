@@ -6,10 +6,10 @@ import gradio as gr
 
 from mdlm_hf import MDLM
 from mdlm_space.api import page_event, public_endpoint, score_result, scores
-from mdlm_space.controls import run_buttons, stoppable
 from mdlm_space.endpoints import event
 from mdlm_space.handlers import SCORE_MAX_CHARS, score
 from mdlm_space.render import placeholder
+from mdlm_space.runs import run_buttons, stoppable
 from mdlm_space.texts import DemoText, marked_last_run, sample_passage
 
 
