@@ -73,7 +73,7 @@ PARAMS: dict[str, Param] = {
     ),
     "autoregressive": Param("Left-to-right: one character per forward pass (autoregressive-like)", "checkbox", False),
     # Rewrite: a text and the span of it to write again, text[start:end] (the selection fills them)
-    "text": Param("Text: select the span to rewrite, or paste your own", "textbox"),
+    "text": Param("Text: click a line to rewrite, or select any span; or paste your own", "textbox"),
     "start": Param("From character", "number", 0, 0, MAX_CANVAS, info="the selection's start, from 0"),
     "end": Param("To character", "number", 0, 0, MAX_CANVAS, info="the first character after it"),
 }

@@ -78,7 +78,7 @@ def fit_rewrite_steps(block_size: int, wanted: float | None) -> dict:
 TAKE_ORDER = "(view, current) => (view && view.includes('mdlm-pass')) ? view : current"
 QUIET = dict(queue=False, api_name=False, show_progress="hidden")
 HOW = (
-    "### Rewrite a span\nSelect part of a finished text (a run's lands here) or paste your own, press **Rewrite**: "
+    "### Rewrite a span\nClick a line of a finished text (a run's lands here) or select any span, press **Rewrite**: "
     "the span is masked and written again three times, the model reading both sides of it. Each is ranked by the "
     "span's bits per character given the text around it; **Pick** one to keep it, **Undo** goes back. It writes "
     "with the sampling options of the last Generate or Infill run (steps apart), which you can change below."
@@ -94,6 +94,26 @@ def choice_column(number: int) -> tuple[gr.Markdown, gr.HTML, gr.Button]:
         # usable once a run's rewrites are ranked: before, there is nothing to pick
         button = gr.Button(f"Pick #{number}", size="sm", interactive=False, elem_id=f"rewrite-pick-{number}")
     return label, view, button
+
+
+# runs in the page once it loads: a click in the panel's text selects the line under it (the selection then fills
+# From and To, as a selection by hand does), so that "rewrite this line" is one click; a second click on the line
+# it selected leaves the caret there, for editing, and a double click selects a word as ever
+CLICK_SELECTS_A_LINE = """() => {
+  let chosen = null;
+  document.addEventListener('mouseup', (event) => {
+    const box = event.target.closest && event.target.closest('#rewrite-text textarea');
+    if (!box || event.detail > 1 || box.selectionStart !== box.selectionEnd) return;
+    const text = box.value, at = box.selectionStart;
+    const start = text.lastIndexOf('\\n', at - 1) + 1;
+    const end = text.indexOf('\\n', at) < 0 ? text.length : text.indexOf('\\n', at);
+    const line = start + ':' + end;
+    if (end <= start || chosen === line) { chosen = null; return; }
+    chosen = line;
+    box.setSelectionRange(start, end);
+    box.dispatchEvent(new Event('select', {bubbles: true}));
+  });
+}"""
 
 
 def span_controls(block_size: int) -> dict[str, gr.components.Component]:
@@ -197,6 +217,7 @@ def rewrite_panel(model: MDLM, demo: gr.Blocks, example: str) -> None:
     (`example`: the text the API's example rewrites)."""
     block_size = model.block_size
     gr.Markdown(HOW)
+    demo.load(None, js=CLICK_SELECTS_A_LINE)
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
             controls = span_controls(block_size)

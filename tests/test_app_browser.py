@@ -793,3 +793,28 @@ def test_browser_on_a_phone_scores_line_is_in_view_beside_its_buttons(server, mo
         assert in_view(summary) and in_view(stop)
         page.wait_for_function("() => /bits per character/.test(document.querySelector('#score-summary').innerText)")
         assert in_view(summary)
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_browser_a_click_on_a_line_of_the_rewrite_text_selects_it_for_rewriting(server, viewport):
+    # "rewrite this line" took selecting its characters by hand, or typing From and To
+    from playwright.sync_api import expect
+
+    text = "ROMEO:\nBut soft, what light through yonder window breaks?\nIt is the east.\n"
+    line = "But soft, what light through yonder window breaks?"
+    with chromium() as browser:
+        page = browser.new_page(viewport=dict(zip(("width", "height"), viewport, strict=True)))
+        page.goto(server)
+        box = page.locator("#rewrite-text textarea")
+        box.fill(text)
+        box.evaluate("box => box.blur()")
+        page.wait_for_timeout(300)
+        box.click(position={"x": 60, "y": 12 + 1.5 * float(box.evaluate("b => getComputedStyle(b).lineHeight")[:-2])})
+        start, end = text.index(line), text.index(line) + len(line)
+        expect(page.locator("#rewrite-start input")).to_have_value(str(start))
+        expect(page.locator("#rewrite-end input")).to_have_value(str(end))
+        expect(page.locator("#rewrite-selection")).to_contain_text(f"Rewriting characters {start:,}–{end:,}")
+        box.click(position={"x": 90, "y": 12 + 1.5 * float(box.evaluate("b => getComputedStyle(b).lineHeight")[:-2])})
+        assert box.evaluate("b => b.selectionStart === b.selectionEnd")  # a second click: the caret, for editing
+        page.close()
