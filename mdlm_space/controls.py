@@ -196,14 +196,18 @@ def seed_controls(endpoint: str, block_size: int) -> dict[str, gr.components.Com
     return dict(seed=seed, fixed_seed=fixed)
 
 
-def remembered(slider: gr.Slider, refit: Callable | None = None, inputs: tuple = ()) -> gr.State:
+def remembered(
+    slider: gr.Slider, refit: Callable | None = None, inputs: tuple = (), least: float | None = None
+) -> gr.State:
     """The value the user last chose on `slider` (by hand: capping it does not change this), which a capped
     slider returns to when its cap rises again. `refit(*inputs, wanted)`: the slider's update (its cap) for the
     values of `inputs`; a number typed into its box past that cap is set to the cap, and its info line says so
     (raw: gradio's own bounds check would only log a traceback, and the page would quietly run at the cap); one
     below the slider's minimum, or none, is not taken: the slider keeps the last value, and its info line says so
-    (the page would run at the minimum). A value in bounds clears such a note."""
+    (the page would run at the minimum); `least`: the least value taken when typed, where it is above the
+    slider's minimum (a length of 0 was taken, then refused). A value in bounds clears such a note."""
     wanted = gr.State(slider.value)
+    low = slider.minimum if least is None else least
 
     def remember(value: Any, last: Any, *others: Any) -> tuple[Any, Any]:
         if refit is None:
@@ -212,15 +216,18 @@ def remembered(slider: gr.Slider, refit: Callable | None = None, inputs: tuple =
             number = float(value)
         except (TypeError, ValueError):
             number = math.nan
-        update = refit(*others, last if number != number or number < slider.minimum else value)
+        update = refit(*others, last if number != number or number < low else value)
         if update.get("interactive") is False:
             return value, gr.skip()
-        if number != number or number < slider.minimum:  # NaN too: "abc"
+        if number != number or number < low:  # NaN too: "abc"
             said = "an empty box" if value in (None, "") else f"{value} is not a number"
             if number == number:
-                said = f"{int(number):,} is less than {slider.minimum:g}, the least here"
+                said = f"{int(number):,} is less than {low:g}, the least here"
             return last, {**update, "info": f"{said}: kept {update['value']:,}"}
         typed = f"{int(number):,}" if number.is_integer() else f"{number:g}"
+        if not number.is_integer() and float(slider.step or 1).is_integer():  # a whole-number slider: "5.5"
+            whole = min(int(number), update.get("maximum") or int(number))
+            return whole, {**update, "value": whole, "info": f"{typed} is not a whole number: set to {whole:,}"}
         cap = update.get("maximum")
         if cap is None or number <= cap:
             return value, gr.update(info=update.get("info"))  # an earlier note no longer describes the value
@@ -248,7 +255,7 @@ def follow_prompt(
     length typed past its cap is capped by its own event. Returns the prompt's and the length's change events."""
     fit_length_to_prompt = functools.partial(fit_length, limit)
     fit_steps = functools.partial(fit_steps_to_length, block_size)
-    wanted_length = remembered(length, fit_length_to_prompt, (prompt,))
+    wanted_length = remembered(length, fit_length_to_prompt, (prompt,), least=1)  # 0 characters: nothing to write
     wanted_steps = remembered(steps, fit_steps, (length,))
     quiet = dict(queue=False, preprocess=False, api_name=False, show_progress="hidden")
     to_prompt = dict(fn=fit_length_to_prompt, inputs=[prompt, wanted_length], outputs=length, **quiet)

@@ -48,7 +48,7 @@ PARAMS: dict[str, Param] = {
         "Characters to generate (at most)",
         "slider",
         256,
-        0,
+        0,  # the room a prompt that fills a run leaves; typed, 0 is not taken (controls.remembered's `least`)
         MAX_CANVAS,
         info="past the model's context, window by window",
     ),

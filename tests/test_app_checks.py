@@ -5,7 +5,7 @@ import pytest
 
 import app
 from mdlm_space import checks, endpoints, handlers, loading, race
-from tests.app_helpers import Page, cell_classes, tab_controls
+from tests.app_helpers import Page, tab_controls
 
 # a valid call of each endpoint, by name, that each bad input below changes in one or a few values
 RUN = dict(prompt="", length=20, num_steps=4, temperature=0.8, top_p=1.0, order="confidence", seed=0, block_length=0)
@@ -181,13 +181,17 @@ def test_length_zero_is_one_clear_message_and_generates_nothing(client, model_di
     run = handlers.generate(model, prompt="ROMEO:\n", length=0, seed=0, fixed_seed=False, num_steps=4)
     with pytest.raises(gr.Error, match="nothing to generate"):
         next(run)
-    # the page: a length of 0 is no slider error; the steps slider locks, the canvas shows the prompt alone
+    # the page: a length of 0 typed is not taken (it was, then Generate refused it): the box keeps its value and
+    # says so, and 5.5 is set to 5, saying so
     page = Page(app.build_demo(model))
     controls = tab_controls(page.demo, "generate")
+    kept = page.value(controls["length"])
     page.type(controls["length"], 0)
-    assert page.value(controls["length"]) == 0 and page.props[controls["num_steps"]._id]["interactive"] is False
-    canvas = next(b for b in page.demo.blocks.values() if getattr(b, "elem_id", None) == "generate-canvas")
-    assert cell_classes(page.value(canvas)) == ["given"] * 7
+    assert page.value(controls["length"]) == kept
+    assert page.props[controls["length"]._id]["info"] == f"0 is less than 1, the least here: kept {kept:,}"
+    page.type(controls["length"], 5.5)
+    assert page.value(controls["length"]) == 5
+    assert page.props[controls["length"]._id]["info"] == "5.5 is not a whole number: set to 5"
 
 
 WRONG_TYPES = [
