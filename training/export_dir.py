@@ -166,7 +166,14 @@ def replace_directory(staging: Path, export_dir: Path) -> None:
             "left as it is; move them elsewhere and export again"
         )
     if export_dir.exists() and exchanged(staging, export_dir):  # one step: at every instant the old or the new
-        shutil.rmtree(staging, ignore_errors=True)  # the earlier export, now under the staging folder's name
+        foreign = foreign_entries(staging)  # the earlier export, under the staging folder's name: what came since
+        if foreign:
+            exchanged(staging, export_dir)  # swapped back, the user's files with it
+            raise ValueError(
+                f"{export_dir} gained files the export did not write while it swapped ({', '.join(foreign[:5])}): "
+                "it was left as it is; move them elsewhere and export again"
+            )
+        shutil.rmtree(staging, ignore_errors=True)
         return
     if export_dir.exists():
         export_dir.rename(old)
