@@ -73,8 +73,11 @@ def main(argv: list[str] | None = None) -> None:
         twin = on_model_thread(load_twin, args.twin, model, device)
     except Exception as error:
         sys.exit(f"error: could not load the twin from {args.twin!r}: {error} (--twin none runs without it)")
-    metadata = load_demo_metadata(args.model)
-    demo = on_model_thread(build_demo, model, known_words, metadata, twin)
+    try:  # its demo.json and casts.json are read here: a broken or linked one is one line, as a bad model is
+        metadata = load_demo_metadata(args.model)
+        demo = on_model_thread(build_demo, model, known_words, metadata, twin)
+    except ValueError as error:
+        sys.exit(f"error: could not build the app for {args.model}: {error}")
     if device == "cpu":  # the thread count that runs a pass fastest on the CPUs as they are now, timed as it runs
         worker.MODEL_THREAD.chooser = ThreadChooser(model_workload(model))
     for warmed in filter(None, (model, twin)):  # while the server starts and the page loads; runs queue behind it

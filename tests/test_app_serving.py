@@ -244,3 +244,19 @@ def test_the_server_keeps_at_most_its_session_capacity(model_dir, monkeypatch):
         assert len(demo.state_holder.session_data) <= 3
     finally:
         demo.close()
+
+
+@pytest.mark.parametrize("name", ["casts.json", "demo.json"])
+def test_a_models_file_linked_outside_its_folder_stops_the_app_in_one_line(model_dir, tmp_path, monkeypatch, name):
+    # a linked casts.json or demo.json gave a 25-line traceback (words.txt: one line)
+    import shutil
+
+    shutil.copytree(model_dir, tmp_path / "model")
+    (tmp_path / "outside.json").write_text("{}")
+    (tmp_path / "model" / name).unlink(missing_ok=True)
+    (tmp_path / "model" / name).symlink_to(tmp_path / "outside.json")
+    monkeypatch.setattr(gr.Blocks, "launch", lambda self, **kwargs: pytest.fail("launched"))
+    with pytest.raises(SystemExit) as stopped:
+        app.main(["--model", str(tmp_path / "model"), "--device", "cpu", "--twin", "none"])
+    message = str(stopped.value)
+    assert message.startswith("error: ") and f"{name} resolves to" in message and "\n" not in message
