@@ -1,4 +1,4 @@
-"""For the test_space_* browser tests: the app as the Space runs it (the shipped model and its autoregressive twin),
+"""For the browser tests on the shipped model: the app as the Space runs it (the shipped model and its twin),
 served once per test module, and where their screenshots go (the browser: tests.app_helpers.chromium)."""
 
 import os

@@ -128,7 +128,7 @@ def test_a_failed_upload_is_one_line(monkeypatch, capsys):
 
 
 def test_readme_front_matter_is_what_the_hub_reads_as_a_space_card():
-    """(tests/test_app_serving.py checks the fields; here the Hub's own model of a Space's card data reads them.)"""
+    """(tests/test_space_serving.py checks the fields; here the Hub's own model of a Space's card data reads them.)"""
     front = yaml.safe_load((REPO_ROOT / "README.md").read_text(encoding="utf-8").split("---\n")[1])
     card = SpaceCardData(**front)
     assert card.sdk == "gradio" and card.app_file == "app.py"
