@@ -4,10 +4,7 @@
     python app.py --model user/repo-id    # another local directory or Hub repo (or set MDLM_MODEL)
     python app.py --twin none             # without the autoregressive twin in Compare (or set MDLM_TWIN)
 
-The Space's entry point: arguments, loading, `build_demo`, launch. The app itself is the mdlm_space package
-(mdlm_space/__init__.py lists its files); every frame it streams is a state yielded by the package's one sampler
-generator as it is computed.
-"""
+The Space's entry point: arguments, loading, `build_demo`, launch; the app itself is the mdlm_space package."""
 
 from __future__ import annotations
 
@@ -64,17 +61,17 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"error: {problem}")
     device = str(choose_device(args.device))
     private_uploads()  # before gradio names its folders
-    try:
+    try:  # the model, then its demo.json and casts.json (read building the app): one clear line, not a traceback
         model, known_words = on_model_thread(load_model, args.model, device)
-    except Exception as error:  # one clear line instead of a traceback, whatever went wrong
+        metadata = load_demo_metadata(args.model)
+    except Exception as error:
         source = args.model if args.model.strip() else repr(args.model)  # "from : ..." would read as a typo
         sys.exit(f"error: could not load the model from {source}: {error}")
     try:
         twin = on_model_thread(load_twin, args.twin, model, device)
     except Exception as error:
         sys.exit(f"error: could not load the twin from {args.twin!r}: {error} (--twin none runs without it)")
-    try:  # its demo.json and casts.json are read here: a broken or linked one is one line, as a bad model is
-        metadata = load_demo_metadata(args.model)
+    try:
         demo = on_model_thread(build_demo, model, known_words, metadata, twin)
     except ValueError as error:
         sys.exit(f"error: could not build the app for {args.model}: {error}")

@@ -23,22 +23,28 @@ A window's runs are chosen by flags (`--runs`, `--steps`, `--minutes`, `--batch-
 `--plan PLAN.json`, never by editing RUNS: {"runs": [{"name": "plays-d256", "n_embd": 256, "n_head": 4,
 "extra_text": true, "objective": "diffusion", "returned": true}, ...], "steps": 8000, "minutes": 9, "batch_size":
 256, "compile": false}; each key but "runs" is optional, and a flag typed on the command line wins over the plan.
+A run's name is a plain name (it names its folder, its logs and its packed export); every number is checked as the
+plan is read. Nothing is read, written or removed through a link in --out or in the runs' folders of --work.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import math
 import os
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
 
+from lab.safe_files import link_problem, new_file, plain_name_problem, read_json, refuse_links, write_bytes
 from mdlm_hf import MDLM, elbo
 from mdlm_hf.data import split_text
 from mdlm_hf.likelihood import exact_nll
@@ -125,6 +131,46 @@ def tiny(runs: tuple[Run, ...]) -> tuple[Run, ...]:
 
 TINY_RUNS = tiny(RUNS)
 PLAN_SETTINGS = {"steps": int, "minutes": (int, float), "batch_size": int, "compile": bool, "warmup_steps": int}
+COUNTS_FROM_ZERO = ("warmup_steps",)  # no warm-up is a warm-up (training.train takes 0); every other number is > 0
+MAX_HISTORY_BYTES = 64 * 2**20  # a run's history.json: a row each 10 steps, ~200 KB at 12,000 steps
+
+
+def number_problem(value: object, name: str, whole: bool, zero: bool = False) -> str | None:
+    """Why a plan's or a flag's number is unfit (a bool, not a number, not whole where it counts, not finite, not
+    above 0, or below 0 where `zero` may be), or None."""
+    if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)):
+        return f"{name} is {value!r}: it must be {'a whole number' if whole else 'a number'}"
+    if not math.isfinite(value):
+        return f"{name} is {value!r}: it must be a finite number"
+    if value < 0 or (value == 0 and not zero):
+        return f"{name} is {value!r}: it must be above 0" + (" (or 0)" if zero else "")
+    return None
+
+
+def setting_problem(name: str, value: object) -> str | None:
+    """Why a plan's setting is unfit, or None."""
+    if PLAN_SETTINGS[name] is bool:
+        return None if isinstance(value, bool) else f"{name} is {value!r}: it must be true or false"
+    return number_problem(value, name, whole=PLAN_SETTINGS[name] is int, zero=name in COUNTS_FROM_ZERO)
+
+
+def run_problem(run: Run) -> str | None:
+    """Why a plan's run is unfit (its name, a field's type or value), or None."""
+    if problem := plain_name_problem(run.name, "the run"):
+        return problem
+    for field in ("n_embd", "n_head"):
+        if problem := number_problem(getattr(run, field), field, whole=True):
+            return f"run {run.name}: {problem}"
+    for field in ("extra_text", "returned"):
+        if not isinstance(getattr(run, field), bool):
+            return f"run {run.name}: {field} is {getattr(run, field)!r}: it must be true or false"
+    if not isinstance(run.objective, str) or run.objective not in OBJECTIVES:
+        return f"run {run.name}: objective is {run.objective!r}: it must be one of {', '.join(OBJECTIVES)}"
+    if run.init_from is not None and (not isinstance(run.init_from, str) or not run.init_from):
+        return f"run {run.name}: init_from is {run.init_from!r}: it must be a folder's path"
+    if run.n_embd % run.n_head:
+        return f"run {run.name}: n_embd {run.n_embd} is not a multiple of n_head {run.n_head}"
+    return None
 
 
 def read_plan(path: Path) -> tuple[tuple[Run, ...], dict]:
@@ -140,23 +186,17 @@ def read_plan(path: Path) -> tuple[tuple[Run, ...], dict]:
         raise ValueError(
             f"--plan {path} has unknown keys {', '.join(unknown)}; it takes runs, {', '.join(PLAN_SETTINGS)}"
         )
-    for name, kind in PLAN_SETTINGS.items():
-        value = plan.get(name)
-        if value is not None and (not isinstance(value, kind) or (kind is not bool and isinstance(value, bool))):
-            raise ValueError(f"--plan {path}: {name} is {value!r}, of the wrong type")
+    for name in PLAN_SETTINGS:
+        if name in plan and (problem := setting_problem(name, plan[name])):
+            raise ValueError(f"--plan {path}: {problem}")
     runs = []
     for entry in plan["runs"]:
         try:
             run = Run(**entry)
         except TypeError as error:
             raise ValueError(f"--plan {path}: a run {entry!r} is malformed ({error})") from None
-        ok = isinstance(run.name, str) and run.name and isinstance(run.n_embd, int) and isinstance(run.n_head, int)
-        ok = ok and (run.init_from is None or (isinstance(run.init_from, str) and run.init_from))
-        if not ok or run.n_head < 1 or run.n_embd % run.n_head or run.objective not in OBJECTIVES:
-            raise ValueError(
-                f"--plan {path}: run {entry!r} needs a name, n_embd a multiple of n_head, objective "
-                f"{', '.join(OBJECTIVES)}, and init_from a folder's path if it has one"
-            )
+        if problem := run_problem(run):
+            raise ValueError(f"--plan {path}: {problem}")
         if run.objective == "student" and not run.init_from:
             raise ValueError(f"--plan {path}: student {run.name!r} needs init_from, its teacher's folder")
         runs.append(run)
@@ -184,7 +224,7 @@ def warm_start_problem(run: Run) -> str | None:
 def launch(command: list[str], log: Path, threads: int) -> subprocess.Popen:
     """Starts `python -m COMMAND...` with its output in `log`."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": str(threads)}
-    with open(log, "w") as file:
+    with new_file(log) as file:
         return subprocess.Popen([sys.executable, "-m", *command], stdout=file, stderr=subprocess.STDOUT, env=env)
 
 
@@ -307,6 +347,9 @@ def score_all(models: dict[str, Path], args: argparse.Namespace) -> dict[str, di
         val, heldout = (torch.tensor(model.tokenizer.encode(text)) for text in (val_text, heldout_text))
         nll_chars = val.numel() if not args.tiny else 512
         scores[name] = {**score(model, val, heldout, nll_chars), "val_chars": val.numel()}
+        scores[name]["heldout_chars"] = heldout.numel()  # what the ship check measures again, on the same texts
+        if "val_exact_nll" in scores[name]:
+            scores[name]["val_exact_nll_chars"] = min(nll_chars, val.numel())
         scores[name]["parameters"] = model.num_parameters()
         print(f"scored {name} in {time.perf_counter() - started:.0f} s: {scores[name]}", flush=True)
     return scores
@@ -317,25 +360,31 @@ def curves(runs: tuple[Run, ...], work: Path) -> dict[str, dict]:
     found = {}
     for run in runs:
         path = work / run.name / "history.json"
-        if path.is_file():
-            found[run.name] = json.loads(path.read_text())
+        if path.is_file() and not path.is_symlink():
+            try:
+                found[run.name] = read_json(path, MAX_HISTORY_BYTES)
+            except ValueError as error:  # the runs are trained: a curve left out costs less than the window
+                print(f"note: {run.name}'s curve is left out ({' '.join(str(error).split())})", flush=True)
     return found
 
 
 def pack(export: Path, out: Path) -> list[str]:
-    """Packs an export folder as OUT/NAME.tar, split into parts of at most PART_BYTES; the files written."""
-    tar_path = out / f"{export.name}.tar"
-    with tarfile.open(tar_path, "w") as tar:
-        tar.add(export, arcname=export.name)
-    if tar_path.stat().st_size <= PART_BYTES:
-        return [tar_path.name]
-    payload, names = tar_path.read_bytes(), []
-    tar_path.unlink()
-    for index in range(0, len(payload), PART_BYTES):
-        part = out / f"{export.name}.tar.{index // PART_BYTES:02d}"
-        part.write_bytes(payload[index : index + PART_BYTES])
-        names.append(part.name)
-    return names  # cat NAME.tar.* > NAME.tar
+    """Packs an export folder as OUT/NAME.tar, split into parts of at most PART_BYTES; the files written (each a new
+    file taking its name: never written through a link)."""
+    descriptor, packing = tempfile.mkstemp(dir=out, prefix=f".{export.name}.tar.")
+    try:
+        with os.fdopen(descriptor, "w+b") as file:
+            with tarfile.open(fileobj=file, mode="w") as tar:
+                tar.add(export, arcname=export.name)
+            size = file.tell()
+            file.seek(0)
+            names = [f"{export.name}.tar"] if size <= PART_BYTES else []
+            names = names or [f"{export.name}.tar.{index:02d}" for index in range(math.ceil(size / PART_BYTES))]
+            for name in names:  # cat NAME.tar.* > NAME.tar
+                write_bytes(out / name, file.read(PART_BYTES))
+        return names
+    finally:
+        Path(packing).unlink(missing_ok=True)
 
 
 def plot_curves(found: dict[str, dict], path: Path) -> None:
@@ -354,7 +403,10 @@ def plot_curves(found: dict[str, dict], path: Path) -> None:
     axis.set(xlabel="step", ylabel="validation NELBO or NLL (EMA weights, nats/char)")
     axis.legend()
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    image = io.BytesIO()
+    figure.savefig(image, format="png", dpi=100)
+    plt.close(figure)
+    write_bytes(path, image.getvalue())
 
 
 def job_parser() -> argparse.ArgumentParser:
@@ -393,6 +445,12 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, tuple[Run, .
             parser.error(str(error))
         parser.set_defaults(**settings)
     args = parser.parse_args(argv)
+    for flag, whole, zero in (("steps", True, False), ("minutes", False, False), ("batch_size", True, False)):
+        if problem := number_problem(getattr(args, flag), f"--{flag.replace('_', '-')}", whole, zero):
+            parser.error(problem)
+    for flag in ("n_layer", "warmup_steps"):
+        if problem := number_problem(getattr(args, flag), f"--{flag.replace('_', '-')}", True, flag == "warmup_steps"):
+            parser.error(problem)
     for path in [args.data, *args.train_extra, args.heldout]:
         if not Path(path).is_file():
             parser.error(f"{path} does not exist or is not a file")
@@ -409,7 +467,25 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, tuple[Run, .
         runs = tuple(run for run in runs if run.name in args.runs)
     if not args.tiny and (problem := next(filter(None, map(warm_start_problem, runs)), None)):
         parser.error(problem)
+    if problem := link_in_the_way(runs, Path(args.out), Path(args.work)):
+        parser.error(problem)
     return args, runs
+
+
+def link_in_the_way(runs: tuple[Run, ...], out: Path, work: Path) -> str | None:
+    """A link anywhere in --out, or where the job writes in --work (a run's folder, its logs, its export, a
+    rehearsal's parents'), said in one line before any work; else None. Nothing may send the job's writes outside
+    its folders."""
+    if out.is_dir():
+        try:
+            refuse_links(out)
+        except ValueError as error:
+            return str(error)
+    names = [run.name for run in runs] + [f"parent-{index}" for index in range(len(runs))]
+    paths = [work / "export"]  # --out and --work themselves are the folders named on the command line
+    for name in names:
+        paths += [work / name, work / f"{name}.train.log", work / f"{name}.export.log", work / "export" / name]
+    return next(filter(None, map(link_problem, paths)), None)
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -435,7 +511,7 @@ def main(argv: list[str] | None = None) -> dict:
     ]
     metrics["seconds"] = round(time.perf_counter() - started)
     plot_curves(metrics["curves"], out / "curves.png")
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str))
+    write_bytes(out / "metrics.json", json.dumps(metrics, indent=2, default=str).encode("utf-8"))
     print(f"done in {metrics['seconds']} s: {out / 'metrics.json'}", flush=True)
     if failed:
         sys.exit(f"error: {', '.join(failed)} failed (their logs' ends are above)")

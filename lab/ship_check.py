@@ -15,15 +15,18 @@ Each returned export (OUT/NAME.tar, or its parts OUT/NAME.tar.00, .01, ...) is u
   student    -> mdlm-shakespeare-char-student-8 (its own folder: nothing loads it unless asked; the student is
                 measured against the diffusion model at its default, the sampler it would stand in for)
 The figures: the likelihoods on the same characters (the job's own, OUT/metrics.json, where it scored the
-incumbent too, "shipped" or "shipped-twin"; else measured here with the job's functions on the validation split
-of --data and on --heldout, the exact NLL on the first --nll-chars validation characters: a diffusion model's
-costs a pass per character, minutes per model on a CPU); invented words per 1k characters of --samples
-`generate(256)` texts (evals/invented_words.py's lexicon); the structure suite's names, same play, empty speeches
-and headings per 1k on each of its prompts (evals/structure_suite.py, --samples texts each, one seed); and
-`generate(256)`'s median time, the two models taking turns. Every model samples at its default options
-(`default_options`), a student at 8 passes.
-OUT/ship_check.json holds every figure and verdict. A winner is copied whole beside its target, given the
-incumbent's casts.json where it has none, and swapped in (training.export_dir.replace_directory).
+incumbent too, "shipped" or "shipped-twin", each a bar reads measured again here on a sample of the same text and
+held to the sample's noise: lab/ship_recheck.py, 1-2 minutes for a diffusion candidate, seconds for a twin; else
+measured here with the job's functions on the validation split of --data and on --heldout, the exact NLL on the
+first --nll-chars validation characters: a diffusion model's costs a pass per character, minutes per model on a
+CPU); invented words per 1k characters of --samples `generate(256)` texts (evals/invented_words.py's lexicon); the
+structure suite's names, same play, empty speeches and headings per 1k on each of its prompts
+(evals/structure_suite.py, --samples texts each, one seed); and `generate(256)`'s median time, the two models taking
+turns. Every model samples at its default options (`default_options`), a student at 8 passes.
+OUT/ship_check.json holds every figure and verdict. OUT came from another machine: a link anywhere in it is refused
+(nothing is read, written or removed through one), and so is an export past lab/ship_unpack.py's limits. A winner is
+copied whole beside its target, given the incumbent's casts.json where it has none, and swapped in
+(training.export_dir.replace_directory).
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ import torch
 
 from evals.heldout_plays import HELDOUT_TEXT
 from evals.structure_suite import CORPUS
+from lab import gpu_job
+from lab.safe_files import plain_name_problem, read_json, real_dir, refuse_links, write_text
 from lab.ship_bars import choose_winners, decide, table
 from lab.ship_figures import (
     JOB_KEYS,
@@ -54,6 +59,7 @@ from lab.ship_figures import (
     sampling_figures,
     structure_context,
 )
+from lab.ship_recheck import recheck
 from lab.ship_unpack import run_files, unpack
 from mdlm_hf import MDLM
 from mdlm_hf.data import read_text, split_text
@@ -70,6 +76,7 @@ from training.export_dir import (
 )
 
 KEPT_FILES = ("casts.json",)  # taken from the incumbent where the candidate's export lacks them (a student's)
+MAX_METRICS_BYTES = gpu_job.PART_BYTES  # the largest file the device returns; a job's metrics.json is ~1 MB
 
 
 def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
@@ -95,18 +102,29 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.Arg
 
 
 def read_metrics(out: Path, parser: argparse.ArgumentParser) -> dict:
-    """OUT/metrics.json, or the parser's one-line error."""
+    """OUT/metrics.json (OUT holding no link), or the parser's one-line error."""
     if not out.is_dir():
         parser.error(f"{out} is not a folder: give the folder the GPU job returned")
+    try:
+        refuse_links(out)
+    except ValueError as error:
+        parser.error(str(error))
     path = out / "metrics.json"
     if not path.is_file():
         parser.error(f"{path} is missing: is {out} what lab.gpu_job --out wrote?")
     try:
-        metrics = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as error:
+        metrics = read_json(path, MAX_METRICS_BYTES)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
         parser.error(f"{path} is not readable JSON ({error})")
+    except (OSError, ValueError) as error:  # past a limit, or not a plain file
+        parser.error(" ".join(str(error).split()))
     if not isinstance(metrics, dict) or not isinstance(metrics.get("runs"), dict):
         parser.error(f"{path} has no runs: is it the GPU job's metrics.json?")
+    for name, run in metrics["runs"].items():  # a run's name becomes a folder: none may climb out of --work
+        if problem := plain_name_problem(name, "run"):
+            parser.error(f"{path}: {problem}")
+        if not isinstance(run, dict):
+            parser.error(f"{path}: run {name}'s entry is not a JSON object")
     return metrics
 
 
@@ -128,7 +146,7 @@ def chosen_runs(metrics: dict, names: list[str] | None, out: Path, parser: argpa
             parser.error(f"{out / 'metrics.json'} lists no returned export")
     chosen = [{"objective": "diffusion", **runs[name], "name": name} for name in names]
     for run in chosen:
-        if run["objective"] not in TARGETS:
+        if not isinstance(run["objective"], str) or run["objective"] not in TARGETS:
             parser.error(f"run {run['name']} has objective {run['objective']!r}; the check knows {', '.join(TARGETS)}")
     return chosen
 
@@ -187,7 +205,13 @@ def check_run(
     names = LIKELIHOODS[objective]
     figures = job_likelihoods(metrics, run["name"], JOB_KEYS[objective], names, incumbent.num_parameters())
     source = "the job's"
-    if figures is None and objective != "student":  # a student's likelihoods bar nothing: not worth a CPU's hour
+    if figures is not None and objective != "student":  # the job's figures decide only once measured again here
+        entries = (metrics["scores"][run["name"]], metrics["scores"][JOB_KEYS[objective]])
+        texts, cache = shared["texts"], shared["rechecked"]
+        source += f" ({recheck(run['name'], (unpacked, incumbent_dir), entries, figures, texts, args.seed, cache)})"
+    elif figures is not None:
+        source += " (not measured again: no bar reads a student's likelihoods)"
+    elif objective != "student":  # a student's likelihoods bar nothing: not worth a CPU's hour
         figures = cpu_likelihoods((unpacked, incumbent_dir), shared["texts"], args.nll_chars)
         source = f"measured here (exact NLL on the first {args.nll_chars} validation characters)"
     elif figures is None:
@@ -208,8 +232,11 @@ def check_run(
 
 
 def write_report(out: Path, report: dict) -> None:
-    """OUT/ship_check.json."""
-    (out / "ship_check.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    """OUT/ship_check.json (a new file taking the name: never written through a link), or a one-line exit."""
+    try:
+        write_text(out / "ship_check.json", json.dumps(report, indent=2) + "\n")
+    except (ValueError, OSError) as error:
+        sys.exit(f"error: the report was not written: {' '.join(str(error).split())}")
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -223,8 +250,8 @@ def main(argv: list[str] | None = None) -> dict:
             parser.error(f"{path} does not exist or is not a file")
     torch.set_num_threads(args.threads)
     work = Path(args.work) if args.work else out / "unpacked"
-    work.mkdir(parents=True, exist_ok=True)
     try:
+        real_dir(work)
         unpacked = {run["name"]: unpack(run_files(metrics, out, run["name"]), work, run["name"]) for run in runs}
         candidates = {run["name"]: prepare(run, unpacked[run["name"]], Path(args.pretrained)) for run in runs}
         _, val_text = split_text(read_texts([args.data]))
@@ -234,6 +261,7 @@ def main(argv: list[str] | None = None) -> dict:
             context=structure_context(args),
             incumbents={},  # (folder, options) -> the incumbent's sampled figures
             loaded={},  # folder -> the incumbent loaded from it
+            rechecked={},  # (folder, figure, ...) -> the incumbent's figure measured again here
         )
         records = {}
         for run in runs:

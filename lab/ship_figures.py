@@ -51,14 +51,21 @@ def number(value: float | None) -> float | None:
 
 def job_likelihoods(metrics: dict, name: str, key: str, figures: tuple[str, ...], parameters: int) -> dict | None:
     """The job's likelihoods of the run and the incumbent, where it scored both (and its incumbent has the local
-    one's parameter count: a job scored the folder shipped when it ran); else None."""
-    scores = metrics.get("scores") or {}
-    mine, theirs = scores.get(name) or {}, scores.get(key) or {}
-    if theirs.get("parameters") != parameters:
+    one's parameter count: a job scored the folder shipped when it ran); else None. Only finite numbers count."""
+    scores = metrics.get("scores")
+    if not isinstance(scores, dict):
         return None
-    if not all(isinstance(s.get(f), (int, float)) for s in (mine, theirs) for f in figures):
+    mine, theirs = scores.get(name), scores.get(key)
+    if not isinstance(mine, dict) or not isinstance(theirs, dict) or theirs.get("parameters") != parameters:
         return None
-    return {f: {"candidate": mine[f], "incumbent": theirs[f]} for f in figures}
+    if not all(is_figure(entry.get(f)) for entry in (mine, theirs) for f in figures):
+        return None
+    return {f: {"candidate": float(mine[f]), "incumbent": float(theirs[f])} for f in figures}
+
+
+def is_figure(value: object) -> bool:
+    """Whether a likelihood in metrics.json is a finite number (not a bool, not NaN)."""
+    return type(value) in (int, float) and math.isfinite(value)
 
 
 def cpu_likelihoods(paths: tuple[Path, Path], texts: tuple[str, str], nll_chars: int) -> dict:

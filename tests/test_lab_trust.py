@@ -55,9 +55,8 @@ def test_an_unpacking_folder_that_is_a_link_is_refused_and_what_it_points_to_is_
     elsewhere = outside(tmp_path)
     (out / "unpacked").symlink_to(elsewhere, target_is_directory=True)
     message = error_line([str(out), *texts(tmp_path), "--no-copy"], capsys)
+    assert sorted(p.name for p in (elsewhere / "m").iterdir()) == ["mine.txt"]  # not removed, no export put there
     assert "unpacked is a link" in message
-    assert (elsewhere / "m" / "mine.txt").read_text() == "mine"
-    assert sorted(p.name for p in (elsewhere / "m").iterdir()) == ["mine.txt"]
 
 
 def test_a_link_inside_the_unpacking_folder_is_refused_and_never_written_through(tmp_path, monkeypatch, capsys):
@@ -66,8 +65,8 @@ def test_a_link_inside_the_unpacking_folder_is_refused_and_never_written_through
     (out / "unpacked").mkdir()
     (out / "unpacked" / "m.tar").symlink_to(elsewhere / "victim.txt")
     message = error_line([str(out), *texts(tmp_path), "--no-copy"], capsys)
+    assert (elsewhere / "victim.txt").read_text() == "mine"  # the parts were not joined into it
     assert "m.tar is a link" in message
-    assert (elsewhere / "victim.txt").read_text() == "mine"
     # and the unpacking itself never joins parts where an earlier name could point elsewhere
     parts = ship_unpack.run_files(json.loads((out / "metrics.json").read_text()), out, "m")
     work = tmp_path / "work"
