@@ -74,7 +74,7 @@ def test_the_prior_comes_from_the_first_step_in_free_generation_else_from_one_ex
     priors, forward_rows = [], []
     real_step, real_forward = sampler.denoise_step, tiny_model.forward
     monkeypatch.setattr(sampler, "denoise_step", lambda step: priors.append(step.log_prior) or real_step(step))
-    monkeypatch.setattr(tiny_model, "forward", lambda x, t: forward_rows.append(x.size(0)) or real_forward(x, t))
+    monkeypatch.setattr(tiny_model, "forward", lambda x, t=None: forward_rows.append(x.size(0)) or real_forward(x, t))
     canvas = canvas_with_holes(tiny_model) if holes else torch.full((40,), tiny_model.mask_id)
     final_state(sample(tiny_model, torch.stack([canvas, canvas]), PLAIN, num_steps=4, prior_weight=0.5, seed=0))
     expected = character_log_prior(tiny_model, 40, torch.device("cpu"))

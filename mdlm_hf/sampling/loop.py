@@ -183,8 +183,7 @@ class DenoisingRun:
         (a model that is not told t gives the same logits for the same canvas)."""
         tokens = self.tokens[:, self.span]
         if self.logits is None or not torch.equal(tokens, self.logits_canvas):
-            t = (tokens == self.mask_id).float().mean(dim=1)  # (B,) the share masked: the diffusion time
-            self.logits = predictor(self.model)(tokens.contiguous(), t)
+            self.logits = predictor(self.model)(tokens.contiguous())  # no t: the masks tell the noise level
             self.logits_canvas = tokens.clone()
             self.num_forward_passes += 1
         if self.needs_prior and self.log_prior is None:

@@ -22,4 +22,4 @@ def character_log_prior(model: nn.Module, length: int, device: torch.device) -> 
     """Each character's log probability with nothing known (V,): the model's prediction on an all-mask
     canvas of `length`, averaged over positions (the same everywhere with rotary positions)."""
     canvas = torch.full((1, length), model.mask_id, device=device)
-    return log_mean_probability(predictor(model)(canvas, torch.ones(1, device=device))[0])
+    return log_mean_probability(predictor(model)(canvas)[0])
