@@ -19,7 +19,6 @@ same canvases on the same weights, so their bits must agree.
 from __future__ import annotations
 
 import argparse
-import socket
 import statistics
 import time
 import urllib.request
@@ -31,7 +30,7 @@ from mdlm_hf.pipeline import default_options
 from mdlm_hf.sampling.options import OPTION_SPECS
 from mdlm_space import build_demo, handlers, worker
 from mdlm_space.texts import SONNET_18
-from studio.common import load_model
+from studio.common import free_port, load_model
 from studio.rules import rule_options
 
 # Generate's sampling controls, as the app's API takes them (top_p 1.0 and min_p 0 are off)
@@ -70,9 +69,7 @@ def serve(model: MDLM) -> tuple[object, str, float]:
     """Builds and launches the app on a free port; returns it, its URL and the seconds until the page is served."""
     start = time.perf_counter()
     demo = worker.on_model_thread(build_demo, model)  # as app.main does: every torch call on the app's model thread
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     demo.queue().launch(server_port=port, prevent_thread_lock=True, quiet=True)
     url = f"http://127.0.0.1:{port}/"
     urllib.request.urlopen(url, timeout=60).read()

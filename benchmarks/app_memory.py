@@ -10,7 +10,6 @@ once the sessions are capped (a bare gradio app with one such endpoint grows abo
 from __future__ import annotations
 
 import argparse
-import socket
 import subprocess
 import sys
 import time
@@ -19,14 +18,7 @@ from pathlib import Path
 
 from gradio_client import Client
 
-from studio.common import REPO_ROOT, SHIPPED_MODEL
-
-
-def free_port() -> int:
-    """A port nothing listens on now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+from studio.common import REPO_ROOT, SHIPPED_MODEL, free_port
 
 
 def resident_kib(pid: int) -> int:

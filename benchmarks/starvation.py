@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import socket
 import statistics
 import time
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ from gradio_client import Client
 from mdlm_hf.windows import MAX_CANVAS
 from mdlm_space import visitors
 from mdlm_space.worker import on_model_thread
+from studio.common import free_port
 
 PROXY = "203.0.113.9"  # the address a Space's proxy appends for the attacker
 VISITOR = "198.51.100.7"  # the short call's
@@ -60,9 +60,7 @@ def served(model_dir: str) -> Iterator[str]:
 
     model, known_words = on_model_thread(load_model, model_dir)
     demo = on_model_thread(build_demo, model, known_words)
-    with socket.socket() as probe:  # a port no one listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     demo.queue(default_concurrency_limit=visitors.QUEUE_SLOTS, max_size=64).launch(
         server_port=port, prevent_thread_lock=True, quiet=True, theme=THEME
     )

@@ -31,10 +31,12 @@ def file_version(path: str | os.PathLike, missing: str, max_bytes: int | None = 
     path = Path(path).expanduser()
     if not path.is_file():
         raise ValueError(missing)
-    size = path.stat().st_size
-    if max_bytes is not None and size > max_bytes:
-        raise ValueError(f"{path} has {size:,} bytes, more than the {max_bytes:,} such a file may have: refused")
-    return str(path.resolve()), path.stat().st_mtime
+    found = path.stat()
+    if max_bytes is not None and found.st_size > max_bytes:
+        raise ValueError(
+            f"{path} has {found.st_size:,} bytes, more than the {max_bytes:,} such a file may have: refused"
+        )
+    return str(path.resolve()), found.st_mtime
 
 
 def file_in_folder(folder: str | os.PathLike, name: str) -> Path | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import socket
 from collections.abc import Callable
 from pathlib import Path
 
@@ -69,3 +70,10 @@ def load_twin(path: str | None, model: MDLM, exact: bool = False) -> tuple[MDLM,
     except ValueError as error:
         raise ValueError(f"{source}: {error}") from None
     return twin, str(source)
+
+
+def free_port() -> int:
+    """A local port no one listens on now, for an app a benchmark serves."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

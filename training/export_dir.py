@@ -129,6 +129,14 @@ def apply_umask(staging: Path) -> None:
     staging.chmod(0o777 & ~umask)
 
 
+def arrived_while_swapping(export_dir: Path, foreign: list[str]) -> ValueError:
+    """The refusal when files the export did not write came into `export_dir` while it swapped (put back)."""
+    return ValueError(
+        f"{export_dir} gained files the export did not write while it swapped ({', '.join(foreign[:5])}): it was "
+        "left as it is; move them elsewhere and export again"
+    )
+
+
 RENAME_EXCHANGE = 2  # renameat2's flag (Linux 3.15): swap two paths in one step
 
 
@@ -169,10 +177,7 @@ def replace_directory(staging: Path, export_dir: Path) -> None:
         foreign = foreign_entries(staging)  # the earlier export, under the staging folder's name: what came since
         if foreign:
             exchanged(staging, export_dir)  # swapped back, the user's files with it
-            raise ValueError(
-                f"{export_dir} gained files the export did not write while it swapped ({', '.join(foreign[:5])}): "
-                "it was left as it is; move them elsewhere and export again"
-            )
+            raise arrived_while_swapping(export_dir, foreign)
         shutil.rmtree(staging, ignore_errors=True)
         return
     if export_dir.exists():
@@ -180,9 +185,6 @@ def replace_directory(staging: Path, export_dir: Path) -> None:
         foreign = foreign_entries(old)  # what came between the check above and the rename is in `old` now
         if foreign:
             old.rename(export_dir)
-            raise ValueError(
-                f"{export_dir} gained files the export did not write while it swapped ({', '.join(foreign[:5])}): "
-                "it was left as it is; move them elsewhere and export again"
-            )
+            raise arrived_while_swapping(export_dir, foreign)
     staging.rename(export_dir)
     shutil.rmtree(old, ignore_errors=True)
