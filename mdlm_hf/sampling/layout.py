@@ -1,17 +1,12 @@
 """Keeping a play's shape (the `keep_cast` option): one play's cast, each heading alone on its line, no empty speech.
 
-The training text lays a play out in lines of three kinds: a **heading** (`NAME:`, a speaker of the play), a
-**speech** line, and a **blank** line. A blank line is followed by a heading, a heading by a speech line, and a
-speech line by another or by a blank line (`FOLLOWS`); a text that starts at its first character starts at a
-heading or at a capital letter, and a text's last line is never a heading. A speech line is no longer than the
-training text's longest, holds a letter and no double space, and does not start with a name and its colon
-(`YORK: datural pains`, `ROMAN :`); a speech written between two headings of one speaker is refused.
-
-Each character drawn is kept among those that leave its line, and the lines on either side, a kind that fits these
-rules, known as far as the canvas knows them (a mask is unknown). Headings are kept to the cast of one play of the
-training text (`Casts`, casts.py: the model's casts.json): the plays whose casts hold every heading written so far,
-so the first heading chooses the play by the model's own odds and every later one keeps to it, or the play of the
-speakers the caller's text names. As with `real_words`, the last character written of a line sees all of it.
+A play's text has three kinds of line: a **heading** (`NAME:`), a **speech** line and a **blank** line; a blank line is
+followed by a heading, a heading by speech, speech by speech or a blank line (`FOLLOWS`). A text starts at a heading
+or a capital and never ends on a heading; a speech line holds a letter, no double space and no name with its colon
+(`YORK: datural pains`, `ROMAN :`), and is no longer than the training text's longest (line_length.py); no speaker
+follows themself. Each character drawn keeps its line and its neighbours to a kind that fits, as far as the canvas
+knows them (a mask is unknown). Headings keep to one play's cast (`Casts`, casts.py): the first heading written, or
+the speakers the caller's text names, choose the play.
 """
 
 from __future__ import annotations
@@ -22,6 +17,7 @@ from dataclasses import dataclass
 
 from mdlm_hf.metrics import heading_name
 from mdlm_hf.sampling.casts import Casts
+from mdlm_hf.sampling.line_length import length_fits
 
 HEADING, SPEECH, BLANK = "heading", "speech", "blank"
 ANY = frozenset({HEADING, SPEECH, BLANK})
@@ -135,34 +131,58 @@ class LineRules:
             kinds.add(HEADING)
         return frozenset(kinds)
 
-    def repeats(self, line: Line) -> bool:
-        """Whether a whole heading line names the speaker of the heading before or after it (a speaker answering
-        themself)."""
-        if not (line.opened and line.closed and line.text):
+    def repeats(self, line: Line, plays: int) -> bool:
+        """Whether a heading line and the nearest heading before or after it, across masks, can only name one speaker
+        (a speaker answering themself): each read as far as it is written (`speakers`). Masks between promise no
+        other heading unless a blank line there is known, and a heading chosen now cannot count on them for one."""
+        if not (line.opened and line.text):
             return False
-        return line.text in (self.neighbour_heading(line.start - 1, -1), self.neighbour_heading(line.end, 1))
+        after_blank = line.start >= 2 and self.chars[line.start - 2] == "\n"
+        names = self.speakers(line.start, plays, after_blank)
+        if names is None or len(names) != 1:
+            return False
+        starts = (self.neighbour_start(line.start - 1, -1, True), self.neighbour_start(line.end, 1, True))
+        return any(start is not None and self.speakers(start, plays, True) == names for start in starts)
+
+    def speakers(self, start: int, plays: int, after_blank: bool) -> frozenset[str] | None:
+        """The headings of `plays` that the line from `start` may still be, by its known start: its own if it is
+        whole (or ends at its colon), else those it begins (after a blank line only: elsewhere it may be speech);
+        None where nothing of it is known."""
+        line = self.starting_at(start)
+        if not line.text:
+            return None
+        if line.closed or line.text.endswith(":"):
+            return frozenset({line.text} & self.casts.headings)
+        if not after_blank:
+            return frozenset()
+        more = {h: len(h) - len(line.text) for h in self.casts.headings_of(plays) if h.startswith(line.text)}
+        return frozenset(h for h, k in more.items() if k <= line.room or k == line.exact)  # as its masks leave room
 
     def answers_itself(self, line: Line) -> bool:
         """Whether a speech line lies between two headings of one speaker, every character between them known (the
         speech written last, after both headings)."""
-        before = self.neighbour_heading(line.start - 1, -1)
-        return before is not None and before == self.neighbour_heading(line.end - 1, 1)
+        starts = (self.neighbour_start(line.start - 1, -1), self.neighbour_start(line.end - 1, 1))
+        before, after = (None if start is None else self.whole_line(start) for start in starts)
+        return before is not None and before == after
 
-    def neighbour_heading(self, q: int, step: int) -> str | None:
-        """The heading nearest position q (a line break) going `step`: the line after the nearest blank line that
-        way, if every character up to it is known; None otherwise."""
+    def neighbour_start(self, q: int, step: int, across_masks: bool = False) -> int | None:
+        """Where the heading nearest position q (a line break) going `step` starts: the line after the nearest blank
+        line that way, or the text's first line (a heading where it has a heading's form), or (`across_masks`, which
+        reads past masks) a whole heading after a break; None where a mask comes first or there is none."""
         chars, n = self.chars, len(self.chars)
         if step < 0 and q <= 0:
             return None  # the line is the text's first
         i = q + step
         while 0 < i < n - 1:
-            if chars[i] is None:
+            if chars[i] is None and not across_masks:
                 return None
             if chars[i] == "\n" and chars[i + step] == "\n":  # a blank line: the heading follows it
-                return self.whole_line(i + 1 if step < 0 else i + 2)
+                return i + 1 if step < 0 else i + 2
+            if chars[i] == "\n" and across_masks and self.whole_line(i + 1) in self.casts.headings:
+                return i + 1  # a heading by its form, the blank line before it still masked
             i += step
         if step < 0 and i == 0 and chars[0] not in (None, "\n") and not self.edges[0]:
-            return self.whole_line(0)  # the text's first line, a heading where it has a heading's form
+            return 0
         return None
 
     def whole_line(self, start: int) -> str | None:
@@ -260,11 +280,11 @@ class LineRules:
         if chars[p] in (" ", "\n") and not (quote_fits(chars, p - 1) and quote_fits(chars, p + 1)):
             return False
         lines = [self.ending_at(p), self.starting_at(p + 1)] if chars[p] == "\n" else [self.around(p)]
-        if any(line.text in self.casts.headings and self.repeats(line) for line in lines):
+        if any(self.repeats(line, plays) for line in lines):
             return False
         if any(self.answers_itself(line) for line in lines if line.text and line.text not in self.casts.headings):
             return False
-        if not self.spans_fit(p, plays):
+        if not self.spans_fit(p, plays) or not length_fits(self.chars, self.given, p, self.casts.longest_line):
             return False
         return all(self.fits(line, plays) for line in self.with_neighbours(lines))
 
