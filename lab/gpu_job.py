@@ -24,7 +24,8 @@ A window's runs are chosen by flags (`--runs`, `--steps`, `--minutes`, `--batch-
 "extra_text": true, "objective": "diffusion", "returned": true}, ...], "steps": 8000, "minutes": 9, "batch_size":
 256, "compile": false}; each key but "runs" is optional, and a flag typed on the command line wins over the plan.
 A run's name is a plain name (it names its folder, its logs and its packed export); every number is checked as the
-plan is read. Nothing is read, written or removed through a link in --out or in the runs' folders of --work.
+plan is read. Nothing is read, written or removed through a link: --out or --work typed as one is refused, and
+so is one in --out or in the runs' folders of --work.
 """
 
 from __future__ import annotations
@@ -476,13 +477,15 @@ def link_in_the_way(runs: tuple[Run, ...], out: Path, work: Path) -> str | None:
     """A link anywhere in --out, or where the job writes in --work (a run's folder, its logs, its export, a
     rehearsal's parents'), said in one line before any work; else None. Nothing may send the job's writes outside
     its folders."""
+    if problem := link_problem(out) or link_problem(work):  # the folders as typed: OUT -> elsewhere is refused too
+        return problem
     if out.is_dir():
         try:
             refuse_links(out)
         except ValueError as error:
             return str(error)
     names = [run.name for run in runs] + [f"parent-{index}" for index in range(len(runs))]
-    paths = [work / "export"]  # --out and --work themselves are the folders named on the command line
+    paths = [work / "export"]
     for name in names:
         paths += [work / name, work / f"{name}.train.log", work / f"{name}.export.log", work / "export" / name]
     return next(filter(None, map(link_problem, paths)), None)

@@ -35,13 +35,16 @@ def plain_name_problem(name: object, what: str) -> str | None:
 
 
 def link_problem(path: Path) -> str | None:
-    """Why `path` may not be used (it is a link), or None (it is no link, or it is not there)."""
+    """Why `path` may not be used (it is a link), or None (it is no link, or it is not there). Only its last part
+    is looked at: a folder typed as `OUT/` is OUT itself, and the folders above it are the user's own choice."""
     return f"{path} is a link: {LINK_ADVICE}" if path.is_symlink() else None
 
 
 def refuse_links(folder: Path) -> None:
-    """A ValueError naming the first link anywhere in `folder` (not followed), or when it holds more than
+    """A ValueError naming the first link in `folder` or anywhere in it (not followed), or when it holds more than
     MAX_FOLDER_ENTRIES files and folders (counted as they are listed, before any is read)."""
+    if problem := link_problem(folder):  # a folder typed as a link: listing it would follow it
+        raise ValueError(problem)
     count, pending, limit = 0, [folder], MAX_FOLDER_ENTRIES
     while pending:
         with os.scandir(pending.pop()) as entries:

@@ -24,9 +24,9 @@ structure suite's names, same play, empty speeches and headings per 1k on each o
 (evals/structure_suite.py, --samples texts each, one seed); and `generate(256)`'s median time, the two models taking
 turns. Every model samples at its default options (`default_options`), a student at 8 passes.
 OUT/ship_check.json holds every figure and verdict. OUT came from another machine: a link anywhere in it is refused
-(nothing is read, written or removed through one), and so is an export past lab/ship_unpack.py's limits. A winner is
-copied whole beside its target, given the incumbent's casts.json where it has none, and swapped in
-(training.export_dir.replace_directory).
+(nothing is read, written or removed through one), as are OUT, --work and --pretrained typed as links, and so is an
+export past lab/ship_unpack.py's limits. A winner is copied whole beside its target, given the incumbent's casts.json
+where it has none, and swapped in (training.export_dir.replace_directory).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ import torch
 from evals.heldout_plays import HELDOUT_TEXT
 from evals.structure_suite import CORPUS
 from lab import gpu_job
-from lab.safe_files import plain_name_problem, read_json, real_dir, refuse_links, write_text
+from lab.safe_files import link_problem, plain_name_problem, read_json, real_dir, refuse_links, write_text
 from lab.ship_bars import choose_winners, decide, table
 from lab.ship_figures import (
     JOB_KEYS,
@@ -98,6 +98,9 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.Arg
     args = parser.parse_args(argv)
     if args.samples < 1 or args.nll_chars < 1:
         parser.error("--samples and --nll-chars must be at least 1")
+    for folder in (args.out, args.work, args.pretrained):  # each is read, written or emptied: never through a link
+        if folder and (problem := link_problem(Path(folder))):
+            parser.error(problem)
     return args, parser
 
 
@@ -187,6 +190,8 @@ def prepare(run: dict, unpacked: Path, pretrained: Path) -> MDLM:
     """The candidate loaded as it would ship (the incumbent's casts kept), once its incumbent is known to be there."""
     objective = run["objective"]
     incumbent_dir, target = pretrained / REFERENCES[objective], pretrained / TARGETS[objective]
+    if problem := link_problem(incumbent_dir) or link_problem(target):  # read, then swapped: not through a link
+        raise ValueError(problem)
     if not (incumbent_dir / "config.json").is_file():
         raise ValueError(f"{incumbent_dir} holds no model: the {objective} candidate {run['name']} is measured by it")
     keep_incumbent_files(unpacked, target if (target / "config.json").is_file() else incumbent_dir)

@@ -20,7 +20,7 @@ from mdlm_hf.sampling.options import OPTION_SPECS
 from mdlm_hf.windows import MAX_CANVAS
 from mdlm_space.checks import MAX_SEED, listed
 from mdlm_space.texts import END_AT_WORDS
-from mdlm_space.visitors import LONG_RUN_CHARS, client_run, run_chars
+from mdlm_space.visitors import client_run, run_chars
 from mdlm_space.worker import LONG_LANE, SHORT_LANE, gpu_work, iterate_on_model_thread, on_model_thread
 
 # the parameters of the endpoints that are not sampler options (SamplerOptions names, defaults, bounds and documents
@@ -234,9 +234,8 @@ def event(handler: Callable, inputs: dict[str, gr.components.Component], on_mode
         values, request = with_request(values)
         with errors_shown():
             named = by_name(values)
-            long = run_chars(named) > LONG_RUN_CHARS
-            with client_run(request, long):
-                lane = LONG_LANE if long else SHORT_LANE
+            with client_run(request, run_chars(named)) as short:  # refused where the budget has no room for it
+                lane = SHORT_LANE if short else LONG_LANE
                 for frame in iterate_on_model_thread(handler(**context, **named), lane):
                     if frame is not None:  # a step a long run's throttle does not draw (handlers.THROTTLED)
                         yield frame

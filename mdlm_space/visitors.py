@@ -1,6 +1,6 @@
-"""Who a call comes from, and how many runs it may have going: a visitor is known by the address the trusted proxy
-in front wrote (never one the caller wrote itself), has at most MAX_RUNS_PER_CLIENT runs at once, and long runs hold
-at most MAX_LONG_RUNS of the queue's slots, so that a short run always finds one (benchmarks/starvation.py)."""
+"""Who a call comes from, and which runs may go at once: a visitor is known by the address the trusted proxy in
+front wrote (never one the caller wrote itself) and has at most MAX_RUNS_PER_CLIENT runs at once; runs longer than a
+short call share a budget of characters in flight, so that short calls always keep a lane (benchmarks/starvation.py)."""
 
 from __future__ import annotations
 
@@ -19,14 +19,16 @@ import gradio as gr
 # few callers with many long runs kept a short one waiting for minutes
 MAX_RUNS_PER_CLIENT = 2
 QUEUE_SLOTS = 8  # the runs each endpoint serves at once (app.py's default_concurrency_limit, per event)
-# a long run: its canvas past the shipped model's context, one window. Long runs never hold more than MAX_LONG_RUNS
-# slots, so short runs always find one, and their steps go first on the model thread (worker.SHORT_LANE). The mark
-# was two windows: 8 runs of 500 characters, just under it, held every slot, and a call of 64 characters waited 26 s
-LONG_RUN_CHARS = 256
+# The lane: runs of more than SHORT_RUN_CHARS share CHARS_IN_FLIGHT characters and QUEUE_SLOTS - 2 slots, each run
+# counting at most half the budget (so a run of any length starts beside one other); a short run (a line or two: a
+# Rewrite, a short infill) always starts, in the slots they leave, and its steps go first on the model thread. A fixed
+# mark for "long" let runs just under it hold every slot: 8 runs of 500 under a mark of 512, then 8 of 250 under 256
+SHORT_RUN_CHARS = 128
+CHARS_IN_FLIGHT = 1_536  # six runs of the default 256 characters
 MAX_LONG_RUNS = QUEUE_SLOTS - 2
 TRUSTED_PROXIES = "MDLM_TRUSTED_PROXIES"  # the environment variable: proxies in front that add X-Forwarded-For
 _runs_by_client: collections.Counter[str] = collections.Counter()
-_long_runs = 0
+_long_runs: list[int] = []  # the characters of each run going that is not short
 _runs_lock = threading.Lock()
 
 
@@ -36,6 +38,25 @@ def run_chars(named: dict[str, Any]) -> int:
     length = named.get("length")
     number = isinstance(length, (int, float)) and not isinstance(length, bool) and math.isfinite(length)
     return texts + (int(length) if number else 0)  # 16384.0 from a client is a long run too
+
+
+def is_short(chars: int) -> bool:
+    """Whether a run of `chars` characters is short: it always starts, and its steps go first on the model thread."""
+    return chars <= SHORT_RUN_CHARS
+
+
+def budget_share(chars: int) -> int:
+    """What a run of `chars` characters takes of CHARS_IN_FLIGHT: nothing when short, else its characters, at most
+    half the budget, so that a run of 16,384 waits for half the budget to be free rather than for no run at all."""
+    return 0 if is_short(chars) else min(chars, CHARS_IN_FLIGHT // 2)
+
+
+def fits(going: list[int], chars: int) -> bool:
+    """Whether a run of `chars` characters may start beside the long runs `going` (each one's characters)."""
+    if is_short(chars):
+        return True
+    used = sum(map(budget_share, going))
+    return len(going) < MAX_LONG_RUNS and used + budget_share(chars) <= CHARS_IN_FLIGHT
 
 
 def trusted_proxies() -> int:
@@ -67,36 +88,38 @@ def client_key(request: gr.Request | None) -> str | None:
     return str(ipaddress.ip_network(f"{host}/64", strict=False)) if address.version == 6 else host
 
 
-def run_refusal(key: str | None, long: bool) -> str | None:
-    """Why a run may not start now (its caller's cap, or the long runs' share of the queue), or None; under
-    _runs_lock."""
+def run_refusal(key: str | None, chars: int) -> str | None:
+    """Why a run of `chars` characters may not start now (its caller's cap, or no room in the budget), in one line
+    that says what to do, or None; under _runs_lock."""
     if key is not None and _runs_by_client[key] >= MAX_RUNS_PER_CLIENT:
         return f"{MAX_RUNS_PER_CLIENT} of your runs are going already: wait for one to end, or stop one"
-    if long and _long_runs >= MAX_LONG_RUNS:
-        return (
-            f"{MAX_LONG_RUNS} long runs (over {LONG_RUN_CHARS} characters) are going already: ask for fewer "
-            "characters, or wait for one to end"
-        )
-    return None
+    if fits(_long_runs, chars):
+        return None
+    room = CHARS_IN_FLIGHT - sum(map(budget_share, _long_runs)) if len(_long_runs) < MAX_LONG_RUNS else 0
+    return (
+        f"{len(_long_runs)} runs are writing {sum(_long_runs):,} characters already: ask for at most "
+        f"{max(room, SHORT_RUN_CHARS):,} characters (this run has {chars:,}), or wait for one to end"
+    )
 
 
 @contextlib.contextmanager
-def client_run(request: gr.Request | None, long: bool = False) -> Iterator[None]:
-    """Counts a streamed run against its caller, and a long one against the long runs' share, while it runs; a
-    gr.Error when either is full."""
-    global _long_runs
-    key = client_key(request)
+def client_run(request: gr.Request | None, chars: int = 0) -> Iterator[bool]:
+    """Counts a streamed run of `chars` characters against its caller, and against the budget unless it is short,
+    while it runs; yields whether it is short (its lane on the model thread); a gr.Error when there is no room."""
+    key, short = client_key(request), is_short(chars)
     with _runs_lock:
-        if refusal := run_refusal(key, long):
+        if refusal := run_refusal(key, chars):
             raise gr.Error(refusal, print_exception=False)
         if key is not None:
             _runs_by_client[key] += 1
-        _long_runs += long
+        if not short:
+            _long_runs.append(chars)
     try:
-        yield
+        yield short
     finally:
         with _runs_lock:
-            _long_runs -= long
+            if not short:
+                _long_runs.remove(chars)
             if key is not None:
                 _runs_by_client[key] -= 1
                 if _runs_by_client[key] <= 0:

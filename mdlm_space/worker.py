@@ -21,7 +21,7 @@ from mdlm_space.threads import ThreadChooser
 # had run the model). Runs queue here step by step, which on a CPU Space's two cores is as fast as running them side
 # by side; a GPU run is unaffected.
 MODEL_THREAD_NAME = "mdlm-model"
-# Two lanes: a short run's steps go before a long run's (a canvas past two windows, thousands of steps), and for
+# Two lanes: a short run's steps (a line or two: visitors.is_short) go before a longer run's, and for
 # SHORT_LINGER after each short step the thread waits for the run's next one (its frame is being handed over) rather
 # than start a long step: a 64-character call took 5.8x its time alone beside two long runs without the lanes, and
 # 3x with lanes alone (a long step slipped into every gap)

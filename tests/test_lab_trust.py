@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from evals import invented_words
-from lab import gpu_job, ship_check, ship_figures, ship_unpack
+from lab import gpu_job, ship_check, ship_figures, ship_recheck, ship_unpack
 from mdlm_hf import MDLM
 from mdlm_hf.data import split_text
 from tests.test_lab_ship_check import error_line, export_folder, packed, write_text
@@ -79,6 +79,34 @@ def test_a_link_inside_the_unpacking_folder_is_refused_and_never_written_through
     with pytest.raises(ValueError, match="m is a link"):
         ship_unpack.unpack(parts, work, "m")
     assert (elsewhere / "m" / "mine.txt").read_text() == "mine"
+
+
+def test_a_folder_named_on_the_command_line_that_is_a_link_is_refused_in_one_line(tmp_path, monkeypatch, capsys):
+    # OUT typed as a link (OUT -> elsewhere), or --work, --pretrained: every read, write and removal would land there
+    out, metrics = packed(tmp_path, monkeypatch)
+    elsewhere = outside(tmp_path)
+    link = tmp_path / "link"
+    link.symlink_to(out, target_is_directory=True)
+    for typed in (str(link), f"{link}/"):
+        assert f"{link} is a link" in error_line([typed, *texts(tmp_path), "--no-copy"], capsys)
+    (tmp_path / "to-elsewhere").symlink_to(elsewhere, target_is_directory=True)
+    for flag in ("--work", "--pretrained"):
+        argv = [str(out), *texts(tmp_path), flag, str(tmp_path / "to-elsewhere"), "--no-copy"]
+        assert "to-elsewhere is a link" in error_line(argv, capsys)
+    assert not (out / "unpacked").exists() and sorted(p.name for p in elsewhere.iterdir()) == ["m", "victim.txt"]
+    with pytest.raises(ValueError, match="to-elsewhere is a link"):  # the unpacking's own folder
+        ship_unpack.unpack(ship_unpack.run_files(metrics, out, "m"), tmp_path / "to-elsewhere", "m")
+    (tmp_path / "pretrained").mkdir()  # an incumbent the recheck and the bars would read, and a winner replace
+    (tmp_path / "pretrained" / "mdlm-shakespeare-char").symlink_to(elsewhere / "m", target_is_directory=True)
+    assert "mdlm-shakespeare-char is a link" in error_line([str(out), *texts(tmp_path), "--no-copy"], capsys)
+    for name in ("tiny.txt", "extra.txt", "heldout.txt"):
+        write_text(tmp_path / name, 5, "CLAUDIUS")
+    job = ["--tiny", "--data", str(tmp_path / "tiny.txt"), "--train-extra", str(tmp_path / "extra.txt")]
+    job += ["--heldout", str(tmp_path / "heldout.txt")]
+    for folders in (["--out", str(link), "--work", str(tmp_path / "w")], ["--out", str(out), "--work", str(link)]):
+        with pytest.raises(SystemExit):
+            gpu_job.parse_args([*job, *folders])
+        assert f"{link} is a link" in capsys.readouterr().err.splitlines()[-1]
 
 
 @pytest.mark.parametrize("name", ["metrics.json", "ship_check.json", "m.tar"])
@@ -354,8 +382,6 @@ def job_figures(scores: list[dict], **forged: float) -> dict:
 
 
 def test_the_jobs_true_likelihoods_stand_and_a_forged_one_is_refused_with_both_numbers(two_models):
-    from lab import ship_recheck
-
     paths, scores, found = two_models["paths"], two_models["scores"], two_models["texts"]
     for windows in ((64, 8), (4, 2)):  # measured whole as the job did; then on samples of 4 (ELBO) and 2 of 4 windows
         args = (paths, tuple(scores), job_figures(scores), found, 0, {})

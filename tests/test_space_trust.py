@@ -1,6 +1,8 @@
-"""A forged header cannot starve the Space: visitors are keyed by the address the trusted proxy wrote, long runs
-hold at most part of the queue, and a short run's steps go first on the model thread."""
+"""A forged header cannot starve the Space: visitors are keyed by the address the trusted proxy wrote, runs longer
+than a short call share a budget of characters in flight and part of the queue, and a short run's steps go first on
+the model thread."""
 
+import contextlib
 import threading
 import types
 
@@ -37,20 +39,41 @@ def test_a_visitor_is_keyed_by_the_address_the_trusted_proxy_wrote(monkeypatch, 
     assert visitors.client_key(request(forwarded, host)) == key
 
 
-def test_long_runs_never_hold_every_slot_and_short_ones_still_start(monkeypatch):
+@pytest.mark.parametrize(
+    ("chars", "taken"),
+    [
+        (250, visitors.MAX_LONG_RUNS),  # just under the old mark of 256: they held every slot
+        (500, 3),  # under the mark of 512 before: 1,500 of the 1,536 characters in flight
+        (16_384, 2),  # each counts half the budget: two go at once, beside nothing longer than a short call
+        (visitors.SHORT_RUN_CHARS + 1, visitors.MAX_LONG_RUNS),
+    ],
+)
+def test_long_runs_share_the_characters_in_flight_and_short_ones_always_start(monkeypatch, chars, taken):
     monkeypatch.setenv(visitors.TRUSTED_PROXIES, "0")
-    with __import__("contextlib").ExitStack() as stack:
-        for i in range(visitors.MAX_LONG_RUNS):
-            stack.enter_context(visitors.client_run(request(None, f"10.2.0.{i}"), long=True))
-        with pytest.raises(Exception, match=f"{visitors.MAX_LONG_RUNS} long runs .* are going already"):
-            stack.enter_context(visitors.client_run(request(None, "10.2.1.1"), long=True))
-        stack.enter_context(visitors.client_run(request(None, "10.2.1.1"), long=False))  # a short one starts
-    assert visitors._long_runs == 0 and not visitors._runs_by_client
-    assert visitors.run_chars({"prompt": "ab", "length": 600}) == 602 > visitors.LONG_RUN_CHARS
-    # a run of 500 characters is long: eight of them, just under the old mark of 512, held every slot
-    assert visitors.run_chars({"prompt": "", "length": 500}) > visitors.LONG_RUN_CHARS
-    assert visitors.run_chars({"prompt": "ROMEO:\n", "length": 249}) <= visitors.LONG_RUN_CHARS  # the default run
-    assert visitors.run_chars({"template": "x" * 100, "seed": 3}) == 100
+    with contextlib.ExitStack() as stack:
+        for i in range(taken):
+            assert not stack.enter_context(visitors.client_run(request(None, f"10.2.0.{i}"), chars))
+        with pytest.raises(Exception, match=f"{taken} runs are writing {taken * chars:,} characters already: ask"):
+            stack.enter_context(visitors.client_run(request(None, "10.2.1.1"), chars))
+        for i in range(visitors.QUEUE_SLOTS):  # a short call starts whatever the long runs' lengths
+            assert stack.enter_context(visitors.client_run(request(None, f"10.2.2.{i}"), visitors.SHORT_RUN_CHARS))
+    assert not visitors._long_runs and not visitors._runs_by_client
+
+
+def test_a_refusal_says_how_many_characters_to_ask_for():
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(visitors.client_run(None, 16_384))
+        stack.enter_context(visitors.client_run(None, 263))  # the default run starts beside a run of 16,384
+        with pytest.raises(Exception, match="2 runs are writing 16,647 characters already: ask for at most 505 "):
+            stack.enter_context(visitors.client_run(None, 600))
+        assert visitors.fits(visitors._long_runs, 505) and not visitors.fits(visitors._long_runs, 506)
+    assert not visitors._long_runs
+
+
+def test_a_runs_characters_are_its_canvas_and_a_line_or_two_is_short():
+    assert visitors.run_chars({"prompt": "ab", "length": 600}) == 602
+    assert not visitors.is_short(visitors.run_chars({"prompt": "ROMEO:\n", "length": 256}))  # the default run
+    assert visitors.is_short(visitors.run_chars({"template": "x" * 100, "seed": 3}))  # a line's infill, a Rewrite's
     assert visitors.run_chars({"prompt": "", "length": 16384.0}) == 16384  # a float from a client counts too
     assert visitors.run_chars({"length": True}) == 0 and visitors.run_chars({"length": float("nan")}) == 0
 
@@ -80,12 +103,23 @@ def tiny_space(tmp_path_factory):
         yield url
 
 
+# the long runs each attack should get: each visitor's 2, then the budget (16,384 counts half of it, 500 all of its
+# characters) or the slots (six runs of 250)
+TAKEN = {
+    "forged addresses": 2,
+    "one address": 2,
+    "no proxy": 2,
+    "four visitors, 500 each": 3,
+    "four visitors, 250 each": 6,
+}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("attack", list(starvation.ATTACKS))
 def test_a_short_call_is_answered_within_3x_its_time_alone_while_eight_long_runs_go(tiny_space, attack):
     # formerly: 8 forged X-Forwarded-For addresses were 8 visitors, and a 64-character call had no answer in 300 s;
-    # from one address, the cap held but the short call took 8x its time alone
+    # from one address, the cap held but the short call took 8x its time alone; 8 runs just under a fixed mark for
+    # "long" held every slot
     row = starvation.attack(tiny_space, attack, rounds=5)
-    taken = starvation.expected_taken(attack)
-    assert (row["taken"], row["refused"]) == (taken, starvation.LONG_CLIENTS - taken), row
+    assert (row["taken"], row["refused"]) == (TAKEN[attack], starvation.LONG_CLIENTS - TAKEN[attack]), row
     assert row["ratio"] <= 3, row
