@@ -32,7 +32,7 @@ from mdlm_hf.inference import (
 )
 from mdlm_hf.windows import score_windows
 
-LOSS_WEIGHTINGS = ("elbo", "elbo_count", "uniform")
+LOSS_WEIGHTINGS = ("elbo", "uniform")
 MASK_RATIOS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 # where a refusal points an autoregressive twin's caller: its likelihood is its own (mdlm_hf/objectives.py)
 LIKELIHOOD_OF_EITHER = ": mdlm_hf.likelihood scores either kind of model"
@@ -77,68 +77,33 @@ def random_subset_mask(
     return ranks < num_masked[:, None]
 
 
-def stream_masks(
-    batch_size: int, length: int, generator: torch.Generator, shortest: int = 8, longest: int = 64
-) -> torch.Tensor:
-    """(B, T) bool: the masks streams order leaves on a canvas (`stream_passes`, mdlm_hf/sampling/orders.py), one a row.
-
-    A row is cut into stretches of s positions (s uniform in [shortest, longest], the cut at a random phase); the
-    first k of each stretch are known and the rest masked (k uniform in [0, s)), as after pass k of a streams run.
-    Uniform masks at the same ratio rarely leave such runs of masks beside known text, so a model trained on them
-    alone has seen few of the states its default sampler writes from.
-    """
-    stretch = torch.randint(shortest, longest + 1, (batch_size, 1), generator=generator)  # (B, 1)
-    phase = (torch.rand((batch_size, 1), generator=generator) * stretch).long()
-    known = (torch.rand((batch_size, 1), generator=generator) * stretch).long()  # per stretch, 0 to s - 1
-    within = (torch.arange(length)[None, :] + phase) % stretch  # (B, T) the place in its stretch
-    return within >= known
-
-
 def diffusion_loss(
     model: nn.Module,
     tokens: torch.Tensor,
     generator: torch.Generator,
     weighting: str = "elbo",
     t_min: float = 1e-3,
-    stream_share: float = 0.0,
 ) -> torch.Tensor:
     """Training loss for a batch of clean `tokens` (B, T), in nats per character.
 
     weighting="elbo": the continuous-time ELBO, cross-entropy summed over masked positions, times 1/t,
         divided by T; its expectation is the NELBO per character, an upper bound on the NLL.
-    weighting="elbo_count": the same bound per character, but each sequence's masked cross-entropy is
-        divided by its realised number of masks instead of by its expectation t*T. With t uniform the
-        mask count is uniform on 0..T, so this is the mask-count form of the ELBO (see `elbo`), with
-        less variance from small t.
     weighting="uniform": the plain mean cross-entropy over masked positions (the seed notebooks' loss);
         not a bound, but every t counts the same.
-    stream_share: the share of rows (rounded) masked as the streams sampler leaves a canvas (`stream_masks`)
-        instead of uniformly at ratio t; only with weighting="uniform", since those masks have no ratio t to weigh.
     """
     check_model(model, "diffusion_loss", "tokens, generator")
     if weighting not in LOSS_WEIGHTINGS:
         raise ValueError(f"weighting must be one of {LOSS_WEIGHTINGS}, got {described(weighting)}")
-    if not (is_number(stream_share) and 0.0 <= stream_share <= 1.0):
-        raise ValueError(f"stream_share must be a number in [0, 1], got {described(stream_share)}")
-    if stream_share > 0 and weighting != "uniform":
-        raise ValueError(f"stream masks have no mask ratio t to weigh: use weighting='uniform', not {weighting!r}")
     refuse_one_sided(model, "the diffusion loss")
     B, T = tokens.shape
     t = sample_times(B, generator, t_min)  # (B,)
     mask_id = getattr(model, "module", model).mask_id  # DistributedDataParallel wraps the model in .module
     noisy, is_masked = mask_tokens(tokens, t, mask_id, generator)
-    num_stream_rows = round(B * stream_share)
-    if num_stream_rows:  # the first rows: which rows does not matter, the batch's windows are drawn at random
-        stream = stream_masks(num_stream_rows, T, generator).to(tokens.device)  # (S, T)
-        is_masked = torch.cat([stream, is_masked[num_stream_rows:]])
-        noisy = torch.where(is_masked, mask_id, tokens)
     logits = model(noisy)  # (B, T, V)
     ce = F.cross_entropy(logits.view(B * T, -1), tokens.view(-1), reduction="none").view(B, T)
     ce = ce * is_masked
     if weighting == "uniform":
         return ce.sum() / is_masked.sum().clamp(min=1)
-    if weighting == "elbo_count":
-        return (ce.sum(dim=1) / is_masked.sum(dim=1).clamp(min=1)).mean()
     return (ce.sum(dim=1) / t.to(ce.device)).mean() / T
 
 

@@ -45,7 +45,7 @@ class Objective:
     score_label: str  # that score as a line prints it
     nll_orders: tuple[str, ...]  # the orders its exact likelihood can be taken in
     logit_shift: int  # its logits at position i are of the character at i + logit_shift
-    # loss(model, tokens (B, T), generator, weighting, t_min, stream_share) -> the training loss, nats per character
+    # loss(model, tokens (B, T), generator, weighting, t_min) -> the training loss, nats per character
     loss: Callable[..., torch.Tensor]
     # validation_nats(model, tokens (n,), num_samples, generator) -> the score, nats per character
     validation_nats: Callable[[nn.Module, torch.Tensor, int, torch.Generator], float]
@@ -129,7 +129,7 @@ DIFFUSION = Objective(
     default_options=SamplerOptions,
     accepted_options=tuple(f.name for f in fields(SamplerOptions)),
     recorded_options=STUDIED_OPTIONS,
-    settings=("loss_weighting", "t_min", "stream_masks", "eval_samples"),
+    settings=("loss_weighting", "t_min", "eval_samples"),
     figures=_diffusion_figures,
 )
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from mdlm_hf import MDLM, CharTokenizer, diffusion_loss, elbo, mask_tokens, sample_times
-from mdlm_hf.diffusion import NLL_ORDERS, accuracy_by_mask_ratio, stream_masks
+from mdlm_hf.diffusion import NLL_ORDERS, accuracy_by_mask_ratio
 from mdlm_hf.likelihood import exact_nll, surprise_steps
 from tests.stubs import StubModel
 
@@ -41,13 +41,12 @@ def test_uniform_model_elbo_is_log_v_minus_one():
     assert result.bits_per_char == pytest.approx(math.log2(vocab_size - 1), rel=0.01)
 
 
-@pytest.mark.parametrize("weighting", ["elbo", "elbo_count"])
-def test_training_loss_estimates_the_same_bound(weighting):
+def test_training_loss_estimates_the_bound():
     vocab_size = 40
     model = UniformModel(vocab_size)
     generator = torch.Generator().manual_seed(0)
     tokens = torch.randint(0, vocab_size - 1, (64, 64), generator=generator)
-    losses = [diffusion_loss(model, tokens, generator, weighting=weighting).item() for _ in range(100)]
+    losses = [diffusion_loss(model, tokens, generator, weighting="elbo").item() for _ in range(100)]
     assert sum(losses) / len(losses) == pytest.approx(math.log(vocab_size - 1), rel=0.03)
 
 
@@ -71,39 +70,6 @@ def test_elbo_stratifies_the_mask_count_over_the_windows():
     for seed in range(5):
         estimate = elbo(model, tokens, num_samples=2, generator=torch.Generator().manual_seed(seed)).nats_per_char
         assert estimate == pytest.approx(exact, abs=0.01)
-
-
-def test_stream_masks_leave_each_stretchs_start_known():
-    masks = stream_masks(200, 96, torch.Generator().manual_seed(0), shortest=8, longest=20)
-    for row in masks.tolist():
-        runs = "".join("m" if x else "k" for x in row)
-        # a period s: the pattern repeats, and within a period the known characters come first (k...km...m)
-        period = next(s for s in range(8, 21) if runs[s:] == runs[:-s])
-        cycle = runs[:period]
-        start = next((i for i in range(period) if cycle[i] == "k" and cycle[i - 1] == "m"), 0)
-        stretch = (cycle * 2)[start : start + period]  # the cycle from a stretch's start
-        assert stretch == "k" * stretch.count("k") + "m" * stretch.count("m")
-    ratios = masks.float().mean(dim=1)
-    assert ratios.min() < 0.2 and ratios.max() == 1.0  # from nearly all known to all masked
-
-
-def test_stream_share_masks_that_share_of_rows_as_streams(monkeypatch):
-    model, seen = UniformModel(vocab_size=12), []
-    monkeypatch.setattr(
-        model, "forward", lambda tokens, t=None: seen.append(tokens) or UniformModel.forward(model, tokens)
-    )
-    tokens = torch.zeros(8, 64, dtype=torch.long)
-    loss = diffusion_loss(model, tokens, torch.Generator().manual_seed(0), weighting="uniform", stream_share=0.5)
-    assert loss.item() == pytest.approx(math.log(11), rel=1e-5)
-    replay = torch.Generator().manual_seed(0)  # the same draws in the same order: times, uniform masks, streams
-    t = sample_times(8, replay)
-    _, uniform = mask_tokens(tokens, t, model.mask_id, replay)
-    expected = torch.cat([stream_masks(4, 64, replay), uniform[4:]])
-    assert torch.equal(seen[0] == model.mask_id, expected)
-    with pytest.raises(ValueError, match="weighting='uniform'"):
-        diffusion_loss(model, tokens, torch.Generator(), weighting="elbo", stream_share=0.5)
-    with pytest.raises(ValueError, match="stream_share"):
-        diffusion_loss(model, tokens, torch.Generator(), weighting="uniform", stream_share=1.5)
 
 
 def test_elbo_is_deterministic_for_a_generator(tiny_model):
@@ -151,8 +117,7 @@ def test_bad_loss_arguments(tiny_model):
         (lambda m, x: exact_nll(m, x, progress=1), "progress must be True or False, got 1"),
         (lambda m, x: sample_times(4, 5), "generator must be a torch.Generator, got int"),
         (lambda m, x: sample_times(4, torch.Generator(), t_min=False), "t_min must be a number in \\[0, 1\\)"),
-        (lambda m, x: diffusion_loss(m, x[None], torch.Generator(), stream_share=True), "stream_share must be a"),
-        (lambda m, x: diffusion_loss(m, x[None], torch.Generator(), stream_share="0.5"), "stream_share must be a"),
+        (lambda m, x: diffusion_loss(m, x[None], torch.Generator(), weighting="elbo_count"), "weighting must be one"),
     ],
 )
 def test_bad_arguments_of_the_public_functions_are_one_line(tiny_model, call, says):

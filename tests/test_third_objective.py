@@ -52,11 +52,10 @@ def block_loss(
     generator: torch.Generator,
     weighting: str = "uniform",
     t_min: float = 1e-3,
-    stream_share: float = 0.0,
 ) -> torch.Tensor:
     """Cross-entropy at the masks of each window's last block, each of its characters masked with probability t ~
-    U[t_min, 1) and the last always, in nats per masked character; the weighting and stream masks are the diffusion
-    loss's, unread here."""
+    U[t_min, 1) and the last always, in nats per masked character; the weighting is the diffusion loss's, unread
+    here."""
     B, T = tokens.shape
     start = (T - 1) // BLOCK * BLOCK  # the last block's first position
     t = t_min + (1 - t_min) * torch.rand(B, 1, generator=generator)

@@ -205,20 +205,20 @@ def test_under_torchrun_the_error_is_the_first_line_not_a_peers_traceback(tmp_pa
 SHAPE_FREE_ARGS = TINY_ARGS[TINY_ARGS.index("--batch-size") :]  # TINY_ARGS without the model's shape
 
 
-def test_init_from_fine_tunes_a_saved_model_with_stream_masks(text_file, tmp_path, tiny_text):
+def test_init_from_fine_tunes_a_saved_model_with_its_own_options(text_file, tmp_path, tiny_text):
     torch.manual_seed(0)
     saved = MDLM(CharTokenizer.from_text(tiny_text).vocab, n_layer=1, n_head=2, n_embd=32, block_size=32)
     saved.save_pretrained(tmp_path / "saved")
     flags = ["--data", str(text_file), "--init-from", str(tmp_path / "saved"), *SHAPE_FREE_ARGS]
     # a learning rate too small to move the weights: the run starts from the saved ones, with the saved shape
     still = train.main(
-        [*flags, "--out-dir", str(tmp_path / "still"), "--max-steps", "2", "--stream-masks", "0.5"]
+        [*flags, "--out-dir", str(tmp_path / "still"), "--max-steps", "2", "--t-min", "0.05"]
         + ["--lr", "1e-12", "--min-lr", "1e-12", "--muon-lr", "1e-12", "--weight-decay", "0"]
     )
     assert still["model"]._hub_mixin_config == saved._hub_mixin_config
     for name, weight in saved.state_dict().items():
         assert torch.allclose(still["model"].state_dict()[name], weight, atol=1e-6), name
-    moved = train.main([*flags, "--out-dir", str(tmp_path / "moved"), "--max-steps", "4", "--stream-masks", "1"])
+    moved = train.main([*flags, "--out-dir", str(tmp_path / "moved"), "--max-steps", "4", "--t-min", "0.01"])
     assert not torch.equal(moved["model"].state_dict()["lm_head.weight"], saved.state_dict()["lm_head.weight"])
     resumed = train.main([*flags, "--out-dir", str(tmp_path / "moved"), "--max-steps", "6", "--resume"])
     assert resumed["step"] == 6  # a resume reads the run's own checkpoint, not --init-from's weights again
@@ -226,7 +226,7 @@ def test_init_from_fine_tunes_a_saved_model_with_stream_masks(text_file, tmp_pat
     card = (tmp_path / "ex" / "README.md").read_text()
     assert "  1. steps and characters not recorded, text not recorded" in card  # a notebook's save: no metrics.json
     assert "  2. 6 steps, 768 characters of" in card and f"from {tmp_path / 'saved'}" in card
-    assert "stream_masks=1.0" in card
+    assert "t_min=0.01" in card
 
 
 def test_init_from_errors_are_one_line(text_file, tmp_path, tiny_text):
@@ -235,5 +235,5 @@ def test_init_from_errors_are_one_line(text_file, tmp_path, tiny_text):
         train.main([*flags, "--init-from", str(tmp_path / "nowhere")])
     twin = MDLM(CharTokenizer.from_text(tiny_text).vocab, n_layer=1, n_head=2, n_embd=32, block_size=32, objective="ar")
     twin.save_pretrained(tmp_path / "twin")
-    with pytest.raises(ValueError, match="--init-from: --stream-masks is not an option of --objective ar"):
-        train.main([*flags, "--init-from", str(tmp_path / "twin"), "--stream-masks", "0.5"])
+    with pytest.raises(ValueError, match="--init-from: --t-min is not an option of --objective ar"):
+        train.main([*flags, "--init-from", str(tmp_path / "twin"), "--t-min", "0.01"])

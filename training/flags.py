@@ -183,16 +183,6 @@ OPTIMISATION_FLAGS = (  # batch, schedule, optimizers, loss, precision and devic
         recipe=True,
     ),
     Flag(
-        "stream_masks",
-        0.0,
-        "this share of each batch is masked as the default (streams) sampler leaves a canvas, stretches with "
-        "their starts known (mdlm_hf.diffusion.stream_masks), the rest uniformly; needs --loss-weighting uniform",
-        metavar="SHARE",
-        check=Check(lambda x: 0 <= x <= 1, "in [0, 1]", "1.5"),
-        objective_setting=True,
-        recipe=True,
-    ),
-    Flag(
         "dtype",
         "auto",
         "autocast dtype; auto = bfloat16 on GPU, and on CPU whichever a timed trial step finds faster",

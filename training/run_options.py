@@ -92,8 +92,6 @@ def settings_problem(args: RunSettings) -> str | None:
         return "--private needs --push-to-hub"
     if args.new_data and not args.resume:
         return "--new-data needs --resume: a new run trains on its --data anyway"
-    if args.stream_masks > 0 and args.loss_weighting != "uniform":
-        return "--stream-masks needs --loss-weighting uniform: stream masks have no mask ratio t to weigh"
     objective = objective_named(args.objective)
     for name, value in OBJECTIVE_SETTINGS.items():
         if name not in objective.settings and getattr(args, name) != value:

@@ -63,7 +63,7 @@ def training_loss(
 ) -> torch.Tensor:
     """The loss of the run's objective on a batch of clean text (B, T): the diffusion loss (masks drawn from
     `generator`), or for the autoregressive twin the next character's cross-entropy."""
-    return objective_of(model).loss(model, batch, generator, args.loss_weighting, args.t_min, args.stream_masks)
+    return objective_of(model).loss(model, batch, generator, args.loss_weighting, args.t_min)
 
 
 def writing_steps(model: MDLM) -> dict:
