@@ -172,7 +172,7 @@ def _write(
                 reading = shifted(tokens[:, window_start : i + 1], mask_id)  # (B, i - window_start + 1)
             else:
                 reading = tokens[:, i - 1 : i]  # (B, 1) the character written last
-            logits = predictor(model)(reading, None, cache)[:, -1:].float()  # (B, 1, V)
+            logits = predictor(model)(reading, cache)[:, -1:].float()  # (B, 1, V)
             cooler = None if capitals is None or i == 0 else capitals[tokens[:, i - 1 : i]]  # (B, 1)
             drawn = draw_tokens(logits, options, generator, cooler)  # (B, 1)
             if keeper is not None:

@@ -61,7 +61,7 @@ def _time_pass(model: nn.Module, tokens: torch.Tensor) -> float:
     if objective_of(model).uses_kv_cache:
         cache = KVCache(model.n_layer)
         for position in range(DECODE_TIMED):
-            model(tokens[:, position : position + 1], None, cache)
+            model(tokens[:, position : position + 1], cache)
     else:
         model(tokens)
     if tokens.is_cuda:

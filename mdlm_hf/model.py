@@ -159,13 +159,11 @@ class MDLM(
             raise ValueError(f"fast must be True or False, got {described(value)}")
         self._fast = value
 
-    def forward(
-        self, tokens: torch.Tensor, t: torch.Tensor | None = None, cache: KVCache | None = None
-    ) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
         """Logits (B, T, V), fp32, of what its objective predicts from `tokens` (B, T) under the attention mask its
-        objective names: for a diffusion model x_0 given the noisy canvas, for the twin the character after each
-        position (after what `cache` holds, which this pass extends). [MASK] gets -inf. `t`, each row's mask ratio
-        (B,), may be passed by a caller that knows it; the network reads the noise level from the masks themselves."""
+        objective names: for a diffusion model x_0 given the noisy canvas (the noise level read from the masks
+        themselves), for the twin the character after each position (after what `cache` holds, which this pass
+        extends). [MASK] gets -inf."""
         # type, rank and device, not the ids: reading them back would stall a GPU at every training step
         check_token_ids(tokens, self, "tokens", dims=(2,), masks=True, values=False, same_device=True)
         objective = self.objective
@@ -175,12 +173,10 @@ class MDLM(
         logits[..., self.mask_id] = float("-inf")
         return logits
 
-    def denoise(
-        self, tokens: torch.Tensor, t: torch.Tensor | None = None, cache: KVCache | None = None
-    ) -> torch.Tensor:
+    def denoise(self, tokens: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
         """The sampler's forward: logits (B, T, V) from the fast path when `fast` is on, else `forward` (exact)."""
         runner = self if not self.fast or self.training or torch.is_grad_enabled() else self._fast_path.runner(self)
-        return runner(tokens, t) if cache is None else runner(tokens, t, cache)
+        return runner(tokens) if cache is None else runner(tokens, cache)
 
     @property
     def denoise_dtype(self) -> torch.dtype:

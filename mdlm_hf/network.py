@@ -88,6 +88,8 @@ class Network(nn.Module):
         if is_causal and attn_mask is not None:
             raise ValueError("a pass takes is_causal or an attn_mask, not both")
         if cache is not None:
+            if not isinstance(cache, KVCache):
+                raise ValueError(f"cache must be a KVCache or None, got {type(cache).__name__}")
             if not is_causal:
                 raise ValueError("a KVCache is for a causal pass: without one, a position sees those not read yet")
             start = cache.length

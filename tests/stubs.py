@@ -6,7 +6,7 @@ from torch import nn
 
 class StubModel(nn.Module):
     """What the sampler and the likelihood functions read of a model (mask_id, vocab_size, block_size, a
-    parameter for the device); subclasses give `forward(tokens, t) -> logits (B, T, V)`."""
+    parameter for the device); subclasses give `forward(tokens) -> logits (B, T, V)`."""
 
     def __init__(self, vocab_size: int, block_size: int = 64) -> None:
         super().__init__()

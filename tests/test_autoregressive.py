@@ -131,12 +131,14 @@ def test_what_a_twin_cannot_do_is_one_line(twin, call, words):
 def test_a_diffusion_model_refuses_a_cache_and_a_twin_reads_one_position_after_one(tiny_model, twin):
     from mdlm_hf.network import KVCache
 
+    with pytest.raises(ValueError, match="cache must be a KVCache or None, got Tensor"):
+        tiny_model(torch.zeros(1, 4, dtype=torch.long), torch.tensor([0.5]))  # a mask ratio: the model reads none
     with pytest.raises(ValueError, match="a KVCache is for a causal pass"):
-        tiny_model(torch.zeros(1, 4, dtype=torch.long), None, KVCache(2))
+        tiny_model(torch.zeros(1, 4, dtype=torch.long), KVCache(2))
     cache = KVCache(2)
-    twin(torch.zeros(1, 4, dtype=torch.long), None, cache)
+    twin(torch.zeros(1, 4, dtype=torch.long), cache)
     with pytest.raises(ValueError, match="after a cached prefix a causal pass reads one position at a time"):
-        twin(torch.zeros(1, 2, dtype=torch.long), None, cache)
+        twin(torch.zeros(1, 2, dtype=torch.long), cache)
     with pytest.raises(ValueError, match="causal must be true or false"):
         MDLM("ab", causal="yes")
 
@@ -215,6 +217,6 @@ def test_the_fast_path_decides_for_a_twin_on_its_own_work(twin, monkeypatch):
     diffusion = MDLM(twin.tokenizer.vocab, n_layer=2, n_head=2, n_embd=32, **config)
     assert fast.shape_key(diffusion) != fast.shape_key(twin)
     calls = []
-    monkeypatch.setattr(twin, "forward", lambda tokens, t=None, cache=None: calls.append(tokens.shape))
+    monkeypatch.setattr(twin, "forward", lambda tokens, cache=None: calls.append(tokens.shape))
     fast._time_pass(twin, torch.zeros(1, 32, dtype=torch.long))
     assert calls == [(1, 1)] * fast.DECODE_TIMED

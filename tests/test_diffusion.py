@@ -13,7 +13,7 @@ from tests.stubs import StubModel
 class UniformModel(StubModel):
     """Puts equal probability on every non-mask character, whatever the canvas."""
 
-    def forward(self, tokens, t=None):
+    def forward(self, tokens):
         return self.logits_from(torch.full((*tokens.shape, self.vocab_size), 1.0 / (self.vocab_size - 1)))
 
 
@@ -54,7 +54,7 @@ class MaskShareModel(StubModel):
     """Gives the true character (always 0) probability 1 - 0.9 x the share of its window that is masked, so a
     draw's cross-entropy depends on its mask count alone, from 0 (no masks) to log 10 (all): as a real model's."""
 
-    def forward(self, tokens, t=None):
+    def forward(self, tokens):
         share = (tokens == self.mask_id).float().mean(dim=1, keepdim=True)  # (B, 1)
         right = (1 - 0.9 * share)[..., None].expand(*tokens.shape, 1)  # (B, T, 1)
         wrong = ((1 - right) / (self.vocab_size - 2)).expand(*tokens.shape, self.vocab_size - 1)
@@ -162,7 +162,7 @@ class CopyLeftModel(StubModel):
     def __init__(self, vocab_size: int = 11, block_size: int = 16) -> None:
         super().__init__(vocab_size, block_size)
 
-    def forward(self, tokens, t=None):
+    def forward(self, tokens):
         probs = torch.full((*tokens.shape, self.vocab_size), 1.0 / (self.vocab_size - 1))
         left = torch.cat([torch.full_like(tokens[:, :1], self.mask_id), tokens[:, :-1]], dim=1)  # (B, T)
         known = left != self.mask_id

@@ -73,7 +73,7 @@ def test_a_span_scores_as_the_chain_rule_computed_by_hand(tiny_model):
         canvas = ids.clone()
         canvas[k:end] = tiny_model.mask_id
         with torch.no_grad():
-            log_probs = tiny_model(canvas[None], torch.tensor([(end - k) / len(TEXT)])).log_softmax(-1)
+            log_probs = tiny_model(canvas[None]).log_softmax(-1)
         expected.append(-log_probs[0, k, ids[k]].item())
     assert span_nats(tiny_model, TEXT, start, end).tolist() == pytest.approx(expected, rel=1e-5)
 
@@ -114,9 +114,8 @@ def test_a_narrow_context_reads_each_character_in_a_canvas_cropped_around_it(tin
         left = min(max(0, k - width // 2), len(TEXT) - width)
         canvas = ids[left : left + width].clone()
         canvas[max(k, left) - left : end - left] = tiny_model.mask_id
-        t = (canvas == tiny_model.mask_id).float().mean()[None]
         with torch.no_grad():
-            log_probs = tiny_model(canvas[None], t).log_softmax(-1)
+            log_probs = tiny_model(canvas[None]).log_softmax(-1)
         expected.append(-log_probs[0, k - left, ids[k]].item())
     *_, found = span_nats_steps(tiny_model, [TEXT], start, end, context=width)
     assert found[0].tolist() == pytest.approx(expected, rel=1e-5)

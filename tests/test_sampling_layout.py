@@ -39,7 +39,7 @@ class LayoutBreaker(StubModel):
             self.bias[VOCAB.index(c)] += boost
         self.bias[VOCAB.index("A") :] += 0.8  # capitals
 
-    def forward(self, tokens: torch.Tensor, t: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         logits = self.bias.expand(*tokens.shape, -1).clone()
         logits[..., self.mask_id] = -math.inf
         return logits

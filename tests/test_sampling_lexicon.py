@@ -27,7 +27,7 @@ class OtherLettersModel(StubModel):
         super().__init__(len(VOCAB) + 1, block_size)
         self.tokenizer = CharTokenizer(VOCAB)
 
-    def forward(self, tokens: torch.Tensor, t: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         logits = torch.zeros(*tokens.shape, self.vocab_size)
         logits[..., VOCAB.index("a") :] = 1.0  # a letter before a separator
         for c in "xzqjkvw":

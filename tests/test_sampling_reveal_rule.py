@@ -63,7 +63,7 @@ def test_character_log_prior_is_a_distribution_close_to_the_model_with_nothing_k
     log_prior = character_log_prior(tiny_model, 16, torch.device("cpu"))
     assert log_prior.shape == (tiny_model.mask_id + 1,) and math.isclose(log_prior.exp().sum().item(), 1, rel_tol=1e-5)
     with torch.no_grad():
-        probs = tiny_model(torch.full((1, 16), tiny_model.mask_id), torch.ones(1)).softmax(dim=-1)
+        probs = tiny_model(torch.full((1, 16), tiny_model.mask_id)).softmax(dim=-1)
     assert torch.allclose(log_prior.exp(), probs[0].mean(dim=0), atol=1e-6)
 
 
@@ -74,7 +74,7 @@ def test_the_prior_comes_from_the_first_step_in_free_generation_else_from_one_ex
     priors, forward_rows = [], []
     real_step, real_forward = sampler.denoise_step, tiny_model.forward
     monkeypatch.setattr(sampler, "denoise_step", lambda step: priors.append(step.log_prior) or real_step(step))
-    monkeypatch.setattr(tiny_model, "forward", lambda x, t=None: forward_rows.append(x.size(0)) or real_forward(x, t))
+    monkeypatch.setattr(tiny_model, "forward", lambda x: forward_rows.append(x.size(0)) or real_forward(x))
     canvas = canvas_with_holes(tiny_model) if holes else torch.full((40,), tiny_model.mask_id)
     final_state(sample(tiny_model, torch.stack([canvas, canvas]), PLAIN, num_steps=4, prior_weight=0.5, seed=0))
     expected = character_log_prior(tiny_model, 40, torch.device("cpu"))
@@ -105,7 +105,7 @@ class ConfidentModel(StubModel):
     def __init__(self, vocab_size: int = 10, block_size: int = 64) -> None:
         super().__init__(vocab_size, block_size)
 
-    def forward(self, tokens: torch.Tensor, t: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         logits = torch.zeros(*tokens.shape, self.vocab_size)
         logits[..., 0] = 30.0
         logits[..., self.mask_id] = float("-inf")
@@ -115,7 +115,7 @@ class ConfidentModel(StubModel):
 class UnsureModel(ConfidentModel):
     """Predicts character 0 with probability 0.9 everywhere: every position has the same small entropy."""
 
-    def forward(self, tokens: torch.Tensor, t: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         logits = torch.zeros(*tokens.shape, self.vocab_size)
         logits[..., 0] = math.log(0.9 * (self.vocab_size - 2) / 0.1)
         logits[..., self.mask_id] = float("-inf")
