@@ -44,7 +44,6 @@ class Objective:
     score: str  # the validation score checkpoints are chosen by, as history and metrics keys name it
     score_label: str  # that score as a line prints it
     nll_orders: tuple[str, ...]  # the orders its exact likelihood can be taken in
-    logit_shift: int  # its logits at position i are of the character at i + logit_shift
     # loss(model, tokens (B, T), generator, weighting, t_min) -> the training loss, nats per character
     loss: Callable[..., torch.Tensor]
     # validation_nats(model, tokens (n,), num_samples, generator) -> the score, nats per character
@@ -119,7 +118,6 @@ DIFFUSION = Objective(
     score="nelbo",
     score_label="NELBO",
     nll_orders=diffusion.NLL_ORDERS,
-    logit_shift=0,
     loss=diffusion.diffusion_loss,
     validation_nats=_diffusion_validation,
     char_nats=diffusion.char_nll,
@@ -142,7 +140,6 @@ AUTOREGRESSIVE = Objective(
     score="nll",
     score_label="NLL",
     nll_orders=("left_to_right",),
-    logit_shift=1,
     loss=_twin_loss,
     validation_nats=_twin_validation,
     char_nats=_twin_char_nats,

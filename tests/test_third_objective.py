@@ -90,7 +90,6 @@ BLOCKS = Objective(
     score_label="block NLL",
     # the reveal chain left to right is the chain rule for it too: a position never sees a later block
     nll_orders=("left_to_right",),
-    logit_shift=0,
     loss=block_loss,
     validation_nats=block_validation,
     char_nats=diffusion.char_nll,

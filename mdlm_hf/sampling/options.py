@@ -321,7 +321,6 @@ def orders_using(name: str) -> tuple[str, ...]:
 OPTION_SPECS: dict[str, OptionSpec] = {f.name: f.metadata["spec"] for f in fields(SamplerOptions)}
 # the options the sampling study chose and their recommended values, as training/evaluate.py's model card lists them
 STUDIED_OPTIONS = ("num_steps", "order", "temperature", "min_p", "capital_temperature_factor", *REVEAL_RULE_OPTIONS)
-DEFAULT_SAMPLING = {name: getattr(SamplerOptions(), name) for name in STUDIED_OPTIONS}
 # write slower, read better: the sampler blind readings ranked first (docs/readings.md: mean rank 13.0 of 36 over two
 # readings, against 24.8 for the default and 23.4 for the autoregressive twin). It is the model's own joint, one
 # character a pass from left to right (num_steps is capped at the characters to write), cooler, with the default's
