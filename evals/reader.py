@@ -35,6 +35,7 @@ from mdlm_hf.data import split_text
 from mdlm_hf.likelihood import exact_nll
 from mdlm_hf.metrics import heading_name, words
 from mdlm_hf.sampling.casts import as_casts
+from mdlm_hf.sampling.quotes import closes_unopened
 from mdlm_hf.sampling.state import final_state
 from studio.common import SHARED_DATA, SHIPPED_MODEL, SHIPPED_TWIN, thread_count
 
@@ -120,10 +121,16 @@ def passage(text: str, seed: int, length: int = PASSAGE) -> str:
 # --- the cheap judges ---
 
 
+SLIP_COLUMNS = ("long line", "speaker twice", "punctuation line", "double space", "unopened quote")
+
+
 def layout_slips(text: str, longest_line: int) -> Counter:
     """What a reader sees at once: lines longer than the training text's longest, a speaker twice running, a line
-    of punctuation alone, a double space, a heading written with a space before its colon."""
+    of punctuation alone, a double space, a heading written with a space before its colon, a quotation closed that
+    its speech never opened."""
     slips: Counter = Counter()
+    chars = list(text)
+    slips["unopened quote"] = sum(closes_unopened(chars, p) for p, c in enumerate(chars) if c == "'")
     lines, previous_speaker = text.split("\n"), None
     for i, line in enumerate(lines):
         speaker = heading_name(line, lines[i - 1] if i else None)
@@ -142,8 +149,8 @@ def judge(writers: Writers, sources: list[str], count: int, seed: int) -> str:
     longest = as_casts(SHIPPED_MODEL / "casts.json").longest_line  # the longest line of the text the model read
     rows = [
         "| source | twin NLL (bits/char) | 7-gram NLL (bits/char) | word entropy (bits) | distinct words | "
-        "long lines | speaker twice | punctuation lines | double spaces |",
-        "|---" * 9 + "|",
+        "long lines | speaker twice | punctuation lines | double spaces | unopened quotes |",
+        "|---" * 10 + "|",
     ]
     print("\n".join(rows), flush=True)
     for source in sources:
@@ -158,7 +165,8 @@ def judge(writers: Writers, sources: list[str], count: int, seed: int) -> str:
         slips = sum((layout_slips(t, longest) for t in texts), Counter())
         rows.append(
             f"| {source} | {twin_bits:.3f} | {judge_bits:.3f} | {entropy:.2f} | {len(counts) / len(all_words):.2f} | "
-            f"{slips['long line']} | {slips['speaker twice']} | {slips['punctuation line']} | {slips['double space']} |"
+            + " | ".join(str(slips[slip]) for slip in SLIP_COLUMNS)
+            + " |"
         )
         print(rows[-1], flush=True)
     return "\n".join(rows)

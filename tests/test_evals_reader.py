@@ -18,7 +18,7 @@ def test_a_passage_starts_at_a_line_and_ends_at_a_word():
 
 
 def test_layout_slips_are_counted_as_a_reader_sees_them():
-    text = "ROMEO:\nA line.\n\nROMEO:\nAgain.\n\nBOTH:\n:\n" + "x" * 81 + "\nofficer:  so\nROMAN :"
+    text = "ROMEO:\nA line.\n\nROMEO:\nAgain.'\n\nBOTH:\n:\n" + "x" * 81 + "\nofficer:  so\nROMAN :"
     slips = reader.layout_slips(text, longest_line=77)
     assert slips == {
         "long line": 1,
@@ -26,6 +26,7 @@ def test_layout_slips_are_counted_as_a_reader_sees_them():
         "punctuation line": 1,
         "double space": 1,
         "spaced colon": 1,
+        "unopened quote": 1,
     }
 
 

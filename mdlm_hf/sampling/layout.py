@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from mdlm_hf.metrics import heading_name
 from mdlm_hf.sampling.casts import Casts
 from mdlm_hf.sampling.line_length import length_fits
+from mdlm_hf.sampling.quotes import quotes_fit
 
 HEADING, SPEECH, BLANK = "heading", "speech", "blank"
 ANY = frozenset({HEADING, SPEECH, BLANK})
@@ -275,9 +276,7 @@ class LineRules:
     def allows(self, p: int, plays: int) -> bool:
         """Whether the character now at position p keeps its lines, and their neighbours, to the rules."""
         chars = self.chars
-        if chars[p] == "'" and not quote_fits(chars, p):
-            return False
-        if chars[p] in (" ", "\n") and not (quote_fits(chars, p - 1) and quote_fits(chars, p + 1)):
+        if not quotes_fit(chars, p):
             return False
         lines = [self.ending_at(p), self.starting_at(p + 1)] if chars[p] == "\n" else [self.around(p)]
         if any(self.repeats(line, plays) for line in lines):
@@ -381,15 +380,6 @@ class LineRules:
         if not (after_blank or self.kinds(line, plays) == {HEADING}):
             return plays
         return plays & self.casts.plays_with(line.text, True, line.closed) or plays
-
-
-def quote_fits(chars: list[str | None], p: int) -> bool:
-    """Whether a quote mark at p (if there is one) touches something (not a space or line break on both sides) and
-    stands alone (no quote mark beside it)."""
-    if not 0 <= p < len(chars) or chars[p] != "'":
-        return True
-    sides = [chars[k] if 0 <= k < len(chars) else "\n" for k in (p - 1, p + 1)]
-    return "'" not in sides and not all(side in (" ", "\n") for side in sides)
 
 
 def is_heading(line: str) -> bool:
