@@ -49,7 +49,7 @@ def half_steps(
     canvas, now = noisy.clone(), t.clone()
     for _ in range(2):
         masked = canvas == mask_id
-        probs = teacher(canvas, masked.float().mean(dim=1)).float().softmax(dim=-1)  # (B, T, V)
+        probs = teacher(canvas).float().softmax(dim=-1)  # (B, T, V)
         after = (now - step).clamp(min=0)
         chance = ((now - after) / now.clamp(min=1e-6))[:, None]  # (B, 1): reveal probability this half step
         reveal = masked & (torch.rand(canvas.shape, generator=generator, device=canvas.device) < chance)
@@ -71,7 +71,7 @@ def distill_loss(
     noisy = torch.where(is_masked, student.mask_id, x0)
     with torch.no_grad():
         revealed, target = half_steps(teacher, noisy, t, passes, generator)
-    log_student = student(noisy, is_masked.float().mean(dim=1)).float().log_softmax(dim=-1)  # (B, T, V)
+    log_student = student(noisy).float().log_softmax(dim=-1)  # (B, T, V)
     # 0 log 0 = 0: [MASK] (-inf for both) and the characters the teacher gives no chance
     terms = torch.where(target > 0, target * (target.clamp(min=1e-30).log() - log_student), 0.0)
     kl = terms.sum(dim=-1)  # (B, T)

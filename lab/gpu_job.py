@@ -49,8 +49,8 @@ from lab.safe_files import link_problem, new_file, plain_name_problem, read_json
 from mdlm_hf import MDLM, elbo
 from mdlm_hf.data import split_text
 from mdlm_hf.likelihood import exact_nll
-from mdlm_hf.objectives import AUTOREGRESSIVE, objective_for_config, objective_of
 from mdlm_hf.objectives import OBJECTIVES as MODEL_OBJECTIVES
+from mdlm_hf.objectives import objective_for_config, objective_of
 from training.build_corpus import read_plays
 from training.corpus import read_texts
 from training.export import load_run
@@ -316,7 +316,7 @@ def export_all(runs: tuple[Run, ...], args: argparse.Namespace, work: Path) -> l
 def score(model: MDLM, val: torch.Tensor, heldout: torch.Tensor, nll_chars: int) -> dict:
     """The whole validation split's ELBO (4 mask draws, seed 0) and exact left-to-right NLL, and the held-out
     plays' ELBO; an autoregressive model's NLL on both."""
-    if objective_of(model) is AUTOREGRESSIVE:  # exact in one pass a window, and no ELBO to bound
+    if not objective_of(model).fills_blanks:  # a twin: exact in one pass a window, and no ELBO to bound
         return {"val_nll": exact_nll(model, val), "heldout_nll": exact_nll(model, heldout)}
     seeded = torch.Generator().manual_seed
     return {
