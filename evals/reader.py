@@ -197,6 +197,17 @@ def write_packet(folder: Path, writers: Writers, sources: list[str], per_source:
     (folder / "key.json").write_text(json.dumps(key, indent=1), encoding="utf-8")
 
 
+def slips_table(writers: Writers, sources: list[str], count: int, seed: int) -> str:
+    """A markdown table of the layout slips in `count` whole texts of LENGTH characters per source."""
+    longest = as_casts(SHIPPED_MODEL / "casts.json").longest_line
+    rows = ["| source | texts | " + " | ".join(SLIP_COLUMNS) + " |", "|---" * (len(SLIP_COLUMNS) + 2) + "|"]
+    for source in sources:
+        slips = sum((layout_slips(writers.text(source, seed + i), longest) for i in range(count)), Counter())
+        rows.append(f"| {source} | {count} | " + " | ".join(str(slips[slip]) for slip in SLIP_COLUMNS) + " |")
+        print(rows[-1], flush=True)
+    return "\n".join(rows)
+
+
 def options_of(source: str) -> dict:
     """What the key records of a source: its model, options and best-of-N (real text: none)."""
     if source == "real":
@@ -230,19 +241,21 @@ def score(folder: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """The command line: judge, packet or score."""
+    """The command line: judge, slips, packet or score."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     judged = commands.add_parser("judge", help="the cheap judges of each source's texts")
+    slipped = commands.add_parser("slips", help="the layout slips of each source's whole texts")
     packet = commands.add_parser("packet", help="a blind packet and its key")
     packet.add_argument("folder", type=Path)
     scored = commands.add_parser("score", help="a reader's ranking.txt as mean ranks per source")
     scored.add_argument("folder", type=Path)
-    for command in (judged, packet):
+    for command in (judged, slipped, packet):
         command.add_argument("--sources", nargs="+", choices=SOURCES, default=["real", "default", "t08", "twin"])
         command.add_argument("--seed", type=int, default=1000)
         command.add_argument("--threads", type=thread_count, default=None, help="torch threads (default: torch's)")
     judged.add_argument("--texts", type=int, default=24)
+    slipped.add_argument("--texts", type=int, default=48)
     packet.add_argument("--per-source", type=int, default=6)
     args = parser.parse_args(argv)
     if args.command == "score":
@@ -253,6 +266,8 @@ def main(argv: list[str] | None = None) -> None:
     writers = Writers()
     if args.command == "judge":
         judge(writers, args.sources, args.texts, args.seed)
+    elif args.command == "slips":
+        print(slips_table(writers, args.sources, args.texts, args.seed))
     else:
         write_packet(args.folder, writers, args.sources, args.per_source, args.seed)
         print(f"{args.folder / 'packet.md'}: give it, and nothing else, to the reader; key.json stays here")

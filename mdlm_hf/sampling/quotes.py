@@ -29,14 +29,13 @@ def quote_fits(chars: list[str | None], p: int) -> bool:
 
 
 def closes_unopened(chars: list[str | None], p: int) -> bool:
-    """Whether the mark at p closes a quotation (after a mark of punctuation, before no letter) that nothing opened
-    between its speech's start (a blank line, or the text's) and p, every character between known."""
+    """Whether the mark at p closes a quotation (after a mark of punctuation, before no letter) that nothing written
+    opened between its speech's start (a blank line, or the text's) and p."""
     before, after = chars[p - 1] if p else None, chars[p + 1] if p + 1 < len(chars) else "\n"
     if before is None or before not in PUNCTUATION or after is None or after.isalpha():
         return False
     start = p
     while start > 0 and not (chars[start - 1] == "\n" and start > 1 and chars[start - 2] == "\n"):
         start -= 1
-        if chars[start] is None:
-            return False  # a mask: an opening may still be written there
-    return OPENING.search("".join(chars[start:p])) is None
+    # an opening written already: one the masks may still hold cannot be counted on, since nothing makes them write it
+    return OPENING.search("".join(c or "\0" for c in chars[start:p])) is None
