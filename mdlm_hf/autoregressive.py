@@ -17,7 +17,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from mdlm_hf.checks import described
-from mdlm_hf.inference import check_batch_size, check_token_ids, evaluating, predictor
+from mdlm_hf.inference import evaluating, predictor
 from mdlm_hf.network import KVCache
 from mdlm_hf.sampling.casts import Casts
 from mdlm_hf.sampling.drawing import capital_letters, draw_tokens
@@ -25,7 +25,7 @@ from mdlm_hf.sampling.keeper import Keeper
 from mdlm_hf.sampling.lexicon import Lexicon
 from mdlm_hf.sampling.options import SamplerOptions
 from mdlm_hf.sampling.state import SamplerState
-from mdlm_hf.windows import score_windows
+from mdlm_hf.windows import batches_by_length, score_windows
 
 WRITES_LEFT_TO_RIGHT = "an autoregressive model writes left to right only"
 # the options a left-to-right run takes: how each character is drawn, as the diffusion model draws it; the others
@@ -70,27 +70,19 @@ def autoregressive_loss(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
 def char_nats(model: nn.Module, tokens: torch.Tensor, context: int = 0, batch_size: int = 64) -> torch.Tensor:
     """-log p, in nats, of each character of a 1-D `tokens` given those before it (n,), on the CPU: windows of
     block_size, past the first each keeping at least `context` characters before those it scores (0: windows side by
-    side, as the diffusion model's `exact_nll` cuts them)."""
-    check_token_ids(tokens, model)
-    check_batch_size(batch_size)
-    if not isinstance(context, int) or not 0 <= context < model.block_size:
-        raise ValueError(f"context must be an integer in [0, block_size), got {described(context)}")
+    side, as the diffusion model's `exact_nll` cuts them). Trusts its arguments: mdlm_hf.likelihood checks them."""
     device = next(model.parameters()).device
     tokens = tokens.long().to(device)
-    nats = torch.empty(tokens.numel(), device=device)
     n, L = tokens.numel(), model.block_size
+    nats = torch.empty(n, device=device)
     windows = [(i, i, min(i + L, n)) for i in range(0, n, L)] if context == 0 else score_windows(n, L, context)
     with evaluating(model):
-        for low in range(0, len(windows), batch_size):
-            by_length: dict[int, list[tuple[int, int, int]]] = {}
-            for window in windows[low : low + batch_size]:  # windows side by side: the last may be shorter
-                by_length.setdefault(window[2] - window[0], []).append(window)
-            for group in by_length.values():
-                text = torch.stack([tokens[start:end] for start, _, end in group])  # (b, n)
-                log_probs = model(shifted(text, model.mask_id)).float().log_softmax(dim=-1)  # (b, n, V)
-                window_nats = -log_probs.gather(-1, text[..., None])[..., 0]  # (b, n)
-                for row, (start, first, end) in enumerate(group):
-                    nats[first:end] = window_nats[row, first - start : end - start]
+        for group in batches_by_length(windows, lambda window: window[2] - window[0], batch_size):
+            text = torch.stack([tokens[start:end] for start, _, end in group])  # (b, n)
+            log_probs = model(shifted(text, model.mask_id)).float().log_softmax(dim=-1)  # (b, n, V)
+            window_nats = -log_probs.gather(-1, text[..., None])[..., 0]  # (b, n)
+            for row, (start, first, end) in enumerate(group):
+                nats[first:end] = window_nats[row, first - start : end - start]
     return nats.cpu()
 
 

@@ -35,5 +35,5 @@ def described(value: object) -> str:
 
 def check_seed(seed: object) -> None:
     """The one check of a sampling seed: an integer in [0, 2**63) (torch's generators take no other)."""
-    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**63:
+    if not is_int(seed) or not 0 <= seed < 2**63:
         raise ValueError(f"seed must be an integer in [0, 2**63), got {described(seed)}")

@@ -7,6 +7,9 @@ length L is
     NELBO(x) = integral_0^1 (1/t) E_{x_t ~ q(x_t|x)} [ sum_{i masked} -log p(x_i | x_t) ] dt   >=  -log p(x)
 
 so the training loss is cross-entropy at masked positions weighted by 1/t (MDLM, Sahoo et al. 2024).
+
+The exact likelihood's functions here (exact_nll, reveal_nll, surprise_steps, char_nll) trust their arguments:
+mdlm_hf.likelihood, which scores either kind of model, checks them and calls these for a diffusion model.
 """
 
 from __future__ import annotations
@@ -20,22 +23,13 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from mdlm_hf.checks import check_seed, described, is_int, is_number
-from mdlm_hf.inference import (
-    check_batch_size,
-    check_draws,
-    check_flag,
-    check_model,
-    check_token_ids,
-    evaluating,
-    predictor,
-)
-from mdlm_hf.windows import score_windows
+from mdlm_hf.checks import check_seed, described, is_number
+from mdlm_hf.inference import check_batch_size, check_draws, check_model, check_token_ids, evaluating, predictor
+from mdlm_hf.windows import batches_by_length, score_windows
 
 LOSS_WEIGHTINGS = ("elbo", "uniform")
 MASK_RATIOS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
-# where a refusal points an autoregressive twin's caller: its likelihood is its own (mdlm_hf/objectives.py)
-LIKELIHOOD_OF_EITHER = ": mdlm_hf.likelihood scores either kind of model"
+NLL_ORDERS = ("left_to_right", "confidence")
 
 
 def refuse_one_sided(model: nn.Module, what: str, instead: str = "") -> None:
@@ -133,10 +127,11 @@ def elbo(
     over the mask count: NELBO(x)/L = E_{m ~ Uniform{1..L}} E_{|S| = m} [ (1/m) sum_{i in S} -log p(x_i | x_S masked) ].
     (int_0^1 (1/t) C(L,m) t^m (1-t)^(L-m) dt = 1/m.) This is the same bound as the t-form, without the
     variance of a random mask count; m is stratified over each window's `num_samples` draws and over the
-    windows (`_elbo_nats`). Deterministic for a given generator state.
+    windows. Deterministic for a given generator state.
     """
     check_model(model, "elbo", "tokens")
-    refuse_one_sided(model, "the ELBO", LIKELIHOOD_OF_EITHER)
+    # a twin's likelihood is its own (mdlm_hf/objectives.py): the refusal points its caller there
+    refuse_one_sided(model, "the ELBO", ": mdlm_hf.likelihood scores either kind of model")
     check_token_ids(tokens, model)
     check_batch_size(batch_size)
     check_draws(num_samples, "num_samples", "each draw is a forward pass of every block_size window of the text")
@@ -152,48 +147,30 @@ def _elbo_nats(
 ) -> float:
     """`elbo`'s nats per character, the model in eval mode."""
     device = next(model.parameters()).device
-    L = model.block_size
-    windows = [tokens[i : i + L] for i in range(0, tokens.numel(), L)]
-    total_nats = 0.0
-    # The mask count m is stratified twice (a Latin square): draw s of every window falls in the s-th of
-    # num_samples equal parts of [0, 1), and within that part the windows take one stratum each, in a random order.
-    # Each draw's m is still uniform, so each window's estimate stays unbiased, and the draws together cover 1..L
-    # evenly. Strata within a window alone left each window's few m to chance; as the masked cross-entropy runs
-    # from about 0.5 nats (few masks) to 4 (all), that moved the estimate on 16,384 characters by 0.1 nats between
-    # seeds at 2-4 draws.
+    windows = tokens.split(model.block_size)  # side by side: the last may be shorter
+    # The mask count m is stratified twice (a Latin square, docs/decisions.md): draw s of every window falls in the
+    # s-th of num_samples equal parts of [0, 1), and within that part the windows take one stratum each, in a random
+    # order. Each draw's m is still uniform, so each window's estimate stays unbiased, and the draws together cover
+    # 1..L evenly, where strata within a window alone left each window's few m to chance.
     num_windows = len(windows)
     num_jobs = num_windows * num_samples
     order = [torch.randperm(num_windows, generator=generator).tolist() for _ in range(num_samples)]
     jobs = [(w, s * num_windows + order[s][i]) for i, w in enumerate(windows) for s in range(num_samples)]
-    # group equal-length windows (all but maybe the last) into batches
-    for start in range(0, len(jobs), batch_size):
-        chunk = jobs[start : start + batch_size]
-        by_length: dict[int, list[tuple[torch.Tensor, int]]] = {}
-        for w, s in chunk:
-            by_length.setdefault(w.numel(), []).append((w, s))
-        for n, group in by_length.items():
-            x0 = torch.stack([w for w, _ in group]).to(device)  # (b, n)
-            group_strata = torch.tensor([s for _, s in group], dtype=torch.float64)
-            u = (group_strata + torch.rand(len(group), generator=generator, dtype=torch.float64)) / num_jobs
-            num_masked = (u * n).floor().long().clamp(0, n - 1) + 1  # (b,) m in 1..n
-            is_masked = random_subset_mask(len(group), n, num_masked, generator).to(device)  # (b, n)
-            noisy = torch.where(is_masked, model.mask_id, x0)
-            logits = model(noisy)
-            ce = F.cross_entropy(logits.reshape(-1, logits.size(-1)), x0.reshape(-1), reduction="none")
-            ce = (ce.view_as(x0) * is_masked).sum(dim=1).double().cpu()  # (b,)
-            # window NELBO = n * mean over masked; averaged over the num_samples draws
-            total_nats += (ce / num_masked * n).sum().item() / num_samples
+    total_nats = 0.0
+    for group in batches_by_length(jobs, lambda job: job[0].numel(), batch_size):
+        x0 = torch.stack([w for w, _ in group]).to(device)  # (b, n)
+        n = x0.size(1)
+        group_strata = torch.tensor([s for _, s in group], dtype=torch.float64)
+        u = (group_strata + torch.rand(len(group), generator=generator, dtype=torch.float64)) / num_jobs
+        num_masked = (u * n).floor().long().clamp(0, n - 1) + 1  # (b,) m in 1..n
+        is_masked = random_subset_mask(len(group), n, num_masked, generator).to(device)  # (b, n)
+        noisy = torch.where(is_masked, model.mask_id, x0)
+        logits = model(noisy)
+        ce = F.cross_entropy(logits.reshape(-1, logits.size(-1)), x0.reshape(-1), reduction="none")
+        ce = (ce.view_as(x0) * is_masked).sum(dim=1).double().cpu()  # (b,)
+        # window NELBO = n * mean over masked; averaged over the num_samples draws
+        total_nats += (ce / num_masked * n).sum().item() / num_samples
     return total_nats / tokens.numel()
-
-
-NLL_ORDERS = ("left_to_right", "confidence")
-
-
-def check_order(model: nn.Module, order: object) -> None:
-    """A ValueError unless `model` is a diffusion model and `order` one of NLL_ORDERS."""
-    refuse_one_sided(model, "the reveal chain of masks", LIKELIHOOD_OF_EITHER)
-    if order not in NLL_ORDERS:
-        raise ValueError(f"order must be one of {NLL_ORDERS}, got {described(order)}")
 
 
 @torch.no_grad()
@@ -204,59 +181,33 @@ def exact_nll(
     batch_size: int = 64,
     progress: bool = False,
 ) -> float:
-    """Exact negative log-likelihood in nats per char of a 1-D `tokens`, split into block_size windows.
-
-    The denoiser defines a proper distribution for any rule that picks the next position from what is
-    already revealed: p(x) = prod_k p(x_{s_k} | x_{s_1..s_{k-1}}). Starting from an all-mask window, each
-    step picks a masked position, adds -log p(true character) there and reveals it; one forward pass per
-    character. "left_to_right" picks the leftmost mask; "confidence" picks the mask whose most likely
-    character is the most probable (never looking at the hidden truth). Unlike the ELBO this is the
-    likelihood itself, comparable to an autoregressive model's (`mdlm_hf.likelihood.exact_nll` scores either).
-    """
-    check_order(model, order)
-    check_token_ids(tokens, model)
-    check_batch_size(batch_size)
-    check_flag(progress, "progress")
-    with evaluating(model):
-        return _exact_nll(model, tokens.long(), order, batch_size, progress)
-
-
-def _exact_nll(model: nn.Module, tokens: torch.Tensor, order: str, batch_size: int, progress: bool) -> float:
-    """`exact_nll`, the model in eval mode."""
+    """Exact negative log-likelihood in nats per char of a 1-D `tokens`: `reveal_nll` on block_size windows side by
+    side, `batch_size` windows a batch (docs/decisions.md, Likelihood estimators). `progress`: a tqdm bar."""
     device = next(model.parameters()).device
-    L = model.block_size
-    windows = [tokens[i : i + L] for i in range(0, tokens.numel(), L)]
-    batches = [windows[i : i + batch_size] for i in range(0, len(windows), batch_size)]
-    # the last window may be shorter: it forms a batch of its own
-    batches = [[w for w in b if w.numel() == n] for b in batches for n in sorted({w.numel() for w in b})]
-    total_nats = 0.0
     bar = None
     if progress:  # tqdm comes with the train extra; the package itself does not need it
         from tqdm.auto import tqdm
 
         bar = tqdm(total=tokens.numel(), desc=f"exact NLL ({order})", unit="char")
-    for batch in batches:
-        x0 = torch.stack(batch).to(device)  # (b, n)
-        total_nats += reveal_nll(model, x0, order, bar).double().sum().item()
+    total_nats = 0.0
+    with evaluating(model):
+        for batch in batches_by_length(tokens.long().split(model.block_size), torch.Tensor.numel, batch_size):
+            x0 = torch.stack(batch).to(device)  # (b, n)
+            total_nats += reveal_nll(model, x0, order, bar).double().sum().item()
     if bar is not None:
         bar.close()
     return total_nats / tokens.numel()
 
 
-def reveal_nll(model: nn.Module, x0: torch.Tensor, order: str, bar: Any = None) -> torch.Tensor:
-    """-log p of each character of the windows `x0` (b, n) as `exact_nll` reveals them, one forward pass per
-    character from an all-mask canvas, in `order`; (b, n) nats, on x0's device. `bar`: a progress bar to update."""
-    for nats in reveal_nll_steps(model, x0, order):  # noqa: B007 (the last is the result)
-        if bar is not None:
-            bar.update(x0.size(0))
-    return nats
-
-
 @torch.no_grad()
-def reveal_nll_steps(model: nn.Module, x0: torch.Tensor, order: str) -> Iterator[torch.Tensor]:
-    """`reveal_nll` one forward pass at a time: yields the (b, n) nats so far after each pass (the last: all), so a
-    caller can interleave the passes with other work (the app's Score tab shares its model thread)."""
-    refuse_one_sided(model, "the reveal chain of masks")
+def reveal_nll(model: nn.Module, x0: torch.Tensor, order: str, bar: Any = None) -> torch.Tensor:
+    """-log p of each character of the windows `x0` (b, n), revealed one a forward pass from an all-mask canvas in
+    `order`; (b, n) nats, on x0's device. `bar`: a progress bar to update.
+
+    The denoiser defines a proper distribution for any rule that picks the next position from what is already
+    revealed: p(x) = prod_k p(x_{s_k} | x_{s_1..s_{k-1}}). "left_to_right" picks the leftmost mask; "confidence" the
+    mask whose most likely character is the most probable (never looking at the hidden truth).
+    """
     b, n = x0.shape
     device = x0.device
     canvas = torch.full_like(x0, model.mask_id)
@@ -272,15 +223,9 @@ def reveal_nll_steps(model: nn.Module, x0: torch.Tensor, order: str) -> Iterator
         truth = x0[rows, position]
         nats[rows, position] = -log_probs[rows, position, truth]
         canvas[rows, position] = truth
-        yield nats
-
-
-def check_context(model: nn.Module, context: object) -> None:
-    """A ValueError unless `context` (the characters left-to-right scoring keeps before those it scores past the
-    model's context) is None or an integer in [0, block_size)."""
-    if context is not None and not (is_int(context) and 0 <= context < model.block_size):
-        below = model.block_size
-        raise ValueError(f"context must be in [0, block_size): an integer below {below}, got {described(context)}")
+        if bar is not None:
+            bar.update(b)
+    return nats
 
 
 @torch.no_grad()
@@ -292,14 +237,8 @@ def surprise_steps(
     characters at once. Within the model's context this is `exact_nll`'s left-to-right chain (the same canvases:
     the characters before, then masks), batched; past it each character is read in a window of block_size that
     holds at least `context` characters before it (default block_size // 2). `fast`: the passes run where the
-    sampler's do (an MDLM's `denoise`: its bf16 copy where that is faster here, about 2.3x on CPUs with bf16 units,
-    0.001-0.002 bits per character from the fp32 figure) instead of on the exact fp32 forward."""
-    check_token_ids(tokens, model)
-    check_batch_size(batch_size)
-    check_flag(fast, "fast")
-    check_context(model, context)
+    sampler's do (an MDLM's `denoise`, its bf16 copy where faster: docs/benchmarks.md, Score), not on exact fp32."""
     context = model.block_size // 2 if context is None else context
-    refuse_one_sided(model, "scoring with masks", LIKELIHOOD_OF_EITHER)
     device = next(model.parameters()).device
     tokens = tokens.long().to(device)
     nats = torch.full((tokens.numel(),), float("nan"), device=device)
@@ -322,10 +261,6 @@ def surprise_steps(
 def char_nll(model: nn.Module, tokens: torch.Tensor, order: str = "left_to_right") -> torch.Tensor:
     """-log p, in nats, of each character of a 1-D `tokens` of at most block_size, under `exact_nll`'s chain rule
     (its mean is `exact_nll`): how surprised the model is by each character given those revealed before it."""
-    check_order(model, order)
-    if isinstance(tokens, torch.Tensor) and tokens.dim() == 1 and tokens.numel() > model.block_size:
-        raise ValueError(f"char_nll expects a 1-D tensor of 1 to block_size ({model.block_size}) token ids")
-    check_token_ids(tokens, model)
     device = next(model.parameters()).device
     with evaluating(model):
         return reveal_nll(model, tokens.long()[None].to(device), order)[0].cpu()
@@ -363,12 +298,12 @@ def _accuracies(
     L = min(model.block_size, tokens.numel())
     starts = torch.randint(0, tokens.numel() - L + 1, (num_windows,), generator=generator)
     windows = torch.stack([tokens[s : s + L] for s in starts.tolist()])  # (N, L)
+    device = next(model.parameters()).device
     results = []
     for ratio in ratios:
         num_masked = max(1, round(ratio * L))
         is_masked = random_subset_mask(num_windows, L, torch.tensor([num_masked]), generator)
         noisy = torch.where(is_masked, model.mask_id, windows)
-        device = next(model.parameters()).device
         logits = model(noisy.to(device))
         predictions = logits.argmax(dim=-1).cpu()
         correct = (predictions == windows) & is_masked

@@ -1,4 +1,4 @@
-"""What every inference path shares: the model in eval mode for the call only, and one check of token tensors."""
+"""What every inference path shares: the model in eval mode for the call only, and the checks of its arguments."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 
-from mdlm_hf.checks import described
+from mdlm_hf.checks import described, is_int
 
 
 @contextlib.contextmanager
@@ -65,7 +65,7 @@ MAX_DRAWS = 10_000
 
 def check_integer(value: object, name: str, low: int = 1) -> None:
     """A ValueError unless `value` is an integer (not a bool) >= `low`."""
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+    if not is_int(value) or value < low:
         raise ValueError(f"{name} must be an integer >= {low}, got {described(value)}")
 
 

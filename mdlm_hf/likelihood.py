@@ -1,6 +1,7 @@
 """The exact likelihood of either kind of model, character by character: a diffusion model's chain of reveals
 (mdlm_hf.diffusion), an autoregressive twin's one pass a window (mdlm_hf.autoregressive). Each call checks its
-arguments, then asks the model's objective (mdlm_hf/objectives.py) for its own way of scoring."""
+arguments, then asks the model's objective (mdlm_hf/objectives.py) for its own way of scoring: the functions it calls
+there check nothing again."""
 
 from __future__ import annotations
 
@@ -9,8 +10,7 @@ from collections.abc import Iterator
 import torch
 import torch.nn as nn
 
-from mdlm_hf.checks import described
-from mdlm_hf.diffusion import check_context
+from mdlm_hf.checks import described, is_int
 from mdlm_hf.inference import check_batch_size, check_flag, check_model, check_token_ids
 from mdlm_hf.objectives import objective_of
 
@@ -21,6 +21,14 @@ def check_order(model: nn.Module, order: object) -> None:
     if order not in orders:
         only = " (an autoregressive model reads left to right only)" if len(orders) == 1 else ""
         raise ValueError(f"order must be one of {orders}{only}, got {described(order)}")
+
+
+def check_context(model: nn.Module, context: object) -> None:
+    """A ValueError unless `context` (the characters left-to-right scoring keeps before those it scores past the
+    model's context) is None or an integer in [0, block_size)."""
+    if context is not None and not (is_int(context) and 0 <= context < model.block_size):
+        below = model.block_size
+        raise ValueError(f"context must be in [0, block_size): an integer below {below}, got {described(context)}")
 
 
 def exact_nll(

@@ -15,9 +15,13 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import torch
+
+Item = TypeVar("Item")
 
 # the most characters one canvas (prompt or template included) may hold: about two minutes of writing on two CPU
 # cores (benchmarks/long_text_speed.py); the state of a canvas is a few tensors of its length, so memory is no limit
@@ -82,12 +86,21 @@ def plan_windows(
 
 
 def score_windows(n: int, block_size: int, context: int) -> list[tuple[int, int, int]]:
-    """How left-to-right scoring (`mdlm_hf.likelihood.surprise_steps`) covers n
-    characters: (window start, first scored, end) per window of at most block_size characters; past the first, each
-    window keeps at least `context` characters before the ones it scores."""
+    """How left-to-right scoring (`mdlm_hf.likelihood.surprise_steps`) covers n characters: (window start, first
+    scored, end) per window of at most block_size characters; past the first, each window keeps at least `context`
+    characters before the ones it scores."""
     windows, scored = [(0, 0, min(n, block_size))], min(n, block_size)
     while scored < n:
         start = min(scored - context, n - block_size)
         windows.append((start, scored, start + block_size))
         scored = start + block_size
     return windows
+
+
+def batches_by_length(items: Sequence[Item], length: Callable[[Item], int], batch_size: int) -> Iterator[list[Item]]:
+    """`items` in order, in batches of at most `batch_size` that stack: each batch holds items of one `length` (windows
+    side by side are all block_size long but maybe the last, which goes in a batch of its own)."""
+    for low in range(0, len(items), batch_size):
+        chunk = items[low : low + batch_size]
+        for n in dict.fromkeys(length(item) for item in chunk):  # each length, first seen first
+            yield [item for item in chunk if length(item) == n]

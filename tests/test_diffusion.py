@@ -211,18 +211,6 @@ def test_surprise_steps_is_the_left_to_right_chain_batched(tiny_model):
     assert torch.allclose(steps[-1], char_nll(tiny_model, tokens), atol=1e-5)  # the same canvases, the same numbers
 
 
-@pytest.mark.parametrize("n,context", [(64, 32), (65, 32), (200, 32), (200, 0), (500, 63), (1, 10)])
-def test_score_windows_score_each_character_once_with_its_context(n, context):
-    from mdlm_hf.windows import score_windows
-
-    windows = score_windows(n, 64, context)
-    scored = [i for _, first, end in windows for i in range(first, end)]
-    assert scored == list(range(n))  # every character once, in order
-    for start, first, end in windows:
-        assert 0 <= start <= first <= end <= n and end - start <= 64
-        assert start == 0 or first - start >= context  # past the first window, at least `context` before
-
-
 def test_surprise_steps_past_the_context_and_bad_input(tiny_model):
     from mdlm_hf.likelihood import surprise_steps
 

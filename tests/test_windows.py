@@ -11,7 +11,7 @@ from mdlm_hf import MASK_GLYPH, ORDERS
 from mdlm_hf.pipeline import ended, sample, text_to_canvas
 from mdlm_hf.sampling.options import SamplerOptions
 from mdlm_hf.sampling.state import final_state
-from mdlm_hf.windows import plan_windows, window_steps
+from mdlm_hf.windows import batches_by_length, plan_windows, score_windows, window_steps
 
 BLOCK = 64  # the tiny model's block_size
 
@@ -163,3 +163,21 @@ def test_a_given_character_between_two_blanks_longer_than_the_context_is_infille
     template = "_" * (BLOCK + 40) + "a" + "_" * (BLOCK + 40)
     text = tiny_model.infill(template, order=order, seed=0)
     assert len(text) == len(template) and text[BLOCK + 40] == "a" and MASK_GLYPH not in text
+
+
+@pytest.mark.parametrize("n,context", [(64, 32), (65, 32), (200, 32), (200, 0), (500, 63), (1, 10)])
+def test_score_windows_score_each_character_once_with_its_context(n, context):
+    windows = score_windows(n, 64, context)
+    scored = [i for _, first, end in windows for i in range(first, end)]
+    assert scored == list(range(n))  # every character once, in order
+    for start, first, end in windows:
+        assert 0 <= start <= first <= end <= n and end - start <= 64
+        assert start == 0 or first - start >= context  # past the first window, at least `context` before
+
+
+def test_windows_side_by_side_go_in_batches_of_one_length_in_order():
+    windows = torch.arange(150).split(64)  # 64, 64 and a short 22
+    batches = list(batches_by_length(windows, torch.Tensor.numel, 2))
+    assert [[w.numel() for w in batch] for batch in batches] == [[64, 64], [22]]
+    batches = list(batches_by_length(windows[1:], torch.Tensor.numel, 8))  # one chunk holding both lengths
+    assert [[int(w[0]) for w in batch] for batch in batches] == [[64], [128]]
