@@ -1,5 +1,7 @@
 """The corpus builder on small hand-written Gutenberg plays: headings mapped or the play left out, layout, leakage."""
 
+from collections import Counter
+
 import pytest
 
 from mdlm_hf.data import split_text
@@ -55,7 +57,7 @@ def test_persons_words_reads_the_list_and_singular_plurals(persons):
     ],
 )
 def test_map_heading(persons, heading, expected):
-    assert map_heading(heading, persons, spoken=frozenset({"GUARD"})) == expected
+    assert map_heading(heading, persons, spoken=Counter({"GUARD": 1})) == expected
 
 
 def test_the_left_out_plays_headings_are_mapped_by_speech_ocr_slips_and_a_table():
@@ -178,7 +180,7 @@ def test_cli_refuses_a_missing_text_in_one_line(tmp_path):
 
 
 def test_tinyshakespeares_plays_are_found_by_their_words_short_speeches_by_their_speakers():
-    from training.tinyshakespeare_plays import fill_short_speeches, tinyshakespeare_plays
+    from training.build_corpus import fill_short_speeches, tinyshakespeare_plays
 
     lines_a = [f"the {word} of the morning light upon the hills of {word}town" for word in ("red", "grey", "blue")]
     lines_b = [f"a {word} wind across the water and the {word} ships at sea" for word in ("cold", "dark", "wild")]

@@ -15,6 +15,7 @@ from mdlm_hf import MDLM
 from mdlm_hf.data import split_text
 from tests.training_helpers import export_cli, run
 from training import export
+from training.export_dir import staging_prefix
 
 
 def test_export_round_trips_and_push_is_intercepted(text_file, tmp_path, monkeypatch):
@@ -148,8 +149,8 @@ def test_a_killed_exports_staging_is_cleaned_and_a_full_disk_is_one_line(text_fi
     out, export_dir = tmp_path / "run", tmp_path / "export"
     run(text_file, out, "--max-steps", "2")
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    killed = tmp_path / (export.staging_prefix(export_dir, int(dead.stdout)) + "abcd1234")
-    alive = tmp_path / (export.staging_prefix(export_dir, os.getpid()) + "efgh5678")  # an export running now
+    killed = tmp_path / (staging_prefix(export_dir, int(dead.stdout)) + "abcd1234")
+    alive = tmp_path / (staging_prefix(export_dir, os.getpid()) + "efgh5678")  # an export running now
     for folder in (killed, alive):
         folder.mkdir()
         (folder / "model.safetensors").write_text("half")

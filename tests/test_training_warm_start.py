@@ -91,7 +91,7 @@ def test_the_learning_rate_warms_up_linearly_then_falls_by_a_cosine_to_its_floor
     import math
 
     from training.flags import RunSettings
-    from training.trainer import learning_rate
+    from training.optimizers import learning_rate
 
     args = RunSettings(lr=2e-3, min_lr=2e-4, warmup_steps=100, max_steps=1100)
     assert learning_rate(0, args) == pytest.approx(2e-5) and learning_rate(49, args) == pytest.approx(1e-3)

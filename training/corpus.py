@@ -66,12 +66,11 @@ def read_texts(paths: Iterable[str | Path]) -> str:
 
 @dataclass(frozen=True)
 class TextFacts:
-    """What one pass over the text finds: its length, its distinct characters and its hashes."""
+    """What one pass over the text finds: its length, its distinct characters and its hash."""
 
     chars: int
     characters: str  # sorted: the vocabulary of a new run
     sha256: str
-    md5: str
 
     @property
     def train_chars(self) -> int:
@@ -85,15 +84,13 @@ class TextFacts:
 
 
 def scan_text(paths: Iterable[str | Path]) -> TextFacts:
-    """One streamed pass over the files: length, characters, sha256 and md5 of the text's UTF-8 bytes."""
-    sha256, md5, characters, chars = hashlib.sha256(), hashlib.md5(), set(), 0
+    """One streamed pass over the files: length, characters and the sha256 of the text's UTF-8 bytes."""
+    sha256, characters, chars = hashlib.sha256(), set(), 0
     for chunk in text_chunks(paths):
-        payload = chunk.encode("utf-8")
-        sha256.update(payload)
-        md5.update(payload)
+        sha256.update(chunk.encode("utf-8"))
         characters.update(chunk)
         chars += len(chunk)
-    return TextFacts(chars, "".join(sorted(characters)), sha256.hexdigest(), md5.hexdigest())
+    return TextFacts(chars, "".join(sorted(characters)), sha256.hexdigest())
 
 
 def token_dtype(vocab: str) -> np.dtype:
@@ -142,7 +139,6 @@ def tokenize(
     dtype = token_dtype(vocab)
     meta = {
         "sha256": facts.sha256,
-        "md5": facts.md5,
         "vocab": vocab,
         "dtype": dtype.name,
         "train_tokens": facts.train_chars + (len(SEPARATOR) + extra.chars if extra else 0),
@@ -152,14 +148,12 @@ def tokenize(
         if extra
         else None,
     }
-    hashes = {(meta["sha256"], (meta["train_extra"] or {}).get("sha256"))}
-    earlier = []
+    earlier: dict[tuple, dict] = {}
     for record in earlier_texts:  # each text once, the current one not among them
-        if (key := (record.get("sha256"), record.get("train_extra_sha256"))) not in hashes:
-            hashes.add(key)
-            earlier.append(record)
+        earlier.setdefault((record.get("sha256"), record.get("train_extra_sha256")), record)
+    earlier.pop((facts.sha256, extra.sha256 if extra else None), None)
     if earlier:
-        meta["earlier_texts"] = earlier
+        meta["earlier_texts"] = list(earlier.values())
     if not _holds(directory, meta):
         total = facts.chars + (extra.chars if extra else 0)
         print(f"tokenizing {total:,} characters into {directory / 'train.bin'} and val.bin...", flush=True)
@@ -216,9 +210,9 @@ def _holds(directory: Path, meta: dict) -> bool:
     except (OSError, ValueError):
         return False
     keys = ("sha256", "vocab", "dtype", "train_tokens", "val_tokens")
-    if (stored.get("train_extra") or {}).get("sha256") != (meta["train_extra"] or {}).get("sha256"):
-        return False
     if not isinstance(stored, dict) or any(stored.get(k) != meta[k] for k in keys):
+        return False
+    if (stored.get("train_extra") or {}).get("sha256") != (meta["train_extra"] or {}).get("sha256"):
         return False
     itemsize = np.dtype(meta["dtype"]).itemsize
     sizes = (meta["train_tokens"] * itemsize, meta["val_tokens"] * itemsize)
@@ -241,23 +235,27 @@ def _write_tokens(
     and the extra files' ids to train.bin (atomically)."""
     lookup = np.zeros(MAX_CODE_POINT + 1, dtype=dtype)  # code point -> id
     lookup[[ord(c) for c in vocab]] = np.arange(len(vocab), dtype=dtype)
+
+    def ids(chunk: str) -> np.ndarray:
+        return lookup[np.frombuffer(chunk.encode("utf-32-le"), dtype=np.uint32)]
+
     temporaries = [tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp") for name in TOKEN_FILES]
     try:
         sha256, position = hashlib.sha256(), 0
         with os.fdopen(temporaries[0][0], "wb") as train, os.fdopen(temporaries[1][0], "wb") as val:
             for chunk in text_chunks(paths):
                 sha256.update(chunk.encode("utf-8"))
-                ids = lookup[np.frombuffer(chunk.encode("utf-32-le"), dtype=np.uint32)]
-                head = max(0, min(len(ids), facts.train_chars - position))
-                train.write(ids[:head].tobytes())
-                val.write(ids[head:].tobytes())
-                position += len(ids)
+                chunk_ids = ids(chunk)
+                head = max(0, min(len(chunk_ids), facts.train_chars - position))
+                train.write(chunk_ids[:head].tobytes())
+                val.write(chunk_ids[head:].tobytes())
+                position += len(chunk_ids)
             if extra is not None:
                 extra_sha256 = hashlib.sha256()
-                train.write(lookup[np.frombuffer(SEPARATOR.encode("utf-32-le"), dtype=np.uint32)].tobytes())
+                train.write(ids(SEPARATOR).tobytes())
                 for chunk in text_chunks(extra_paths):
                     extra_sha256.update(chunk.encode("utf-8"))
-                    train.write(lookup[np.frombuffer(chunk.encode("utf-32-le"), dtype=np.uint32)].tobytes())
+                    train.write(ids(chunk).tobytes())
                 if extra_sha256.hexdigest() != extra.sha256:
                     raise ValueError("the --train-extra text changed while it was being read; run again")
             for file in (train, val):
@@ -275,7 +273,7 @@ def _write_tokens(
 
 def download_tinyshakespeare(destination: Path) -> Path:
     """Downloads TinyShakespeare to `destination` (atomically) and verifies its md5."""
-    if destination.is_file() and md5_of(destination.read_bytes()) == TINYSHAKESPEARE_MD5:
+    if destination.is_file() and hashlib.md5(destination.read_bytes()).hexdigest() == TINYSHAKESPEARE_MD5:
         return destination
     try:
         with urllib.request.urlopen(TINYSHAKESPEARE_URL, timeout=30) as response:
@@ -285,14 +283,9 @@ def download_tinyshakespeare(destination: Path) -> Path:
             f"could not download TinyShakespeare from {TINYSHAKESPEARE_URL} ({error}); "
             "pass --data PATH to train on a local file"
         ) from error
-    digest = md5_of(payload)
+    digest = hashlib.md5(payload).hexdigest()
     if digest != TINYSHAKESPEARE_MD5:
         raise RuntimeError(f"downloaded TinyShakespeare has md5 {digest}, expected {TINYSHAKESPEARE_MD5}; not using it")
     destination.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(destination, payload)
     return destination
-
-
-def md5_of(payload: bytes) -> str:
-    """The hex md5 of `payload` (how TinyShakespeare is recognised)."""
-    return hashlib.md5(payload).hexdigest()

@@ -27,11 +27,6 @@ from training.corpus import read_texts
 NLL_BATCH = 64  # windows (a twin) or canvases (a diffusion model's reveal chain) a pass of the exact NLL reads
 
 
-def plot_accuracy(results: list[tuple[float, float]], path: Path) -> None:
-    """Writes the accuracy-vs-mask-ratio figure to `path`."""
-    accuracy_figure(results).savefig(path, dpi=120)
-
-
 def evaluate_model(
     model: MDLM,
     val_text: str,

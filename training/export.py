@@ -3,28 +3,14 @@
     python -m training.export --run-dir runs/shakespeare --export-dir pretrained/mdlm-shakespeare-char \\
         --data ../shared/data/tinyshakespeare.txt [--push-to-hub user/mdlm-shakespeare-char]
 
-The export holds model.safetensors, config.json, a model card README.md with measured metrics,
-training_curve.png, accuracy_vs_mask_ratio.png, metrics.json, words.txt (the training split's
-word list, used by the app's valid-word metric) and demo.json (the app's title subject, prompt, infill
-examples and sample text for this model), casts.json (each play's speakers, which keep_cast keeps
-headings to: training/casts.py), plus the images beside or below the --recipe
-markdown that it links, and .mdlm_export.json, the list of the files it wrote. It is written to a temporary
-directory and then swapped in, so an interrupted export never leaves a half-written model behind. The swap
-replaces the export directory, so that must be new, empty or an earlier export holding only the files its
-list names; anything else is refused. --data must be the text the run trained on (its tokens.json records
-the text's hash); --other-data measures the card's metrics on another text. words.txt holds every word of
-the training text but stray letters and a foreign passage's words seen once
-(mdlm_hf.metrics.not_words): --private keeps the pushed repo private.
-
-The card describes the run's own data: --dataset-name, its size, --license and --language in the front
-matter (omitted when not given), the measured validation NELBO as a model-index entry, a usage example
-whose prompt and infill template come from the validation text, and the repo id when pushed. Lines
-about Shakespeare, and `datasets: karpathy/tiny_shakespeare`, language en and license mit (unless given),
-appear only when the text is TinyShakespeare (recognised by its md5).
-
-An autoregressive twin's run (training.train --objective ar) exports the same way, with its own card
-(mdlm_hf/twin_card.md): its exact validation NLL where the diffusion model's card has the NELBO, and no
-accuracy_vs_mask_ratio.png.
+The export holds model.safetensors, config.json, a model card README.md with measured metrics (training/card.py),
+training_curve.png, accuracy_vs_mask_ratio.png (a diffusion model's), metrics.json, words.txt (the training text's
+words, for the app's valid-word metric), demo.json (the app's subject, prompt and examples), casts.json (each play's
+speakers: training/casts.py), the images the --recipe markdown links, and .mdlm_export.json, the list of the files it
+wrote. It is written beside the export directory and swapped in (training/export_dir.py), so the directory must be
+new, empty or an earlier export. --data must be the text the run trained on (its tokens.json records the text's
+hash); --other-data measures the card's metrics on another text. An autoregressive twin's run exports the same way,
+with its own card (mdlm_hf/twin_card.md).
 """
 
 from __future__ import annotations
@@ -35,40 +21,27 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 from safetensors import SafetensorError
 
 from mdlm_hf import MDLM
-from mdlm_hf.data import atomic_write_bytes, split_text
+from mdlm_hf.data import split_text
 from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
 from mdlm_hf.metrics import save_word_list
 from mdlm_hf.objectives import objective_of
-from training.card import (
-    TrainingData,
-    demo_metadata,
-    describe_training_data,
-    model_card_details,
-    python_string,
-    training_stages,
-)
-from training.casts import text_casts, training_casts, write_casts
+from mdlm_hf.plots import accuracy_figure
+from training.card import TrainingData, demo_metadata, describe_training_data, model_card_details, training_stages
+from training.casts import training_casts, write_casts
 from training.checkpoints import RunError, build_model, load_checkpoint, prepare_dir
 from training.corpus import SEPARATOR, read_texts, scan_text, texts_trained_on
-from training.evaluate import evaluate_model, plot_accuracy
-from training.export_dir import (
-    apply_umask,
-    check_export_dir,
-    remove_stale_staging,
-    replace_directory,
-    staging_prefix,
-    write_manifest,
-)
+from training.evaluate import evaluate_model
+from training.export_dir import check_export_dir, staged
 from training.flags import CARD_FLAGS, add_flags
 from training.plots import training_curve_figure
-from training.run_options import repo_id_problem
+from training.push_to_hub import push_to_hub
+from training.run_options import push_problem
 from training.weights import BF16_TOLERANCE, ELBO_SAMPLES, WEIGHTS_DTYPES, choose_weights, write_weights
 
 EXPORT_FILES = (
@@ -135,128 +108,57 @@ def export_model(
     train_text: str,
     val_text: str,
     run: dict,
-    history: dict,
-    recipe_notes: str = "",
-    attachments: Iterable[Path] = (),
+    data: TrainingData,
+    casts: dict,
+    recipe: tuple[str, Iterable[Path]] = ("", ()),
     weights_dtype: str = "auto",
-    data: TrainingData | None = None,
     repo_id: str | None = None,
-    casts: dict | None = None,
 ) -> dict:
-    """Writes the Hub-ready directory for `model` (atomically); returns the evaluation report.
+    """Writes the Hub-ready directory for `model` (staged, then swapped in); returns the evaluation report.
 
-    `export_dir` must be new, empty or an earlier export (check_export_dir): the export replaces it.
-    `data`: what the card says of the text (default: `describe_training_data` of it, with no name or terms);
-    `repo_id`: the Hub repo it will be pushed to, for the card's usage example and model-index. `casts`: casts.json's
-    content (`training.casts.training_casts`; default: the training text one play).
+    `data`: what the card says of the training and validation texts (`describe_training_data`);
+    `casts`: casts.json's content; `recipe`: the card's recipe notes and the images they link (`recipe_with_images`);
+    `repo_id`: the Hub repo it will be pushed to, for the card's usage example and model-index.
     """
-    export_dir = Path(os.path.abspath(export_dir))
-    check_export_dir(export_dir)
-    prepare_dir(export_dir.parent, "--export-dir's parent")
     if weights_dtype == "auto":
         score = objective_of(model).score_label
         print(f"export: measuring the validation {score} of fp32 and bf16 weights...", flush=True)
-    data = data if data is not None else describe_training_data(model, train_text, val_text)
     model, weights_facts, score = choose_weights(model, val_text, weights_dtype)
     # what the shipped weights score (their validation score, with the same masks, was measured by the choice)
     print(f"export: evaluating the {weights_facts['weights_dtype']} weights for the model card...", flush=True)
     report = {**evaluate_model(model, val_text, ELBO_SAMPLES, score=score, progress=True), **weights_facts}
     print(f"export: writing {export_dir}...", flush=True)
     model = model.cpu()  # the files are written from host memory, wherever the evaluation ran
-    remove_stale_staging(export_dir)
-    staging = Path(tempfile.mkdtemp(dir=export_dir.parent, prefix=staging_prefix(export_dir, os.getpid())))
+    name = repo_id.split("/")[-1] if repo_id else export_dir.name
+    card = model_card_details(model, report, run, recipe[0], data=data, repo_id=repo_id, model_name=name)
     try:
-        name = repo_id.split("/")[-1] if repo_id else export_dir.name
-        card = model_card_details(model, report, run, recipe_notes, data=data, repo_id=repo_id, model_name=name)
-        model.save_pretrained(staging, model_card_kwargs=card)
-        write_weights(model, staging, report["weights_dtype"])
-        left_out = save_word_list(train_text, staging / "words.txt")
-        print(f"export: words.txt leaves out {left_out} words: stray letters, a foreign passage's (mdlm_hf.metrics)")
-        write_casts(casts if casts is not None else text_casts(train_text), staging / "casts.json")
-        demo = demo_metadata(model, data, val_text)
-        (staging / "demo.json").write_text(json.dumps(demo, indent=2, ensure_ascii=False), encoding="utf-8")
-        write_figures(model, report, history, attachments, staging)
-        write_metrics(report, run, data, staging)
-        write_manifest(staging)
-        apply_umask(staging)
-        replace_directory(staging, export_dir)
+        with staged(export_dir) as staging:
+            model.save_pretrained(staging, model_card_kwargs=card)
+            write_weights(model, staging, report["weights_dtype"])
+            left_out = save_word_list(train_text, staging / "words.txt")
+            print(
+                f"export: words.txt leaves out {left_out} words: stray letters, a foreign passage's (mdlm_hf.metrics)"
+            )
+            write_casts(casts, staging / "casts.json")
+            demo = json.dumps(demo_metadata(model, data, val_text), indent=2, ensure_ascii=False)
+            (staging / "demo.json").write_text(demo, encoding="utf-8")
+            write_figures(model, report, run.get("history", {}), recipe[1], staging)
+            facts = {k: run.get(k) for k in ("step", "tokens_seen", "wall_time")}
+            facts["stages"] = training_stages(run, data)  # the lineage a later --init-from of this export extends
+            (staging / "metrics.json").write_text(json.dumps({**report, "training": facts}, indent=2))
     except (OSError, SafetensorError) as error:  # a full disk, a file size limit: one line, nothing half-written
-        shutil.rmtree(staging, ignore_errors=True)
         reason = getattr(error, "strerror", None) or str(error)
         raise ValueError(f"could not write the export beside {export_dir} ({reason}); it was left as it was") from None
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return report
 
 
 def write_figures(model: MDLM, report: dict, history: dict, attachments: Iterable[Path], staging: Path) -> None:
     """The card's figures (accuracy by mask ratio, a diffusion model's; the training curve) and the recipe's images."""
     if "accuracy_by_mask_ratio" in report:  # a diffusion model's
-        plot_accuracy(report["accuracy_by_mask_ratio"], staging / "accuracy_vs_mask_ratio.png")
+        accuracy_figure(report["accuracy_by_mask_ratio"]).savefig(staging / "accuracy_vs_mask_ratio.png", dpi=120)
     training_curve_figure(history, objective_of(model).score_label).savefig(staging / "training_curve.png", dpi=120)
     for attachment in attachments:  # the images the card's recipe section shows
         shutil.copyfile(attachment, staging / Path(attachment).name)
-
-
-def write_metrics(report: dict, run: dict, data: TrainingData, staging: Path) -> None:
-    """metrics.json: the evaluation report and the training's facts."""
-    facts = {k: run.get(k) for k in ("step", "tokens_seen", "wall_time")}
-    facts["stages"] = training_stages(run, data)  # the lineage a later --init-from of this export extends
-    (staging / "metrics.json").write_text(json.dumps({**report, "training": facts}, indent=2))
-
-
-def push_to_hub(export_dir: Path, repo_id: str, token: str | None = None, private: bool = False) -> str:
-    """Creates the model repo if needed and uploads the export directory; returns the commit URL.
-
-    `private`: a new repo is created private, and an existing public one is refused (it would stay public).
-    No network or no credentials is a RunError saying so.
-    """
-    from huggingface_hub import HfApi
-
-    export_dir = Path(export_dir)
-    missing = [f for f in ("config.json", "model.safetensors", "README.md") if not (export_dir / f).is_file()]
-    if missing:
-        raise ValueError(f"{export_dir} is not an export directory: missing {', '.join(missing)}")
-    if problem := repo_id_problem(repo_id):
-        raise ValueError(problem)
-    try:  # what users will load: refused here rather than uploaded broken (a truncated model.safetensors)
-        MDLM.from_pretrained(export_dir, fast=False)
-    except Exception as error:
-        raise ValueError(f"{export_dir} does not load as a model, so it is not pushed: {error}") from None
-    card_path = export_dir / "README.md"
-    card_before = card_path.read_bytes()
-    name_repo_in_card(card_path, repo_id)
-    print(f"pushing {export_dir} to the {'private' if private else 'public'} repo {repo_id}...", flush=True)
-    try:
-        api = HfApi(token=token)
-        api.create_repo(repo_id, repo_type="model", private=private, exist_ok=True)
-        if private and not api.repo_info(repo_id, repo_type="model").private:
-            raise RunError(f"{repo_id} exists and is public; make it private on the Hub first, or omit --private")
-        commit = api.upload_folder(
-            folder_path=str(export_dir), repo_id=repo_id, repo_type="model", commit_message="Upload mdlm_hf model"
-        )
-    except BaseException as error:
-        if card_path.read_bytes() != card_before:  # a failed push leaves the export as it was, byte for byte
-            atomic_write_bytes(card_path, card_before)
-        if isinstance(error, RunError) or not isinstance(error, Exception):  # Ctrl-C, exit: as they are
-            raise
-        first_line = (str(error).strip().splitlines() or [""])[0]
-        raise RunError(
-            f"could not push to {repo_id} ({type(error).__name__}: {first_line}); check the network and log in "
-            f"with `hf auth login` (or set HF_TOKEN); the export in {export_dir} is complete: push it later with "
-            f"python -m training.push_to_hub {export_dir} {repo_id}"
-        ) from error
-    return str(commit)
-
-
-def name_repo_in_card(card_path: Path, repo_id: str) -> None:
-    """Points the card's usage example (its first `MDLM.from_pretrained("...")`) at `repo_id`, if it is elsewhere."""
-    card = card_path.read_text(encoding="utf-8")
-    usage = f"MDLM.from_pretrained({python_string(repo_id)})"
-    named = re.sub(r'MDLM\.from_pretrained\("[^"\n]*"\)', lambda _: usage, card, count=1)
-    if named != card:
-        atomic_write_bytes(card_path, named.encode("utf-8"))
 
 
 def export_run(
@@ -277,42 +179,29 @@ def export_run(
 ) -> dict:
     """Exports the best checkpoint of a run (the latest if none was kept) and optionally uploads it.
 
-    `data_path`: the training text, or its files in the order training joined them. `train_extra`: the files that
-    joined the training split only (training's --train-extra). `device`: where the export's evaluation runs.
-    `private`: the pushed repo is private. `recipe_root`: the directory the recipe's images may come from
-    (default: the recipe's own). `dataset_name`, `license`, `language`: what the card says of the text and the
-    model's terms (default: the data files' names, and none; TinyShakespeare's own for it). The text must be one
-    the run trained on (its tokens.json says which), unless `other_data` asks for another.
+    `data_path`: the training text, or its files in the order training joined them; `train_extra`: the files that
+    joined the training split only. The text must be one the run trained on, unless `other_data` asks for another.
+    The other arguments are python -m training.export's flags.
     """
-    run_dir = Path(run_dir)
-    check_export_dir(Path(export_dir), run_dir)
+    run_dir, export_dir = Path(run_dir), Path(os.path.abspath(export_dir))
+    check_export_dir(export_dir, run_dir)
     run, model = load_run(run_dir)
-    model = model.to(device)
     data_paths = [data_path] if isinstance(data_path, (str, Path)) else list(data_path)
     extra_paths = list(train_extra)
     if not other_data:
         check_run_text(run_dir, data_paths, extra_paths)
     train_text, val_text, data = run_texts(model, data_paths, extra_paths, dataset_name, license, language)
     casts = training_casts(data_paths, extra_paths)
-    recipe_notes, attachments = recipe_with_images(recipe_path, recipe_root) if recipe_path else ("", [])
+    recipe = recipe_with_images(recipe_path, recipe_root) if recipe_path else ("", [])
+    prepare_dir(export_dir.parent, "--export-dir's parent")
+    model = model.to(device)
     report = export_model(
-        model,
-        Path(export_dir),
-        train_text,
-        val_text,
-        run,
-        run.get("history", {}),
-        recipe_notes,
-        attachments,
-        weights_dtype,
-        data,
-        push_to_hub_repo,
-        casts,
+        model, export_dir, train_text, val_text, run, data, casts, recipe, weights_dtype, push_to_hub_repo
     )
     label, nats = objective_of(model).score_label, report[f"val_{objective_of(model).score}_nats_per_char"]
     print(f"exported to {export_dir}: validation {label} {nats:.4f} nats/char")
     if push_to_hub_repo:
-        print(f"pushed: {push_to_hub(Path(export_dir), push_to_hub_repo, private=private)}")
+        print(f"pushed: {push_to_hub(export_dir, push_to_hub_repo, private=private)}")
     return report
 
 
@@ -417,13 +306,9 @@ def main(argv: list[str] | None = None) -> None:
     """`python -m training.export`: the flags checked before any work, then the export, its failures as one line."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.private and not args.push_to_hub:
-        parser.error("--private needs --push-to-hub")
     if args.recipe_root and not args.recipe:
         parser.error("--recipe-root needs --recipe")
-    if args.push_to_hub is not None and (problem := repo_id_problem(args.push_to_hub)):
-        parser.error(f"--push-to-hub {problem}")
-    if problem := device_problem(args.device):
+    if problem := push_problem(args.push_to_hub, args.private) or device_problem(args.device):
         parser.error(problem)
     try:
         export_run(

@@ -10,6 +10,9 @@ import json
 import os
 import re
 import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 MANIFEST = ".mdlm_export.json"  # the export's list of the files it wrote, which the next export may replace
@@ -88,6 +91,22 @@ def staging_prefix(export_dir: Path, pid: int) -> str:
     return f".{export_dir.name}.{pid}."
 
 
+@contextmanager
+def staged(export_dir: Path) -> Iterator[Path]:
+    """A staging folder beside `export_dir` for the block to write an export into; when the block ends, its manifest
+    is written and it is swapped in; when the block fails, it is removed. Killed exports' folders are removed first."""
+    remove_stale_staging(export_dir)
+    staging = Path(tempfile.mkdtemp(dir=export_dir.parent, prefix=staging_prefix(export_dir, os.getpid())))
+    try:
+        yield staging
+        write_manifest(staging)
+        apply_umask(staging)
+        replace_directory(staging, export_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
 def remove_stale_staging(export_dir: Path) -> None:
     """Removes the staging folders of exports that were killed (their process is gone): each left a hidden
     `.NAME.PID.xxxxxxxx` beside the directory, which no later export cleaned. The limit: "gone" means not running on
@@ -114,25 +133,19 @@ def process_alive(pid: int) -> bool:
     return True
 
 
-def current_umask() -> int:
-    """The process's umask (read by setting it, then setting it back)."""
-    umask = os.umask(0)
-    os.umask(umask)
-    return umask
-
-
 def apply_umask(staging: Path) -> None:
     """Gives the staging directory and its files the modes the umask gives (mkdtemp's is 0700, mkstemp's 0600)."""
-    umask = current_umask()
+    umask = os.umask(0)  # read by setting it, then set back
+    os.umask(umask)
     for entry in staging.iterdir():
         entry.chmod(0o666 & ~umask)
     staging.chmod(0o777 & ~umask)
 
 
-def arrived_while_swapping(export_dir: Path, foreign: list[str]) -> ValueError:
-    """The refusal when files the export did not write came into `export_dir` while it swapped (put back)."""
+def gained_files(export_dir: Path, foreign: list[str], during: str) -> ValueError:
+    """The refusal when files the export did not write came into `export_dir` while it ran or swapped."""
     return ValueError(
-        f"{export_dir} gained files the export did not write while it swapped ({', '.join(foreign[:5])}): it was "
+        f"{export_dir} gained files the export did not write while it {during} ({', '.join(foreign[:5])}): it was "
         "left as it is; move them elsewhere and export again"
     )
 
@@ -169,15 +182,12 @@ def replace_directory(staging: Path, export_dir: Path) -> None:
         shutil.rmtree(old)
     foreign = foreign_entries(export_dir) if export_dir.exists() else []
     if foreign:  # checked at the start of the export too: these came while it ran
-        raise ValueError(
-            f"{export_dir} gained files the export did not write while it ran ({', '.join(foreign[:5])}): it was "
-            "left as it is; move them elsewhere and export again"
-        )
+        raise gained_files(export_dir, foreign, "ran")
     if export_dir.exists() and exchanged(staging, export_dir):  # one step: at every instant the old or the new
         foreign = foreign_entries(staging)  # the earlier export, under the staging folder's name: what came since
         if foreign:
             exchanged(staging, export_dir)  # swapped back, the user's files with it
-            raise arrived_while_swapping(export_dir, foreign)
+            raise gained_files(export_dir, foreign, "swapped")
         shutil.rmtree(staging, ignore_errors=True)
         return
     if export_dir.exists():
@@ -185,6 +195,6 @@ def replace_directory(staging: Path, export_dir: Path) -> None:
         foreign = foreign_entries(old)  # what came between the check above and the rename is in `old` now
         if foreign:
             old.rename(export_dir)
-            raise arrived_while_swapping(export_dir, foreign)
+            raise gained_files(export_dir, foreign, "swapped")
     staging.rename(export_dir)
     shutil.rmtree(old, ignore_errors=True)

@@ -334,18 +334,3 @@ def add_flags(parser: argparse.ArgumentParser, flags: tuple[Flag, ...] = FLAGS) 
         else:
             options |= {"type": f.parse or f.kind, "choices": f.choices, "nargs": f.nargs, "metavar": f.metavar}
         parser.add_argument(f.option, **{key: value for key, value in options.items() if value is not None})
-
-
-def flag_choices() -> dict[str, Collection]:
-    """The choices of each flag that has them, by its setting's name."""
-    return {f.name: f.choices for f in FLAGS if f.choices is not None}
-
-
-def list_flags() -> set[str]:
-    """The flags that take several values (file names), by their settings' names."""
-    return {f.name for f in FLAGS if f.nargs is not None}
-
-
-def flag_kinds() -> dict[str, type]:
-    """Each single-valued flag's Python type (bool, int, float or str), by its setting's name."""
-    return {f.name: f.kind for f in FLAGS if f.nargs is None}

@@ -1,6 +1,9 @@
-"""The optimizers of a run: AdamW for everything, or Muon for the blocks' matrices and AdamW for the rest."""
+"""The optimizers of a run: AdamW for everything, or Muon for the blocks' matrices and AdamW for the rest; and their
+learning-rate schedule."""
 
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn as nn
@@ -49,8 +52,17 @@ def build_optimizers(model: nn.Module, args: RunSettings, fused: bool = False) -
     return [*optimizers, adamw]
 
 
-def set_learning_rates(optimizers: list[torch.optim.Optimizer], factor: float) -> None:
-    """Every group at `factor` times its own peak learning rate (the schedule is shared)."""
+def learning_rate(step: int, args: RunSettings) -> float:
+    """Linear warmup, then cosine decay from lr to min_lr at max_steps."""
+    if step < args.warmup_steps:
+        return args.lr * (step + 1) / args.warmup_steps
+    progress = min(1.0, (step - args.warmup_steps) / max(1, args.max_steps - args.warmup_steps))
+    return args.min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (args.lr - args.min_lr)
+
+
+def set_learning_rates(optimizers: list[torch.optim.Optimizer], step: int, args: RunSettings) -> None:
+    """Every group at the schedule's point of `step`: its own peak learning rate, scaled as the schedule scales lr."""
+    factor = learning_rate(step, args) / args.lr
     for optimizer in optimizers:
         for group in optimizer.param_groups:
             group["lr"] = group["peak_lr"] * factor

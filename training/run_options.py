@@ -13,6 +13,7 @@ from mdlm_hf.model import check_config
 from mdlm_hf.objectives import objective_named
 from training.flags import (
     FLAGS,
+    FLAGS_BY_NAME,
     MACHINE_FLAGS,
     OBJECTIVE_SETTINGS,
     RESUMABLE_CHANGES,
@@ -20,9 +21,6 @@ from training.flags import (
     RunSettings,
     add_flags,
     flag,
-    flag_choices,
-    flag_kinds,
-    list_flags,
 )
 from training.tracking import missing_package
 
@@ -78,6 +76,15 @@ def repo_id_problem(repo_id: str) -> str | None:
     return None
 
 
+def push_problem(repo_id: str | None, private: bool) -> str | None:
+    """What is wrong with --push-to-hub and --private (train's and export's), or None."""
+    if repo_id is not None and (problem := repo_id_problem(repo_id)):
+        return f"--push-to-hub {problem}"
+    if private and not repo_id:
+        return "--private needs --push-to-hub"
+    return None
+
+
 def settings_problem(args: RunSettings) -> str | None:
     """What is wrong with the flags taken together (on a resume: the run's own merged with the typed ones), or None."""
     if args.min_lr > args.lr:
@@ -86,10 +93,8 @@ def settings_problem(args: RunSettings) -> str | None:
         return f"--max-steps {args.max_steps} is below --warmup-steps {args.warmup_steps}"
     if args.push_to_hub is not None and not args.export_dir:
         return "--push-to-hub needs --export-dir"
-    if args.push_to_hub is not None and (problem := repo_id_problem(args.push_to_hub)):
-        return f"--push-to-hub {problem}"
-    if args.private and not args.push_to_hub:
-        return "--private needs --push-to-hub"
+    if problem := push_problem(args.push_to_hub, args.private):
+        return problem
     if args.new_data and not args.resume:
         return "--new-data needs --resume: a new run trains on its --data anyway"
     objective = objective_named(args.objective)
@@ -153,19 +158,19 @@ def resumed_args(args: RunSettings, explicit: set[str], saved: dict) -> RunSetti
 
 def saved_setting_problem(saved: dict) -> str | None:
     """What is wrong with a checkpoint's saved flag whose value is not of its flag's type (a number for --lr, a whole
-    number for --max-steps...), or None; flags unknown to this version, and lists, are not checked."""
-    kinds, choices, lists = flag_kinds(), flag_choices(), list_flags()
+    number for --max-steps, a list of file names...), or None; flags unknown to this version are not checked."""
     for name, value in sorted(saved.items()):
-        if name in lists and value is not None:
+        f = FLAGS_BY_NAME.get(name)
+        if f is None or (value is None and f.kind is not bool):  # None: a flag that was not given
+            continue
+        if f.nargs is not None:
             if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
                 return f"{flag(name)} is {repr(value)[:40]}, not a list of file names"
             continue
-        kind = kinds.get(name)
-        if kind is None or (value is None and kind is not bool):  # None: a flag that was not given
-            continue
-        if name in choices and value not in choices[name]:
-            return f"{flag(name)} is {repr(value)[:40]}, not one of {', '.join(map(str, choices[name]))}"
+        if f.choices is not None and value not in f.choices:
+            return f"{flag(name)} is {repr(value)[:40]}, not one of {', '.join(map(str, f.choices))}"
         # a float flag takes a whole number too; a bool is an int to isinstance, but never a count or a number
+        kind = f.kind
         fits = isinstance(value, (int, float) if kind is float else kind) and (kind is bool or type(value) is not bool)
         if not fits:
             words = {bool: "true or false", int: "a whole number", float: "a number", str: "text"}[kind]

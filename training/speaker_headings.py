@@ -70,7 +70,7 @@ def persons_words(gutenberg: str) -> frozenset[str]:
     return frozenset(words)
 
 
-def map_heading(heading: str, persons: frozenset[str], spoken: Counter[str] | frozenset[str]) -> str | None:
+def map_heading(heading: str, persons: frozenset[str], spoken: Counter[str]) -> str | None:
     """A Gutenberg heading ("Ber.", "1 Clown.", "KING HENRY V.") as TinyShakespeare names the speaker ("BERNARDO",
     "First Clown", "KING HENRY V"). Each word is a person's word, or abbreviates one (of several, the one the play
     speaks most), or (abbreviating none) is a word the play speaks ("GUARD"), or is an OCR slip of one person's
@@ -97,16 +97,16 @@ def map_heading(heading: str, persons: frozenset[str], spoken: Counter[str] | fr
     return f"{ordinal} {name.title()}" if ordinal else name
 
 
-def most_spoken(words: set[str], spoken: Counter[str] | frozenset[str]) -> set[str]:
+def most_spoken(words: set[str], spoken: Counter[str]) -> set[str]:
     """Of the persons' words a heading abbreviates, the one the play speaks most (the list's singulars of names,
     POLONIU, are never spoken); all of them when two are spoken as often."""
-    counts = {word: spoken[word] if isinstance(spoken, Counter) else int(word in spoken) for word in words}
+    counts = {word: spoken[word] for word in words}
     best = max(counts.values())
     top = {word for word, count in counts.items() if count == best}
     return top if best > 0 else words
 
 
-def ocr_slip(word: str, persons: frozenset[str], spoken: Counter[str] | frozenset[str]) -> str | None:
+def ocr_slip(word: str, persons: frozenset[str], spoken: Counter[str]) -> str | None:
     """The one person's word that `word` (5 letters or more) is an OCR slip of, a letter or two dropped or changed
     ("ANDARUS" -> PANDARUS, "PERACLES" -> PERICLES; of several, the one the play speaks most); None for none, or
     several as often spoken."""

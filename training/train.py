@@ -5,22 +5,15 @@
     torchrun --nproc_per_node 2 -m training.train --data input.txt     # data-parallel
     python -m training.train --out-dir runs/shakespeare --resume       # continue where it stopped
 
-The defaults are the best recipe found for a CPU (training/RECIPE.md): Muon, RMSNorm, ReLU^2, QK-norm, zero-init
-residuals, EMA 0.999, uniform loss weighting; d256 L6, 4 heads, 256-character context, 8,192 tokens per step,
-1,500 steps: about 30 minutes on two CPU cores with bf16. An estimate is printed after the first steps.
-
-Reads top to bottom, as main runs it: arguments (or a checkpoint's), the run directory and processes, the data,
-the trainer (training/trainer.py: model, optimizers, steps, evaluations, checkpoints), the loop, the export.
-The text is tokenized once into the run directory (train.bin / val.bin, memory-mapped: see training/corpus.py).
-Checkpoints are written atomically, so killing the run at any moment keeps the last good one; one is
-saved every --save-minutes and at every evaluation. Ctrl-C (or SIGTERM) saves and exits cleanly.
-Each evaluation prints a few samples; --tracker also logs the metrics to TensorBoard or trackio (training/tracking.py).
+The defaults are the best recipe found for a CPU (training/RECIPE.md); an estimate is printed after the first steps.
+Reads top to bottom, as main runs it: arguments (or a checkpoint's), the run directory and processes, the data
+(tokenized once into the run directory: training/corpus.py), the trainer (training/trainer.py), the loop, the export.
+Checkpoints are written atomically, every --save-minutes and at every evaluation; Ctrl-C (or SIGTERM) saves and exits.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import sys
@@ -33,7 +26,6 @@ import torch.distributed as dist
 from mdlm_hf.objectives import objective_for_config
 from training.checkpoints import RESUME_KEYS, RunError, load_checkpoint, prepare_dir, starting_point
 from training.corpus import (
-    TOKENS_META,
     Corpus,
     TextFacts,
     download_tinyshakespeare,
@@ -189,12 +181,9 @@ def prepare_corpus(args: RunSettings, processes: Processes, files: list[Path], v
 def check_same_text(out_dir: Path, facts: TextFacts, files: list[Path]) -> None:
     """A ValueError naming both texts when a resumed run is given another text than it trained on: its validation
     split would change under the run, and its curve would no longer be one curve (--new-data asks for it)."""
-    try:
-        trained = json.loads((out_dir / TOKENS_META).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return  # no record of the run's text (an older run): nothing to compare with
-    if isinstance(trained, dict) and trained.get("sha256") not in (None, facts.sha256):
-        before = ", ".join(trained.get("files") or ["(unnamed)"])
+    trained = texts_trained_on(out_dir)  # None: no record of the run's text (an older run), nothing to compare with
+    if trained and trained[0]["sha256"] not in (None, facts.sha256):
+        before = ", ".join(trained[0]["files"] or ["(unnamed)"])
         raise ValueError(
             f"--resume: the run trained on {before}, but --data gives {', '.join(map(str, files))}, another text; "
             "its validation split, and so its curve, would change: pass --new-data to go on with it anyway"

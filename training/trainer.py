@@ -26,21 +26,12 @@ from training.checkpoints import load_state, model_from_config, save_checkpoint,
 from training.corpus import Corpus
 from training.ema import EMA
 from training.flags import EVAL_TEXT_SEED, EVAL_TEXT_STEPS, EVAL_TEXTS, RunSettings
-from training.optimizers import build_optimizers, set_learning_rates
+from training.optimizers import build_optimizers, learning_rate, set_learning_rates
 from training.processes import Processes, StopRequest, agreed, hardware_description, joined_hardware
 from training.run_options import model_config_from_args
 from training.tracking import NoTracker, Tracker
-from training.weights import score_name
 
 ETA_TIMED_STEPS = 2  # after a warm-up step, the steps timed for the estimate printed as the loop starts
-
-
-def learning_rate(step: int, args: RunSettings) -> float:
-    """Linear warmup, then cosine decay from lr to min_lr at max_steps."""
-    if step < args.warmup_steps:
-        return args.lr * (step + 1) / args.warmup_steps
-    progress = min(1.0, (step - args.warmup_steps) / max(1, args.max_steps - args.warmup_steps))
-    return args.min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (args.lr - args.min_lr)
 
 
 def zero_residual_projections(model: MDLM) -> None:
@@ -199,7 +190,7 @@ class Trainer:
     def train_step(self) -> torch.Tensor:
         """One optimizer step on a fresh batch; returns the (detached) loss."""
         args = self.args
-        set_learning_rates(self.optimizers, learning_rate(self.progress.step, args) / args.lr)
+        set_learning_rates(self.optimizers, self.progress.step, args)
         batch = get_batch(self.train_data, args.batch_size, args.block_size, self.data_generator)
         with self.autocast:
             loss = training_loss(self.train_model, batch.to(self.processes.device), self.noise_generator, args)
@@ -250,7 +241,7 @@ class Trainer:
         # selection on the first validation characters only: which weights to keep, never what to train
         kind = min(candidates, key=lambda k: candidates[k][0])
         value, weights = candidates[kind]
-        metrics = validation_metrics(record, score_name(self.model))
+        metrics = validation_metrics(record, objective_of(self.model).score)
         texts = self.sample_texts(self.model if kind == "raw" else self.ema_model)
         if texts:  # from the weights that scored better, as best.pt would keep them
             metrics["samples"] = "\n".join(f"--- sample {i} ---\n{text}" for i, text in enumerate(texts))

@@ -28,11 +28,6 @@ def bf16_rounded(model: MDLM) -> MDLM:
     return rounded
 
 
-def score_name(model: MDLM) -> str:
-    """The validation score an export measures and its keys name: "nelbo", or an autoregressive twin's exact "nll"."""
-    return objective_of(model).score
-
-
 def choose_weights(model: MDLM, val_text: str, weights_dtype: str = "auto") -> tuple[MDLM, dict, float | None]:
     """The model to ship (as is, or bf16-rounded), the measurement behind the choice, and the shipped one's
     validation score (None where none was measured).
