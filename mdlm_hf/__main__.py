@@ -23,8 +23,6 @@ from mdlm_hf.streaming import TerminalStreamer, streamed
 FLAG_ALIASES = {"num_steps": ("--steps",)}  # the shorter flags the CLI has always had
 # the shipped model, where a checkout of the repository has it (whatever the current directory)
 DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "pretrained" / "mdlm-shakespeare-char"
-
-
 # the options a model's own files turn on (mdlm_hf.pipeline.default_options)
 MODEL_DEFAULTS = {"real_words": "on where the model ships words.txt", "keep_cast": "on where it ships casts.json"}
 
@@ -40,12 +38,9 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
             f"{spec.label}; {spec.note + '; ' if spec.note else ''}default {'off' if default is None else default}"
         )
         kind, choices = spec.accepts.kind, spec.accepts.choices or None
-        if kind is bool:  # --real-words / --no-real-words: bool("False") would be True
-            group.add_argument(
-                *flags, dest=name, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=help_text
-            )
-            continue
-        group.add_argument(*flags, dest=name, type=kind, choices=choices, default=argparse.SUPPRESS, help=help_text)
+        # --real-words / --no-real-words: bool("False") would be True
+        parse = dict(action=argparse.BooleanOptionalAction) if kind is bool else dict(type=kind, choices=choices)
+        group.add_argument(*flags, dest=name, default=argparse.SUPPRESS, help=help_text, **parse)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -125,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
             canvas = prompt_canvas(model, args.prompt, args.length)
         runs = sample(model, canvas, seed=args.seed, lexicon=args.lexicon, casts=args.casts, **overrides)
         live = sys.stdout.isatty() and not args.show_steps if args.live is None else args.live
-        last = write(model, noted(runs, args), args, live)
+        last = write(model, runs, args, live)
         if last.word_fallbacks is not None and int(last.word_fallbacks[0]):
             print(
                 f"note: {int(last.word_fallbacks[0])} characters fell back to the model's own draw, "
@@ -136,12 +131,16 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"error: {error}")
 
 
-def noted(runs: Iterator[SamplerState], args: argparse.Namespace) -> Iterator[SamplerState]:
-    """The run's states, saying first how much of a long prompt the model reads."""
+def shown(model: MDLM, runs: Iterator[SamplerState], args: argparse.Namespace, steps: bool) -> Iterator[SamplerState]:
+    """The run's states, saying first how much of a long prompt the model reads, and with `steps` printing each."""
     for state in runs:
         note = unseen_prompt_note(state, len(args.prompt)) if state.step == 0 and args.template is None else None
         if note:
             print(f"note: {note}", file=sys.stderr)
+        if steps:
+            print(f"--- step {state.step}/{state.num_steps} ---")
+            if not state.done:
+                print(model.tokenizer.decode(state.tokens[0]))
         yield state
 
 
@@ -150,17 +149,11 @@ def write(model: MDLM, runs: Iterator[SamplerState], args: argparse.Namespace, l
     returns the run's last state."""
     start = 0 if args.template is not None else len(args.prompt)
     last: list[SamplerState] = []
-    states = (last.append(state) or state for state in runs)
+    states = (last.append(state) or state for state in shown(model, runs, args, args.show_steps and not live))
     finish = functools.partial(ended, start=start, end_at="length" if args.template is not None else args.end_at)
-    if live:
-        streamed(model.tokenizer, states, TerminalStreamer(model.tokenizer), start, finish)
-        return last[-1]
-    for state in states:
-        if args.show_steps:
-            print(f"--- step {state.step}/{state.num_steps} ---")
-        if args.show_steps and not state.done:
-            print(model.tokenizer.decode(state.tokens[0]))
-    print(finish(model.tokenizer.decode(last[-1].tokens[0])))
+    text = streamed(model.tokenizer, states, TerminalStreamer(model.tokenizer) if live else None, start, finish)
+    if not live:
+        print(text)
     return last[-1]
 
 

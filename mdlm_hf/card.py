@@ -1,12 +1,6 @@
-"""The model card that `MDLM.save_pretrained` writes as README.md: model_card.md, a Jinja template of huggingface_hub's
-ModelCard, read here.
-
-training/card.py (for training/export.py) fills `title`, the sections a trained run has (`evaluation`, `training`,
-`reference`, `recipe_notes`, `samples`: every figure from metrics.json or the run; without them the card has none)
-and the usage example's values: `repo_id`, `prompt` and `infill` (Python string literals drawn from the training
-text; an empty one leaves its line out), `generate_length` and `complete_length` (what fits the model's block_size).
-Without them the example is the TinyShakespeare one. `card_data` (the front matter) and `repo_url` come from
-`MDLM.generate_model_card`.
+"""The model cards `MDLM.save_pretrained` writes as README.md: Jinja templates of huggingface_hub's ModelCard.
+training/card.py fills their sections (evaluation, training, samples...) and the usage example's values; without
+them a card has no sections and the example is the TinyShakespeare one.
 """
 
 from pathlib import Path

@@ -1,15 +1,7 @@
-"""The fast inference path: a bfloat16 copy of the weights for the sampler, used where it is faster.
-
-Sampling is a few dozen forward passes over one short canvas, so the forward pass is the whole cost. On CPUs with
-bf16 units (AMD Zen 4/5, Intel Xeons with AMX), bf16 weights run the pass about 2.4-2.5x faster than fp32 (2
-threads, a 256-character canvas, attention as plain matmuls: mdlm_hf.layers.uses_plain_attention), for a validation
-NELBO within 0.001 nats/char (docs/benchmarks.md, "Forward pass", which also records the candidates that
-lost: bf16 autocast, int8, torch.compile). GPUs have bf16 units too; on CPUs without them bf16 is slower. So the
-choice is made by timing both, once per process, device, thread count and model shape.
-
-The copy follows the fp32 weights: it is rebuilt whenever they change (training, `load_state_dict`, `.to()`).
-Only `MDLM.denoise` (the sampler's forward) takes this path; `forward`, and with it training and ELBO
-evaluation, is always the exact fp32 model.
+"""The fast inference path: a bfloat16 copy of the weights for the sampler, used where timing finds it faster (about
+2.4x on CPUs with bf16 units, docs/benchmarks.md "Forward pass"; slower on CPUs without them). The choice is made
+once per process, device, thread count and model shape; the copy is rebuilt whenever the fp32 weights change. Only
+`MDLM.denoise` takes this path: `forward`, training and ELBO evaluation are always exact.
 """
 
 from __future__ import annotations

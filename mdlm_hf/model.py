@@ -1,8 +1,6 @@
-"""MDLM: the model a user loads, saves and writes with. It is the network (mdlm_hf/network.py, whose weights it
-holds under their own names), its objective's entry (mdlm_hf/objectives.py: the attention mask the network runs
-under, the loss, the score, the writer), Hub loading and saving (mdlm_hf/hub.py, through `PyTorchModelHubMixin`, so
-`save_pretrained` / `from_pretrained` / `push_to_hub` just work), and the text methods (generate, complete, infill,
-stream: thin wrappers over mdlm_hf.pipeline; rewrite over mdlm_hf.rewriting).
+"""MDLM: the model a user loads, saves and writes with: the network (network.py), its objective's entry
+(objectives.py), Hub loading and saving (hub.py, through `PyTorchModelHubMixin`), and the text methods (thin
+wrappers over pipeline.py and rewriting.py).
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ from mdlm_hf.hub import (
     missing_folder,
     save_weights,
 )
-from mdlm_hf.inference import check_token_ids
+from mdlm_hf.inference import check_flag, check_token_ids
 from mdlm_hf.network import KVCache, Network, NetworkConfig
 from mdlm_hf.objectives import Objective, objective_for_config, objective_named
 from mdlm_hf.sampling.options import SamplerOptions
@@ -105,18 +103,12 @@ class MDLM(
     model_card_template=MODEL_CARD_TEMPLATE,
 ):
     """The network over characters, with [MASK] as the last id, trained for one objective: by default the masked
-    diffusion model's bidirectional denoiser p(x_0 | x_t); with objective="ar" its autoregressive twin p(x_i | x_<i).
+    diffusion model's denoiser p(x_0 | x_t); with objective="ar" its autoregressive twin p(x_i | x_<i).
 
-    Every `__init__` argument is JSON-safe and is written to `config.json` by `save_pretrained`: `vocab`, the
-    characters in id order ([MASK] is id len(vocab)); the network's shape, `n_layer`, `n_head`, `n_embd`,
-    `block_size` and `dropout` (mdlm_hf.network.NetworkConfig, whose defaults are training's); and `objective`, the
-    name of its entry in mdlm_hf.objectives.OBJECTIVES (None: "diffusion"). `earlier`: the keys an earlier version's
-    config.json holds (EARLIER_KEYS at the values this version builds, and "causal", which named the objective before
-    "objective" did), so those files load as saved. A config of the wrong types or beyond CONFIG_LIMITS / MAX_VALUES
-    is a ValueError naming the field, raised before anything is allocated.
-
-    The model card's front matter names no license: the weights' terms are their trainer's, and an export
-    states them (training/export.py --license).
+    Every `__init__` argument is written to `config.json`: `vocab`, the characters in id order ([MASK] is id
+    len(vocab)); the network's shape (mdlm_hf.network.NetworkConfig); and `objective`, a name in
+    mdlm_hf.objectives.OBJECTIVES (None: "diffusion"). `earlier`: an earlier version's keys (EARLIER_KEYS, "causal"),
+    so its config.json loads as saved. The card names no license: an export states the weights' terms.
     """
 
     def __init__(
@@ -155,8 +147,7 @@ class MDLM(
 
     @fast.setter
     def fast(self, value: bool) -> None:
-        if not isinstance(value, bool):
-            raise ValueError(f"fast must be True or False, got {described(value)}")
+        check_flag(value, "fast")
         self._fast = value
 
     def forward(self, tokens: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
@@ -187,8 +178,7 @@ class MDLM(
         with torch.no_grad():
             return self._fast_path.runner(self).lm_head.weight.dtype
 
-    # --- text: thin wrappers over mdlm_hf.pipeline (the one sampler core, with the study's recommended options
-    # unless `options` or single options by name say otherwise) ---
+    # --- text: thin wrappers over mdlm_hf.pipeline and mdlm_hf.rewriting ---
 
     def stream(
         self, template: str, blank: str = "_", options: SamplerOptions | None = None, **overrides: Any
@@ -242,8 +232,7 @@ class MDLM(
         `fast` (default) samples on bf16 weights where this machine runs them faster (mdlm_hf.fast);
         `fast=False` samples with the exact fp32 model. `forward` is exact either way.
         """
-        if not isinstance(fast, bool):
-            raise ValueError(f"fast must be True or False, got {described(fast)}")
+        check_flag(fast, "fast")
         if not isinstance(pretrained_model_name_or_path, (str, os.PathLike)):
             raise ValueError(
                 "pass a local directory or a Hub repo id as a string or path, "
@@ -305,17 +294,16 @@ class MDLM(
     loaded_from: tuple[str, dict | None] | None = None
 
     def word_list_file(self) -> Path | None:
-        """The words.txt its export wrote beside the weights it was loaded from (the training text's words, which
-        real_words keeps to; from a Hub repo, downloaded when first asked), or None where there is none."""
+        """The words.txt (the training text's words, which real_words keeps to) beside its weights, or None."""
         return self.export_file(WORD_LIST_FILE)
 
     def casts_file(self) -> Path | None:
-        """The casts.json its export wrote beside the weights it was loaded from (each play's speakers, which
-        keep_cast keeps to; from a Hub repo, downloaded when first asked), or None where there is none."""
+        """The casts.json (each play's speakers, which keep_cast keeps to) beside its weights, or None."""
         return self.export_file(CASTS_FILE)
 
     def export_file(self, name: str) -> Path | None:
-        """The file `name` its export wrote beside the weights it was loaded from, or None where there is none."""
+        """The file `name` its export wrote beside the weights it was loaded from (from a Hub repo, downloaded when
+        first asked), or None where there is none."""
         if self.loaded_from is None:
             return None
         source, hub = self.loaded_from

@@ -3,9 +3,8 @@
     ids (B, T) -> token embedding -> n_layer x Block (RMSNorm, rotary attention, RMSNorm, ReLU^2 MLP) -> RMSNorm
     -> the embedding again, transposed (tied head) -> logits (B, T, V)
 
-It knows nothing of masks as noise, of objectives or of text: which positions see which is the caller's to say at
-every pass (`is_causal`, or a bool `attn_mask`), as mdlm_hf/objectives.py decides it for each kind of model and
-`mdlm_hf.model.MDLM` passes it. Beside the standard library only torch and mdlm_hf.layers are imported here.
+It knows nothing of noise, objectives or text: each pass's caller says which positions see which (`is_causal`, or a
+bool `attn_mask`), as mdlm_hf/objectives.py decides for each kind of model.
 """
 
 from __future__ import annotations

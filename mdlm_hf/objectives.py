@@ -1,14 +1,7 @@
-"""The kinds of model this package trains, and everything one kind does differently from another: an `Objective`
-entry each in OBJECTIVES, the one place that knows which kind a model is.
-
-A masked diffusion model (MDLM) and its autoregressive twin are the same network (mdlm_hf/network.py); what differs
-is its entry: the attention mask the network runs under, the training loss, the score checkpoints are chosen by, the
-exact likelihood, the sampler core that writes, which sampler options it takes, and the card's wording. The rest of
-the code asks `objective_of(model)` and uses what the entry holds, never which entry it is.
-
-Another kind (block diffusion, say) is one more entry, with its loss and writer in a module of their own, added by
-`register_objective`: training, evaluation, export, the card, `from_pretrained` and the app read OBJECTIVES when
-they run, so they take it.
+"""The kinds of model this package trains, a masked diffusion model and its autoregressive twin: one `Objective` each
+in OBJECTIVES, holding all that differs between them (the attention mask, loss, score, exact likelihood, writer,
+options and card). The rest of the code asks `objective_of(model)` and uses its entry, never which entry it is;
+another kind is one more entry, added by `register_objective`.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from mdlm_hf.objectives import objective_of
 from mdlm_hf.sampling.casts import Casts, names_a_speaker, run_casts
 from mdlm_hf.sampling.lexicon import Lexicon, run_lexicon
 from mdlm_hf.sampling.options import SamplerOptions
-from mdlm_hf.sampling.state import SamplerState, final_state
+from mdlm_hf.sampling.state import SamplerState
 from mdlm_hf.streaming import check_streamer, streamed
 from mdlm_hf.windows import MAX_CANVAS, check_canvas_length
 
@@ -46,14 +46,9 @@ def sample(
 ) -> Iterator[SamplerState]:
     """Fills the [MASK] positions of `canvas` (T,) or (B, T); returns a generator of every state.
 
-    `options` defaults to the model's, `default_options(model)`: the study's recommendation, `SamplerOptions()` (an
-    autoregressive twin's: left to right; each kind's writer and defaults are in mdlm_hf/objectives.py), keeping a
-    play's shape where the model ships its words and casts; `overrides` change single options by name
-    (`sample(model, canvas, num_steps=8)`). `seed` (an integer in [0, 2**63)) or `generator` is the single source of
-    randomness. With `real_words=True` every word written is one of `lexicon` (words, or a file with one word a
-    line; default: the model's words.txt) or a counted fallback (`SamplerState.word_fallbacks`). With
-    `keep_cast=True` every heading is a speaker of one play of `casts` (play -> speakers, or a casts.json; default:
-    the model's casts.json), laid out as the training text lays out a play.
+    `options` defaults to `default_options(model)`; `overrides` change single options by name. `seed` or `generator`
+    is the run's one source of randomness; `lexicon` and `casts` replace the model's own word list (real_words) and
+    casts (keep_cast). docs/sampler.md describes every option.
     """
     check_model(model, "sample", "canvas")
     if options is not None and not isinstance(options, SamplerOptions):
@@ -66,9 +61,8 @@ def sample(
 
 
 def default_options(model: nn.Module) -> SamplerOptions:
-    """The options a run of `model` starts from: its objective's defaults with the play's shape kept where
-    the model's folder has what the rules read: `real_words` with its words.txt, `keep_cast` with a casts.json that
-    names a speaker (the shipped models have both; a model built in a notebook has neither)."""
+    """The options a run of `model` starts from: its objective's defaults, with `real_words` on where its folder has
+    a words.txt and `keep_cast` where it has a casts.json that names a speaker."""
     has_words = shipped_file(model, "word_list_file") is not None
     has_casts = names_a_speaker(shipped_file(model, "casts_file"))
     return objective_of(model).default_options().replace(real_words=has_words, keep_cast=has_casts)
@@ -167,10 +161,8 @@ def infill(
     """The template with every `blank` character filled in; other characters stay exactly as given (`streamer`:
     handed each draft and the text, as transformers' streamers are, mdlm_hf.streaming)."""
     check_model(model, "infill", "template")
-    if streamer is not None:
-        check_streamer(streamer)
-        return streamed(model.tokenizer, stream(model, template, blank, options, **overrides), streamer, 0)
-    return model.tokenizer.decode(final_state(stream(model, template, blank, options, **overrides)).tokens[0])
+    check_streamer(streamer)
+    return streamed(model.tokenizer, stream(model, template, blank, options, **overrides), streamer, 0)
 
 
 def check_end_at(end_at: object) -> None:
@@ -230,17 +222,14 @@ def complete(
     `streamer`: handed the prompt, each draft and the text, as transformers' streamers are (mdlm_hf.streaming)."""
     check_model(model, "complete", "prompt, length")
     check_end_at(end_at)
-    if streamer is not None:
-        check_streamer(streamer)
+    check_streamer(streamer)
     states = sample(model, prompt_canvas(model, prompt, length), options, **overrides)
     first = next(states)
     note = unseen_prompt_note(first, len(prompt))
     if note is not None:
         warnings.warn(note, UserWarning, stacklevel=2)
-    if streamer is not None:
-        finish = functools.partial(ended, start=len(prompt), end_at=end_at)
-        return streamed(model.tokenizer, itertools.chain([first], states), streamer, len(prompt), finish)
-    return ended(model.tokenizer.decode(final_state(states, first).tokens[0]), len(prompt), end_at)
+    finish = functools.partial(ended, start=len(prompt), end_at=end_at)
+    return streamed(model.tokenizer, itertools.chain([first], states), streamer, len(prompt), finish)
 
 
 def generate(

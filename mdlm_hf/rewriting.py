@@ -1,13 +1,5 @@
-"""Rewriting a span: mask `text[start:end]` and write it again, the model reading both sides of it.
-
-The same sampler core as infilling (`mdlm_hf.pipeline.sample`), on a canvas whose only masks are the span, so the
-options (`num_steps`, `temperature`, `order`, ...), `seed` and `generator` are those of generate and infill:
-
-    rewrite(model, text, 10, 30, seed=0)           # the text with characters 10-29 written again
-    span_bits_per_char(model, text, 10, 30)        # how likely the model finds that span, given the rest
-
-`span_nats` scores a span by the exact left-to-right chain over its characters, as `exact_nll` scores a window, but
-with the text on both sides visible: row k of one batch holds the span's first k characters and masks after them.
+"""Rewriting a span: mask `text[start:end]` and write it again with `mdlm_hf.pipeline.sample`, the model reading both
+sides of it; and scoring a span by the exact left-to-right chain over its characters, the text on both sides visible.
 """
 
 from __future__ import annotations
@@ -43,9 +35,7 @@ def check_span(model: nn.Module, text: object, start: object, end: object) -> No
             f"the span must satisfy 0 <= start < end <= {len(text)} (the text's length), got {start}:{end}"
         )
     check_canvas_length(len(text), "text")
-    unknown = model.tokenizer.unknown_chars(text)
-    if unknown:
-        raise ValueError(f"the text has characters outside the model's vocabulary: {', '.join(map(repr, unknown))}")
+    model.tokenizer.encode(text)  # raises, naming every character outside the vocabulary
 
 
 def span_canvas(model: nn.Module, text: str, start: int, end: int) -> torch.Tensor:

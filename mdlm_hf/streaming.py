@@ -1,11 +1,8 @@
 """Streamers: a run's drafts and its text handed to any object with `put`, `end` and, optionally, `put_draft`, as
-transformers' `generate(..., streamer=...)` hands them, so its streamers work as they are: `TextStreamer` and
-`TextIteratorStreamer` receive the finished text, `TextDiffusionStreamer` each draft as well (drawn over the last).
-
-The calls, in order: `put(prompt ids)` (transformers' `skip_prompt` skips it; empty without a prompt), then
-`put_draft(ids)` for every canvas on the way (the part after the prompt, [MASK] where still masked), then
-`put(ids)` of the finished text after the prompt (cut where `end_at` says), then `end()`. Ids are 1-D tensors;
-the model's `tokenizer.decode` reads them (and a single id), as a streamer's tokenizer must.
+transformers' `generate(..., streamer=...)` hands them, so its streamers (`TextStreamer`, `TextDiffusionStreamer`)
+work as they are. The calls, in order: `put(prompt ids)`, `put_draft(ids)` for every canvas on the way (the part
+after the prompt, [MASK] where still masked), `put(ids)` of the finished text after the prompt, then `end()`; ids
+are 1-D tensors.
 """
 
 from __future__ import annotations
@@ -22,7 +19,9 @@ from mdlm_hf.tokenizer import CharTokenizer
 
 
 def check_streamer(streamer: object) -> None:
-    """A ValueError unless `streamer` has callable `put` and `end` (and `put_draft`, where it has one)."""
+    """A ValueError unless `streamer` is None or has callable `put` and `end` (and `put_draft`, where it has one)."""
+    if streamer is None:
+        return
     for name in ("put", "end"):
         if not callable(getattr(streamer, name, None)):
             raise ValueError(
@@ -39,18 +38,19 @@ def streamed(
     start: int,
     finish: Callable[[str], str] = lambda text: text,
 ) -> str:
-    """Runs `states` to the end, handing `streamer` the prompt (the canvas's first `start` characters), each draft
-    and the finished text (`finish` cuts it); returns the text, prompt included."""
+    """Runs `states` to the end, handing `streamer` (None: no one) the prompt (the canvas's first `start`
+    characters), each draft and the finished text (`finish` cuts it); returns the text, prompt included."""
     put_draft = getattr(streamer, "put_draft", None)
     state = None
     for state in states:
-        if state.step == 0:
+        if streamer is not None and state.step == 0:
             streamer.put(state.tokens[0, :start].cpu())
         if put_draft is not None and not state.done:
             put_draft(state.tokens[0, start:].cpu())
     text = finish(tokenizer.decode(state.tokens[0]))
-    streamer.put(torch.tensor(tokenizer.encode(text[start:]), dtype=torch.long))
-    streamer.end()
+    if streamer is not None:
+        streamer.put(torch.tensor(tokenizer.encode(text[start:]), dtype=torch.long))
+        streamer.end()
     return text
 
 

@@ -269,7 +269,7 @@ def test_a_registered_order_runs_through_sample_and_an_unknown_one_is_refused(ti
     with pytest.raises(ValueError, match=r"^order must be one of \('confidence'.*got 'upside_down'$"):
         sample(tiny_model, canvas, order="upside_down")
     with pytest.raises(ValueError, match="unknown reveal order 'upside_down'; the orders are confidence, margin"):
-        orders.reveal_scores(torch.ones(1, 12, 3), torch.zeros(1, 12, dtype=torch.long), "upside_down", None)
+        orders.reveal_order("upside_down")
 
 
 @pytest.mark.parametrize("order", ["margin", "confidence", "entropy"])

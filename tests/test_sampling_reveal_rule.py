@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from mdlm_hf import sample
-from mdlm_hf.sampling.options import SCORED_ORDERS, SamplerOptions
+from mdlm_hf.sampling.options import SamplerOptions, orders_using
 from mdlm_hf.sampling.prior import character_log_prior
 from mdlm_hf.sampling.schedule import planned_reveals
 from mdlm_hf.sampling.state import final_state
@@ -82,7 +82,7 @@ def test_the_prior_comes_from_the_first_step_in_free_generation_else_from_one_ex
     assert forward_rows[: 1 + holes] == ([1, 2] if holes else [2])  # the extra one-row pass only with holes
 
 
-@pytest.mark.parametrize("order", SCORED_ORDERS)
+@pytest.mark.parametrize("order", orders_using("prior_weight"))
 def test_prior_weight_fills_every_mask(tiny_model, order):
     canvas = canvas_with_holes(tiny_model)
     given = canvas != tiny_model.mask_id

@@ -16,8 +16,6 @@
     loop.py       the writer: the reference's loop over windows, blocks and steps, a generator of every state
     state.py      SamplerState, what every writer yields
 
-`mdlm_hf.sample` (mdlm_hf/pipeline.py) checks a run and hands it to the writer of the model's kind: this package's
-`loop.write_by_denoising` for a diffusion model, `mdlm_hf.autoregressive.write_left_to_right` for a causal one. Both
-draw their characters with `drawing.py` (and keep them to a play's shape with `keeper.py`); nothing here calls back
-into the model but its forward pass.
+`mdlm_hf.sample` (mdlm_hf/pipeline.py) checks a run and hands it to the writer of the model's kind: `loop.py`'s, or
+mdlm_hf/autoregressive.py's for a causal model, which draws with `drawing.py` and `keeper.py` too.
 """

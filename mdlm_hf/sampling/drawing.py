@@ -1,8 +1,6 @@
 """How each character is drawn from the model's logits: temperature (cooler after a capital), top-k, top-p, min-p.
-They extend the reference sampler's [draw] line (reference.py), a draw from the whole distribution.
-
-The one piece the diffusion sampler and the autoregressive twin's writer share: both draw every character here.
-Every random draw takes the run's `torch.Generator`.
+They extend the reference sampler's [draw] line (reference.py), a draw from the whole distribution. The autoregressive
+twin's writer draws every character here too.
 """
 
 from __future__ import annotations
@@ -13,6 +11,7 @@ import torch
 import torch.nn as nn
 
 from mdlm_hf.sampling.options import SamplerOptions
+from mdlm_hf.sampling.orders import position_after_run, position_before_run
 
 # temperature and order_temperature below this act as 0 (greedy, strict order): dividing scores by a tinier one
 # overflows float64 and turns the draw into garbage
@@ -57,13 +56,9 @@ def within_line_blanks(tokens: torch.Tensor, mask_id: int, line_break: int | Non
     none. A blank at the text's start or end, or beside a line break, may take line breaks."""
     if line_break is None:
         return None
-    masked = tokens == mask_id
-    B, T = tokens.shape
-    at = torch.arange(T, device=tokens.device).expand(B, T)
-    before = torch.where(masked, -1, at).cummax(dim=1).values  # the last given position at or before each (-1: none)
-    after = T - 1 - torch.where(masked, -1, T - 1 - at).flip(1).cummax(dim=1).values.flip(1)  # the next (T: none)
-    left = tokens.gather(1, before.clamp(min=0))
-    right = tokens.gather(1, after.clamp(max=T - 1))
+    masked, T = tokens == mask_id, tokens.size(1)
+    before, after = position_before_run(masked), position_after_run(masked)  # the given positions around each blank
+    left, right = tokens.gather(1, before.clamp(min=0)), tokens.gather(1, after.clamp(max=T - 1))
     inside = masked & (before >= 0) & (after < T) & (left != line_break) & (right != line_break)
     return inside if inside.any() else None
 

@@ -2,13 +2,9 @@
 lexicon.py) and its layout to a play's (`keep_cast`, layout.py). They extend the reference sampler's [draw] and
 [reveal] lines (reference.py): a revealed character that breaks a rule is drawn again among those that keep it.
 
-Each step's revealed characters are checked one by one, left to right, each seeing those placed before it. A
-character the model drew that keeps every rule stands; one that breaks a rule is drawn again among the characters
-that keep them all, by the model's own odds among those (drawn as every character is: temperature, min-p, cooler
-after a capital). So where the model's draw keeps the rules, as it mostly does, the check costs one test, and the
-text is the model's own draw conditioned on the rules. Where no character keeps them (a dead end) the model's draw
-stands, and the run counts it (`SamplerState.word_fallbacks`); the lines a dead end broke bind no later character
-(the words still do), and each character written beside them is counted too.
+Each step's revealed characters are checked left to right, each seeing those placed before it; where no character
+keeps the rules (a dead end) the model's draw stands and is counted (`SamplerState.word_fallbacks`), and the lines it
+broke bind no later character (the words still do; each character written beside them is counted too).
 """
 
 from __future__ import annotations
@@ -65,17 +61,12 @@ class Keeper:
         starts = (line.split("\0")[0] for line in text.split("\n"))  # each line's given characters before a mask
         return [start[:-1] for start in starts if is_heading(start)]
 
-    def rules(self) -> tuple[str, ...]:
-        """The options whose rules it keeps."""
-        return tuple(name for name, rule in (("real_words", self.lexicon), ("keep_cast", self.casts)) if rule)
-
-    def play_names(self) -> list[list[str]] | None:
-        """Per row, the plays its headings may still come from (None without keep_cast)."""
-        return None if self.plays is None else [self.casts.names_of(plays) for plays in self.plays]
-
-    def counts(self) -> torch.Tensor:
-        """(B,) the dead ends so far, each a character drawn without the rules."""
-        return torch.tensor(self.fallbacks)
+    def report(self) -> dict:
+        """What a state records of the rules (SamplerState's fields): the options kept, each row's dead ends so far
+        (B,), and each row's plays its headings may still come from (None without keep_cast)."""
+        rules = tuple(name for name, rule in (("real_words", self.lexicon), ("keep_cast", self.casts)) if rule)
+        plays = None if self.plays is None else [self.casts.names_of(plays) for plays in self.plays]
+        return dict(word_fallbacks=torch.tensor(self.fallbacks), kept_rules=rules, plays=plays)
 
     def keep(
         self,
@@ -105,15 +96,8 @@ class Keeper:
             restrict = separators[row].tolist() if separators is not None else None
             for k in spots:
                 only = SEPARATORS if restrict is not None and restrict[k] else None
-                placed = view.place(
-                    offset + k - lo,
-                    int(kept[row, k]),
-                    logits[row, k if logits.size(1) > 1 else 0],
-                    options,
-                    generator,
-                    only,
-                )
-                kept[row, k] = placed
+                here = logits[row, k if logits.size(1) > 1 else 0]  # a one-position writer's logits are (B, 1, V)
+                kept[row, k] = view.place(offset + k - lo, int(kept[row, k]), here, options, generator, only)
             if self.plays is not None:
                 self.plays[row] = view.plays
         return kept
@@ -154,11 +138,8 @@ class _RowView:
         else (a dead end, counted) the proposal; the row's characters and plays follow it."""
         vocab = self.keeper.vocab
         self.chars[p] = None
-        words = (
-            None
-            if self.keeper.lexicon is None
-            else WordRule(self.keeper.lexicon, self.chars, self.given, p, self.edges)
-        )
+        lexicon = self.keeper.lexicon
+        words = None if lexicon is None else WordRule(lexicon, self.chars, self.given, p, self.edges)
         if not (proposal < len(vocab) and self.allows(p, vocab[proposal], words)):
             # lines an earlier dead end broke bind nothing here, the words still do; the character is counted
             lines_broken = self.lines is not None and self.lines.broken_at(p, self.plays)

@@ -1,15 +1,9 @@
 """Keeping the words a run writes to a word list (the `real_words` option): which characters a draw may take.
 
-A word is a run of letters with inner apostrophes (`mdlm_hf.metrics.words`), matched case-insensitively, but for
-names: a word the list holds only capitalised ("Silvia", as words.txt writes the words its text only ever writes
-capitalised) is never written in lower case. Each
-character drawn joins a fragment of a word: the letters already known on its either side, up to a separator or a
-mask. The draw is kept among the characters that leave that fragment part of some word of the list: the word's
-start where a separator is known on its left, its end where one is known on its right, the whole word where both
-are, and no longer than the masks around it leave room for. A separator ends the fragment on its left and starts the
-one on its right, so each is checked the same way. The last of a word's characters and separators to be written
-sees the whole word, so in any reveal order every word ends in the list, or a draw fell back: where no character
-fits (a dead end), the character is the model's own draw, and the run counts it.
+Each character drawn joins a fragment of a word (`mdlm_hf.metrics.words`): the letters known on its either side, up
+to a separator or a mask. It must leave that fragment part of a word of the list, placed as the known separators say
+and no longer than the masks around it leave room for, so the last of a word's characters to be written sees the
+whole word, in any reveal order (docs/sampler.md, `real_words`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """The diffusion model's writer: the reference sampler (reference.py) with every option, a generator of every state.
 
-Free generation (all masked), prompted generation (prefix given) and infilling (blanks anywhere) are the same call on
-a canvas of fixed length. `write_by_denoising` plans the run and returns `denoising_states`, which yields a
-`SamplerState` before the first step and after every step, so a UI can stream it, a test can inspect it and a
-benchmark can time it. Its loop is the reference's loop, run over windows and blocks:
+Free generation, prompted generation and infilling are the same call on a canvas of fixed length.
+`write_by_denoising` plans the run and returns `denoising_states`, which yields a `SamplerState` before the first
+step and after every step. Its loop is the reference's loop, run over windows and blocks:
 
     reference.py                      here
     for step in range(num_steps)      for each window (a canvas past the model's context, mdlm_hf/windows.py),
@@ -12,8 +11,6 @@ benchmark can time it. Its loop is the reference's loop, run over windows and bl
     [draw] [score] [reveal]           `step.denoise_step`: the orders, min-p and top-p, the rules (keeper.py)
     [count] revealed_after(...)       `schedule.num_to_reveal` (binomial counts, blocks), threshold, entropy_bound
     (nothing)                         remasking takes back the least confident draws (remasking.py)
-
-Every random draw goes through one `torch.Generator`.
 """
 
 from __future__ import annotations
@@ -30,7 +27,7 @@ from mdlm_hf.sampling.drawing import capital_letters, newline_id, within_line_bl
 from mdlm_hf.sampling.keeper import Keeper
 from mdlm_hf.sampling.lexicon import Lexicon
 from mdlm_hf.sampling.options import SamplerOptions
-from mdlm_hf.sampling.orders import plan_streams, reveal_order, word_separators
+from mdlm_hf.sampling.orders import reveal_order, word_separators
 from mdlm_hf.sampling.prior import character_log_prior, log_mean_probability
 from mdlm_hf.sampling.remasking import remask_picks
 from mdlm_hf.sampling.schedule import block_plan, num_to_reveal
@@ -55,8 +52,7 @@ def write_by_denoising(
     `casts` (keep_cast) when given; a generator of every state."""
     plan = plan_run(model, canvas, options)  # before the generator: a plan it cannot make is refused at the call
     keeper = Keeper.for_run(model, canvas.size(0), lexicon, casts)
-    inside = within_line_blanks(canvas, model.mask_id, newline_id(model)) if options.keep_lines else None
-    return denoising_states(DenoisingRun(model, canvas, plan, options, generator, keeper, inside))
+    return denoising_states(DenoisingRun(model, canvas, plan, options, generator, keeper))
 
 
 def plan_run(model: nn.Module, canvas: torch.Tensor, options: SamplerOptions) -> Plan:
@@ -110,13 +106,10 @@ class DenoisingRun:
         options: SamplerOptions,
         generator: torch.Generator,
         keeper: Keeper | None = None,
-        inside: torch.Tensor | None = None,
     ) -> None:
         device = next(model.parameters()).device
         self.model, self.plan, self.options, self.generator = model, plan, options, generator
         self.keeper = keeper  # real_words, keep_cast: keeps each revealed character to the rules
-        # keep_lines: (B, N) the masks of blanks within a line, where no line break is drawn
-        self.inside = None if inside is None else inside.to(device)
         self.mask_id = model.mask_id
         self.tokens = canvas.clone().to(device)  # (B, N) the whole canvas, updated in place (the keeper reads it)
         self.is_given = self.tokens != self.mask_id  # (B, N) the caller's characters, never changed
@@ -134,6 +127,8 @@ class DenoisingRun:
         planned = reveal_order(options.order).plan is not None
         self.capitals, self.line_break = capital_letters(model, device), newline_id(model)
         self.separator_ids = word_separators(model, device) if planned else None
+        # keep_lines: (B, N) the masks of blanks within a line, where no line break is drawn
+        self.inside = within_line_blanks(self.tokens, self.mask_id, self.line_break) if options.keep_lines else None
 
     @property
     def span(self) -> slice:
@@ -174,9 +169,10 @@ class DenoisingRun:
         self.block_steps = block_steps
         is_masked = self.tokens[:, self.span] == self.mask_id
         self.block_masks = (is_masked & self.in_block).sum(dim=1)  # (B,) masks in this block at its start
-        self.stream_plan, self.separators = plan_streams(
-            self.options.order, is_masked & self.in_block, ~is_masked, block_steps, self.separator_ids
-        )
+        self.stream_plan, self.separators, plan = None, None, reveal_order(self.options.order).plan
+        if plan is not None:  # a planned order's plan over the block, made at its start
+            eligible = is_masked & self.in_block
+            self.stream_plan, self.separators = plan(eligible, ~is_masked, block_steps, self.separator_ids)
 
     def predict(self) -> torch.Tensor:
         """[predict] The logits (B, T, V) of the window's canvas: a new pass unless it is unchanged since the last
@@ -198,7 +194,8 @@ class DenoisingRun:
         eligible = (tokens == self.mask_id) & self.in_block  # (B, T)
         if not eligible.any():
             return None
-        logits, remaining = without_line_breaks(self.predict(), self.inside_window(), self.line_break), eligible.sum(1)
+        inside = None if self.inside is None else self.inside[:, self.span]  # keep_lines: the window's
+        logits, remaining = without_line_breaks(self.predict(), inside, self.line_break), eligible.sum(1)
         self.scheduled = num_to_reveal(
             self.block_masks, remaining, self.block_steps, local_step, eligible, self.options, self.generator
         )
@@ -219,10 +216,6 @@ class DenoisingRun:
             capitals=self.capitals,
             keeper=self.keeper,
         )
-
-    def inside_window(self) -> torch.Tensor | None:
-        """keep_lines: the window's masks within a line (B, T), or None."""
-        return None if self.inside is None else self.inside[:, self.span]
 
     def take(self, tokens: torch.Tensor, revealed: torch.Tensor, confidence: torch.Tensor, local_step: int) -> None:
         """Writes a step's result (each (B, T), the window's) into the canvas, then remasks if the options say."""

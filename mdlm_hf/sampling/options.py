@@ -16,11 +16,9 @@ from typing import Any
 from mdlm_hf.checks import described, is_finite, is_int, is_number
 from mdlm_hf.sampling.orders import REVEAL_ORDERS, reveal_order
 
-# the package's reveal orders, as REVEAL_ORDERS registers them (mdlm_hf.sampling.orders): all of them, those that
-# write from a plan (stretches left to right in parallel), and those that rank positions by the model's beliefs
+# the package's reveal orders (mdlm_hf.sampling.orders), and those that write from a plan
 ORDERS = tuple(REVEAL_ORDERS)
 STREAM_ORDERS = tuple(name for name, order in REVEAL_ORDERS.items() if order.plan is not None)
-SCORED_ORDERS = tuple(name for name, order in REVEAL_ORDERS.items() if order.by_belief)
 # the options that, beside the order itself, decide which positions are revealed (and taken back)
 REVEAL_RULE_OPTIONS = ("order_temperature", "prior_weight", "remask_ratio", "spacing")
 SCHEDULES = ("linear", "cosine", "front_loaded")
@@ -51,24 +49,15 @@ def non_negative(below: float = math.inf) -> Accepts:
     return Accepts(lambda x: is_number(x) and is_finite(x) and 0 <= x < below, words, float)
 
 
-def positive_fraction() -> Accepts:
-    """Numbers in (0, 1]."""
-    return Accepts(lambda x: is_number(x) and 0 < x <= 1, "in (0, 1]", float)
-
-
 def one_of(choices: tuple[str, ...]) -> Accepts:
     """One of the named choices."""
     return Accepts(lambda x: x in choices, f"one of {choices}", str, choices)
 
 
-def registered_order() -> Accepts:
-    """The name of an order in REVEAL_ORDERS, one registered after import too (the app offers those of ORDERS)."""
-    return Accepts(lambda x: isinstance(x, str) and x in REVEAL_ORDERS, f"one of {ORDERS}", str, ORDERS)
-
-
-def boolean() -> Accepts:
-    """True or False (not 0 or 1: a number here is a mistake)."""
-    return Accepts(lambda x: isinstance(x, bool), "True or False", bool)
+POSITIVE_FRACTION = Accepts(lambda x: is_number(x) and 0 < x <= 1, "in (0, 1]", float)
+BOOLEAN = Accepts(lambda x: isinstance(x, bool), "True or False", bool)  # not 0 or 1: a number here is a mistake
+# an order in REVEAL_ORDERS, one registered after import too (the app offers those of ORDERS)
+REGISTERED_ORDER = Accepts(lambda x: isinstance(x, str) and x in REVEAL_ORDERS, f"one of {ORDERS}", str, ORDERS)
 
 
 def optional(accepts: Accepts) -> Accepts:
@@ -110,78 +99,55 @@ def option(default: Any, accepts: Accepts, label: str, **front_ends: Any) -> Any
 class SamplerOptions:
     """The options of one sampling run, validated when built. The defaults are the structure suite's rule
     (evals/structure_suite.py, docs/benchmarks.md): word streams order, min-p 0.1 at temperature 1.25, 0.375
-    after a capital letter; `SamplerOptions.plain()` is the bare core with every option off.
+    after a capital letter; `SamplerOptions.plain()` is the bare core with every option off. What each option
+    does: docs/sampler.md's table.
     """
 
-    # denoising steps; never more than the masks (more would only repeat forward passes or draw nothing)
     num_steps: int = option(32, integer(1), "Denoising steps", slider=(1, None, 1), group="steps")
-    # which masked positions go first: by a score (confidence, margin, entropy), random, left_to_right, or a plan of
-    # stretches written left to right in parallel (streams; word_streams, the default, starts each at a word)
-    order: str = option("word_streams", registered_order(), "Reveal order", group="order")
-    # of the character drawn at each position: 0 = greedy argmax (so is anything below GREEDY_BELOW); otherwise
-    # Gumbel-max sampling in float64
+    order: str = option("word_streams", REGISTERED_ORDER, "Reveal order", group="order")
     temperature: float = option(1.25, non_negative(), "Temperature (0 = greedy)", slider=(0, 2, 0.05), group="drawing")
-    # a character whose left neighbour is a capital letter is drawn at the temperature times this factor (1 = off):
-    # a name is spelt, not improvised. A stretch's first character (left neighbour masked) keeps the temperature
     capital_temperature_factor: float = option(
         0.3,
-        positive_fraction(),
+        POSITIVE_FRACTION,
         "Temperature factor after a capital (names' letters drawn cooler; 1 = off)",
         slider=(0.05, 1, 0.05),
         group="drawing",
     )
-    # draw each character among the k most probable only; None = all
     top_k: int | None = option(None, optional(integer(1)), "Top-k (draw among the k most probable characters)")
-    # draw each character among the most probable ones that together hold this probability; None = all
     top_p: float | None = option(
-        None, optional(positive_fraction()), "Top-p", slider=(0.05, 1, 0.05), off=1.0, group="drawing"
+        None, optional(POSITIVE_FRACTION), "Top-p", slider=(0.05, 1, 0.05), off=1.0, group="drawing"
     )
-    # draw each character among those at least this fraction as probable as the most probable one (min-p sampling,
-    # Nguyen et al. 2024); None = all. It cuts the tail where the model is sure, where typos come from
     min_p: float | None = option(
-        0.1, optional(positive_fraction()), "Min-p", slider=(0, 0.5, 0.01), off=0.0, group="drawing"
+        0.1, optional(POSITIVE_FRACTION), "Min-p", slider=(0, 0.5, 0.01), off=0.0, group="drawing"
     )
-    # keep every word written to the words the model was trained on (its words.txt, or `lexicon=`): each letter is
-    # drawn among those that leave its word part of a word of the list (mdlm_hf/sampling/lexicon.py)
     real_words: bool = option(
         False,
-        boolean(),
+        BOOLEAN,
         "Only words it has read",
         note="each letter drawn among those that keep its word one of the training text's words",
         group="words",
     )
-    # keep the text to a play's shape (its casts.json, or `casts=`): every heading a speaker of one play, alone on
-    # its line after a blank line, never an empty speech; a text's first line a heading or from a capital letter,
-    # its last never a heading (mdlm_hf/sampling/layout.py, casts.py)
     keep_cast: bool = option(
         False,
-        boolean(),
+        BOOLEAN,
         "One play's cast",
         note="every speaker one of a single play's cast, each heading on its own line, no empty speech",
         group="words",
     )
-    # a blank within a line (a given character other than a line break right before it and right after it, as in
-    # "To be, or not to be, ____ is the question:") is filled without a line break, so a template's lines stay its
-    # lines; a blank at the text's start or end or beside a line break may take them. Free and prompted text have
-    # no such blank: it changes only templates and rewritten spans (drawing.within_line_blanks)
     keep_lines: bool = option(
         True,
-        boolean(),
+        BOOLEAN,
         "Keep a blank within its line",
         note="a blank with text before and after it on its line is filled without a line break",
     )
-    # top-k, top-p and min-p cut the tail only where the most probable character has at least this probability
-    # (the model's own, before temperature); None = everywhere. Where the model is unsure the tail is the choice
     cut_where_sure: float | None = option(
         None,
-        optional(positive_fraction()),
+        optional(POSITIVE_FRACTION),
         "Cut only where sure (top-k/p and min-p cut where the top character has this probability; 0 = everywhere)",
         slider=(0, 1, 0.05),
         off=0.0,
         group="drawing",
     )
-    # 0 = follow the order strictly (so does anything below GREEDY_BELOW); above, draw the positions to reveal with
-    # probability proportional to exp(score / order_temperature), between the order's greed and random order
     order_temperature: float = option(
         0.0,
         non_negative(),
@@ -189,9 +155,6 @@ class SamplerOptions:
         slider=(0, 2, 0.05),
         group="order",
     )
-    # scored orders: subtract prior_weight * log p(character with nothing known) from each score, so rare characters
-    # the context makes likely are not left for last (1 = pointwise mutual information); costs one extra one-row
-    # pass unless a row starts all masked
     prior_weight: float = option(
         0.0,
         non_negative(),
@@ -199,9 +162,6 @@ class SamplerOptions:
         slider=(0, 2, 0.05),
         group="reveal",
     )
-    # in [0, 1): after each step but a block's last, mask again this many of the least confident generated
-    # characters per character the schedule revealed (ReMDM-conf); the passes stay as many, each reveals up to
-    # 1 / (1 - remask_ratio) times more, so it needs enough steps
     remask_ratio: float = option(
         0.0,
         non_negative(below=1),
@@ -210,8 +170,6 @@ class SamplerOptions:
         note="pays off from about 32 steps; with fewer steps set it to 0 (see the sampling study)",
         group="reveal",
     )
-    # characters revealed in one step are drawn independently: the step's picks keep this far apart first, the
-    # rest of the ranking only fills what it still has to reveal; 0 = plain ranking
     spacing: int = option(
         8,
         integer(0),
@@ -219,10 +177,7 @@ class SamplerOptions:
         slider=(0, 16, 1),
         group="reveal",
     )
-    # how many positions each step reveals: linear, cosine (few early, many late) or front_loaded (many early, few
-    # late: reveals per step fall linearly from twice the average to one)
     schedule: str = option("linear", one_of(SCHEDULES), "Schedule (characters revealed per step)")
-    # semi-autoregressive: blocks of this length decoded left to right, the steps split evenly among them
     block_length: int | None = option(
         None,
         optional(integer(1)),
@@ -231,13 +186,9 @@ class SamplerOptions:
         off=0,
         group="blocks",
     )
-    # also reveal every eligible position whose candidate has at least this probability, so easy text finishes
-    # in fewer steps; None = off
     threshold: float | None = option(
-        None, optional(positive_fraction()), "Threshold (also reveal every likely candidate)"
+        None, optional(POSITIVE_FRACTION), "Threshold (also reveal every likely candidate)"
     )
-    # adaptive (EB-sampler, Ben-Hamu et al. 2025): also reveal, down the ranking, every further position while the
-    # step's summed entropy (nats) stays within this bound, so easy stretches go in one pass; None = off
     entropy_bound: float | None = option(
         None,
         optional(non_negative()),
@@ -248,11 +199,7 @@ class SamplerOptions:
         "schedule's pace); 0 = off",
         group="reveal",
     )
-    # "exact": the schedule's count each step; "binomial": each masked position is revealed with the schedule's
-    # probability (MDLM's ancestral sampler), so some steps reveal nothing and then reuse the previous logits
     reveal_counts: str = option("exact", one_of(REVEAL_COUNTS), "Reveal counts (exact or binomial)")
-    # a canvas longer than block_size is written window by window (mdlm_hf/windows.py), each keeping this many
-    # characters before its first mask as context; None = block_size // 4. num_steps then counts per block_size
     window_context: int | None = option(
         None,
         optional(integer(0)),
@@ -278,10 +225,8 @@ class SamplerOptions:
 
     @classmethod
     def plain(cls, **changes: Any) -> SamplerOptions:
-        """The bare core: the default order (streams: pass `order=` for a scored one, which the order temperature,
-        prior weight and entropy bound need), strict, no prior, no remasking, no spacing, characters drawn from the
-        model's own distribution (temperature 1 everywhere, no filter); keep_lines stays on (a blank within a line
-        is filled within it) (with `changes` applied)."""
+        """The bare core, with `changes` applied: the default order, strict, no prior, no remasking, no spacing,
+        characters drawn from the model's own distribution (temperature 1 everywhere, no filter); keep_lines on."""
         bare = cls(
             order_temperature=0.0,
             prior_weight=0.0,
@@ -321,9 +266,6 @@ def orders_using(name: str) -> tuple[str, ...]:
 OPTION_SPECS: dict[str, OptionSpec] = {f.name: f.metadata["spec"] for f in fields(SamplerOptions)}
 # the options the sampling study chose and their recommended values, as training/evaluate.py's model card lists them
 STUDIED_OPTIONS = ("num_steps", "order", "temperature", "min_p", "capital_temperature_factor", *REVEAL_RULE_OPTIONS)
-# write slower, read better: the sampler blind readings ranked first (docs/readings.md: mean rank 13.0 of 36 over two
-# readings, against 24.8 for the default and 23.4 for the autoregressive twin). It is the model's own joint, one
-# character a pass from left to right (num_steps is capped at the characters to write), cooler, with the default's
-# rules. A pass a character costs 8x the default's time at 256 characters, so it is a choice, not the default:
-# `model.generate(256, **READ_BETTER)`
+# write slower, read better: the sampler blind readings ranked first, at 8x the default's time (docs/readings.md);
+# num_steps is capped at the characters to write, so it writes one a pass
 READ_BETTER = MappingProxyType(dict(order="left_to_right", spacing=0, temperature=0.8, num_steps=2**31 - 1))

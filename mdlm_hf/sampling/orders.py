@@ -1,10 +1,7 @@
 """The reveal orders: which masked positions a step reveals, by a score (confidence, margin, entropy, random, left to
 right) or by a plan (streams, word streams: stretches written left to right in parallel). They extend the
-reference sampler's [score] line (reference.py), which scores by confidence or at random.
-
-`REVEAL_ORDERS` lists each order once, with its score or its plan; everything else (the options' choices, which
-options an order uses, the app's reveal rules) reads it. Adding an order is its entry, its function and its test.
-Why streams and word streams are built as they are: docs/decisions.md.
+reference sampler's [score] line (reference.py). `REVEAL_ORDERS` lists each once; everything else reads it
+(docs/sampler.md, "Reveal orders"; why streams are built as they are: docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -55,14 +52,6 @@ def reveal_order(name: str) -> RevealOrder:
     if name not in REVEAL_ORDERS:
         raise ValueError(f"unknown reveal order {name!r}; the orders are {', '.join(REVEAL_ORDERS)}")
     return REVEAL_ORDERS[name]
-
-
-def reveal_scores(probs: torch.Tensor, drawn: torch.Tensor, order: str, generator: torch.Generator) -> torch.Tensor:
-    """A scored order's wish to reveal each position next, on a log scale (B, T); higher goes first."""
-    score = reveal_order(order).score
-    if score is None:
-        raise ValueError(f"{order} order reveals from a plan, not by a score")
-    return score(probs, drawn, generator)
 
 
 def confidence_score(probs: torch.Tensor, drawn: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -142,17 +131,13 @@ def stream_passes(eligible: torch.Tensor, given: torch.Tensor, num_steps: int) -
     """Streams order's plan (B, T): the pass, 1 to `num_steps`, that writes each `eligible` (B, T) position (0 for
     the others), `given` (B, T) marking the characters already there (a prompt, a template, earlier windows).
 
-    Each run of eligible positions is cut into as few stretches as the passes allow, of equal length (within one),
-    written left to right, one character of each a pass, so every character but a stretch's first is drawn knowing
-    the one before; equal, so that no short last stretch writes a canvas's end with next to nothing known around
-    it. A run with given text on its right only is the mirror image, written right to left. A run between given
-    text that fits in twice the passes is written from both ends, its fronts meeting in its middle: a blank before
-    given text (an infill template's next speech) is written towards that text, not crammed into it at its end.
+    Each run of eligible positions is cut into as few stretches of equal length (within one) as the passes allow,
+    written left to right, one character of each a pass. A run with given text on its right only is the mirror
+    image; a run between given text that fits in twice the passes is written from both ends, meeting in its middle.
     """
     T = eligible.size(-1)
     positions = torch.arange(T, device=eligible.device).expand_as(eligible)  # (B, T)
-    before = position_before_run(eligible)  # the last position before the run
-    after = T - 1 - torch.where(eligible, -1, T - 1 - positions).flip(-1).cummax(dim=-1).values.flip(-1)  # after it
+    before, after = position_before_run(eligible), position_after_run(eligible)  # the positions around the run
     padded = F.pad(given, (1, 1))  # (B, T + 2): the canvas's edges are not given
     left_given, right_given = padded.gather(-1, before + 1), padded.gather(-1, after + 1)  # (B, T)
     offset, length = positions - before - 1, after - before - 1  # within the run; the run's length
@@ -206,6 +191,11 @@ def position_before_run(eligible: torch.Tensor) -> torch.Tensor:
     return torch.where(eligible, -1, positions).cummax(dim=-1).values
 
 
+def position_after_run(eligible: torch.Tensor) -> torch.Tensor:
+    """(B, T): for each position, the first position at or after it that is not `eligible` (T: none)."""
+    return eligible.size(-1) - 1 - position_before_run(eligible.flip(-1)).flip(-1)
+
+
 def stretch_starts_after_stretches(passes: torch.Tensor, eligible: torch.Tensor) -> torch.Tensor:
     """(B, T) bool: the first characters of a streams plan's left-to-right stretches that follow another stretch."""
     left = F.pad(passes, (1, 0))[:, :-1]  # (B, T) the pass of each position's left neighbour
@@ -234,15 +224,6 @@ def word_streams_plan(
     if separator_ids is None:
         return streams_plan(eligible, given, num_steps, separator_ids)
     return word_stream_passes(eligible, given, num_steps)
-
-
-def plan_streams(
-    order: str, eligible: torch.Tensor, given: torch.Tensor, num_steps: int, separator_ids: torch.Tensor | None
-) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    """A block's plan and separators under a planned order, made at the block's start; (None, None) for a scored
-    order."""
-    plan = reveal_order(order).plan
-    return (None, None) if plan is None else plan(eligible, given, num_steps, separator_ids)
 
 
 for _order in (

@@ -11,11 +11,8 @@ probable draws are kept each pass. MDLM's own ancestral sampler reveals each mas
 distribution: `sample(model, canvas, order="random", reveal_counts="binomial", spacing=0, temperature=1,
 min_p=None, capital_temperature_factor=1, real_words=False, keep_cast=False, keep_lines=False)` runs it.
 
-`sample()` (mdlm_hf/sampling/loop.py) is this loop with its options, each named by the bracketed line it extends:
-windows past the context and semi-autoregressive blocks around the loop, other orders [score], min-p, top-p and the
-word and cast rules [draw] [reveal], binomial counts and adaptive ones [count], remasking after [reveal]. With
-`temperature=0, order="confidence", spacing=0, min_p=None` and no rules it writes what this writes
-(tests/test_sampling_loop.py).
+`sample()` (mdlm_hf/sampling/loop.py) is this loop with its options, each module naming the bracketed line it
+extends; with `temperature=0, order="confidence", spacing=0, min_p=None` and no rules it writes what this writes.
 """
 
 from __future__ import annotations

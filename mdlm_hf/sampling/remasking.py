@@ -10,13 +10,6 @@ import torch
 from mdlm_hf.sampling.options import SamplerOptions
 
 
-def lowest_confidence(confidence: torch.Tensor, candidates: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
-    """The `count` (B,) positions of `candidates` (B, T) with the lowest `confidence` (B, T), as a (B, T) mask."""
-    scores = confidence.masked_fill(~candidates, float("inf"))
-    rank = scores.argsort(dim=-1, stable=True).argsort(dim=-1)  # 0 = least confident
-    return (rank < count[:, None]) & candidates
-
-
 def remask_picks(
     confidence: torch.Tensor,
     may_remask: torch.Tensor,
@@ -31,4 +24,6 @@ def remask_picks(
     # schedule is not held back (so it can end early), and a filled row is done
     scheduled = revealed.sum(dim=1).minimum(num_scheduled)
     num_to_remask = torch.floor(scheduled * options.remask_ratio + 0.5).long() * still_masked
-    return lowest_confidence(confidence, may_remask, num_to_remask)
+    scores = confidence.masked_fill(~may_remask, float("inf"))
+    rank = scores.argsort(dim=-1, stable=True).argsort(dim=-1)  # 0 = least confident
+    return (rank < num_to_remask[:, None]) & may_remask

@@ -39,9 +39,7 @@ class SamplerState:
     def with_fallbacks(self, keeper: Keeper | None) -> SamplerState:
         """This state with a kept run's rules, dead ends and plays so far (`keeper`: its Keeper; None: a run
         without rules)."""
-        if keeper is None:
-            return self
-        return replace(self, word_fallbacks=keeper.counts(), kept_rules=keeper.rules(), plays=keeper.play_names())
+        return self if keeper is None else replace(self, **keeper.report())
 
     @property
     def is_masked(self) -> torch.Tensor:
@@ -54,8 +52,9 @@ class SamplerState:
         return not bool(self.is_masked.any())
 
 
-def final_state(states: Iterator[SamplerState], state: SamplerState | None = None) -> SamplerState:
-    """Runs a sampler generator to the end and returns its last state (`state`: one already taken from it)."""
+def final_state(states: Iterator[SamplerState]) -> SamplerState:
+    """Runs a sampler generator to the end and returns its last state."""
+    state = None
     for state in states:  # noqa: B007 (the loop's last value is the point)
         pass
     return state

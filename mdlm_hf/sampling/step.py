@@ -9,7 +9,7 @@ import torch
 from mdlm_hf.sampling.drawing import GREEDY_BELOW, after_capital, draw_tokens, gumbel_noise, separator_tokens
 from mdlm_hf.sampling.keeper import Keeper
 from mdlm_hf.sampling.options import SamplerOptions
-from mdlm_hf.sampling.orders import entropy_bounded_count, reveal_order, reveal_scores, spaced_picks
+from mdlm_hf.sampling.orders import entropy_bounded_count, reveal_order, spaced_picks
 
 UNRANKED = -1e30  # below any log probability, above an ineligible position's -inf
 
@@ -48,8 +48,6 @@ def denoise_step(step: DenoisingPass) -> tuple[torch.Tensor, torch.Tensor, torch
     confidence = probs.gather(-1, drawn[..., None]).squeeze(-1)  # (B, T) p(drawn)
     separators = step.separators
     if reveal_order(options.order).plan is not None:  # [score]: the plan says which positions' pass it is
-        if step.streams_due is None:
-            raise ValueError("streams order needs streams_due, the positions whose pass it is (stream_passes)")
         revealed = eligible & step.streams_due
         if separators is not None and step.separator_ids is not None and (separators & revealed).any():
             at = separators & revealed
@@ -84,15 +82,12 @@ def reveal_ranking(
 ) -> torch.Tensor:
     """A scored order's ranking (B, T): each row's positions, the first to reveal first, eligible ones before the
     rest; with `spacing`, the kept-apart picks of this step's `num_to_reveal` (B,) before the others."""
-    scores = reveal_scores(probs, drawn, options.order, generator)  # the reference's [score], by the order
+    scores = reveal_order(options.order).score(probs, drawn, generator)  # the reference's [score], by the order
     if log_prior is not None and options.prior_weight > 0:
-        # plain confidence reveals common characters (spaces, e, t) first and rarely commits to the rare ones that
-        # carry structure (capitals, punctuation, line breaks); judging each candidate by how far the context
-        # lifted it above its prior restores them
+        # each candidate judged by how far the context lifted it above its prior: rare characters go sooner
         scores = scores - options.prior_weight * log_prior.to(scores.dtype)[drawn]
     if options.order_temperature >= GREEDY_BELOW:
-        # Gumbel-top-k: the k highest perturbed scores are k draws without replacement, each position
-        # chosen with probability proportional to exp(score / order_temperature); 0 keeps the strict order
+        # Gumbel-top-k: the k highest perturbed scores are k draws without replacement, by exp(score / temperature)
         scores = scores.double() / options.order_temperature + gumbel_noise(scores, generator)
     # a score of -inf (a margin of 0 between two tied characters, common in bf16) or NaN must still rank an eligible
     # position before every ineligible one, or the last step would leave it masked
