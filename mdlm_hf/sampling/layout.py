@@ -156,8 +156,11 @@ class LineRules:
             return frozenset({line.text} & self.casts.headings)
         if not after_blank:
             return frozenset()
-        more = {h: len(h) - len(line.text) for h in self.casts.headings_of(plays) if h.startswith(line.text)}
-        return frozenset(h for h, k in more.items() if k <= line.room or k == line.exact)  # as its masks leave room
+        end = start  # the line's characters, masks and all, up to its known break
+        while end < len(self.chars) and self.chars[end] != "\n":
+            end += 1
+        pattern, open_end = self.chars[start:end], end == len(self.chars) and self.edges[1]
+        return frozenset(h for h in self.casts.headings_of(plays) if fits_pattern(h, pattern, open_end))
 
     def answers_itself(self, line: Line) -> bool:
         """Whether a speech line lies between two headings of one speaker, every character between them known (the
@@ -380,6 +383,15 @@ class LineRules:
         if not (after_blank or self.kinds(line, plays) == {HEADING}):
             return plays
         return plays & self.casts.plays_with(line.text, True, line.closed) or plays
+
+
+def fits_pattern(heading: str, pattern: list[str | None], open_end: bool) -> bool:
+    """Whether `heading` may be written over a line's characters `pattern` (None: a mask), its break at a mask after
+    it, at the line's known break, or (`open_end`) past the view's cut."""
+    k = len(heading)
+    if not all(c is None or c == h for c, h in zip(pattern, heading, strict=False)):
+        return False
+    return pattern[k] is None if k < len(pattern) else k == len(pattern) or open_end
 
 
 def is_heading(line: str) -> bool:
