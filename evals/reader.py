@@ -57,6 +57,7 @@ class Sampler:
 
 SAMPLERS = {
     "default": Sampler("diffusion"),
+    "t125": Sampler("diffusion", dict(temperature=1.25)),  # the default before the readings
     "t10": Sampler("diffusion", dict(temperature=1.0)),
     "t09": Sampler("diffusion", dict(temperature=0.9)),
     "t08": Sampler("diffusion", dict(temperature=0.8)),

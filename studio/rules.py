@@ -18,7 +18,7 @@ RULES: dict[str, dict | None] = {
     "joint": dict(order="left_to_right", num_steps=LENGTH),  # one character per pass (num_steps: the masks)
     # the autoregressive twin (--twin), sampled as the joint is: its own distribution, left to right
     "twin": dict(order="left_to_right"),
-    "default": None,  # SamplerOptions(): word streams order, min-p 0.1, temperature 1.25, 0.375 after a capital
+    "default": None,  # SamplerOptions(): word streams order, min-p 0.1, temperature 0.8, 0.24 after a capital
     # the default before the structure suite
     "previous": dict(order="confidence", order_temperature=0.25, prior_weight=0.45, remask_ratio=0.65, spacing=2),
     "entropy-s2": dict(ENTROPY, spacing=2),
@@ -82,7 +82,7 @@ RULES: dict[str, dict | None] = {
         order="word_streams",
         spacing=8,
         min_p=0.1,
-        temperature=1.25,
+        temperature=0.8,
         capital_temperature_factor=0.3,
         real_words=True,
         keep_cast=True,

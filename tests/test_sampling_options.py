@@ -95,7 +95,7 @@ def test_seed_and_generator_together_are_refused(tiny_model):
 
 
 def test_the_default_options_are_the_studys_recommendation_and_plain_turns_every_option_off():
-    recommended = dict(num_steps=32, order="word_streams", temperature=1.25, min_p=0.1, top_p=None, order_temperature=0)
+    recommended = dict(num_steps=32, order="word_streams", temperature=0.8, min_p=0.1, top_p=None, order_temperature=0)
     rest = dict(capital_temperature_factor=0.3, prior_weight=0.0, remask_ratio=0.0, spacing=8)
     assert SamplerOptions() == SamplerOptions(**recommended, **rest)
     assert SamplerOptions().capital_temperature_factor == 0.3  # chosen by the structure suite (docs/decisions.md)

@@ -97,15 +97,14 @@ def option(default: Any, accepts: Accepts, label: str, **front_ends: Any) -> Any
 
 @dataclass(frozen=True)
 class SamplerOptions:
-    """The options of one sampling run, validated when built. The defaults are the structure suite's rule
-    (evals/structure_suite.py, docs/benchmarks.md): word streams order, min-p 0.1 at temperature 1.25, 0.375
-    after a capital letter; `SamplerOptions.plain()` is the bare core with every option off. What each option
-    does: docs/sampler.md's table.
+    """The options of one sampling run, validated when built. The defaults: word streams order, min-p 0.1 at
+    temperature 0.8 (the blind readers' choice, docs/readings.md), 0.24 after a capital letter;
+    `SamplerOptions.plain()` is the bare core with every option off. What each option does: docs/sampler.md's table.
     """
 
     num_steps: int = option(32, integer(1), "Denoising steps", slider=(1, None, 1), group="steps")
     order: str = option("word_streams", REGISTERED_ORDER, "Reveal order", group="order")
-    temperature: float = option(1.25, non_negative(), "Temperature (0 = greedy)", slider=(0, 2, 0.05), group="drawing")
+    temperature: float = option(0.8, non_negative(), "Temperature (0 = greedy)", slider=(0, 2, 0.05), group="drawing")
     capital_temperature_factor: float = option(
         0.3,
         POSITIVE_FRACTION,
