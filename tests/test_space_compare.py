@@ -139,6 +139,22 @@ def test_the_compare_takeaway_claims_a_margin_only_where_it_is_real():
     assert not race.clearly_more_words("", "the king", known)
 
 
+def test_the_takeaway_tells_word_salad_from_text_by_how_the_twin_reads_each_side():
+    # the takeaway said "real words 100%" beside a left-to-right side that read "of ten err ut e sol Jocund th me;din"
+    from tests.space_browser import SHIPPED
+
+    model, _ = loading.load_model(SHIPPED)
+    twin = loading.load_twin(SHIPPED.with_name("mdlm-shakespeare-char-ar"), model)
+    salad = "of ten err ut e sol Jocund th me din and the wo are to thee the sir of"
+    sense = "But soft, what light through yonder window breaks? It is the east, and Juliet is the sun."
+    line = race.twin_reading(model, twin, {"left_to_right": salad, "confidence": sense})
+    bits = dict(re.findall(r"(left to right|confidence order) (\d+\.\d)", line))
+    assert float(bits["left to right"]) > race.NONSENSE_RATIO * 2.0 > float(bits["confidence order"]), line
+    assert "real text, Sonnet 18 (unseen in training), 2.0." in line
+    assert "left to right reads as nonsense" in line and "confidence order reads as nonsense" not in line
+    assert race.twin_reading(model, twin, {"left_to_right": "", "confidence": " "}) == ""
+
+
 def test_compare_draws_the_twin_racing_as_cells_not_as_a_long_text(model_dir, twin_dir):
     # while it raced, the twin's column was drawn as a text longer than the context: framed, pinned to the bottom,
     # with "… 126 more characters to write", though 128 characters fit the context
