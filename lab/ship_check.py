@@ -26,17 +26,15 @@ turns. Every model samples at its default options (`default_options`), a student
 OUT/ship_check.json holds every figure and verdict. OUT came from another machine: a link anywhere in it is refused
 (nothing is read, written or removed through one), as are OUT, --work and --pretrained typed as links, and so is an
 export past lab/ship_unpack.py's limits. A winner is copied whole beside its target, given the incumbent's casts.json
-where it has none, and swapped in (training.export_dir.replace_directory).
+where it has none, and swapped in (training.export_dir.staged).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -65,15 +63,7 @@ from mdlm_hf import MDLM
 from mdlm_hf.data import read_text, split_text
 from studio.common import RUNS, SHARED_DATA, thread_count
 from training.corpus import read_texts
-from training.export_dir import (
-    MANIFEST,
-    apply_umask,
-    check_export_dir,
-    remove_stale_staging,
-    replace_directory,
-    staging_prefix,
-    write_manifest,
-)
+from training.export_dir import MANIFEST, check_export_dir, staged
 
 KEPT_FILES = ("casts.json",)  # taken from the incumbent where the candidate's export lacks them (a student's)
 MAX_METRICS_BYTES = gpu_job.PART_BYTES  # the largest file the device returns; a job's metrics.json is ~1 MB
@@ -170,20 +160,12 @@ def ship(candidate: Path, target: Path) -> None:
     lists its files in a manifest, so that the next swap may replace it."""
     target.parent.mkdir(parents=True, exist_ok=True)
     check_export_dir(target)  # a folder holding files no export wrote is refused, before anything is copied
-    remove_stale_staging(target)
-    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=staging_prefix(target, os.getpid())))
-    try:
+    with staged(target) as staging:
         for entry in candidate.iterdir():
             if not entry.is_file() or entry.is_symlink():
                 raise ValueError(f"{entry} is not a plain file: an export folder holds only files")
             if entry.name != MANIFEST:
                 shutil.copyfile(entry, staging / entry.name)
-        write_manifest(staging)
-        apply_umask(staging)
-        replace_directory(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 def prepare(run: dict, unpacked: Path, pretrained: Path) -> MDLM:
