@@ -146,7 +146,10 @@ def control(
     if spec.control == "radio":
         return advised(gr.Radio(list(spec.choices), **shared), advice)
     components = {"textbox": gr.Textbox, "number": gr.Number, "checkbox": gr.Checkbox}
-    return advised(components[spec.control](**shared), advice)
+    component = advised(components[spec.control](**shared), advice)
+    if spec.control == "number":  # what `remembered` takes as typed (no minimum of gradio's: see `box_bounds`)
+        component.bounds = (spec.low, spec.high)
+    return component
 
 
 def about_settings(controls: Mapping[str, gr.components.Component]) -> gr.Accordion:
@@ -196,54 +199,104 @@ def seed_controls(endpoint: str, block_size: int) -> dict[str, gr.components.Com
     return dict(seed=seed, fixed_seed=fixed)
 
 
+def said(number: float) -> str:
+    """A number as a note says it: 99,999 and 5 whole, 5.5 and -0.25 as typed."""
+    return f"{int(number):,}" if float(number).is_integer() else f"{number:g}"
+
+
+def typed_number(value: Any) -> float:
+    """A box's raw value as a float; NaN for an empty box or one that holds no number (a bool is none)."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def taken(value: Any, low: float, high: float | None, whole: bool) -> bool:
+    """Whether a box of bounds [low, high] (high None: none) takes `value` as typed (`whole`: whole numbers only)."""
+    number = typed_number(value)
+    return low <= number and (high is None or number <= high) and (number.is_integer() or not whole)  # NaN: False
+
+
+def box_bounds(box: gr.components.Component, least: float | None) -> tuple[float, float | None, bool]:
+    """A box's least and most (a Number's from its `bounds`, which `control` sets: gradio's own minimum would
+    refuse a value before any handler ran, with a bare "Error") and whether it takes whole numbers only."""
+    low, high = getattr(box, "bounds", None) or (box.minimum, box.maximum)
+    low = -math.inf if low is None else low
+    return (low if least is None else least), high, float(box.step or 1).is_integer()
+
+
+def note(value: Any, kept: Any, low: float, cap: float | None, whole: bool, why: str | None) -> tuple[Any, str] | None:
+    """What a box does with a typed `value` it does not take as typed, and the note saying so: below `low` or empty,
+    it keeps `kept`; past `cap`, it is set to it (`why`: what sets the cap); a fraction where `whole`, to the whole
+    number below. None for a value taken as typed."""
+    number = typed_number(value)
+    if number != number or number < low:  # NaN too: "abc"
+        told = "an empty box" if value in (None, "") else f"{value} is not a number"
+        if number == number:
+            told = f"{said(number)} is less than {said(low)}, the least here"
+        return kept, f"{told}: kept {said(kept)}"
+    if cap is not None and number > cap:
+        return (
+            cap,
+            f"{said(number)} is more than {said(cap)}, the most here{f' ({why})' if why else ''}: set to {said(cap)}",
+        )
+    if whole and not number.is_integer() and math.isfinite(number):  # "5.5" in a whole-number box
+        return math.floor(number), f"{said(number)} is not a whole number: set to {said(math.floor(number))}"
+    return None
+
+
 def remembered(
-    slider: gr.Slider, refit: Callable | None = None, inputs: tuple = (), least: float | None = None
+    box: gr.components.Component,
+    refit: Callable | None = None,
+    inputs: tuple = (),
+    least: float | None = None,
+    shows: bool | None = None,
 ) -> gr.State:
-    """The value the user last chose on `slider` (by hand: capping it does not change this), which a capped
-    slider returns to when its cap rises again. `refit(*inputs, wanted)`: the slider's update (its cap) for the
-    values of `inputs`; a number typed into its box past that cap is set to the cap, and its info line says so
-    (raw: gradio's own bounds check would only log a traceback, and the page would quietly run at the cap); one
-    below the slider's minimum, or none, is not taken: the slider keeps the last value, and its info line says so
-    (the page would run at the minimum); `least`: the least value taken when typed, where it is above the
-    slider's minimum (a length of 0 was taken, then refused). A value in bounds clears such a note."""
-    wanted = gr.State(slider.value)
-    low = slider.minimum if least is None else least
+    """The value the user last chose in a number box or a slider's box (by hand: capping it does not change this),
+    which a capped slider returns to when its cap rises again; a value it does not take as typed is never changed
+    silently: its info line says what it did (`note`). `refit(*inputs, wanted)`: the box's update (its cap and
+    info; popped, not sent: its `most`, a Number's cap, and `why`, what sets the cap) for the values of `inputs`;
+    without one, its bounds are fixed. `shows` (the default without a refit): the value kept is the one the box
+    last showed, set by hand or by the page (a run's seed, a selection, a reset), not a capped slider's wish. Raw
+    values: gradio's own bounds check would only log a traceback, and the page would quietly run at the bound it
+    snaps to on leaving the box; `least`: the least value taken when typed, where it is above the box's minimum (a
+    length of 0 was taken, then refused). A value taken as typed clears an earlier note. Marks the box `noted`."""
+    wanted, (low, high, whole) = gr.State(box.value), box_bounds(box, least)
+    fixed, info = refit is None, box.info
+    shows = fixed if shows is None else shows
+    if fixed:
+
+        def refit(wanted: Any) -> dict:
+            return gr.update(value=wanted, info=info)
 
     def remember(value: Any, last: Any, *others: Any) -> tuple[Any, Any]:
-        if refit is None:
-            return value, gr.skip()
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            number = math.nan
-        update = refit(*others, last if number != number or number < low else value)
+        update = refit(*others, value if taken(value, low, None, False) else last)
+        why = update.pop("why", None if fixed else update.get("info"))
+        cap = update.pop("most", update.get("maximum", high))
         if update.get("interactive") is False:
             return value, gr.skip()
-        if number != number or number < low:  # NaN too: "abc"
-            said = "an empty box" if value in (None, "") else f"{value} is not a number"
-            if number == number:
-                said = f"{int(number):,} is less than {low:g}, the least here"
-            return last, {**update, "info": f"{said}: kept {update['value']:,}"}
-        typed = f"{int(number):,}" if number.is_integer() else f"{number:g}"
-        if not number.is_integer() and float(slider.step or 1).is_integer():  # a whole-number slider: "5.5"
-            whole = min(int(number), update.get("maximum") or int(number))
-            return whole, {**update, "value": whole, "info": f"{typed} is not a whole number: set to {whole:,}"}
-        cap = update.get("maximum")
-        if cap is None or number <= cap:
-            return value, gr.update(info=update.get("info"))  # an earlier note no longer describes the value
-        info = f"{typed} is more than {cap:,}, the most here ({update.get('info')}): set to {cap:,}"
-        return value, {**update, "value": cap, "info": info}
+        kept = update.get("value", last)
+        done = note(value, low if kept is None else kept, low, cap, whole, why)
+        if done is None:
+            # an earlier note no longer describes the value ("": the page keeps an info line updated to None)
+            return value, gr.update(info=update.get("info") or "")
+        number = typed_number(value)
+        if shows or (whole and not number.is_integer() and number >= low):  # a fraction: its whole number
+            wish = done[0]
+        else:  # below the least or empty: the last; past the cap: as typed, for a cap that rises again
+            wish = value if number >= low else last
+        return wish, {**update, "value": done[0], "info": done[1]}
 
-    slider.input(
-        remember,
-        [slider, wanted, *inputs],
-        [wanted, slider],
-        queue=False,
-        preprocess=False,
-        api_name=False,
-        show_progress="hidden",
-        trigger_mode="always_last",
-    )
+    quiet = dict(queue=False, preprocess=False, api_name=False, show_progress="hidden", trigger_mode="always_last")
+    box.input(remember, [box, wanted, *inputs], [wanted, box], **quiet)
+    if shows:  # what the page sets is what the box shows: the value to keep ("multiple": a second "always_last"
+        # function on the box's change, as a view's, would defer the other's calls without end)
+        kept = dict(quiet, trigger_mode="multiple")
+        box.change(lambda value: value if taken(value, low, high, whole) else gr.skip(), box, wanted, **kept)
+    box.noted = True
     return wanted
 
 
@@ -275,3 +328,24 @@ def sampling_options(
         controls |= {name: control(name, block_size, changes=changes) for name in option_names(*groups)}
         controls |= seed_controls(endpoint, block_size)
     return controls
+
+
+# runs in the page once it loads: a slider's number box no longer snaps a typed value into its bounds when it loses
+# focus (gradio's page does, silently; and the value typed, read a moment later for the box's input event, reached
+# `remembered` already snapped: an empty box or -5 ran at the least, with no note); the box's note says what it did
+NO_SNAP_ON_LEAVING = """() => {
+  document.addEventListener('blur', (event) => {
+    const box = event.target;
+    if (box && box.matches && box.matches('input[data-testid="number-input"]')) event.stopImmediatePropagation();
+  }, true);
+}"""
+
+
+def note_every_box(demo: gr.Blocks) -> None:
+    """Every number box and slider of `demo` not `remembered` yet (an option's, a seed's, the mask ratio's), with
+    its fixed bounds, so that none changes a typed value silently; not a hidden one, which no one types into. Call
+    it inside `demo`, once its tabs are laid out."""
+    demo.load(None, js=NO_SNAP_ON_LEAVING)
+    for block in list(demo.blocks.values()):
+        if isinstance(block, (gr.Slider, gr.Number)) and block.visible is not False and not getattr(block, "noted", 0):
+            remembered(block)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import functools
-
 import gradio as gr
 
 from mdlm_hf import MDLM
 from mdlm_hf.objectives import check_twin
 from mdlm_space.api import json_mcp_answers
+from mdlm_space.controls import note_every_box
 from mdlm_space.endpoints import api_examples_that_run, refuse_extra_values
 from mdlm_space.rewrite_panel import rewrite_panel
 from mdlm_space.tabs.compare import compare_tab
@@ -17,6 +16,20 @@ from mdlm_space.tabs.how_it_works import how_it_works_tab
 from mdlm_space.tabs.infill import infill_tab
 from mdlm_space.tabs.score import score_tab
 from mdlm_space.texts import demo_texts, sample_passage
+
+# the Rewrite panel shown and hidden in the page, not by a server function: a panel a server function updates joins
+# the page's list of outputs with a loading status, and gradio's page then read every control inside it again at
+# each frame of every run (a third of the page's work while a long text streamed); nor by a page function's
+# visibility update, which gradio's page applied only some of the times
+PANEL_DISPLAY = "() => {{ const panel = document.getElementById('rewrite-panel'); if (panel) panel.style.{}; }}"
+SHOW_PANEL = PANEL_DISPLAY.format("removeProperty('display')")
+HIDE_PANEL = PANEL_DISPLAY.format("setProperty('display', 'none', 'important')")
+
+
+def panel_under(tab: gr.Tab, shown: bool) -> None:
+    """The Rewrite panel shown under `tab` or not, as it is selected: before the tab's own functions of its
+    selection, which run one after the other (How it works' first plot kept the panel there for seconds)."""
+    tab.select(None, None, None, js=SHOW_PANEL if shown else HIDE_PANEL, queue=False, api_name=False)
 
 
 def build_demo(
@@ -37,27 +50,24 @@ def build_demo(
         # wrap, not gradio's "..." menu: on a phone every tab stays one tap away
         with gr.Tabs(overflow_behavior="wrap"):
             with gr.Tab("Generate") as generate:
+                panel_under(generate, True)
                 generate_tab(model, demo, texts)
             with gr.Tab("Infill") as infill:
+                panel_under(infill, True)
                 infill_tab(model, demo, texts)
             with gr.Tab("Compare") as compare:
+                panel_under(compare, True)
                 compare_tab(model, known_words, demo, texts, twin)
             with gr.Tab("Score") as score:
+                panel_under(score, False)
                 score_tab(model, texts)
             with gr.Tab("How it works") as how_it_works:
+                panel_under(how_it_works, False)
                 how_it_works_tab(model, demo, how_it_works, texts)
         # below the tabs whose finished text it takes (Generate's, Infill's, Compare's), hidden under the others
-        with gr.Column(elem_id="rewrite-panel") as panel:
+        with gr.Column(elem_id="rewrite-panel"):
             rewrite_panel(model, demo, sample_passage(texts, model.block_size))
-        quiet = dict(queue=False, api_name=False, show_progress="hidden")
-        for tab, takes_its_text in (
-            (generate, True),
-            (infill, True),
-            (compare, True),
-            (score, False),
-            (how_it_works, False),
-        ):
-            tab.select(functools.partial(gr.update, visible=takes_its_text), None, panel, **quiet)
+        note_every_box(demo)  # the boxes no tab gave bounds that follow another control
     refuse_extra_values(demo)
     api_examples_that_run(demo)
     json_mcp_answers()

@@ -278,7 +278,7 @@ def takeaway(
     twin: MDLM | None = None,
 ) -> str:
     """The Compare tab's one line once every side is done ("" before); the twin's sentence says only what is clear,
-    and with a `twin` how it reads each side (`twin_reading`)."""
+    and with a `twin` a side it reads as nonsense (`twin_reading`)."""
     if not all(state.done for state in states.values()):
         return ""
     left, right = states["left_to_right"], states["confidence"]
@@ -323,19 +323,18 @@ SIDE_NAMES = {"left_to_right": "left to right", "confidence": "confidence order"
 
 
 def twin_reading(model: MDLM, twin: MDLM, texts: dict[str, str]) -> str:
-    """How the autoregressive twin reads each diffusion side's text, bits per character beside its reading of the
-    model's real sample text: real words alone cannot tell word salad from sense ("" where no side wrote a word)."""
-    bits = {name: twin_bits(twin, text) for name, text in texts.items() if text.strip()}
-    if not bits:
-        return ""
+    """A sentence for each diffusion side the autoregressive twin reads as nonsense (its bits per character over
+    NONSENSE_RATIO times its reading of the model's real sample text): real words alone cannot tell word salad from
+    sense. "" where every side reads as text, or the sample is no real text."""
     real = real_text_bits(model, twin)
-    line = " The twin's surprise, bits per character (lower reads more like what it read): "
-    line += ", ".join(f"{SIDE_NAMES[name]} {value:.1f}" for name, value in bits.items())
-    line += f"; real text, {real[0]}, {real[1]:.1f}." if real else "."
-    if real:
-        for name, value in bits.items():
-            if value > NONSENSE_RATIO * real[1]:
-                line += f" To the twin, {SIDE_NAMES[name]} reads as nonsense, whatever its real words."
+    if real is None:
+        return ""
+    line = ""
+    for name, text in texts.items():
+        bits = twin_bits(twin, text) if text.strip() else 0.0
+        if bits > NONSENSE_RATIO * real[1]:
+            figures = f"{bits:.1f} bits a character; real text {real[1]:.1f}"
+            line += f" The twin reads {SIDE_NAMES[name]} as nonsense ({figures})."
     return line
 
 

@@ -78,7 +78,7 @@ def canvas_style(rows: int, font_px: int = 15, shrink: bool | None = None) -> st
 def colour_scale(low: str, high: str) -> str:
     """A legend's swatch of a colour scale, from `low` to `high`."""
     return (
-        "<span style='display:inline-block; width:48px; height:0.9em; vertical-align:middle; "
+        "<span class='mdlm-scale' style='display:inline-block; width:48px; height:0.9em; vertical-align:middle; "
         f"background:linear-gradient(90deg, {low}, {high}); border: 1px solid #d8d3c8'></span>"
     )
 
@@ -89,35 +89,66 @@ DROPPED_TITLE = "written after the end: not in the text"
 
 
 LEGEND_CLASS = "mdlm-legend"
+
+
+def words(text: str) -> str:
+    """A legend entry's words, which a phone shows in fewer (PHONE_WORDS)."""
+    return f"<span class='mdlm-words'>{text}</span>"
+
+
 # each mark a canvas may show: what in its HTML shows it, and the legend's entry for it, in the legend's order
 MARKS: dict[str, tuple[str, str]] = {
     "masked": (
         f"class='mdlm-mask' style='background:{MASK_COLOUR}",
-        f"<span style='{CANVAS_FONT} background:{MASK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span> masked",
+        f"<span style='{CANVAS_FONT} background:{MASK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span> {words('masked')}",
     ),
-    "new": ("class='mdlm-new'", f"<span style='background:{NEW_COLOUR}'>x</span> revealed this step"),
+    "new": ("class='mdlm-new'", f"<span style='background:{NEW_COLOUR}'>x</span> {words('revealed this step')}"),
     "confidence": (
         "class='mdlm-earlier'",
-        f"{colour_scale(confidence_colour(0), confidence_colour(1))} confidence (low … high)",
+        f"{colour_scale(confidence_colour(0), confidence_colour(1))} {words('confidence (low … high)')}",
     ),
-    "given": ("class='mdlm-given'", "<b>x</b> given"),
-    "line break": (NEWLINE_GLYPH, f"{NEWLINE_GLYPH} line break"),
-    "window": ("class='mdlm-window'", f"<span style='{WINDOW_FRAME}'>x</span> the window it reads"),
+    "given": ("class='mdlm-given'", f"<b>x</b> {words('given')}"),
+    "line break": (NEWLINE_GLYPH, f"{NEWLINE_GLYPH} {words('line break')}"),
+    "window": ("class='mdlm-window'", f"<span style='{WINDOW_FRAME}'>x</span> {words('the window it reads')}"),
     "taken back": (
         f"background:{TAKEN_BACK_COLOUR}",
-        f"<span style='{CANVAS_FONT} background:{TAKEN_BACK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span> taken back "
-        "(remasking)",
+        f"<span style='{CANVAS_FONT} background:{TAKEN_BACK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span> "
+        + words("taken back (remasking)"),
     ),
-    "after the end": ("class='mdlm-dropped'", f"<span style='{DROPPED}'>x</span> after the end, left out"),
+    "after the end": ("class='mdlm-dropped'", f"<span style='{DROPPED}'>x</span> {words('after the end, left out')}"),
 }
+# on a phone a run's legend is one line: its entries in fewer words, closer together, the colour scale shorter
+# (a run's five entries in full took 472 px of the 302 a 390 px phone leaves it, two lines); one that still does not
+# fit (a long text's window and remasking besides) scrolls sideways rather than wrap
+PHONE_WORDS = {
+    "new": "new",
+    "confidence": "confidence",
+    "window": "window",
+    "taken back": "taken back",
+    "after the end": "left out",
+}
+LEGEND_PHONE_CSS = (  # inside the phone's @media rule of CANVAS_CSS and RACE_CSS, which every canvas page has
+    f".{LEGEND_CLASS} {{ column-gap: 8px !important; }} "
+    f".{LEGEND_CLASS}[data-one-line] {{ flex-wrap: nowrap !important; overflow-x: auto; }} "
+    f".{LEGEND_CLASS} [data-short] .mdlm-words {{ display: none; }} "
+    f".{LEGEND_CLASS} [data-short]::after {{ content: attr(data-short); }} "
+    f".{LEGEND_CLASS} .mdlm-scale {{ width: 24px !important; }} "
+)
 
 
-def legend(marks: list[str] | tuple[str, ...]) -> str:
+def legend(marks: list[str] | tuple[str, ...], one_line: bool = True) -> str:
     """The line under a canvas: what each of `marks` (MARKS' names) means, each entry kept whole. One line high
-    even with no mark, so that a canvas that shows none moves nothing below it."""
-    entries = "".join(f"<span style='white-space: nowrap;'>{MARKS[mark][1]}</span>" for mark in MARKS if mark in marks)
+    even with no mark, so that a canvas that shows none moves nothing below it; `one_line`: one line on a phone
+    too (PHONE_WORDS), not wrapped."""
+    entries = "".join(
+        f"<span{f' data-short={PHONE_WORDS[mark]!r}' if mark in PHONE_WORDS else ''} style='white-space: nowrap;'>"
+        f"{MARKS[mark][1]}</span>"
+        for mark in MARKS
+        if mark in marks
+    )
     flow = "display: flex; flex-wrap: wrap; column-gap: 14px; min-height: 1.8em; align-items: center;"
-    return f"<div class='{LEGEND_CLASS}' style='{LEGEND_TEXT} line-height: 1.8; {flow}'>{entries}</div>"
+    line = " data-one-line" if one_line else ""
+    return f"<div class='{LEGEND_CLASS}'{line} style='{LEGEND_TEXT} line-height: 1.8; {flow}'>{entries}</div>"
 
 
 def marks_shown(canvas: str) -> list[str]:
@@ -141,10 +172,10 @@ RACE_CSS = (
     f"#compare-twin-canvas .mdlm-canvas {{ height: calc({TWIN_PHONE_ROWS} * 1.6em + 20px) !important; }} "
     "#compare-race, #compare-race .column { gap: 6px; } #compare-race .row { row-gap: 6px; } "
     "#compare-left-stats, #compare-right-stats { min-height: 96px; } #compare-twin-stats { min-height: 72px; } "
-    "#compare-takeaway { min-height: 184px; } }</style>"
+    f"#compare-takeaway {{ min-height: 184px; }} {LEGEND_PHONE_CSS}}}</style>"
 )
 # Compare's one legend under its sides: every mark a race may show (no window: a race is within the context)
-RACE_LEGEND = RACE_CSS + legend(tuple(mark for mark in MARKS if mark != "window"))
+RACE_LEGEND = RACE_CSS + legend(tuple(mark for mark in MARKS if mark != "window"), one_line=False)
 
 
 def cell(char: str | None, kind: str = "given", confidence: float = float("nan")) -> str:
@@ -177,7 +208,7 @@ CANVAS_CSS = (
     f"linear-gradient(transparent, {MORE_BELOW_SHADOW}) 0 100% / 100% 14px no-repeat scroll, "
     f"{CANVAS_BACKGROUND} !important; }} @media (max-width: {PHONE_WIDTH_PX + 110}px) {{ "
     "#generate-canvas .mdlm-canvas, #infill-canvas .mdlm-canvas "
-    f"{{ height: calc({PHONE_CANVAS_ROWS} * 1.6em + 20px) !important; }} }}</style>"
+    f"{{ height: calc({PHONE_CANVAS_ROWS} * 1.6em + 20px) !important; }} {LEGEND_PHONE_CSS}}}</style>"
 )
 
 

@@ -231,15 +231,13 @@ def selection(event: gr.SelectData) -> tuple[Any, Any]:
     return (first, last) if first != last else (gr.skip(), gr.skip())
 
 
-def selection_line(text: str | None, start: float | None, end: float | None) -> str:
-    """The span to rewrite, in words, from the text and the From and To boxes."""
-    text = text or ""
+def selection_line(model: MDLM, text: str | None, start: float | None, end: float | None) -> str:
+    """The span to rewrite, in words, from the text and the From and To boxes; else what Rewrite's check
+    (`checked_span`) refuses, in its words, as pressing Rewrite would show it."""
     try:
-        start, end = int(start or 0), int(end or 0)
-    except (TypeError, ValueError):
-        return "From and To must be whole numbers."
-    if not 0 <= start < end <= len(text):
-        return "Select the characters to rewrite in the text above (or set From and To)."
+        text, start, end = checked_span(model, text, start, end)
+    except gr.Error as error:
+        return f"{error.message[:1].upper()}{error.message[1:]}."
     span = "".join(shown_char(c) for c in text[start:end])
     if len(span) > 60:
         span = f"{span[:28]}…{span[-28:]}"

@@ -116,18 +116,25 @@ CLICK_SELECTS_A_LINE = """() => {
 }"""
 
 
-def span_controls(block_size: int) -> dict[str, gr.components.Component]:
-    """The text, From and To (which the selection fills) and the line that says the span in words."""
-    text = control("text", block_size, "", lines=6, elem_id="rewrite-text")
-    with gr.Row():
-        start = control(
-            "start", block_size, min_width=100, elem_id="rewrite-start"
-        )  # no minimum: gradio's says "Error"
-        end = control("end", block_size, min_width=100, elem_id="rewrite-end")
-    where = gr.Markdown(selection_line("", 0, 0), elem_id="rewrite-selection")
+def fit_to_text(info: str | None, text: str | None, wanted: float | None) -> dict:
+    """From's or To's update for a typed number (`remembered`): at most the text's length."""
+    return dict(gr.update(value=wanted, info=info), most=len(text or ""), why="the text's length")
+
+
+def span_controls(model: MDLM) -> dict[str, gr.components.Component]:
+    """The text, From and To (which the selection fills) and the line that says the span in words, as Rewrite's
+    check would: it said "Rewriting characters 0-10" for an empty From, which the check then refused."""
+    text = control("text", model.block_size, "", lines=6, elem_id="rewrite-text")
+    with gr.Row():  # no minimum: gradio's says "Error" (`remembered` says what it did with a value it does not take)
+        start = control("start", model.block_size, min_width=100, elem_id="rewrite-start")
+        end = control("end", model.block_size, min_width=100, elem_id="rewrite-end")
+    for box in (start, end):
+        remembered(box, functools.partial(fit_to_text, box.info), (text,), shows=True)
+    line = functools.partial(selection_line, model)
+    where = gr.Markdown(line("", 0, 0), elem_id="rewrite-selection")
     text.select(selection, None, [start, end], **QUIET, trigger_mode="always_last")
     for box in (text, start, end):
-        box.change(selection_line, [text, start, end], where, **QUIET)
+        box.change(line, [text, start, end], where, **QUIET)
     return dict(text=text, start=start, end=end)
 
 
@@ -220,7 +227,7 @@ def rewrite_panel(model: MDLM, demo: gr.Blocks, example: str) -> None:
     demo.load(None, js=CLICK_SELECTS_A_LINE)
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
-            controls = span_controls(block_size)
+            controls = span_controls(model)
             real_words, keep_cast = play_shape_controls(model, block_size)  # above the button, as Generate's
             button, stop = run_buttons("Rewrite")
             undo_button = gr.Button("Undo", interactive=False, elem_id="rewrite-undo")

@@ -10,6 +10,7 @@ from typing import Any
 import gradio as gr
 
 from mdlm_space.api import page_event
+from mdlm_space.controls import remembered, taken
 from mdlm_space.handlers import running, stopped
 from mdlm_space.render import MAX_LONG_FRAMES_PER_SECOND
 from mdlm_space.texts import before_the_edit
@@ -73,11 +74,17 @@ def replay_slider(canvases: list[str] | None) -> dict:
     return gr.update(minimum=0, maximum=last, value=last, interactive=True, label=label, info=info)
 
 
+def fit_replay(canvases: list[str] | None, wanted: float | None) -> dict:
+    """The replay slider's update for a typed step (`remembered`): at most the run's last frame."""
+    return {**replay_slider(canvases), "value": wanted, "why": "the last run's last frame"}
+
+
 def replay_frame(canvases: list[str] | None, step: float | None) -> Any:
-    """The canvas of a run's frame `step`, as it was streamed (nothing is recomputed); no change before a run."""
-    if not canvases or step is None:
+    """The canvas of a run's frame `step`, as it was streamed (nothing is recomputed); no change before a run, nor
+    for a step the slider does not take as typed (its note says what it did, and the step it sets draws)."""
+    if not canvases or not taken(step, 0, len(canvases) - 1, True):
         return gr.skip()
-    return canvases[min(max(0, int(step)), len(canvases) - 1)]
+    return canvases[int(step)]
 
 
 def recorded(fn: Callable) -> Callable:
@@ -170,4 +177,6 @@ def after_run_column(
         )
         label = "Text of the last run (the canvas so far while it runs)"  # the last run's after an edit too
         final_text = gr.Textbox(label=label, lines=lines, buttons=["copy"], elem_id=f"{tab}-final-text")
-    return [canvas, final_text, readout], (slider, gr.State([]))
+    canvases = gr.State([])
+    remembered(slider, fit_replay, (canvases,), shows=True)
+    return [canvas, final_text, readout], (slider, canvases)

@@ -148,11 +148,12 @@ def test_the_takeaway_tells_word_salad_from_text_by_how_the_twin_reads_each_side
     salad = "of ten err ut e sol Jocund th me din and the wo are to thee the sir of"
     sense = "But soft, what light through yonder window breaks? It is the east, and Juliet is the sun."
     line = race.twin_reading(model, twin, {"left_to_right": salad, "confidence": sense})
-    bits = dict(re.findall(r"(left to right|confidence order) (\d+\.\d)", line))
-    assert float(bits["left to right"]) > race.NONSENSE_RATIO * 2.0 > float(bits["confidence order"]), line
-    assert "real text, Sonnet 18 (unseen in training), 2.0." in line
-    assert "left to right reads as nonsense" in line and "confidence order reads as nonsense" not in line
-    assert race.twin_reading(model, twin, {"left_to_right": "", "confidence": " "}) == ""
+    bits = float(
+        re.search(r"The twin reads left to right as nonsense \((\d+\.\d) bits a character; real text 2.0\)", line)[1]
+    )
+    assert bits > race.NONSENSE_RATIO * 2.0 and "confidence order" not in line, line
+    assert race.twin_bits(twin, sense) < race.NONSENSE_RATIO * 2.0
+    assert race.twin_reading(model, twin, {"left_to_right": sense, "confidence": " "}) == ""
 
 
 def test_compare_draws_the_twin_racing_as_cells_not_as_a_long_text(model_dir, twin_dir):

@@ -10,7 +10,7 @@ import torch
 
 import app
 from mdlm_hf import MASK_GLYPH, SamplerOptions, sample
-from mdlm_space import handlers, loading, race, rewrite_handlers, rewrite_panel
+from mdlm_space import handlers, layout, loading, race, rewrite_handlers, rewrite_panel
 from mdlm_space.order_view import PassRecorder, order_from_frames, order_view, run_order
 from mdlm_space.render import render_canvas, with_legend
 from mdlm_space.rewrite_panel import by_elem_id
@@ -98,14 +98,20 @@ def test_pick_keeps_a_rewrite_and_undo_goes_back_one_pick():
 
 def test_from_and_to_take_any_number_and_the_panel_says_what_is_wrong_with_it(model_dir):
     # with a minimum on the boxes, gradio refused -5 before any handler ran, and the page showed a bare "Error"
-    demo = app.build_demo(loading.load_model(model_dir)[0])
-    found = by_elem_id(demo)
+    model = loading.load_model(model_dir)[0]
+    found = by_elem_id(app.build_demo(model))
     for name in ("rewrite-start", "rewrite-end"):
         assert found[name].minimum is None, name
         found[name].preprocess(-5)  # gradio's own check of the box's value: nothing to refuse
-    assert rewrite_handlers.selection_line("to be or not", -5, 3).startswith("Select the characters to rewrite")
-    with pytest.raises(gr.Error, match="start must be"):
-        rewrite_handlers.checked_span(loading.load_model(model_dir)[0], "to be or not", -5, 3)
+    with pytest.raises(gr.Error, match="start must be") as refused:
+        rewrite_handlers.checked_span(model, "to be or not", -5, 3)
+    # the line under the boxes says what pressing Rewrite would: it read "Rewriting characters 0-3" for an empty
+    # From and for 0.5, which Rewrite then refused
+    line = rewrite_handlers.selection_line(model, "to be or not", -5, 3)
+    assert line.lower() == f"{refused.value.message}.".lower()
+    for start in (None, 0.5):
+        assert "must be" in rewrite_handlers.selection_line(model, "to be or not", start, 3)
+    assert rewrite_handlers.selection_line(model, "to be or not", 0, 2) == "Rewriting characters 0–2 (2): «to»"
 
 
 def test_undo_after_a_rewrite_brings_back_the_order_view_of_the_text_it_restores(model_dir):
@@ -149,19 +155,19 @@ def test_an_edit_of_the_text_starts_a_new_history_and_forgets_the_rewrites(model
     choices = next(fn.inputs[1] for fn in fns if getattr(fn.fn, "func", None) is rewrite_handlers.pick)
     history = next(fn.inputs[0] for fn in fns if fn.fn is rewrite_handlers.undo)
     page.type(text, "original")
-    page.values[choices._id] = [dict(rank=r, text=f"text {r}", bits_per_char=1.0 + r) for r in (1, 2, 3)]
+    page.values[choices._id] = [dict(rank=r, text=f"text {'xyz'[r - 1]}", bits_per_char=1.0 + r) for r in (1, 2, 3)]
     page.fire(found["rewrite-pick-2"], "click")
-    assert page.value(text) == "text 2" and [entry["text"] for entry in page.state[history._id]] == ["original"]
+    assert page.value(text) == "text y" and [entry["text"] for entry in page.state[history._id]] == ["original"]
     assert page.props[undo_button._id]["interactive"] is True
     page.type(found["rewrite-start"], 2)
     page.type(found["rewrite-end"], 6)
     assert page.value(found["rewrite-selection"]).startswith("Rewriting characters 2–6")
-    page.type(text, "text 2, edited")
+    page.type(text, "text y, edited")
     assert page.state[history._id] == [] and page.props[undo_button._id]["interactive"] is False
     # From and To were of the text it replaced: a new run's text read "Rewriting characters 10-20: «r love, ha»", a
     # span the visitor never selected
     assert page.value(found["rewrite-start"]) == page.value(found["rewrite-end"]) == 0
-    assert page.value(found["rewrite-selection"]).startswith("Select the characters to rewrite")
+    assert not page.value(found["rewrite-selection"]).startswith("Rewriting")  # what Rewrite's check says instead
     new_text_fns = [fn for fn in fns if fn.fn is rewrite_handlers.new_text]
     assert len(new_text_fns) == 2 and all(found["rewrite-start"] in fn.outputs for fn in new_text_fns)  # runs too
     assert not page.value(choices)  # a Pick now asks for a Rewrite of this text
@@ -454,10 +460,17 @@ def test_the_panel_shows_under_the_tabs_whose_text_it_takes_only(model_dir):
         inside.append(getattr(block, "elem_id", None))
         found += getattr(block, "children", [])
     assert {"rewrite-text", "rewrite-readout", "rewrite-order"} <= set(inside)
+    # shown and hidden in the page, first of each tab's functions of its selection: a server function's output, the
+    # panel made gradio's page read every control in it again at each frame of a run; and after How it works' plot
+    # (a server function, run first), it stayed under that tab for seconds
     tabs = {block.label: block for block in page.demo.blocks.values() if isinstance(block, gr.Tab)}
-    for tab, shown in (("Score", False), ("Generate", True), ("How it works", False), ("Infill", True)):
-        page.fire(tabs[tab], "select")
-        assert page.props[panel._id]["visible"] is shown, tab
-    page.fire(tabs["Score"], "select")
-    page.fire(tabs["Compare"], "select")
-    assert page.props[panel._id]["visible"] is True
+    for tab, shown in (
+        ("Score", False),
+        ("Generate", True),
+        ("How it works", False),
+        ("Infill", True),
+        ("Compare", True),
+    ):
+        selected = [fn for fn in page.demo.fns.values() if (tabs[tab]._id, "select") in map(tuple, fn.targets)]
+        assert selected[0].fn is None and selected[0].js == (layout.SHOW_PANEL if shown else layout.HIDE_PANEL), tab
+    assert "rewrite-panel" in layout.SHOW_PANEL and "'none'" in layout.HIDE_PANEL

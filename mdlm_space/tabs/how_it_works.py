@@ -18,6 +18,7 @@ from mdlm_hf.plots import accuracy_figure
 from mdlm_hf.sampling.options import OPTION_SPECS
 from mdlm_space.api import forward_guessed, forward_result, page_event, public_endpoint
 from mdlm_space.checks import as_float
+from mdlm_space.controls import box_bounds, control, remembered, taken
 from mdlm_space.endpoints import event
 from mdlm_space.handlers import forward_process
 from mdlm_space.render import placeholder
@@ -89,6 +90,17 @@ def accuracy_plot_once(model: MDLM, texts: DemoText = SHAKESPEARE) -> Callable[[
     return draw
 
 
+def when_taken(draw: Callable, mask_ratio: gr.Slider, seed: gr.Number) -> Callable:
+    """`draw(line, t, seed)`, or no change for a t or a seed that its box does not take as typed."""
+
+    def drawn(line: str | None, t: Any, seed_value: Any) -> Any:
+        if not (taken(t, *box_bounds(mask_ratio, None)) and taken(seed_value, *box_bounds(seed, None))):
+            return gr.skip(), gr.skip()
+        return draw(line, t, seed_value)
+
+    return drawn
+
+
 def forward_process_views(model: MDLM, demo: gr.Blocks, texts: DemoText) -> tuple[gr.Slider, Any]:
     """A line of the sample text, its mask ratio and seed, and the masked line with the model's guesses (also the
     API's /forward_process); the mask ratio's slider, which the accuracy plot follows, and the event of its change."""
@@ -100,18 +112,24 @@ def forward_process_views(model: MDLM, demo: gr.Blocks, texts: DemoText) -> tupl
             min_width=240,
         )
         mask_ratio = gr.Slider(0, 1, value=0.3, step=0.01, label="Mask ratio t", scale=2, min_width=200)
-        seed = gr.Number(value=0, label="Seed", scale=1, min_width=90)
+        seed = control("seed", model.block_size, scale=1, min_width=90)
+    # noted here rather than by the layout's last pass: the view below skips what these boxes do not take
+    remembered(mask_ratio)
+    remembered(seed)
     # a line until the first masks are drawn, so the view is never an empty box
     view = gr.HTML(placeholder("Masking the line and asking the model…", rows=3), elem_id="forward-view")
     summary = gr.Markdown(elem_id="forward-summary")
     forward = event(forward_process, dict(line=line, t=mask_ratio, seed=seed), model=model)
     outputs = [view, summary]
-    # change, not release: typing into the slider's number box must update the views too
+    # change, not release: typing into the slider's number box must update the views too; a t or a seed the box
+    # does not take as typed draws nothing (its note says what it did, and the value it sets draws the view): the
+    # view drew t = 1 under the slider's refusal of 99999
+    typed = dict(forward, fn=when_taken(forward["fn"], mask_ratio, seed))
     masked = mask_ratio.change(
-        **forward, outputs=outputs, api_name=False, trigger_mode="always_last", show_progress="hidden"
+        **typed, outputs=outputs, api_name=False, trigger_mode="always_last", show_progress="hidden"
     )
-    for trigger in (line.submit, seed.submit):
-        trigger(**forward, outputs=outputs, api_name=False)
+    seed.change(**typed, outputs=outputs, api_name=False, trigger_mode="always_last", show_progress="hidden")
+    line.submit(**forward, outputs=outputs, api_name=False)
     gr.Button("Mask and predict", size="sm").click(**forward, outputs=outputs, **page_event("forward_process"))
     forward_api = event(forward_guessed, dict(line=line, t=mask_ratio, seed=seed), model=model)
     public_endpoint("forward_process", forward_api, forward_result)
