@@ -146,9 +146,9 @@ class LineRules:
         return any(start is not None and self.speakers(start, plays, True) == names for start in starts)
 
     def speakers(self, start: int, plays: int, after_blank: bool) -> frozenset[str] | None:
-        """The headings of `plays` that the line from `start` may still be, by its known start: its own if it is
-        whole (or ends at its colon), else those it begins (after a blank line only: elsewhere it may be speech);
-        None where nothing of it is known."""
+        """The headings of `plays` that the line from `start` may still be: its own if it is whole (or ends at its
+        colon), else those whose letters fit its characters and masks up to its break (after a blank line only:
+        elsewhere it may be speech); None where nothing of it is known."""
         line = self.starting_at(start)
         if not line.text:
             return None
