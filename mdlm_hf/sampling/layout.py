@@ -323,15 +323,9 @@ class LineRules:
         open_end = b == n and self.edges[1]  # the view's cut: the line may run on
         for heading in self.casts.headings_of(plays):
             k = len(heading)
-            if k < len(pattern):  # its break at a mask, and at least a character of speech before the known end
-                ends = pattern[k] is None and k + 1 < len(pattern)
-            else:  # its break the known one, with speech after it; or past the view's cut
-                ends = open_end or (k == len(pattern) and b < n and self.speech_follows(b))
-            if (
-                ends
-                and all(c is None or c == h for c, h in zip(pattern, heading, strict=False))
-                and self.speech_after(pattern[k + 1 :])
-            ):
+            # room for its speech: a character before the line's known end, or a line after its known break
+            speech = k + 1 < len(pattern) if k < len(pattern) else open_end or (b < n and self.speech_follows(b))
+            if speech and fits_pattern(heading, pattern, open_end) and self.speech_after(pattern[k + 1 :]):
                 return True
         return False
 
