@@ -51,12 +51,14 @@ def budget_share(chars: int) -> int:
     return 0 if is_short(chars) else min(chars, CHARS_IN_FLIGHT // 2)
 
 
+def room(going: list[int]) -> int:
+    """What is left of CHARS_IN_FLIGHT beside the long runs `going` (each one's characters): 0 with their slots full."""
+    return CHARS_IN_FLIGHT - sum(map(budget_share, going)) if len(going) < MAX_LONG_RUNS else 0
+
+
 def fits(going: list[int], chars: int) -> bool:
     """Whether a run of `chars` characters may start beside the long runs `going` (each one's characters)."""
-    if is_short(chars):
-        return True
-    used = sum(map(budget_share, going))
-    return len(going) < MAX_LONG_RUNS and used + budget_share(chars) <= CHARS_IN_FLIGHT
+    return is_short(chars) or budget_share(chars) <= room(going)
 
 
 def trusted_proxies() -> int:
@@ -95,10 +97,9 @@ def run_refusal(key: str | None, chars: int) -> str | None:
         return f"{MAX_RUNS_PER_CLIENT} of your runs are going already: wait for one to end, or stop one"
     if fits(_long_runs, chars):
         return None
-    room = CHARS_IN_FLIGHT - sum(map(budget_share, _long_runs)) if len(_long_runs) < MAX_LONG_RUNS else 0
     return (
         f"{len(_long_runs)} runs are writing {sum(_long_runs):,} characters already: ask for at most "
-        f"{max(room, SHORT_RUN_CHARS):,} characters (this run has {chars:,}), or wait for one to end"
+        f"{max(room(_long_runs), SHORT_RUN_CHARS):,} characters (this run has {chars:,}), or wait for one to end"
     )
 
 
