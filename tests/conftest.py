@@ -82,7 +82,7 @@ def model_dir(tmp_path_factory):
     import torch
 
     from mdlm_hf import MDLM
-    from mdlm_hf.metrics import save_word_list
+    from training.words import save_word_list
 
     text = open(REPO_ROOT / "tests" / "data" / "vocab.txt", encoding="utf-8").read()
     torch.manual_seed(0)

@@ -164,7 +164,7 @@ def test_the_8_pass_students_distillation_runs_at_a_tiny_size(tmp_path, tiny_mod
     # SDTT: each round the student learns in one step what its teacher writes in two; the job's CPU dry run
     from lab import distill
     from mdlm_hf import MDLM
-    from mdlm_hf.metrics import save_word_list
+    from training.words import save_word_list
 
     tiny_model.save_pretrained(tmp_path / "teacher")
     save_word_list(tiny_text, tmp_path / "teacher" / "words.txt")

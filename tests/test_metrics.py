@@ -4,7 +4,8 @@ import random
 import pytest
 
 from evals.text_metrics import KneserNeyJudge, char_entropy, distinct_n
-from mdlm_hf.metrics import load_word_list, save_word_list, valid_word_rate, word_list, words
+from mdlm_hf.metrics import load_word_list, valid_word_rate, word_list, words
+from training.words import save_word_list
 
 TRAIN = (
     "the king is dead and the queen is sad. the king was good and the queen was kind. "

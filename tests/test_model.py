@@ -480,8 +480,8 @@ def test_the_fp32_bf16_timing_stops_once_it_has_taken_its_budget(tiny_model, mon
 
 def test_a_model_folders_files_stay_in_it(tmp_path, tiny_text):
     # a words.txt linked to /etc/passwd was followed, and its words came out in the text
-    from mdlm_hf.metrics import save_word_list
     from mdlm_space import loading
+    from training.words import save_word_list
 
     torch.manual_seed(0)
     MDLM(CharTokenizer.from_text(tiny_text).vocab, n_layer=1, n_head=2, n_embd=16, block_size=32).save_pretrained(

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mdlm_hf import MDLM, sample
-from mdlm_hf.metrics import capitalised_words, heading_name, save_word_list, word_list_as_written
+from mdlm_hf.metrics import heading_name
 from mdlm_hf.pipeline import ended, prompt_canvas, text_to_canvas
 from mdlm_hf.sampling.casts import Casts, as_casts
 from mdlm_hf.sampling.layout import LineRules
@@ -20,6 +20,7 @@ from mdlm_hf.sampling.state import final_state
 from mdlm_hf.tokenizer import CharTokenizer
 from tests.stubs import StubModel
 from training.casts import text_casts, training_casts, write_casts
+from training.words import capitalised_words, save_word_list, word_list_as_written
 
 VOCAB = " \n.,:;!?'-abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 PLAYS = {"verona": ["ROMEO", "Nurse", "First Citizen"], "york": ["YORK", "KING HENRY VI", "First Citizen"]}

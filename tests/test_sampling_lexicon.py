@@ -8,13 +8,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mdlm_hf import MDLM, sample
-from mdlm_hf.metrics import save_word_list, words
+from mdlm_hf.metrics import words
 from mdlm_hf.pipeline import prompt_canvas, text_to_canvas
 from mdlm_hf.sampling.lexicon import Lexicon, as_lexicon
 from mdlm_hf.sampling.options import SamplerOptions
 from mdlm_hf.sampling.state import final_state
 from mdlm_hf.tokenizer import CharTokenizer
 from tests.stubs import StubModel
+from training.words import save_word_list
 
 VOCAB = " \n.,:'abcdefghijklmnopqrstuvwxyzRT"
 TINY = {"to", "be", "or", "not"}

@@ -29,7 +29,6 @@ from safetensors import SafetensorError
 from mdlm_hf import MDLM
 from mdlm_hf.data import split_text
 from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
-from mdlm_hf.metrics import save_word_list
 from mdlm_hf.objectives import objective_of
 from mdlm_hf.plots import accuracy_figure
 from training.card import TrainingData, demo_metadata, describe_training_data, model_card_details, training_stages
@@ -43,6 +42,7 @@ from training.plots import training_curve_figure
 from training.push_to_hub import push_to_hub
 from training.run_options import push_problem
 from training.weights import BF16_TOLERANCE, ELBO_SAMPLES, WEIGHTS_DTYPES, choose_weights, write_weights
+from training.words import save_word_list
 
 EXPORT_FILES = (
     "README.md",
