@@ -17,6 +17,7 @@ from mdlm_hf.checks import described
 from mdlm_hf.data import file_version
 from mdlm_hf.inference import shipped_file
 from mdlm_hf.metrics import SPEAKER_NAME
+from mdlm_hf.sampling.lexicon import fragments
 from mdlm_hf.sampling.options import SamplerOptions
 
 LONGEST_LINE = 80  # characters: a speech line's limit where a casts file names none
@@ -27,8 +28,7 @@ MAX_CASTS_BYTES, MAX_PLAYS, MAX_SPEAKERS, MAX_NAME = 4 * 2**20, 10_000, 100_000,
 
 class Casts:
     """The speakers of each play of a training text, with the plays whose cast holds each fragment of a heading
-    (`NAME:`) at its start, its end, as a whole or anywhere (tables built when first asked). A set of plays is an
-    int, one bit a play."""
+    (`NAME:`), tables built when first asked. A set of plays is an int, one bit a play."""
 
     def __init__(self, plays: dict[str, list[str]], longest_line: int = LONGEST_LINE, source: str = "casts") -> None:
         if not isinstance(plays, dict) or not all(
@@ -107,24 +107,20 @@ class Casts:
 def heading_table(
     plays: dict[str, list[str]], bits: dict[str, int], at_start: bool, at_end: bool
 ) -> dict[str, list[tuple[int, int]]]:
-    """Every fragment of the plays' headings at their start, end or anywhere: (length, plays) pairs, shortest
-    first, a heading's length and the plays with a heading that long holding it."""
+    """Each fragment of the plays' headings -> (a heading's length, the plays with one that long holding it), shortest
+    first."""
     table: dict[str, dict[int, int]] = {}
     for play, names in plays.items():
-        for name in names:
-            heading = f"{name}:"
-            n = len(heading)
-            for i in [0] if at_start else range(n + 1):
-                for j in [n] if at_end else range(i, n + 1):
-                    lengths = table.setdefault(heading[i:j], {})
-                    lengths[n] = lengths.get(n, 0) | bits[play]
+        for heading in (f"{name}:" for name in names):
+            for piece in fragments(heading, at_start, at_end):
+                lengths = table.setdefault(piece, {})
+                lengths[len(heading)] = lengths.get(len(heading), 0) | bits[play]
     return {piece: sorted(lengths.items()) for piece, lengths in table.items()}
 
 
 @functools.lru_cache(maxsize=4)
 def read_casts(path: str, modified: float) -> Casts:
-    """The casts in the casts.json at `path` (`modified`: its time, so an edited file is read anew); a file that is
-    not one is a ValueError naming it."""
+    """The casts in the casts.json at `path` (`modified`: its time, so an edited file is read anew)."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

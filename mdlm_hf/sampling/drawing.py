@@ -51,9 +51,8 @@ def newline_id(model: nn.Module) -> int | None:
 
 
 def within_line_blanks(tokens: torch.Tensor, mask_id: int, line_break: int | None) -> torch.Tensor | None:
-    """(B, T) bool: the masks of `tokens` (B, T) in a blank within a line, a run of masks with a given character other
-    than a line break right before it and right after it (keep_lines: no line break goes there); None where there is
-    none. A blank at the text's start or end, or beside a line break, may take line breaks."""
+    """(B, T) bool: the masks of `tokens` (B, T) in a blank within a line, with a given character other than a line
+    break right before and right after it (keep_lines: no line break goes there); None where there is none."""
     if line_break is None:
         return None
     masked, T = tokens == mask_id, tokens.size(1)
@@ -64,13 +63,12 @@ def within_line_blanks(tokens: torch.Tensor, mask_id: int, line_break: int | Non
 
 
 def without_line_breaks(logits: torch.Tensor, inside: torch.Tensor | None, line_break: int | None) -> torch.Tensor:
-    """`logits` (B, T, V) with the line break ruled out at the positions `inside` (B, T) marks (`within_line_blanks`):
-    every draw there, a rule's redraw too, is among the other characters."""
+    """`logits` (B, T, V) with the line break ruled out where `inside` (B, T) marks, for a rule's redraw too."""
     if inside is None or line_break is None:
         return logits
-    ruled_out = torch.zeros(logits.size(-1), dtype=torch.bool, device=logits.device)
-    ruled_out[line_break] = True
-    return logits.masked_fill(inside[..., None] & ruled_out, float("-inf"))
+    logits = logits.clone()
+    logits[..., line_break].masked_fill_(inside, float("-inf"))
+    return logits
 
 
 def draw_tokens(
@@ -79,9 +77,8 @@ def draw_tokens(
     generator: torch.Generator,
     cooler: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Draws one character per position (B, T) from temperature / top-k / top-p / min-p filtered logits;
-    positions `cooler` (B, T) marks (those after a capital, `after_capital`) at the temperature times
-    `capital_temperature_factor`."""
+    """Draws one character per position (B, T) from temperature / top-k / top-p / min-p filtered logits; those that
+    `cooler` (B, T) marks (after a capital, `after_capital`) at the temperature times capital_temperature_factor."""
     if options.temperature < GREEDY_BELOW:  # 0, or so close that the division would overflow
         return logits.argmax(dim=-1)
     temperature: float | torch.Tensor = min(options.temperature, UNIFORM_ABOVE)
@@ -111,8 +108,8 @@ def draw_tokens(
 def separator_tokens(
     logits: torch.Tensor, separator_ids: torch.Tensor, options: SamplerOptions, generator: torch.Generator
 ) -> torch.Tensor:
-    """(B, T): a word separator per position, drawn between the separators (a space or a line break) at the model's
-    own odds (temperature 1), or the likelier of them where the options are greedy."""
+    """(B, T): a space or a line break per position, at the model's own odds between them (greedy where the options
+    are)."""
     among = logits.index_select(-1, separator_ids).double()  # (B, T, S)
     if options.temperature >= GREEDY_BELOW:
         among = among + gumbel_noise(among, generator)

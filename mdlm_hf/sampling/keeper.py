@@ -1,10 +1,10 @@
-"""The rules a run keeps its text to, applied as it is written: its words to a word list (`real_words`,
-lexicon.py) and its layout to a play's (`keep_cast`, layout.py). They extend the reference sampler's [draw] and
-[reveal] lines (reference.py): a revealed character that breaks a rule is drawn again among those that keep it.
+"""The rules a run keeps its text to as it is written: its words to a word list (`real_words`, lexicon.py) and its
+layout to a play's (`keep_cast`, layout.py). They extend the reference sampler's [draw] and [reveal] lines
+(reference.py): a revealed character that breaks a rule is drawn again among those that keep it.
 
-Each step's revealed characters are checked left to right, each seeing those placed before it; where no character
-keeps the rules (a dead end) the model's draw stands and is counted (`SamplerState.word_fallbacks`), and the lines it
-broke bind no later character (the words still do; each character written beside them is counted too).
+Each step's revealed characters are checked left to right, each seeing those placed before it. At a dead end (no
+character keeps the rules) the model's draw stands and is counted (`SamplerState.word_fallbacks`); the lines it broke
+bind no later character (the words still do), and each character written beside them is counted too.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ SEPARATORS = (" ", "\n")  # what a word streams order's planned separator may be
 
 
 class Keeper:
-    """A run's rules: `lexicon` (real_words) and `casts` (keep_cast), either None where off; counts each row's dead
-    ends and remembers each row's plays (a bit set of `casts`' plays)."""
+    """A run's rules, `lexicon` (real_words) and `casts` (keep_cast), None where off, with each row's dead ends and
+    plays (a bit set of `casts`' plays)."""
 
     def __init__(self, vocab: str, batch_size: int, lexicon: Lexicon | None, casts: Casts | None) -> None:
         self.vocab, self.lexicon, self.casts = vocab, lexicon, casts
@@ -45,25 +45,22 @@ class Keeper:
         return cls(model.tokenizer.vocab, batch_size, lexicon, casts)
 
     def enter(self, canvas: torch.Tensor, given: torch.Tensor, offset: int = 0) -> None:
-        """Starts a run or a window: `canvas` (B, N) is the whole canvas, which the writer updates in place after
-        each step; `given` (B, N) marks the caller's text (only a word or a line the caller wrote may break a
-        rule); the window's tokens start at `offset`. At the run's start, each row's plays are those of the
-        speakers its given text names."""
+        """Starts a run or a window at `offset` of `canvas` (B, N), which the writer updates in place; `given` (B, N)
+        marks the caller's text, which alone may break a rule. At the run's start each row's plays are chosen."""
         self.canvas, self.given, self.offset = canvas, given, offset
         if self.casts is not None and self.plays is None:
             self.plays = [self.casts.chosen(self.given_speakers(row)) for row in range(canvas.size(0))]
 
     def given_speakers(self, row: int) -> list[str]:
-        """The speakers named by the headings of a row's given text: its whole lines, and a line whose given start is
-        a heading before masks ("ROMEO:" and no line break), which no speech line may start with."""
+        """The speakers a row's given text names: its headings, and a line's given start that is one before masks
+        ("ROMEO:" and no line break), which no speech line may start with."""
         ids, given = self.canvas[row].tolist(), self.given[row].tolist()
         text = "".join(self.vocab[i] if g and i < len(self.vocab) else "\0" for i, g in zip(ids, given, strict=True))
         starts = (line.split("\0")[0] for line in text.split("\n"))  # each line's given characters before a mask
         return [start[:-1] for start in starts if is_heading(start)]
 
     def report(self) -> dict:
-        """What a state records of the rules (SamplerState's fields): the options kept, each row's dead ends so far
-        (B,), and each row's plays its headings may still come from (None without keep_cast)."""
+        """SamplerState's fields of the rules: the options kept, each row's dead ends (B,) and plays so far."""
         rules = tuple(name for name, rule in (("real_words", self.lexicon), ("keep_cast", self.casts)) if rule)
         plays = None if self.plays is None else [self.casts.names_of(plays) for plays in self.plays]
         return dict(word_fallbacks=torch.tensor(self.fallbacks), kept_rules=rules, plays=plays)
@@ -78,10 +75,9 @@ class Keeper:
         generator: torch.Generator,
         separators: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """`drawn` (B, T) with each of `positions` (B, T) kept or drawn again from its `logits` (B, T, V; a
-        writer that predicts one position at a time: (B, 1, V)), left to right; `tokens` (B, T) is the window of
-        the canvas (from `enter`'s offset) before them; at `separators` (B, T) only a space or a line break may go
-        (word streams' planned word starts)."""
+        """`drawn` (B, T) with each of `positions` (B, T) kept or drawn again from its `logits` (B, T, V), or (B, 1, V)
+        from a one-position writer, left to right; `tokens` (B, T): the window (from `enter`'s offset) before them;
+        at `separators` (B, T), word streams' planned word starts, only a space or a line break may go."""
         kept, offset = drawn.clone(), self.offset
         for row, at in enumerate(positions.tolist()):
             spots = [k for k, here in enumerate(at) if here]
@@ -134,8 +130,7 @@ class _RowView:
         generator: torch.Generator,
         only: tuple[str, ...] | None,
     ) -> int:
-        """The id that goes at p: the model's `proposal` where it keeps the rules, else a draw among those that do,
-        else (a dead end, counted) the proposal; the row's characters and plays follow it."""
+        """The id at p: `proposal` where it keeps the rules, else a draw among those that do, else (counted) it."""
         vocab = self.keeper.vocab
         self.chars[p] = None
         lexicon = self.keeper.lexicon
@@ -163,8 +158,7 @@ class _RowView:
 def draw(
     logits: torch.Tensor, flags: list[bool], after_capital: bool, options: SamplerOptions, generator: torch.Generator
 ) -> int | None:
-    """One character from `logits` (V,) among those `flags` allows (the ids past the vocabulary, [MASK], never);
-    None at a dead end: none allowed, or none the model gives a chance."""
+    """One character from `logits` (V,) among those `flags` allows; None where the model gives none a chance."""
     keep = torch.tensor(flags + [False] * (logits.size(-1) - len(flags)), device=logits.device)
     masked = logits.float().masked_fill(~keep, -math.inf)
     if not torch.isfinite(masked).any():

@@ -1,12 +1,8 @@
-"""Keeping a play's shape (the `keep_cast` option): one play's cast, each heading alone on its line, no empty speech.
+"""Keeping a play's shape (the `keep_cast` option; its rules: docs/sampler.md): one play's cast, each heading alone.
 
-A play's text has three kinds of line: a **heading** (`NAME:`), a **speech** line and a **blank** line; a blank line is
-followed by a heading, a heading by speech, speech by speech or a blank line (`FOLLOWS`). A text starts at a heading
-or a capital and never ends on a heading; a speech line holds a letter, no double space and no name with its colon
-(`YORK: datural pains`, `ROMAN :`), and is no longer than the training text's longest (line_length.py); no speaker
-follows themself. Each character drawn keeps its line and its neighbours to a kind that fits, as far as the canvas
-knows them (a mask is unknown). Headings keep to one play's cast (`Casts`, casts.py): the first heading written, or
-the speakers the caller's text names, choose the play.
+A play's text has three kinds of line, a heading (`NAME:`), a speech line and a blank line, each followed by the kinds
+`FOLLOWS` names. Each character drawn keeps its line and its neighbours to a kind that fits, as far as the canvas
+knows them (a mask is unknown); headings keep to one play's cast (casts.py).
 """
 
 from __future__ import annotations
@@ -75,10 +71,9 @@ class LineRules:
         return Line(start, end, text, left, right, all(self.given[start:end]) and end > start, room, exact)
 
     def heading_room(self, end: int) -> tuple[float, int | None]:
-        """How many more characters a heading whose known characters end at `end` (masks after it) may have, where
-        the masks reach a line break or the text's end: it needs its own break and, before a blank line or the
-        text's end, a character of speech. Before a known break and speech it may also fill the masks exactly (the
-        second of the pair: that many, else None)."""
+        """How many more characters a heading whose known characters end at `end` (masks after it) may have: room for
+        its own break and, before a blank line or the text's end, a character of speech; and how many exactly where it
+        may fill the masks up to a known break with speech after it (else None)."""
         chars, n = self.chars, len(self.chars)
         j = end
         while j < n and chars[j] is None:
@@ -134,8 +129,7 @@ class LineRules:
 
     def repeats(self, line: Line, plays: int) -> bool:
         """Whether a heading line and the nearest heading before or after it, across masks, can only name one speaker
-        (a speaker answering themself): each read as far as it is written (`speakers`). Masks between promise no
-        other heading unless a blank line there is known, and a heading chosen now cannot count on them for one."""
+        (a speaker answering themself): masks between promise no other heading unless a blank line there is known."""
         if not (line.opened and line.text):
             return False
         after_blank = line.start >= 2 and self.chars[line.start - 2] == "\n"
@@ -146,9 +140,8 @@ class LineRules:
         return any(start is not None and self.speakers(start, plays, True) == names for start in starts)
 
     def speakers(self, start: int, plays: int, after_blank: bool) -> frozenset[str] | None:
-        """The headings of `plays` that the line from `start` may still be: its own if it is whole (or ends at its
-        colon), else those whose letters fit its characters and masks up to its break (after a blank line only:
-        elsewhere it may be speech); None where nothing of it is known."""
+        """The headings of `plays` the line from `start` may still be: itself if whole (or ended at its colon), else
+        those that fit its characters and masks (after a blank line only: elsewhere it may be speech); None: unknown."""
         line = self.starting_at(start)
         if not line.text:
             return None
@@ -163,16 +156,14 @@ class LineRules:
         return frozenset(h for h in self.casts.headings_of(plays) if fits_pattern(h, pattern, open_end))
 
     def answers_itself(self, line: Line) -> bool:
-        """Whether a speech line lies between two headings of one speaker, every character between them known (the
-        speech written last, after both headings)."""
+        """Whether a speech line lies between two known headings of one speaker (the speech written last)."""
         starts = (self.neighbour_start(line.start - 1, -1), self.neighbour_start(line.end - 1, 1))
         before, after = (None if start is None else self.whole_line(start) for start in starts)
         return before is not None and before == after
 
     def neighbour_start(self, q: int, step: int, across_masks: bool = False) -> int | None:
-        """Where the heading nearest position q (a line break) going `step` starts: the line after the nearest blank
-        line that way, or the text's first line (a heading where it has a heading's form), or (`across_masks`, which
-        reads past masks) a whole heading after a break; None where a mask comes first or there is none."""
+        """Where the heading nearest the line break at q going `step` starts: after the nearest blank line that way, at
+        the text's first line, or (`across_masks`) a whole heading after a break; None where a mask comes first."""
         chars, n = self.chars, len(self.chars)
         if step < 0 and q <= 0:
             return None  # the line is the text's first
@@ -198,9 +189,8 @@ class LineRules:
         return "".join(chars[start:end]) if end < n and chars[end] == "\n" else None
 
     def speech_fits(self, line: Line) -> bool:
-        """Whether the line's characters may be a speech line's: not too long, no space at either end, not a
-        heading's form nor a heading run on into a speech, and at the text's start, from a capital letter (the
-        caller's own characters are never held against it)."""
+        """Whether the line's characters may be a speech line's (the caller's own are never held against it): not too
+        long, no space at either end, not a heading or one run on into speech, from a capital at the text's start."""
         text, given = line.text, self.given[line.start : line.end]
         if any(given):
             return True
@@ -240,8 +230,7 @@ class LineRules:
         return kinds or ANY  # the caller's own lines may break the rules: they bind nothing
 
     def after(self, line: Line, plays: int) -> frozenset[str] | str:
-        """What the line after may be: END at the text's end, ENDS_WITH_BREAK after its last break, else the kinds
-        its characters allow."""
+        """What the line after may be: END at the text's end, ENDS_WITH_BREAK after its last break, else its kinds."""
         if line.right == "mask":
             return ANY
         if line.right == "edge":
@@ -257,8 +246,7 @@ class LineRules:
         return (self.kinds(self.starting_at(q + 1), plays) - {BLANK}) or ANY
 
     def fits(self, line: Line, plays: int) -> bool:
-        """Whether the line may be some kind that follows what is before it and leads to what is after it (a line the
-        caller wrote whole is taken as it is)."""
+        """Whether the line may be a kind that follows what is before it and leads to what is after it."""
         if line.given and line.opened and line.closed:
             return True
         before, after = self.before(line, plays), self.after(line, plays)
@@ -291,8 +279,7 @@ class LineRules:
         return all(self.fits(line, plays) for line in self.with_neighbours(lines))
 
     def spans_fit(self, p: int, plays: int) -> bool:
-        """Whether the character at p leaves the heading spans around it fitting (`heading_span_fits`), where they
-        fitted with p masked (one already broken is not held against p)."""
+        """Whether the character at p leaves the heading spans around it fitting, where they fitted with p masked."""
         chars = self.chars
         spans = [q for q in ((p - 1, p + 1) if chars[p] == "\n" else (p,)) if 0 <= q < len(chars)]
         if all(self.heading_span_fits(q, plays) for q in spans):
@@ -304,9 +291,8 @@ class LineRules:
             chars[p] = c
 
     def heading_span_fits(self, q: int, plays: int) -> bool:
-        """Where position q lies on a line after a blank line whose known stretches masks part ("LADY CA" _ "DY
-        CAPULET:", two stretches written towards each other): whether some heading of `plays` matches them, its
-        line break at a mask or at the line's known end (the stretches one by one each fit some heading)."""
+        """Whether the stretches of the line through q after a blank line, parted by masks ("LADY CA" _ "DY
+        CAPULET:"), fit one heading of `plays` together, with its break at a mask or at the line's known end."""
         chars, n = self.chars, len(self.chars)
         a = q
         while a > 0 and chars[a - 1] != "\n":
@@ -337,13 +323,13 @@ class LineRules:
 
     @staticmethod
     def speech_after(rest: list[str | None]) -> bool:
-        """Whether what follows a heading's break on a heading span (its speech's first line, where it is all
-        known) may start a speech: not a name and its colon ("ELY:" _ "G HENRY VI:")."""
+        """Whether what follows a heading span's break, where all known, may start a speech: not a name and its colon
+        ("ELY:" _ "G HENRY VI:")."""
         return None in rest or not (RUN_ON.match("".join(rest)) or is_heading("".join(rest)))
 
     def broken_at(self, p: int, plays: int) -> bool:
-        """Whether the lines around the mask at p break the rules whatever goes there (an earlier dead end's): then
-        no character is held to them, so one dead end does not make a run of them."""
+        """Whether the lines around the mask at p break the rules whatever goes there (an earlier dead end's, which
+        then binds no character, so one dead end does not make a run of them)."""
         assert self.chars[p] is None
         lines = self.with_neighbours([self.ending_at(p), self.starting_at(p + 1)])
         return not all(self.fits(line, plays) for line in lines)
@@ -365,9 +351,8 @@ class LineRules:
         return plays
 
     def narrowed(self, plays: int, p: int) -> int:
-        """`plays` narrowed to those whose casts hold the heading through position p, if its line is a written
-        heading: after a blank line, or one whose characters can be nothing else ("CASSIUS:"); unchanged where
-        none does."""
+        """`plays` narrowed to those whose casts hold the written heading through p (after a blank line, or a line
+        that can be nothing else: "CASSIUS:"); unchanged where none does."""
         if self.chars[p] in (None, "\n"):
             return plays
         line = self.around(p)

@@ -1,9 +1,8 @@
-"""Keeping the words a run writes to a word list (the `real_words` option): which characters a draw may take.
+"""Keeping the words a run writes to a word list (the `real_words` option, docs/sampler.md).
 
-Each character drawn joins a fragment of a word (`mdlm_hf.metrics.words`): the letters known on its either side, up
-to a separator or a mask. It must leave that fragment part of a word of the list, placed as the known separators say
-and no longer than the masks around it leave room for, so the last of a word's characters to be written sees the
-whole word, in any reveal order (docs/sampler.md, `real_words`).
+Each character drawn must leave its fragment of a word (the letters known on its either side) part of a word of the
+list, placed as the known separators say and with room in the masks around it, so the last of a word's characters to
+be written sees the whole word, in any reveal order.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from __future__ import annotations
 import functools
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import torch
@@ -55,8 +54,7 @@ class Lexicon:
 
     def shortest(self, fragment: str, left_closed: bool, right_closed: bool, lower: bool = False) -> float:
         """The length of the shortest word (`lower`: of those it may write in lower case) with `fragment` (lower
-        case) at its start (`left_closed`), its end (`right_closed`), as a whole (both) or anywhere (neither);
-        infinity where no word holds it."""
+        case) at its start (`left_closed`), its end, as a whole (both) or anywhere (neither); infinity: none."""
         key = (left_closed, right_closed, lower)
         if key not in self._tables:
             self._tables[key] = fragment_table(self.lower_words if lower else self.words, left_closed, right_closed)
@@ -71,8 +69,7 @@ class Lexicon:
         return self
 
     def fits(self, fragment: str, left_closed: bool, right_closed: bool, room: float = 0) -> bool:
-        """Whether `fragment` can be part of a word of the list placed as its sides say, with at most `room` more
-        characters around it (empty fits)."""
+        """Whether `fragment` can be part of a word of the list placed as its sides say, within `room` more."""
         if left_closed:
             fragment = fragment.lstrip("'")  # an opening quote, not the word's
         if right_closed:
@@ -84,19 +81,20 @@ class Lexicon:
         return shortest < math.inf and shortest <= len(fragment) + room
 
 
+def fragments(word: str, at_start: bool, at_end: bool) -> Iterator[str]:
+    """Every fragment of `word` at its start (`at_start`), its end, as a whole (both) or anywhere (neither)."""
+    n = len(word)
+    for i in [0] if at_start else range(n + 1):
+        for j in [n] if at_end else range(i, n + 1):
+            yield word[i:j]
+
+
 def fragment_table(word_list: frozenset[str], at_start: bool, at_end: bool) -> dict[str, int]:
-    """Every fragment of the words at their start, their end or anywhere, with the length of the shortest word
-    holding it there."""
+    """Every fragment of the words (`fragments`), with the length of the shortest word holding it there."""
     table: dict[str, int] = {}
     for word in word_list:
-        n = len(word)
-        starts = [0] if at_start else range(n)
-        for i in starts:
-            ends = [n] if at_end else range(i + 1, n + 1)
-            for j in ends:
-                piece = word[i:j]
-                if table.get(piece, math.inf) > n:
-                    table[piece] = n
+        for piece in fragments(word, at_start, at_end):
+            table[piece] = min(table.get(piece, len(word)), len(word))
     return table
 
 
@@ -151,7 +149,7 @@ class Side:
 
     def __init__(self, chars: list[str | None], given: list[bool], p: int, step: int, open_edge: bool) -> None:
         i, n = p + step, len(chars)
-        while 0 <= i < n and chars[i] is not None and chars[i] in IN_WORDS:
+        while 0 <= i < n and chars[i] in IN_WORDS:
             i += step
         span = range(p + step, i, step)
         self.text = "".join(chars[k] for k in (reversed(span) if step < 0 else span))
@@ -163,8 +161,7 @@ class Side:
             j = i
             while 0 <= j < n and chars[j] is None:
                 j += step
-            beyond = chars[j] if 0 <= j < n else None
-            if (0 <= j < n and beyond not in IN_WORDS) or (not 0 <= j < n and not open_edge):
+            if chars[j] not in IN_WORDS if 0 <= j < n else not open_edge:
                 self.room = abs(j - i)
 
 

@@ -1,7 +1,6 @@
-"""How long a line may grow while it is written out of order (part of `keep_cast`, layout.py): no longer than the
-training text's longest line. Masks can hold the line break that ends a line, but not every run of them can: a line
-neither starts nor ends with a space, and a break just after a letter ends a word that may be none. So a character is
-kept only where the line through it can still end in time, and a space only where a word after it can still end.
+"""How long a line may grow while it is written out of order (part of `keep_cast`, layout.py): a character is kept
+only where the line through it can still end within the training text's longest line, in masks that can hold its
+break (a line neither starts nor ends with a space, and a break just after a letter ends a word that may be none).
 """
 
 from __future__ import annotations
@@ -10,11 +9,10 @@ WORD_ROOM = 12  # masks a line's length counts as written where a space is place
 
 
 def length_fits(chars: list[str | None], given: list[bool], p: int, longest: int) -> bool:
-    """Whether the line through the character at p can still end within the training text's longest line: its
-    known characters and the masks beside them that can hold no line break (`break_fits`) are at most that long;
-    a space, where a line would break if it runs long, is held to the line as if every short run of masks
-    (under WORD_ROOM) were written too, so that a long line ends at a word's end, not in a word. A line already
-    forced longer with p masked, or one with the caller's characters, is not held against p."""
+    """Whether the line through the character at p can still end within the training text's longest line: its known
+    characters and the masks beside them that can hold no line break are at most that long (a space's line counts
+    short runs of masks too, so that a long line ends at a word's end). A line already forced longer with p masked,
+    or one with the caller's characters, is not held against p."""
     if chars[p] == "\n":
         return True
     room = WORD_ROOM if chars[p] == " " else 0
@@ -62,9 +60,8 @@ def reach(chars: list[str | None], given: list[bool], p: int, step: int, filled_
 
 
 def break_fits(masks: int, inner: str | None, outer: str | None) -> bool:
-    """Whether a run of `masks` masks between the characters `inner` and `outer` can surely hold a line break: a line
-    neither starts nor ends with a space, and a break just after a letter would end its word there, which may be no
-    word (so only a mark of punctuation counts as a word's end)."""
+    """Whether a run of `masks` masks between the characters `inner` and `outer` can surely hold a line break (only a
+    mark of punctuation surely ends a word: after a letter, its word may be none)."""
     if masks >= 3:
         return True
     ends_word = inner is not None and not inner.isalpha() and inner != " "

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from mdlm_hf.inference import evaluating, predictor
 from mdlm_hf.sampling.casts import Casts
@@ -47,17 +48,15 @@ def write_by_denoising(
     lexicon: Lexicon | None = None,
     casts: Casts | None = None,
 ) -> Iterator[SamplerState]:
-    """The sampler core for a diffusion model: fills the masks of `canvas` (B, T) (checked by `mdlm_hf.sample`), its
-    windows and blocks planned up front, its words kept to `lexicon` (real_words) and its headings to one play of
-    `casts` (keep_cast) when given; a generator of every state."""
+    """Fills the masks of `canvas` (B, T), checked by `mdlm_hf.sample`, its words kept to `lexicon` (real_words) and
+    its headings to `casts` (keep_cast) when given; a generator of every state."""
     plan = plan_run(model, canvas, options)  # before the generator: a plan it cannot make is refused at the call
     keeper = Keeper.for_run(model, canvas.size(0), lexicon, casts)
     return denoising_states(DenoisingRun(model, canvas, plan, options, generator, keeper))
 
 
 def plan_run(model: nn.Module, canvas: torch.Tensor, options: SamplerOptions) -> Plan:
-    """The run's windows (one, unless the canvas is longer than the model's context) and each window's blocks, over
-    the masks still pending when it starts (known up front: the steps of a run are known before its first)."""
+    """The run's windows (one, unless the canvas is longer than the model's context), each with its blocks."""
     is_masked = canvas == model.mask_id
     window_context = context_of(model.block_size, options.window_context)
     if canvas.size(1) > model.block_size and window_context >= model.block_size:
@@ -78,8 +77,7 @@ def plan_run(model: nn.Module, canvas: torch.Tensor, options: SamplerOptions) ->
 
 @torch.no_grad()  # not inference_mode: states stay ordinary tensors that users can feed back to the model
 def denoising_states(run: DenoisingRun) -> Iterator[SamplerState]:
-    """The reference sampler's loop over the run's windows, blocks and steps; yields the canvas before the first
-    step and after each."""
+    """The reference sampler's loop over windows, blocks and steps: the canvas before the first step and after each."""
     yield run.state()
     with evaluating(run.model):  # back in the caller's mode when the run ends, fails or is closed
         for window, blocks in run.plan:
@@ -114,8 +112,7 @@ class DenoisingRun:
         self.tokens = canvas.clone().to(device)  # (B, N) the whole canvas, updated in place (the keeper reads it)
         self.is_given = self.tokens != self.mask_id  # (B, N) the caller's characters, never changed
         self.confidence = torch.full(self.tokens.shape, float("nan"), device=device)  # (B, N) p when revealed
-        self.nothing = torch.zeros_like(self.is_given)
-        self.revealed, self.remasked = self.nothing, self.nothing  # (B, N) by the last step
+        self.revealed = self.remasked = torch.zeros_like(self.is_given)  # (B, N) by the last step
         self.step, self.num_forward_passes = 0, 0
         self.total_steps = sum(steps for _, blocks in plan for _, steps in blocks)
         self.window = plan[0][0]
@@ -129,11 +126,6 @@ class DenoisingRun:
         self.separator_ids = word_separators(model, device) if planned else None
         # keep_lines: (B, N) the masks of blanks within a line, where no line break is drawn
         self.inside = within_line_blanks(self.tokens, self.mask_id, self.line_break) if options.keep_lines else None
-
-    @property
-    def span(self) -> slice:
-        """The positions of the canvas the model reads now: the window's."""
-        return slice(self.window.start, self.window.end)
 
     def state(self) -> SamplerState:
         """The whole canvas after the last step, as the writer yields it."""
@@ -151,9 +143,10 @@ class DenoisingRun:
         ).with_fallbacks(self.keeper)
 
     def enter(self, window: Window) -> None:
-        """Starts a window: the text before it (given, or written by earlier windows) is its fixed context; what the
-        run reads before the window's first step: each character's prior, unless a row starts all masked."""
+        """Starts a window: the text before it (given, or written by earlier windows) is its fixed context; the prior
+        is read now unless a row starts all masked (then the first step's prediction is the prior)."""
         self.window, self.logits, self.logits_canvas = window, None, None
+        self.span = slice(window.start, window.end)  # the positions of the canvas the model reads
         tokens = self.tokens[:, self.span]  # (B, T)
         self.fixed = tokens != self.mask_id  # (B, T) never remasked in this window
         if self.keeper is not None:  # the caller's text only is given: earlier windows' text was kept to the rules
@@ -188,8 +181,7 @@ class DenoisingRun:
         return self.logits
 
     def next_pass(self, local_step: int) -> DenoisingPass | None:
-        """What this step of the block reads (the model's prediction, the schedule's count), or None when the block
-        has no mask left."""
+        """This step's pass (the model's prediction, the schedule's count), or None when the block has no mask left."""
         tokens = self.tokens[:, self.span]
         eligible = (tokens == self.mask_id) & self.in_block  # (B, T)
         if not eligible.any():
@@ -220,21 +212,13 @@ class DenoisingRun:
     def take(self, tokens: torch.Tensor, revealed: torch.Tensor, confidence: torch.Tensor, local_step: int) -> None:
         """Writes a step's result (each (B, T), the window's) into the canvas, then remasks if the options say."""
         self.tokens[:, self.span] = tokens
-        window_confidence = self.confidence[:, self.span]
-        window_confidence.copy_(torch.where(revealed, confidence, window_confidence))
+        self.confidence[:, self.span][revealed] = confidence[revealed]
         remasked = torch.zeros_like(revealed)
         if self.options.remask_ratio > 0 and local_step < self.block_steps:  # the last step leaves no mask
             remasked = self.remask(revealed)
-        self.revealed, self.remasked = self.whole(revealed), self.whole(remasked)
+        whole = (self.window.start, self.tokens.size(1) - self.window.end)  # the window's (B, T) as the canvas's
+        self.revealed, self.remasked = F.pad(revealed, whole), F.pad(remasked, whole)
         self.step += 1
-
-    def whole(self, window_mask: torch.Tensor) -> torch.Tensor:
-        """A window's (B, T) mask as the whole canvas's (B, N)."""
-        if window_mask.shape == self.nothing.shape:
-            return window_mask
-        whole = self.nothing.clone()
-        whole[:, self.span] = window_mask
-        return whole
 
     def remask(self, revealed: torch.Tensor) -> torch.Tensor:
         """Masks again the block's least confident earlier draws (`remask_picks`); returns them (B, T)."""

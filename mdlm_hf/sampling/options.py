@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from mdlm_hf.checks import described, is_finite, is_int, is_number
-from mdlm_hf.sampling.orders import REVEAL_ORDERS, reveal_order
+from mdlm_hf.sampling.orders import REVEAL_ORDERS
 
 # the package's reveal orders (mdlm_hf.sampling.orders), and those that write from a plan
 ORDERS = tuple(REVEAL_ORDERS)
@@ -23,9 +23,6 @@ STREAM_ORDERS = tuple(name for name, order in REVEAL_ORDERS.items() if order.pla
 REVEAL_RULE_OPTIONS = ("order_temperature", "prior_weight", "remask_ratio", "spacing")
 SCHEDULES = ("linear", "cosine", "front_loaded")
 REVEAL_COUNTS = ("exact", "binomial")
-
-
-# --- what an option accepts, and how front ends show it: one entry per field of SamplerOptions ---
 
 
 @dataclass(frozen=True)
@@ -97,10 +94,8 @@ def option(default: Any, accepts: Accepts, label: str, **front_ends: Any) -> Any
 
 @dataclass(frozen=True)
 class SamplerOptions:
-    """The options of one sampling run, validated when built. The defaults: word streams order, min-p 0.1 at
-    temperature 0.8 (the blind readers' choice, docs/readings.md), 0.24 after a capital letter;
-    `SamplerOptions.plain()` is the bare core with every option off. What each option does: docs/sampler.md's table.
-    """
+    """The options of one sampling run, validated when built; `SamplerOptions.plain()` is the bare core with every
+    option off. What each option does: docs/sampler.md; why the defaults: docs/readings.md."""
 
     num_steps: int = option(32, integer(1), "Denoising steps", slider=(1, None, 1), group="steps")
     order: str = option("word_streams", REGISTERED_ORDER, "Reveal order", group="order")
@@ -212,7 +207,7 @@ class SamplerOptions:
                 raise ValueError(f"{f.name} must be {accepts.words}, got {described(value)}")
             if accepts.kind is float and is_int(value):  # 10**20 as a float: torch takes no int past int64
                 object.__setattr__(self, f.name, float(value))
-        if reveal_order(self.order).plan is not None:  # it reveals by position from a plan: these would be ignored
+        if REVEAL_ORDERS[self.order].plan is not None:  # it reveals by position from a plan: these would be ignored
             ignored = {name: value for name, value in STREAMS_IGNORE.items() if getattr(self, name) != value}
             if ignored:
                 name = next(iter(ignored))
@@ -226,7 +221,7 @@ class SamplerOptions:
     def plain(cls, **changes: Any) -> SamplerOptions:
         """The bare core, with `changes` applied: the default order, strict, no prior, no remasking, no spacing,
         characters drawn from the model's own distribution (temperature 1 everywhere, no filter); keep_lines on."""
-        bare = cls(
+        return cls(
             order_temperature=0.0,
             prior_weight=0.0,
             remask_ratio=0.0,
@@ -234,8 +229,7 @@ class SamplerOptions:
             temperature=1.0,
             min_p=None,
             capital_temperature_factor=1.0,
-        )
-        return bare.replace(**changes)
+        ).replace(**changes)
 
     def replace(self, **changes: Any) -> SamplerOptions:
         """A validated copy with `changes` (options by name) applied; an unknown name is a ValueError naming it."""
@@ -253,9 +247,8 @@ STREAMS_IGNORE = dict(
 
 
 def orders_using(name: str) -> tuple[str, ...]:
-    """The orders for which the option `name` changes what is revealed: the prior weight weighs the model's beliefs,
-    so only the orders that rank by them; a planned order has no use for STREAMS_IGNORE's options (and refuses
-    them)."""
+    """The orders for which the option `name` changes what is revealed: prior_weight only those that rank by the
+    model's beliefs; STREAMS_IGNORE's options only the scored orders (a planned order refuses them)."""
     if name == "prior_weight":
         return tuple(order.name for order in REVEAL_ORDERS.values() if order.by_belief)
     return tuple(order.name for order in REVEAL_ORDERS.values() if order.plan is None or name not in STREAMS_IGNORE)

@@ -23,7 +23,7 @@ Plan = Callable[[torch.Tensor, torch.Tensor, int, torch.Tensor | None], tuple[to
 @dataclass(frozen=True)
 class RevealOrder:
     """One reveal order: a score that ranks the masked positions at every step, or a plan made at a block's start
-    that says which pass writes each position (exactly one of the two)."""
+    of the pass that writes each position."""
 
     name: str
     # log scale, higher first, so that order_temperature means the same for every scored order: position i is
@@ -106,12 +106,11 @@ def spaced_picks(order: torch.Tensor, eligible: torch.Tensor, count: torch.Tenso
 def entropy_bounded_count(
     probs: torch.Tensor, order: torch.Tensor, eligible: torch.Tensor, bound: float
 ) -> torch.Tensor:
-    """How many of each row's eligible positions, taken in `order` (B, T) best first, fit before the summed entropy
-    of their predictions `probs` (B, T, V) exceeds `bound` nats (B,): the EB-sampler's adaptive step size.
+    """How many of each row's eligible positions, taken in `order` (B, T), fit before the summed entropy of their
+    predictions `probs` (B, T, V) exceeds `bound` nats (B,): the EB-sampler's adaptive step size.
 
-    Revealing positions together draws them independently; the error that makes against drawing them one at a
-    time is at most their summed entropy, so a low-entropy stretch may go at once. (The EB-sampler paper bounds the
-    sum less its largest term, which always admits the first position; here the schedule's own count does that.)
+    Positions revealed together are drawn independently, an error bounded by their summed entropy. (The paper bounds
+    the sum less its largest term, which admits the first position; here the schedule's own count does that.)
     """
     entropy = -(probs * probs.clamp(min=1e-12).log()).sum(dim=-1)  # (B, T) nats
     in_order = eligible.gather(-1, order)  # (B, T) eligible positions first: the order ranks the rest last
@@ -132,8 +131,8 @@ def stream_passes(eligible: torch.Tensor, given: torch.Tensor, num_steps: int) -
     the others), `given` (B, T) marking the characters already there (a prompt, a template, earlier windows).
 
     Each run of eligible positions is cut into as few stretches of equal length (within one) as the passes allow,
-    written left to right, one character of each a pass. A run with given text on its right only is the mirror
-    image; a run between given text that fits in twice the passes is written from both ends, meeting in its middle.
+    written left to right, one character of each a pass; mirrored for a run with given text on its right only; a
+    run between given text that fits in twice the passes is written from both ends, meeting in its middle.
     """
     T = eligible.size(-1)
     positions = torch.arange(T, device=eligible.device).expand_as(eligible)  # (B, T)
@@ -156,8 +155,8 @@ def stream_passes(eligible: torch.Tensor, given: torch.Tensor, num_steps: int) -
 
 
 def word_separators(model: nn.Module, device: torch.device) -> torch.Tensor | None:
-    """(S,) the ids of the characters that end a word in `model`'s vocabulary, a space and a line break, those it
-    has (None: neither, or a model with no tokenizer; word_streams order then plans as streams order)."""
+    """(S,) the ids of a space and a line break in `model`'s vocabulary, those it has (None: neither, or no tokenizer;
+    word_streams order then plans as streams order)."""
     vocab = getattr(getattr(model, "tokenizer", None), "vocab", "")
     ids = [vocab.index(c) for c in " \n" if c in vocab]
     return torch.tensor(ids, device=device) if ids else None
@@ -166,12 +165,10 @@ def word_separators(model: nn.Module, device: torch.device) -> torch.Tensor | No
 def word_stream_passes(
     eligible: torch.Tensor, given: torch.Tensor, num_steps: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Word streams order's plan (B, T) and its separators (B, T): streams order's plan (`stream_passes`) for one pass
-    fewer, in which the character before each left-to-right stretch's first, the last of the stretch before it, is
-    a separator, a space or a line break, written in the first pass (`separator_tokens`); every other character is
-    written a pass later than that plan says. So every stretch begins a word, drawn knowing whether it begins a line.
-    A run that gets no separator (a blank written from both ends, one stretch) keeps streams order's plan.
-    """
+    """Word streams order's plan (B, T) and its separators (B, T): streams order's plan for one pass fewer, the
+    character before each stretch's first drawn in the first pass as a space or a line break (`separator_tokens`),
+    the rest a pass later. So every stretch begins a word, drawn knowing whether it begins a line. A run that gets
+    no separator (written from both ends, or one stretch) keeps streams order's plan."""
     plain = stream_passes(eligible, given, num_steps)
     if num_steps < 2:
         return plain, torch.zeros_like(eligible)
@@ -185,8 +182,7 @@ def word_stream_passes(
 
 
 def position_before_run(eligible: torch.Tensor) -> torch.Tensor:
-    """(B, T): for each position, the last position at or before it that is not `eligible` (-1: none), so every
-    position of a run of eligible ones names the position just before that run."""
+    """(B, T): for each position, the last position at or before it that is not `eligible` (-1: none)."""
     positions = torch.arange(eligible.size(-1), device=eligible.device).expand_as(eligible)
     return torch.where(eligible, -1, positions).cummax(dim=-1).values
 
@@ -219,8 +215,7 @@ def streams_plan(
 def word_streams_plan(
     eligible: torch.Tensor, given: torch.Tensor, num_steps: int, separator_ids: torch.Tensor | None
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Word streams order's plan and separators (`word_stream_passes`); streams order's for a model that has no
-    separator."""
+    """Word streams order's plan and separators (`word_stream_passes`); streams order's for a model without them."""
     if separator_ids is None:
         return streams_plan(eligible, given, num_steps, separator_ids)
     return word_stream_passes(eligible, given, num_steps)

@@ -1,7 +1,6 @@
-"""Quote marks in a play's text (part of `keep_cast`, layout.py): one mark is an elision's apostrophe ("'tis",
-"o'er"), a quotation's opening or its close. A mark stands alone and touches a word, and one that closes a quotation
-after a mark of punctuation ("soul.'") closes one its speech opened: the training text closes 223 that way, none
-unopened.
+"""Quote marks in a play's text (part of `keep_cast`, layout.py): an elision's apostrophe ("'tis"), a quotation's
+opening or its close. One that closes a quotation after punctuation ("soul.'") closes one its speech opened: the
+training text closes 223 that way, none unopened.
 """
 
 from __future__ import annotations
@@ -18,8 +17,7 @@ def quotes_fit(chars: list[str | None], p: int) -> bool:
 
 
 def quote_fits(chars: list[str | None], p: int) -> bool:
-    """Whether a quote mark at p (if there is one) touches something (not a space or line break on both sides), stands
-    alone (no quote mark beside it) and, closing a quotation, closes one its speech opened (`closes_unopened`)."""
+    """Whether a quote mark at p (if there is one) touches a word, stands alone and closes no unopened quotation."""
     if not 0 <= p < len(chars) or chars[p] != "'":
         return True
     sides = [chars[k] if 0 <= k < len(chars) else "\n" for k in (p - 1, p + 1)]

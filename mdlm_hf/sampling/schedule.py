@@ -21,11 +21,8 @@ def revealed_fraction(schedule: str, x: float) -> float:
 
 
 def planned_reveals(num_masked: torch.Tensor, num_steps: int, step: int, schedule: str) -> torch.Tensor:
-    """Cumulative number of positions to have revealed after `step` of `num_steps`, per row (B,).
-
-    Each step gets one position first, then the rest follow the schedule, so no step is wasted when
-    there are at least as many masks as steps.
-    """
+    """Cumulative number of positions to have revealed after `step` of `num_steps`, per row (B,): one a step first,
+    so that no step is wasted, the rest by the schedule."""
     f = revealed_fraction(schedule, step / num_steps)
     at_least_one = step + torch.floor((num_masked - num_steps).clamp(min=0) * f + 0.5)
     fewer_masks = torch.floor(num_masked * f + 0.5)

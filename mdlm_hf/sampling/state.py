@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -37,8 +38,7 @@ class SamplerState:
     plays: list[list[str]] | None = None
 
     def with_fallbacks(self, keeper: Keeper | None) -> SamplerState:
-        """This state with a kept run's rules, dead ends and plays so far (`keeper`: its Keeper; None: a run
-        without rules)."""
+        """This state with the rules, dead ends and plays so far of `keeper` (None: a run without rules)."""
         return self if keeper is None else replace(self, **keeper.report())
 
     @property
@@ -54,7 +54,4 @@ class SamplerState:
 
 def final_state(states: Iterator[SamplerState]) -> SamplerState:
     """Runs a sampler generator to the end and returns its last state."""
-    state = None
-    for state in states:  # noqa: B007 (the loop's last value is the point)
-        pass
-    return state
+    return deque(states, maxlen=1)[0]

@@ -45,25 +45,24 @@ def denoise_step(step: DenoisingPass) -> tuple[torch.Tensor, torch.Tensor, torch
     logits, tokens, eligible, options, generator = step.logits, step.tokens, step.eligible, step.options, step.generator
     probs = logits.softmax(dim=-1)  # (B, T, V) the model's own distribution
     drawn = draw_tokens(logits, options, generator, after_capital(tokens, step.capitals))  # (B, T) [draw]
-    confidence = probs.gather(-1, drawn[..., None]).squeeze(-1)  # (B, T) p(drawn)
-    separators = step.separators
+    at_separators = None  # (B, T) a planned order's word separators revealed now
     if reveal_order(options.order).plan is not None:  # [score]: the plan says which positions' pass it is
         revealed = eligible & step.streams_due
-        if separators is not None and step.separator_ids is not None and (separators & revealed).any():
-            at = separators & revealed
-            drawn = torch.where(at, separator_tokens(logits, step.separator_ids, options, generator), drawn)
-            confidence = probs.gather(-1, drawn[..., None]).squeeze(-1)
+        if step.separators is not None:
+            at_separators = revealed & step.separators
+            if at_separators.any():
+                separators = separator_tokens(logits, step.separator_ids, options, generator)
+                drawn = torch.where(at_separators, separators, drawn)
     else:  # [score] and [reveal]: the `count` best-ranked eligible positions
-        order = reveal_ranking(probs, drawn, eligible, step.count, options, generator, step.log_prior)
-        rank = order.argsort(dim=-1)  # 0 = first to reveal
+        order = reveal_ranking(probs, drawn, step)
         count = step.count
         if options.entropy_bound is not None:  # [count]: as many as the entropy bound allows, at least the schedule's
             count = count.maximum(entropy_bounded_count(probs, order, eligible, options.entropy_bound))
-        revealed = (rank < count[:, None]) & eligible
+        revealed = (order.argsort(dim=-1) < count[:, None]) & eligible  # argsort: each position's rank, 0 first
+    confidence = probs.gather(-1, drawn[..., None]).squeeze(-1)  # (B, T) p(drawn)
     if options.threshold is not None:  # [count]: every draw at least this sure, too
         revealed |= eligible & (confidence >= options.threshold)
     if step.keeper is not None:
-        at_separators = revealed & separators if separators is not None else None
         # a planned separator ends a word: the characters drawn with it see it, and it is kept to the rules too
         seen = tokens if at_separators is None else torch.where(at_separators, drawn, tokens)
         drawn = step.keeper.keep(logits, seen, revealed, drawn, options, generator, at_separators)
@@ -71,21 +70,14 @@ def denoise_step(step: DenoisingPass) -> tuple[torch.Tensor, torch.Tensor, torch
     return torch.where(revealed, drawn, tokens), revealed, confidence
 
 
-def reveal_ranking(
-    probs: torch.Tensor,
-    drawn: torch.Tensor,
-    eligible: torch.Tensor,
-    num_to_reveal: torch.Tensor,
-    options: SamplerOptions,
-    generator: torch.Generator,
-    log_prior: torch.Tensor | None,
-) -> torch.Tensor:
-    """A scored order's ranking (B, T): each row's positions, the first to reveal first, eligible ones before the
-    rest; with `spacing`, the kept-apart picks of this step's `num_to_reveal` (B,) before the others."""
+def reveal_ranking(probs: torch.Tensor, drawn: torch.Tensor, step: DenoisingPass) -> torch.Tensor:
+    """A scored order's ranking (B, T) of the step's positions, the first to reveal first, eligible ones before the
+    rest; with `spacing`, the kept-apart picks of the step's count before the others."""
+    options, generator, eligible = step.options, step.generator, step.eligible
     scores = reveal_order(options.order).score(probs, drawn, generator)  # the reference's [score], by the order
-    if log_prior is not None and options.prior_weight > 0:
+    if step.log_prior is not None and options.prior_weight > 0:
         # each candidate judged by how far the context lifted it above its prior: rare characters go sooner
-        scores = scores - options.prior_weight * log_prior.to(scores.dtype)[drawn]
+        scores = scores - options.prior_weight * step.log_prior.to(scores.dtype)[drawn]
     if options.order_temperature >= GREEDY_BELOW:
         # Gumbel-top-k: the k highest perturbed scores are k draws without replacement, by exp(score / temperature)
         scores = scores.double() / options.order_temperature + gumbel_noise(scores, generator)
@@ -96,6 +88,6 @@ def reveal_ranking(
     if options.spacing > 0:
         # characters revealed in one step are drawn independently, so neighbours revealed together need not agree
         # ("thot"): the kept-apart picks go first, the rest only fill what the step still has to reveal
-        picked = spaced_picks(order, eligible, num_to_reveal, options.spacing)
+        picked = spaced_picks(order, eligible, step.count, options.spacing)
         order = order.gather(-1, picked.gather(-1, order).long().argsort(dim=-1, descending=True, stable=True))
     return order
