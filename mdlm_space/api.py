@@ -83,20 +83,15 @@ def public_endpoint(
         def plain(*values: Any) -> dict:
             return result(*fn(*values))
 
-    parameters = [
-        inspect.Parameter(
-            name_,
-            inspect.Parameter.POSITIONAL_OR_KEYWORD,
-            default=(defaults or {}).get(name_, component.value),
-            annotation=api_type(component),
-        )
-        for name_, component in zip(names, bound["inputs"], strict=True)
-    ]
+    inputs = dict(zip(names, bound["inputs"], strict=True))
+    defaults = {name_: component.value for name_, component in inputs.items()} | (defaults or {})
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    parameters = [inspect.Parameter(n, kind, default=defaults[n], annotation=api_type(c)) for n, c in inputs.items()]
     request = REQUEST.replace(default=None)  # passed on to the page's function; after defaults, so one too
     plain.__signature__ = inspect.Signature([*parameters, request], return_annotation=dict)
     plain.__annotations__ = {p.name: p.annotation for p in [*parameters, REQUEST]} | {"return": dict}
     plain.__name__ = name  # the MCP tool's name
-    plain.__doc__ = api_doc(name, dict(zip(names, bound["inputs"], strict=True)))
+    plain.__doc__ = api_doc(name, inputs)
     gr.api(plain, api_name=name)
 
 
@@ -154,9 +149,8 @@ def forward_guessed(model: MDLM, line: str | None, t: float, seed: float) -> tup
 
 
 def race_result(model: MDLM, known_words: set[str] | None, twin: MDLM | None) -> Callable[..., Iterator[tuple]]:
-    """/compare's handler: after each round, each side's text (masks as MASK_GLYPH; once done, up to where the page's
-    ends: `text_end`), forward passes, seconds and, once done, share of real words (of all it wrote, as the page's),
-    and with real_words its characters that fell back; the takeaway and the seed."""
+    """/compare's handler: after each round, each side's text (as far as the page's: `text_end`), forward passes,
+    seconds, share of real words once done and characters that fell back; the takeaway and the seed."""
 
     def compared(**controls: Any) -> Iterator[tuple[dict]]:
         for now in race_rounds(model, known_words, twin=twin, **controls):

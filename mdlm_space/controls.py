@@ -14,42 +14,38 @@ import gradio as gr
 from mdlm_hf import MDLM, SamplerOptions
 from mdlm_hf.pipeline import default_options
 from mdlm_hf.sampling.options import OPTION_SPECS, ORDERS, STREAM_ORDERS, STREAMS_IGNORE, orders_using
+from mdlm_space.checks import as_number
 from mdlm_space.endpoints import PARAMS
+
+# an event of the page's own that computes nothing heavy: no queue, no API endpoint, no progress overlay
+QUIET = dict(queue=False, api_name=False, show_progress="hidden")
 
 
 def capped_slider(cap: int, wanted: float | None, info: str) -> dict:
-    """Update of a slider whose maximum follows another control: maximum `cap`, value min(wanted, cap), `wanted`
-    being the value the user last chose, so that a cap that rises again brings it back. A cap below 2 locks the
-    slider at 1 (a gradio slider needs minimum < maximum)."""
+    """A slider's update for a maximum that follows another control: `wanted`, the value last chosen, capped (a cap
+    that rises again brings it back); below 2, locked at 1 (a gradio slider needs minimum < maximum)."""
     if cap < 2:
         return gr.update(maximum=2, value=1, interactive=False, info=info)
     wanted = cap if wanted is None else wanted
     return gr.update(maximum=cap, value=max(1, min(int(wanted), cap)), interactive=True, info=info)
 
 
-def fit_steps(num_masks: int, wanted: float | None) -> dict:
-    """Steps slider update: at most one denoising step per character to fill."""
-    if num_masks < 1:
-        info = "nothing to fill yet"
-    elif num_masks == 1:
-        info = "one character to fill: one step"
-    else:
-        info = f"at most {num_masks}: one per character to fill"
-    return capped_slider(num_masks, wanted, info)
-
-
 def fit_steps_to_length(block_size: int, length: float | None, wanted: float | None) -> dict:
     """Steps slider update for a length: one step per character at most; past the model's context, per window."""
     length = int(length or 0)
-    if length <= block_size:
-        return fit_steps(length, wanted)
-    info = f"at most {block_size} per window of {block_size} characters"
-    return capped_slider(block_size, wanted, info)
+    if length > block_size:
+        return capped_slider(block_size, wanted, f"at most {block_size} per window of {block_size} characters")
+    if length < 1:
+        info = "nothing to fill yet"
+    elif length == 1:
+        info = "one character to fill: one step"
+    else:
+        info = f"at most {length}: one per character to fill"
+    return capped_slider(length, wanted, info)
 
 
 def fit_length(limit: int, prompt: str | None, wanted: float | None) -> dict:
-    """Length slider update: the prompt and the characters to generate share `limit` characters (the model's
-    context in Compare, MAX_CANVAS in Generate)."""
+    """Length slider update: the prompt and the characters to generate share `limit` characters."""
     used = len(prompt or "")
     room = limit - used
     if room < 1:
@@ -117,16 +113,17 @@ def advised(component: gr.components.Component, advice: str | None) -> gr.compon
 def option_control(name: str, block_size: int, value: Any, label: str | None, **layout: Any) -> gr.components.Component:
     """The control of one sampler option at `value`, labelled and bounded by its OPTION_SPECS entry."""
     spec = OPTION_SPECS[name]
-    value, info = spec.shown(value), shown_info(spec.note)
-    if spec.accepts.kind is bool:
-        return advised(gr.Checkbox(value=value, label=label or spec.label, info=info, **layout), spec.note)
+    shared = dict(value=spec.shown(value), label=label or spec.label, **layout)
     if spec.accepts.choices:  # shown in words ("word streams"), passed by name ("word_streams")
-        choices = [(choice.replace("_", " "), choice) for choice in spec.accepts.choices]
-        return advised(gr.Dropdown(choices, value=value, label=label or spec.label, **layout), spec.note)
-    low, high, step = spec.slider
-    maximum = block_size if high is None else high
-    slider = gr.Slider(low, maximum, value=value, step=step, label=label or spec.label, info=info, **layout)
-    return advised(slider, spec.note)
+        return advised(gr.Dropdown([(c.replace("_", " "), c) for c in spec.accepts.choices], **shared), spec.note)
+    if spec.accepts.kind is bool:
+        component = gr.Checkbox(info=shown_info(spec.note), **shared)
+    else:
+        low, high, step = spec.slider
+        component = gr.Slider(
+            low, block_size if high is None else high, step=step, info=shown_info(spec.note), **shared
+        )
+    return advised(component, spec.note)
 
 
 def control(
@@ -153,8 +150,7 @@ def control(
 
 
 def about_settings(controls: Mapping[str, gr.components.Component]) -> gr.Accordion:
-    """A closed accordion of what each of `controls` does, in full (a control shows a line of it at most): the fine
-    print, one tap away, not under every control."""
+    """A closed accordion of what each of `controls` does, in full: the fine print one tap away, not under each."""
     lines = [
         f"- **{component.label}**: {component.advice}"
         for component in controls.values()
@@ -165,10 +161,10 @@ def about_settings(controls: Mapping[str, gr.components.Component]) -> gr.Accord
     return about
 
 
-def play_shape_controls(model: MDLM, block_size: int) -> tuple[gr.components.Component, gr.components.Component]:
+def play_shape_controls(model: MDLM) -> dict[str, gr.components.Component]:
     """The checkboxes of real_words and keep_cast, at the model's defaults (`mdlm_hf.pipeline.default_options`)."""
     defaults = default_options(model)
-    return control("real_words", block_size, defaults.real_words), control("keep_cast", block_size, defaults.keep_cast)
+    return {name: control(name, model.block_size, getattr(defaults, name)) for name in ("real_words", "keep_cast")}
 
 
 def reveal_controls(block_size: int, changes: Changes | None = None) -> dict[str, gr.components.Component]:
@@ -195,7 +191,7 @@ def seed_controls(endpoint: str, block_size: int) -> dict[str, gr.components.Com
         seed = control("seed", block_size, elem_id=f"{endpoint}-seed")
         fixed = control("fixed_seed", block_size)
     # typing a seed means running with it
-    seed.input(lambda: True, None, fixed, queue=False, api_name=False, show_progress="hidden")
+    seed.input(lambda: True, None, fixed, **QUIET)
     return dict(seed=seed, fixed_seed=fixed)
 
 
@@ -207,10 +203,8 @@ def said(number: float) -> str:
 def typed_number(value: Any) -> float:
     """A box's raw value as a float; NaN for an empty box or one that holds no number (a bool is none)."""
     try:
-        if isinstance(value, bool):
-            raise TypeError
-        return float(value)
-    except (TypeError, ValueError):
+        return as_number(value, "value")
+    except gr.Error:
         return math.nan
 
 
@@ -221,17 +215,16 @@ def taken(value: Any, low: float, high: float | None, whole: bool) -> bool:
 
 
 def box_bounds(box: gr.components.Component, least: float | None) -> tuple[float, float | None, bool]:
-    """A box's least and most (a Number's from its `bounds`, which `control` sets: gradio's own minimum would
-    refuse a value before any handler ran, with a bare "Error") and whether it takes whole numbers only."""
+    """A box's least and most (a Number's from the `bounds` `control` sets: gradio's own minimum would refuse a
+    value with a bare "Error") and whether it takes whole numbers only."""
     low, high = getattr(box, "bounds", None) or (box.minimum, box.maximum)
     low = -math.inf if low is None else low
     return (low if least is None else least), high, float(box.step or 1).is_integer()
 
 
 def note(value: Any, kept: Any, low: float, cap: float | None, whole: bool, why: str | None) -> tuple[Any, str] | None:
-    """What a box does with a typed `value` it does not take as typed, and the note saying so: below `low` or empty,
-    it keeps `kept`; past `cap`, it is set to it (`why`: what sets the cap); a fraction where `whole`, to the whole
-    number below. None for a value taken as typed."""
+    """What a box does with a typed `value` it does not take as typed, and the note saying so (None: taken): below
+    `low` or empty, it keeps `kept`; past `cap` (`why`: what sets it), the cap; a fraction where `whole`, its floor."""
     number = typed_number(value)
     if number != number or number < low:  # NaN too: "abc"
         told = "an empty box" if value in (None, "") else f"{value} is not a number"
@@ -255,15 +248,14 @@ def remembered(
     least: float | None = None,
     shows: bool | None = None,
 ) -> gr.State:
-    """The value the user last chose in a number box or a slider's box (by hand: capping it does not change this),
-    which a capped slider returns to when its cap rises again; a value it does not take as typed is never changed
-    silently: its info line says what it did (`note`). `refit(*inputs, wanted)`: the box's update (its cap and
-    info; popped, not sent: its `most`, a Number's cap, and `why`, what sets the cap) for the values of `inputs`;
-    without one, its bounds are fixed. `shows` (the default without a refit): the value kept is the one the box
-    last showed, set by hand or by the page (a run's seed, a selection, a reset), not a capped slider's wish. Raw
-    values: gradio's own bounds check would only log a traceback, and the page would quietly run at the bound it
-    snaps to on leaving the box; `least`: the least value taken when typed, where it is above the box's minimum (a
-    length of 0 was taken, then refused). A value taken as typed clears an earlier note. Marks the box `noted`."""
+    """The value last chosen by hand in a number or slider box, which a capped slider returns to when its cap
+    rises; a typed value not taken as typed is never changed silently: the info line says what was done (`note`).
+
+    `refit(*inputs, wanted)`: the box's update for the values of `inputs` (its `most` and `why`, a Number's cap
+    and what sets it, popped, not sent); none: fixed bounds. `shows` (the default without a refit): keep the value
+    the box last showed, set by hand or by the page, not a capped slider's wish. `least`: the least value taken
+    when typed, above the box's minimum. Raw values: gradio's bounds check would log a traceback and the page
+    snap to the bound in silence."""
     wanted, (low, high, whole) = gr.State(box.value), box_bounds(box, least)
     fixed, info = refit is None, box.info
     shows = fixed if shows is None else shows
@@ -290,7 +282,7 @@ def remembered(
             wish = value if number >= low else last
         return wish, {**update, "value": done[0], "info": done[1]}
 
-    quiet = dict(queue=False, preprocess=False, api_name=False, show_progress="hidden", trigger_mode="always_last")
+    quiet = dict(QUIET, preprocess=False, trigger_mode="always_last")
     box.input(remember, [box, wanted, *inputs], [wanted, box], **quiet)
     if shows:  # what the page sets is what the box shows: the value to keep ("multiple": a second "always_last"
         # function on the box's change, as a view's, would defer the other's calls without end)
@@ -303,14 +295,13 @@ def remembered(
 def follow_prompt(
     demo: gr.Blocks, limit: int, block_size: int, prompt: gr.Textbox, length: gr.Slider, steps: gr.Slider
 ) -> tuple[Any, Any]:
-    """The length slider follows the prompt (they share `limit` characters) and the steps slider the length (a
-    text longer than the model's context counts its steps per `block_size` characters). Raw values, as typed: a
-    length typed past its cap is capped by its own event. Returns the prompt's and the length's change events."""
+    """The length slider follows the prompt (they share `limit` characters) and the steps slider the length, raw
+    values as typed. Returns the prompt's and the length's change events."""
     fit_length_to_prompt = functools.partial(fit_length, limit)
     fit_steps = functools.partial(fit_steps_to_length, block_size)
     wanted_length = remembered(length, fit_length_to_prompt, (prompt,), least=1)  # 0 characters: nothing to write
     wanted_steps = remembered(steps, fit_steps, (length,))
-    quiet = dict(queue=False, preprocess=False, api_name=False, show_progress="hidden")
+    quiet = dict(QUIET, preprocess=False)
     to_prompt = dict(fn=fit_length_to_prompt, inputs=[prompt, wanted_length], outputs=length, **quiet)
     to_length = dict(fn=fit_steps, inputs=[length, wanted_steps], outputs=steps, **quiet)
     demo.load(**to_prompt)
@@ -342,9 +333,8 @@ NO_SNAP_ON_LEAVING = """() => {
 
 
 def note_every_box(demo: gr.Blocks) -> None:
-    """Every number box and slider of `demo` not `remembered` yet (an option's, a seed's, the mask ratio's), with
-    its fixed bounds, so that none changes a typed value silently; not a hidden one, which no one types into. Call
-    it inside `demo`, once its tabs are laid out."""
+    """`remembered`, with fixed bounds, for every visible number box and slider of `demo` not noted yet, so that
+    none changes a typed value silently. Call it inside `demo`, once its tabs are laid out."""
     demo.load(None, js=NO_SNAP_ON_LEAVING)
     for block in list(demo.blocks.values()):
         if isinstance(block, (gr.Slider, gr.Number)) and block.visible is not False and not getattr(block, "noted", 0):

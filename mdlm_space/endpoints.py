@@ -23,14 +23,12 @@ from mdlm_space.texts import END_AT_WORDS
 from mdlm_space.visitors import client_run, run_chars
 from mdlm_space.worker import LONG_LANE, SHORT_LANE, gpu_work, iterate_on_model_thread, on_model_thread
 
-# the parameters of the endpoints that are not sampler options (SamplerOptions names, defaults, bounds and documents
-# those: OPTION_SPECS); a number's bounds are both its control's range and its handler's check
-
 
 @dataclass(frozen=True)
 class Param:
-    """An endpoint parameter that is not a sampler option: its label, default (None: the model's own, such as its
-    demo prompt), a number's bounds (high None: the model's block_size), a choice's choices and advice."""
+    """An endpoint parameter that is not a sampler option (OPTION_SPECS describes those): its label, default (None:
+    the model's own, such as its prompt), a number's bounds (its control's and its check's; high None: the model's
+    block_size), a choice's choices and advice."""
 
     label: str
     control: str  # the component: "textbox", "slider", "number", "checkbox" or "radio"
@@ -146,8 +144,7 @@ API_ARGS = {
 
 
 def arg_words(endpoint: str, name: str, component: gr.components.Component) -> str:
-    """A parameter of `endpoint` in words, for a caller: its control's label and advice (all of it: the page
-    shows a line of it at most)."""
+    """A parameter of `endpoint` in words, for a caller: its control's label and its whole advice."""
     if name in API_ARGS.get(endpoint, {}):
         return API_ARGS[endpoint][name]
     advice = getattr(component, "advice", None) or getattr(component, "info", None)
@@ -166,8 +163,8 @@ def api_doc(endpoint: str, inputs: dict[str, gr.components.Component]) -> str | 
 
 @contextlib.contextmanager
 def errors_shown() -> Iterator[None]:
-    """The one translation of bad input (a ValueError from the sampler, a canvas builder or the tokenizer) into
-    a gr.Error, which the page shows and which leaves the app serving, and which the log does not print."""
+    """The one translation of bad input (a ValueError from the package or a check) into a gr.Error, which the page
+    shows as one line and the log does not print."""
     try:
         yield
     except gr.Error as error:  # already one (a gr.Error is a ValueError): a slider's bounds, a handler's check
@@ -179,19 +176,28 @@ def errors_shown() -> Iterator[None]:
         raise gr.Error(f"the app failed on this input ({type(error).__name__}: {error})") from error
 
 
-def payload_words(component: gr.components.Component) -> str:
-    """What an input component's API payload must be, in words."""
+API_TYPE_WORDS = {"string": "a string", "number": "a number", "integer": "a number", "boolean": "true or false"}
+
+
+def payload_words(component: gr.components.Component) -> str | None:
+    """What a parameter's API payload must be, in words; None for one that may take a dict or list."""
     if isinstance(component, (gr.Slider, gr.Number)):
         return "a number"
     if isinstance(component, gr.Checkbox):
         return "true or false"
-    return "a string" if isinstance(component, gr.Textbox) else "a valid value"
+    if isinstance(component, gr.Textbox):
+        return "a string"
+    if isinstance(component, (gr.Radio, gr.Dropdown)):
+        return "a valid value"
+    if isinstance(component, Api):  # a gr.api endpoint's parameter: its declared JSON type
+        return API_TYPE_WORDS.get(str((component.api_info() or {}).get("type")))
+    return None
 
 
 def preprocessed(component: gr.components.Component, name: str, value: Any) -> Any:
     """An event's raw input through its component's preprocessing, and a sampler option's through its OptionSpec
-    (a slider's 0 is "off"); a payload of the wrong type (a string for a number) is a gr.Error naming the
-    parameter, where gradio's own would be a generic "verbose error" line."""
+    (a slider's 0 is "off"); a payload of the wrong type is a gr.Error naming the parameter, not gradio's generic
+    line."""
     got = "nothing" if value is None or value == "" else repr(value)  # an empty box reads as None
     if isinstance(value, bool) and isinstance(component, (gr.Slider, gr.Number)):  # a slider would take True as 1
         raise gr.Error(f"{name} must be {payload_words(component)}, got {got}")
@@ -213,12 +219,10 @@ def input_names(fn: Callable) -> list[str]:
     return [name for name, p in inspect.signature(fn).parameters.items() if p.annotation is not gr.Request]
 
 
-def event(handler: Callable, inputs: dict[str, gr.components.Component], on_model: bool = True, **context: Any) -> dict:
-    """Arguments of a gradio event that calls `handler(**context, **{name: value})` for the `inputs` (name ->
-    control, in the order the tab laid them out: the API's parameter order; a control named after a SamplerOptions
-    field is that option). The values are preprocessed here rather than by gradio, so that a payload of the wrong
-    type is an error naming its parameter. The handler runs on MODEL_THREAD (a streaming one step by step), unless
-    `on_model` is False: a long measurement that sends its own passes there one by one."""
+def event(handler: Callable, inputs: dict[str, gr.components.Component], **context: Any) -> dict:
+    """Arguments of a gradio event that calls `handler(**context, **{name: value})` on MODEL_THREAD (a streaming one
+    step by step) for the `inputs` (name -> control, in the API's parameter order; one named after a SamplerOptions
+    field is that option), preprocessed here so that a payload of the wrong type is an error naming its parameter."""
 
     def by_name(values: tuple) -> dict[str, Any]:
         return {
@@ -226,8 +230,7 @@ def event(handler: Callable, inputs: dict[str, gr.components.Component], on_mode
             for (name, component), value in zip(inputs.items(), values, strict=True)
         }
 
-    def with_request(values: tuple) -> tuple[tuple, gr.Request | None]:
-        """The inputs' values and the request gradio passes after them (none in a direct call)."""
+    def with_request(values: tuple) -> tuple[tuple, gr.Request | None]:  # none in a direct call
         return (values[:-1], values[-1]) if len(values) == len(inputs) + 1 else (values, None)
 
     def streaming(*values: Any) -> Iterator:
@@ -243,8 +246,6 @@ def event(handler: Callable, inputs: dict[str, gr.components.Component], on_mode
     def single(*values: Any) -> Any:
         values, _ = with_request(values)  # a single pass is no long run: not counted
         with errors_shown():
-            if not on_model:
-                return handler(**context, **by_name(values))
             return on_model_thread(handler, **context, **by_name(values))
 
     fn = gpu_work(streaming if inspect.isgeneratorfunction(handler) else single)  # every event runs the model
@@ -259,9 +260,8 @@ def event(handler: Callable, inputs: dict[str, gr.components.Component], on_mode
 
 
 def refuse_extra_values(demo: gr.Blocks) -> None:
-    """Makes `demo` refuse a call with more or fewer values than its endpoint takes, naming them: gradio drops the
-    extra ones (Blocks.validate_inputs), so a caller's extra or misplaced value went unnoticed, and its error for
-    too few reached an API caller as `{"error": null}`."""
+    """Makes `demo` refuse a call with more or fewer values than its endpoint takes, naming them: gradio drops extra
+    ones in silence, and its error for too few reached an API caller as `{"error": null}`."""
     check_inputs = demo.validate_inputs
 
     def validate_inputs(block_fn: Any, inputs: list[Any]) -> None:
@@ -281,25 +281,11 @@ def refuse_extra_values(demo: gr.Blocks) -> None:
     demo.validate_inputs = validate_inputs
 
 
-SCALAR_CONTROLS = (gr.Textbox, gr.Number, gr.Slider, gr.Checkbox, gr.Radio, gr.Dropdown)
-API_TYPE_WORDS = {"string": "a string", "number": "a number", "integer": "a number", "boolean": "true or false"}
-
-
-def scalar_words(component: gr.components.Component) -> str | None:
-    """What a parameter that takes one plain value must be, in words; None for one that may take a dict or list."""
-    if isinstance(component, SCALAR_CONTROLS):
-        return payload_words(component)
-    if isinstance(component, Api):  # a gr.api endpoint's parameter: its declared JSON type
-        return API_TYPE_WORDS.get(str((component.api_info() or {}).get("type")))
-    return None
-
-
 def refuse_structured_values(block_fn: Any, inputs: list[Any], names: list[str]) -> None:
-    """A gr.Error naming the parameter where a text, number or choice gets a dict or list: gradio tries to move a
-    file's payload (a FileData dict) into its cache before any handler runs, and its refusal reached the caller as
-    `{"error": null}`."""
+    """A gr.Error naming the parameter where a text, number or choice gets a dict, list or file: gradio's own
+    refusal, before any handler runs, reached the caller as `{"error": null}`."""
     for index, (component, value) in enumerate(zip(block_fn.inputs, inputs, strict=False)):
-        words, a_file = scalar_words(component), client_utils.is_file_obj_with_meta(value)
+        words, a_file = payload_words(component), client_utils.is_file_obj_with_meta(value)
         if (words and isinstance(value, (dict, list))) or a_file:  # the app takes no file anywhere
             name = names[index] if index < len(names) else (component.label or f"value {index + 1}")
             got = "a file" if a_file or (isinstance(value, dict) and "path" in value) else repr(value)[:60]
@@ -312,27 +298,26 @@ def refuse_structured_values(block_fn: Any, inputs: list[Any], names: list[str])
 UNPRINTABLE_IN_A_LITERAL = ("\n", "\r", "\t", '"', "\\", "'")
 
 
+def printable(text: str) -> bool:
+    """Whether the API page's snippets hold `text` in a string literal as it is."""
+    return not any(char in text for char in UNPRINTABLE_IN_A_LITERAL)
+
+
 def printable_example(text: str) -> str:
-    """The API page's example for a text default it cannot print: its first run of whole lines that need no
-    character left out, on one line (a quote stripped from a word made "summers day", and Score's most surprising
-    character the "d" of "dimmd"); else its words that need none."""
-    lines, run = [line.strip() for line in text.splitlines()], []
-    for line in lines:
-        clean = bool(line) and not any(char in line for char in UNPRINTABLE_IN_A_LITERAL)
-        if clean:
+    """The API page's example for a text default it cannot print: its first run of whole printable lines, on one
+    line (a quote stripped from a word made "summers day"); else its printable words."""
+    run = []
+    for line in (line.strip() for line in text.splitlines()):
+        if line and printable(line):
             run.append(line)
         elif run:
             break
-    if run:
-        return " ".join(run)
-    return " ".join(word for word in text.split() if not any(char in word for char in UNPRINTABLE_IN_A_LITERAL))
+    return " ".join(run or [word for word in text.split() if printable(word)])
 
 
 def api_examples_that_run(demo: gr.Blocks) -> None:
-    """Makes `demo`'s API page show only snippets that run as pasted: a text parameter whose page default holds a
-    line break (the prompt "ROMEO:\\n", the Score passage) or a quote is required in the API, its example that default
-    on one line without quotes, since the page would print them inside the Python snippet's string literal (a line
-    break) or the curl and CLI snippets' single quotes (an apostrophe)."""
+    """Makes `demo`'s API page show only snippets that run as pasted: a text parameter whose page default the page
+    cannot print (the prompt "ROMEO:\\n", a quote) is required in the API, its example `printable_example`."""
     api_info = demo.get_api_info
 
     def get_api_info(*args: Any, **kwargs: Any) -> Any:
@@ -340,10 +325,9 @@ def api_examples_that_run(demo: gr.Blocks) -> None:
         for endpoint in (info or {}).get("named_endpoints", {}).values():
             for parameter in endpoint["parameters"]:
                 value = parameter["parameter_default"]
-                if isinstance(value, str) and any(char in value for char in UNPRINTABLE_IN_A_LITERAL):
-                    example = printable_example(value)
+                if isinstance(value, str) and not printable(value):
                     parameter.update(parameter_has_default=False, parameter_default=None)
-                    parameter["example_input"] = example or parameter["example_input"]
+                    parameter["example_input"] = printable_example(value) or parameter["example_input"]
         return info
 
     demo.get_api_info = get_api_info

@@ -1,8 +1,9 @@
-"""What the tabs' buttons run: module-level handlers that take their inputs by name, check them, call the package
-and stream frames (`event` in endpoints.py binds them to components)."""
+"""What the tabs' buttons run: handlers that take their inputs by name, check them, call the package and stream
+frames (`endpoints.event` binds them to components)."""
 
 from __future__ import annotations
 
+import bisect
 import math
 import time
 from collections.abc import Iterator
@@ -47,8 +48,7 @@ def running(line: str | None) -> bool:
 
 
 def stopped(line: str | None) -> Any:
-    """A readout (Generate's, Infill's) or Score's line after Stop: a run still going says where it stopped; one
-    that had ended is kept."""
+    """A readout (Generate's, Infill's) or Score's line after Stop: a run still going says where it stopped."""
     first, *rest = (line or "").split("\n\n", 1)
     if running(first):  # its speed part says so (a long run's window comes after it)
         parts = first.split(" · ")
@@ -62,8 +62,8 @@ def stopped(line: str | None) -> Any:
 
 
 def run_options(model: MDLM, canvas: torch.Tensor, controls: dict[str, Any], read_better: bool) -> SamplerOptions:
-    """The run's options: the controls' (validated), with READ_BETTER's order and temperature over them and a step
-    a character to write when "Write slower, read better" is ticked."""
+    """The run's options: the controls' (validated), with READ_BETTER and a step a character to write over them
+    when "Write slower, read better" is ticked."""
     check_flag(read_better, "read_better")
     options = SamplerOptions().replace(**controls)
     if not read_better:
@@ -72,8 +72,8 @@ def run_options(model: MDLM, canvas: torch.Tensor, controls: dict[str, Any], rea
 
 
 def capped_steps(model: MDLM, canvas: torch.Tensor, options: SamplerOptions) -> tuple[SamplerOptions, str]:
-    """`options` with num_steps lowered as far as it takes for the run to make at most MAX_RUN_PASSES forward passes
-    (a long text's windows each take theirs), and a note saying so ("" when nothing was lowered)."""
+    """`options` with num_steps lowered so that the run makes at most MAX_RUN_PASSES forward passes (a long text's
+    windows each take theirs), and a note saying so ("" when nothing was lowered)."""
     masked = (canvas == model.mask_id).reshape(1, -1)
     context = context_of(model.block_size, options.window_context)
 
@@ -86,10 +86,8 @@ def capped_steps(model: MDLM, canvas: torch.Tensor, options: SamplerOptions) -> 
             return options, ""
     except ValueError:  # a window context the sampler refuses, in its own words
         return options, ""
-    low, high = 1, options.num_steps  # the most steps within the cap: passes grow with the steps
-    while low < high:
-        middle = (low + high + 1) // 2
-        low, high = (middle, high) if passes(middle) <= MAX_RUN_PASSES else (low, middle - 1)
+    # the most steps within the cap (passes grow with the steps), at least 1
+    low = max(1, bisect.bisect_right(range(1, options.num_steps + 1), MAX_RUN_PASSES, key=passes))
     note = (
         f"Steps lowered from {options.num_steps} to {low}: a run makes at most {MAX_RUN_PASSES:,} forward passes, "
         "so that every visitor's run gets its turn."
@@ -98,8 +96,7 @@ def capped_steps(model: MDLM, canvas: torch.Tensor, options: SamplerOptions) -> 
 
 
 def readout(state: SamplerState, seconds: float, num_generated: int, seed: int, note: str = "") -> str:
-    """Seed, steps, forward passes, seconds and characters per second of a (possibly unfinished) run, where a long
-    text's live window is, and a note."""
+    """A run's readout: seed, steps, forward passes, seconds, speed, a long text's live window, and a note."""
     speed = f"{num_generated / seconds:,.0f} chars/s" if state.done and seconds > 0 else RUNNING
     step = f"step {state.step}/{state.num_steps}"
     if state.done:  # said in words: a finished run's readout read like a running one's last frame
@@ -121,9 +118,8 @@ def word_share(text: str, known_words: set[str] | None) -> str:
 
 
 def kept_words_note(model: MDLM, state: SamplerState) -> str:
-    """After a run kept to real_words or keep_cast: how many words it wrote (in every row), the play its headings
-    came from, and how many of its characters fell back to the model's own draw, where no character kept the rules
-    ("" for a run without them)."""
+    """After a run kept to real_words or keep_cast: the words it wrote (in every row), the play its headings came
+    from, and how many characters fell back to the model's own draw ("" for a run without them)."""
     if state.word_fallbacks is None:
         return ""
     fallbacks = int(state.word_fallbacks.sum())
@@ -148,8 +144,7 @@ def kept_words_note(model: MDLM, state: SamplerState) -> str:
 
 
 def greedy_note(options: SamplerOptions) -> str:
-    """With temperature 0, the options that still draw at random, in a sentence ("" if none, or above 0): greedy
-    characters alone do not make a run repeat itself."""
+    """With temperature 0, the options that still draw at random, in a sentence ("" if none, or above 0)."""
     if options.temperature >= GREEDY_BELOW:
         return ""
     drawing = []
@@ -198,11 +193,9 @@ def frames(
     prompt_length: int | None = None,
     end_at: str = "length",
 ) -> Iterator[tuple[str, str, str, int]]:
-    """(canvas HTML, text, readout, seed) for every state (THROTTLED for a long run's it does not draw, `too_soon`),
-    as the sampler computes it. The text is the canvas so far,
-    masks as glyphs (up to a long text's live window), so that a stopped run leaves its canvas there too; once done,
-    the finished text. With a prompt (`prompt_length`), the readout says how much of a long one the model read, and
-    the finished text ends `end_at`."""
+    """(canvas HTML, text, readout, seed) for every state (THROTTLED for one `too_soon` to draw). The text: the
+    canvas so far, masks as glyphs, so that a stopped run leaves it too; once done, the finished text, ending
+    `end_at` after a prompt of `prompt_length` (whose readout says how much of a long one the model read)."""
     start_time, last_frame = time.perf_counter(), -math.inf
     for state in states:
         now = time.perf_counter()
@@ -224,7 +217,6 @@ def frames(
                 kept, written = len(text) - (prompt_length or 0), len(whole) - (prompt_length or 0)
                 cut = end_words(end_at, end_reached(whole[len(text) :]), kept, written)
                 shown, cut_at = " ".join(filter(None, (note, cut))), len(text)
-        if state.done:
             shown = " ".join(filter(None, (shown, kept_words_note(model, state))))
         num_generated = state.tokens.size(1) - num_fixed
         canvas = with_legend(render_canvas(model, state, kept=cut_at))
@@ -241,15 +233,11 @@ def generate(
     read_better: bool = PARAMS["read_better"].default,
     **controls: Any,
 ) -> Iterator[tuple]:
-    """Generate tab: the prompt followed by up to `length` generated characters, ending `end_at` (fewer when the
-    prompt leaves less room of MAX_CANVAS, which the readout says), streamed step by step, window by window when
-    longer than the model's context."""
+    """Generate tab: the prompt followed by up to `length` generated characters (fewer where the prompt leaves less
+    room, as the readout says), ending `end_at`, streamed step by step (window by window past the context)."""
     check_text(prompt, "prompt")
     check_chars(model, prompt, "prompt")  # before any length: an unknown character is the problem to fix first
-    try:
-        check_end_at(end_at)
-    except ValueError as error:
-        raise gr.Error(str(error)) from None
+    check_end_at(end_at)
     length, note = fitted_length(prompt, length, MAX_CANVAS)
     seed = run_seed(seed, fixed_seed)
     canvas = prompt_canvas(model, prompt, length)
@@ -326,8 +314,7 @@ def forward_guesses(model: MDLM, line: str | None, t: float, seed: float) -> For
 
 
 def forward_process(model: MDLM, line: str | None, t: float, seed: float) -> tuple[str, str]:
-    """How it works tab: the line masked at ratio t and the model's guesses, one column per character, and how
-    many it gets right."""
+    """How it works tab: the line masked at ratio t, the model's guesses column by column, and how many are right."""
     masked = forward_guesses(model, line, t, seed)
     return forward_view(masked.line, masked.is_masked, masked.guesses), masked.summary()
 
@@ -358,9 +345,8 @@ def scored(model: MDLM, text: str | None) -> Iterator[tuple[list[float], int]]:
 
 
 def score(model: MDLM, text: str | None) -> Iterator[tuple[str, str]]:
-    """Score tab: the text's bits per character under the model (the exact left-to-right chain rule: each character
-    read with those before it and masks after it, SCORE_BATCH characters per forward pass; window by window past
-    the model's context) and each character tinted by how surprised the model was by it, streamed as it goes."""
+    """Score tab: the text's bits per character under the model (`scored`) and each character tinted by the model's
+    surprise, streamed as it goes."""
     most = math.log2(len(model.tokenizer.vocab))
     check_score_text(model, text)
     # at once, before the first pass (seconds on a CPU): the page said nothing, and a Stop there left it blank

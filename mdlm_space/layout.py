@@ -26,10 +26,12 @@ SHOW_PANEL = PANEL_DISPLAY.format("removeProperty('display')")
 HIDE_PANEL = PANEL_DISPLAY.format("setProperty('display', 'none', 'important')")
 
 
-def panel_under(tab: gr.Tab, shown: bool) -> None:
-    """The Rewrite panel shown under `tab` or not, as it is selected: before the tab's own functions of its
+def tab_over_panel(name: str, panel_shown: bool) -> gr.Tab:
+    """A tab, under which the Rewrite panel is shown or not as it is selected: before the tab's own functions of its
     selection, which run one after the other (How it works' first plot kept the panel there for seconds)."""
-    tab.select(None, None, None, js=SHOW_PANEL if shown else HIDE_PANEL, queue=False, api_name=False)
+    tab = gr.Tab(name)
+    tab.select(None, None, None, js=SHOW_PANEL if panel_shown else HIDE_PANEL, queue=False, api_name=False)
+    return tab
 
 
 def build_demo(
@@ -49,20 +51,15 @@ def build_demo(
         )
         # wrap, not gradio's "..." menu: on a phone every tab stays one tap away
         with gr.Tabs(overflow_behavior="wrap"):
-            with gr.Tab("Generate") as generate:
-                panel_under(generate, True)
+            with tab_over_panel("Generate", True):
                 generate_tab(model, demo, texts)
-            with gr.Tab("Infill") as infill:
-                panel_under(infill, True)
+            with tab_over_panel("Infill", True):
                 infill_tab(model, demo, texts)
-            with gr.Tab("Compare") as compare:
-                panel_under(compare, True)
+            with tab_over_panel("Compare", True):
                 compare_tab(model, known_words, demo, texts, twin)
-            with gr.Tab("Score") as score:
-                panel_under(score, False)
+            with tab_over_panel("Score", False):
                 score_tab(model, texts)
-            with gr.Tab("How it works") as how_it_works:
-                panel_under(how_it_works, False)
+            with tab_over_panel("How it works", False) as how_it_works:
                 how_it_works_tab(model, demo, how_it_works, texts)
         # below the tabs whose finished text it takes (Generate's, Infill's, Compare's), hidden under the others
         with gr.Column(elem_id="rewrite-panel"):

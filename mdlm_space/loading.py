@@ -84,9 +84,8 @@ def mcp_available() -> bool:
 
 @torch.no_grad()
 def warm_up(model: MDLM) -> None:
-    """One full-length sampling pass: the fast path times fp32 against bf16 and makes its copy (about a second on a
-    CPU), so that the first visitor's run does not pay for it; and the tables of its word list (real_words) and its
-    casts (keep_cast), where it has them."""
+    """One full-length pass (the fast path times fp32 against bf16 and makes its copy, about a second on a CPU) and
+    the tables of its word list and casts, so that the first visitor's run does not pay for them."""
     device = next(model.parameters()).device
     model.denoise(torch.full((1, model.block_size), model.mask_id, device=device))
     if model.word_list_file() is not None:

@@ -97,10 +97,9 @@ CELL = re.compile(r"<span class='mdlm-(mask|given|new|earlier)'[^>]*>([^<]*)</sp
 
 
 def order_from_frames(canvases: list[str], kept: int | None = None) -> tuple[str, list[int], int] | None:
-    """The text, the pass that wrote each position and the number of passes of a finished run, from the canvases it
-    streamed (a tab's replay frames: one per state), up to `kept` characters (a stopped run's text, taken up to its
-    first mask), else up to where its text ended; None for a run not finished there, or longer than the model's
-    context (its frames draw only the live window as cells)."""
+    """The text, the pass that wrote each position and the number of passes of a finished run, from its replay
+    frames, up to `kept` characters (a stopped run's) or where its text ended; None for a run not finished there, or
+    longer than the model's context (its frames draw only the live window as cells)."""
     frames = [CELL.findall(canvas) for canvas in canvases]
     if len(frames) < 2 or any(len(cells) != len(frames[0]) for cells in frames) or "mdlm-window" in canvases[-1]:
         return None
@@ -118,9 +117,8 @@ def order_from_frames(canvases: list[str], kept: int | None = None) -> tuple[str
 
 
 def run_order(canvases: list[str] | None, text: str | None = None) -> object:
-    """The order view of a tab's run once it has ended, from its replay frames (`text`: the text the Rewrite panel
-    took of it, which a stopped run's ends before its first mask); no change before. A run whose order cannot be
-    drawn (longer than the model's context) says so: the view of an earlier run would stay."""
+    """The order view of a tab's run once it has ended, from its replay frames (`text`: what the Rewrite panel took
+    of it); no change before. A run whose order cannot be drawn says so, or an earlier run's view would stay."""
     last = canvases[-1] if canvases else ""
     # without the text taken, only the last frame is looked at until it is the finished one, since reading all of a
     # long run's frames at each of them would hold the server (and the model thread) for seconds

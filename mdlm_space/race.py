@@ -35,8 +35,7 @@ NO_RACE_ORDER = placeholder("After the race: each character tinted by the pass t
 @dataclass
 class RaceRound:
     """The race after a round: each side's latest state and own compute time so far, the takeaway ("" until every
-    side is done), and what every round shares (the seed, the prompt's length, each diffusion side's options, and
-    whether left to right writes one character a pass)."""
+    side is done), and what every round shares."""
 
     latest: dict[str, SamplerState]
     seconds: dict[str, float]
@@ -62,10 +61,9 @@ def race_rounds(
     twin: MDLM | None = None,
     **rule: Any,
 ) -> Iterator[RaceRound]:
-    """Left-to-right and confidence order on the same canvas, with the same reveal rule (`rule`: the
-    REVEAL_RULE_OPTIONS) where it applies, and the autoregressive `twin` (when given) writing the same length with
-    its key-value cache, in turns, every side keeping its words to the model's word list with `real_words` and its
-    headings to one play of the model's casts with `keep_cast`: a RaceRound after each round."""
+    """Left-to-right and confidence order on the same canvas with the same reveal rule (`rule`: the
+    REVEAL_RULE_OPTIONS) where it applies, and the autoregressive `twin` when given, in turns, every side kept to
+    the model's words and casts alike: a RaceRound after each round."""
     check_text(prompt, "prompt")
     check_chars(model, prompt, "prompt")
     check_flag(autoregressive, "autoregressive")
@@ -95,24 +93,14 @@ def compare(
     for now in race_rounds(model, known_words, *race_args, twin=twin, **controls):
         orders = orders or RaceOrders(model, tuple(now.options), now.num_fixed)
         views = [
-            compare_view(
-                model,
-                now.latest[name],
-                now.num_fixed,
-                known_words,
-                rule_words(side, now.autoregressive),
-                now.seconds[name],
-            )
+            part
             for name, side in now.options.items()
+            for part in compare_view(model, now, name, known_words, rule_words(side, now.autoregressive))
         ]
         twin_view = ("", "")
         if "twin" in now.latest:
-            twin_rule = "reveal rule: none, one character per forward pass, left to right, keys and values cached"
-            twin_view = compare_view(
-                twin, now.latest["twin"], now.num_fixed, known_words, twin_rule, now.seconds["twin"], shrink=False
-            )
-        parts = (part for view in views for part in view)
-        yield (*parts, now.takeaway, now.seed, *twin_view, *orders.update(now.latest))
+            twin_view = compare_view(twin, now, "twin", known_words, TWIN_RULE, shrink=False)
+        yield (*views, now.takeaway, now.seed, *twin_view, *orders.update(now.latest))
 
 
 def race_options(
@@ -122,25 +110,17 @@ def race_options(
     when `autoregressive`, exactly one character per forward pass."""
     # confidence order: the rule's options apply to it (streams order, the default, has none)
     shared = SamplerOptions(order="confidence", num_steps=num_steps, temperature=temperature, **rule)
-    return {
-        # autoregressive-like: exactly one character per forward pass, strictly left to right, no reveal rule
-        "left_to_right": SamplerOptions.plain(
-            order="left_to_right",
-            num_steps=length,
-            temperature=temperature,
-            real_words=shared.real_words,
-            keep_cast=shared.keep_cast,
-        )
-        if autoregressive
-        # no spacing: it would reveal characters spacing apart, not the next ones in a row
-        else shared.replace(order="left_to_right", spacing=0),
-        "confidence": shared.replace(order="confidence"),
-    }
+    if autoregressive:  # exactly one character per forward pass, strictly left to right, no reveal rule
+        kept = dict(real_words=shared.real_words, keep_cast=shared.keep_cast)
+        left_to_right = SamplerOptions.plain(order="left_to_right", num_steps=length, temperature=temperature, **kept)
+    else:  # no spacing: it would reveal characters spacing apart, not the next ones in a row
+        left_to_right = shared.replace(order="left_to_right", spacing=0)
+    return {"left_to_right": left_to_right, "confidence": shared}
 
 
 class RaceOrders:
-    """Each diffusion side's order of writing, read from the race's states: its order view once the side is done.
-    Not the twin's: it writes one character per pass left to right by construction, a view that says nothing more."""
+    """Each diffusion side's order of writing, read from the race's states: its order view once the side is done
+    (not the twin's: one character per pass left to right, by construction)."""
 
     def __init__(self, model: MDLM, names: tuple[str, ...], num_fixed: int) -> None:
         self.model, self.recorders, self.num_fixed = model, {name: PassRecorder() for name in names}, num_fixed
@@ -164,15 +144,15 @@ class RaceOrders:
 
 
 def twin_options(left_to_right: SamplerOptions) -> SamplerOptions:
-    """The twin's options in a race: its own left-to-right defaults, with the left-to-right side's draw of each
-    character (temperature, min-p, top-p, ...; the autoregressive-like side's too), so that only the model differs."""
+    """The twin's options in a race: its own defaults with the left-to-right side's draw of each character
+    (temperature, min-p, ...), so that only the model differs."""
     draws = {name: getattr(left_to_right, name) for name in DRAWS}
     return left_to_right_defaults().replace(**draws)
 
 
 def race(runs: dict[str, Iterator[SamplerState]]) -> Iterator[tuple[dict[str, SamplerState], dict[str, float]]]:
-    """The runs in turns, a state of each still running per round: yields each run's latest state and its own compute
-    time so far, after every round in which one moved."""
+    """The runs in turns, a state of each still running per round: each run's latest state and own compute time so
+    far, after every round in which one moved."""
     latest: dict[str, SamplerState] = {}
     seconds = dict.fromkeys(runs, 0.0)  # each side's own, though they run in turns
     runs = dict(runs)
@@ -199,8 +179,7 @@ STOPPED = "Stopped before every side finished: the passes and seconds above are 
 
 
 def race_stopped(takeaway: str | None, left_stats: str | None) -> Any:
-    """The takeaway once a race's event has ended: a race that Stop cut short says so (one that never started, and
-    one that finished, keep theirs)."""
+    """The takeaway once a race's event has ended: a race that Stop cut short says so."""
     if not left_stats or (takeaway or "").startswith(TAKEAWAY):
         return gr.skip()
     return " ".join(filter(None, (STOPPED, takeaway)))
@@ -224,9 +203,8 @@ def rule_words(options: SamplerOptions, autoregressive: bool) -> str:
 
 
 def text_end(model: MDLM, state: SamplerState, num_fixed: int) -> int | None:
-    """Where a finished side's text ends, as Generate's does by default (at the end of its last line, else of a
-    word; never mid-word): its canvas strikes out the characters after it, and the Rewrite panel takes the text
-    up to it. None while it runs, or where the text is the whole canvas."""
+    """Where a finished side's text ends, as Generate's does by default (never mid-word): its canvas strikes out the
+    rest. None while it runs, or where the text is the whole canvas."""
     if not state.done:
         return None
     whole = model.tokenizer.decode(state.tokens[0])
@@ -234,20 +212,18 @@ def text_end(model: MDLM, state: SamplerState, num_fixed: int) -> int | None:
     return kept if kept < len(whole) else None
 
 
+TWIN_RULE = "reveal rule: none, one character per forward pass, left to right, keys and values cached"
+
+
 def compare_view(
-    model: MDLM,
-    state: SamplerState,
-    num_fixed: int,
-    known_words: set[str] | None,
-    rule: str,
-    seconds: float,
-    shrink: bool | None = None,
+    model: MDLM, now: RaceRound, name: str, known_words: set[str] | None, rule: str, shrink: bool | None = None
 ) -> tuple[str, str]:
-    """One side of the Compare tab: its canvas, and its forward passes, the characters each pass revealed so far,
-    its own compute time, its reveal rule and (when done) its share of real words."""
+    """Side `name` of the Compare tab after a round: its canvas, and its forward passes, the characters each pass
+    revealed so far, its own compute time, its reveal rule and (when done) its share of real words."""
+    state, num_fixed = now.latest[name], now.num_fixed
     num_revealed = int((~state.is_masked & ~state.is_given)[0].sum())
     stats = f"{passes(state.num_forward_passes)} · {num_revealed / max(1, state.num_forward_passes):.1f} chars per pass"
-    stats += f" · {seconds:.2f} s"
+    stats += f" · {now.seconds[name]:.2f} s"
     if state.done:
         stats += f" · real words: {word_share(model.tokenizer.decode(state.tokens[0, num_fixed:]), known_words)}"
     kept = text_end(model, state, num_fixed)
@@ -282,11 +258,8 @@ def takeaway(
     if not all(state.done for state in states.values()):
         return ""
     left, right = states["left_to_right"], states["confidence"]
-    shares = {
-        name: word_share(model.tokenizer.decode(state.tokens[0, num_fixed:]), known_words)
-        for name, state in states.items()
-    }
     texts = {name: model.tokenizer.decode(state.tokens[0, num_fixed:]) for name, state in states.items()}
+    shares = {name: word_share(text, known_words) for name, text in texts.items()}
     if autoregressive:
         ratio = left.num_forward_passes / max(1, right.num_forward_passes)
         line = (

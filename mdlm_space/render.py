@@ -47,21 +47,16 @@ SPACE_GLYPH = "␣"  # a predicted or true space, where an empty cell would hide
 
 
 def confidence_colour(confidence: float) -> str:
-    """Background of a character revealed with probability `confidence`: one hue, darker for less sure, so the
-    scale reads the same with any colour vision (and stays apart from the amber of "revealed this step"), finished
-    text is mostly near-white with the model's guesses standing out, and the ends differ by 3:1 while the text keeps
-    4.5:1 (WCAG AA) on the darkest."""
+    """Background of a character revealed with probability `confidence`: one hue (apart from the amber of "revealed
+    this step"), darker for less sure, for any colour vision; the ends differ by 3:1, the text keeps 4.5:1 on both."""
     confidence = min(max(confidence, 0.0), 1.0) if confidence == confidence else 0.0
     return f"hsl(212,80%,{59 + 38 * confidence:.0f}%)"
 
 
 def canvas_style(rows: int, font_px: int = 15, shrink: bool | None = None) -> str:
-    """The canvas box: monospace, words kept whole, `rows` lines high whatever it holds (it scrolls inside). Its
-    margin above and below is a border in the background's colour, not padding, which would scroll with the lines:
-    the box shows exactly `rows` whole lines, at the top and when scrolled to its end, never part of the next.
-    A canvas set at COMPARE_FONT_PX or less (Compare's, side by side) shrinks its text and side margins with a
-    narrow screen, down to NARROW_FONT_PX on a phone: each side then holds 17 characters a line, not 14 (`shrink`
-    False: not, for a canvas that takes a phone's whole width, as the twin's does)."""
+    """The canvas box: monospace, words kept whole, `rows` whole lines high (its margins are borders, which do not
+    scroll with the lines as padding would). At COMPARE_FONT_PX or less (`shrink` None), or with `shrink`, its text
+    and margins shrink with a narrow screen, to NARROW_FONT_PX on a phone: 17 characters a line, not 14."""
     line = 1.6
     size, padding = f"{font_px}px", "10px"
     if font_px <= COMPARE_FONT_PX if shrink is None else shrink:
@@ -117,9 +112,8 @@ MARKS: dict[str, tuple[str, str]] = {
     ),
     "after the end": ("class='mdlm-dropped'", f"<span style='{DROPPED}'>x</span> {words('after the end, left out')}"),
 }
-# on a phone a run's legend is one line: its entries in fewer words, closer together, the colour scale shorter
-# (a run's five entries in full took 472 px of the 302 a 390 px phone leaves it, two lines); one that still does not
-# fit (a long text's window and remasking besides) scrolls sideways rather than wrap
+# on a phone a run's legend is one line (in full, its five entries took 472 px of 302): fewer words, closer
+# together, a shorter colour scale; one that still does not fit scrolls sideways rather than wrap
 PHONE_WORDS = {
     "new": "new",
     "confidence": "confidence",
@@ -137,9 +131,8 @@ LEGEND_PHONE_CSS = (  # inside the phone's @media rule of CANVAS_CSS and RACE_CS
 
 
 def legend(marks: list[str] | tuple[str, ...], one_line: bool = True) -> str:
-    """The line under a canvas: what each of `marks` (MARKS' names) means, each entry kept whole. One line high
-    even with no mark, so that a canvas that shows none moves nothing below it; `one_line`: one line on a phone
-    too (PHONE_WORDS), not wrapped."""
+    """The line under a canvas: what each of `marks` (MARKS' names) means, one line high even with none (so nothing
+    below moves); `one_line`: one line on a phone too (PHONE_WORDS), not wrapped."""
     entries = "".join(
         f"<span{f' data-short={PHONE_WORDS[mark]!r}' if mark in PHONE_WORDS else ''} style='white-space: nowrap;'>"
         f"{MARKS[mark][1]}</span>"
@@ -157,16 +150,13 @@ def marks_shown(canvas: str) -> list[str]:
 
 
 def with_legend(canvas: str) -> str:
-    """The canvas and, under it, the legend of the marks it shows: a run's legend follows what each frame shows (no
-    taken back without remasking, no window within the context, nothing struck out unless a text ended early)."""
+    """The canvas and, under it, the legend of the marks it shows (a run's follows each frame)."""
     return canvas + legend(marks_shown(canvas))
 
 
-# on a phone the race (the headings, two sides, then the twin in a row of its own, then the takeaway) fits one
-# screen: the twin's canvas is 6 rows high there (it holds a race's 128 characters at full width), the race's
-# blocks 6 px apart (gradio's 16 px gaps made it 867 px high on a 390x844 phone, so bringing it into view
-# scrolled the headings off), and each side's statistics and the takeaway keep their room before they are
-# written, so that bringing the race into view as it starts shows the whole race until it ends
+# on a phone the race (headings, two sides, the twin's row, the takeaway) fits one screen: the twin's canvas 6 rows
+# high, the blocks 6 px apart (gradio's 16 px made it 867 px high on a 390x844 phone), and the statistics and the
+# takeaway keep their room before they are written, so the race brought into view as it starts stays whole
 RACE_CSS = (
     f"<style>@media (max-width: {PHONE_WIDTH_PX + 110}px) {{ "
     f"#compare-twin-canvas .mdlm-canvas {{ height: calc({TWIN_PHONE_ROWS} * 1.6em + 20px) !important; }} "
@@ -179,8 +169,8 @@ RACE_LEGEND = RACE_CSS + legend(tuple(mark for mark in MARKS if mark != "window"
 
 
 def cell(char: str | None, kind: str = "given", confidence: float = float("nan")) -> str:
-    """One position of the canvas as HTML: a mask (char None; kind "taken_back" when remasking took it back this
-    step) or a character that is "given", "new" (revealed this step) or "earlier" (tinted by its confidence)."""
+    """One position of the canvas: a mask (char None; kind "taken_back" when remasking took it back this step) or a
+    character "given", "new" (revealed this step) or "earlier" (tinted by its confidence)."""
     if char is None:
         colour = TAKEN_BACK_COLOUR if kind == "taken_back" else MASK_COLOUR
         return f"<span class='mdlm-mask' style='background:{colour}; {MASK_CELL}'>{MASK_GLYPH}</span>"
@@ -194,13 +184,10 @@ def cell(char: str | None, kind: str = "given", confidence: float = float("nan")
     return f"<span class='mdlm-{kind}' style='background:{background}'{title}>{shown}</span>{tail}"
 
 
-# a canvas with lines below its box says so: a shadow along its bottom edge while more lies below, gone once
-# scrolled to the end. Backgrounds alone draw it (a fixed shadow and, on top, a cover in the canvas's colour that
-# scrolls with the text and meets the shadow at the text's end), as scroll shadows are usually drawn: a scroll-driven
-# animation did it before, and Chromium's tab crashed when a tab switch followed a selection of text
+# a shadow along a canvas's bottom edge while more lies below, drawn by backgrounds alone (a fixed shadow under a
+# cover that scrolls with the text): a scroll-driven animation did it before, and crashed Chromium's tab
 MORE_BELOW_SHADOW = "rgba(31, 39, 51, 0.22)"
-# on a phone Generate's and Infill's canvas sits under the prompt and the run buttons, and is this many lines high
-# there, so that all of it is on the first screen while it writes
+# Generate's and Infill's canvas on a phone, under the prompt and the run buttons: all of it on the first screen
 PHONE_CANVAS_ROWS = 8
 CANVAS_CSS = (
     "<style>.mdlm-canvas:not(.mdlm-follow):not(.mdlm-placeholder) { background: "
@@ -217,13 +204,11 @@ def canvas_box(
 ) -> str:
     """The cells in the fixed-height canvas box; `follow`: it stays scrolled to its end as the text grows (a
     column-reverse box anchors its scroll at the bottom, no script needed), where a long text's live window is."""
+    style, body = canvas_style(rows, font_px, shrink), "".join(cells)
     if not follow:
-        style = canvas_style(rows, font_px, shrink)
-        return f"{CANVAS_CSS}<div class='mdlm-canvas' style='{style}'>{''.join(cells)}</div>"
-    return (
-        f"{CANVAS_CSS}<div class='mdlm-canvas mdlm-follow' style='{canvas_style(rows, font_px, shrink)} display: flex; "
-        f"flex-direction: column-reverse;'><div>{''.join(cells)}</div></div>"
-    )
+        return f"{CANVAS_CSS}<div class='mdlm-canvas' style='{style}'>{body}</div>"
+    flow = "display: flex; flex-direction: column-reverse;"
+    return f"{CANVAS_CSS}<div class='mdlm-canvas mdlm-follow' style='{style} {flow}'><div>{body}</div></div>"
 
 
 def placeholder(message: str, rows: int = CANVAS_ROWS) -> str:
@@ -235,8 +220,8 @@ def placeholder(message: str, rows: int = CANVAS_ROWS) -> str:
 
 
 def canvas_cells(model: MDLM, state: SamplerState, row: int, span: slice) -> list[str]:
-    """The cells of positions `span` of a row: this step's reveals highlighted (none in the final frame: the run
-    is over), earlier ones tinted by confidence."""
+    """The cells of positions `span` of a row: this step's reveals highlighted (not in the final frame), earlier
+    ones tinted by confidence."""
     tokens, revealed, remasked, confidence, given = (
         x[row, span].tolist() for x in (state.tokens, state.revealed, state.remasked, state.confidence, state.is_given)
     )
@@ -251,8 +236,8 @@ def canvas_cells(model: MDLM, state: SamplerState, row: int, span: slice) -> lis
 
 
 def finished_text(model: MDLM, state: SamplerState, row: int, span: slice) -> str:
-    """Positions `span` of a row, finished, as plain text: given runs bold, written ones plain (a long text's part
-    before its live window, light enough to stream at every step)."""
+    """Positions `span` of a finished row as text, given runs bold (a long text's part before its live window:
+    light enough to stream at every step)."""
     tokens, given = state.tokens[row, span].tolist(), state.is_given[row, span].tolist()
     parts = []
     for is_given, run in itertools.groupby(zip(tokens, given, strict=True), key=lambda pair: pair[1]):
@@ -270,10 +255,9 @@ def render_canvas(
     shrink: bool | None = None,
     kept: int | None = None,
 ) -> str:
-    """The canvas as HTML: one cell per position. A text longer than the model's context shows its finished part
-    as text, the live window's cells framed, and a count of what is still to come; the box follows the window. A
-    text within the context is all cells, whatever part a sampler reads (the twin's cache reads the new character).
-    `kept`: a finished text ended before its last position (at a line, a speech): the cells after it struck out."""
+    """The canvas as HTML: one cell per position within the model's context; past it, the finished part as text,
+    the live window's cells framed and a count of what is to come, the box following the window. `kept`: where a
+    finished text ended (at a line, a speech), the cells after it struck out."""
     length = state.tokens.size(1)
     if kept is not None and kept < length <= model.block_size:  # a long text's thousands of cells would stall the page
         cells = canvas_cells(model, state, row, slice(0, length))
@@ -316,8 +300,7 @@ def draft_canvas(
     legend: bool = True,
     shrink: bool | None = None,
 ) -> str:
-    """The canvas before a run: the prompt, then a mask for each character to generate (`legend`: with its legend
-    under it)."""
+    """The canvas before a run: the prompt, then a mask for each character to generate (`legend`: with its legend)."""
     try:
         length = max(0, int(length or 0))
     except (TypeError, ValueError):  # a half-typed number: keep a canvas on screen anyway
@@ -333,19 +316,19 @@ def draft_template(template: str | None, blank: str = "_") -> str:
     """The Infill tab's canvas before a run: the template with a mask for each blank (or a message in its place),
     and its legend."""
     if not template:
-        return with_legend(placeholder(f"Type a template: each {blank} becomes a masked character to fill."))
-    if len(template) > MAX_CANVAS:  # said before the run, in the words the run would use
-        too_long = (
+        problem = f"Type a template: each {blank} becomes a masked character to fill."
+    elif len(template) > MAX_CANVAS:  # said before the run, in the words the run would use
+        problem = (
             f"The template has {len(template):,} characters, but a run writes at most {MAX_CANVAS:,}: "
             f"shorten it by {len(template) - MAX_CANVAS:,}."
         )
-        return with_legend(placeholder(too_long))
-    if blank not in template:
-        return with_legend(placeholder(f"The template has no blank: mark each character to fill with {blank}."))
-    cells = [cell(None if char == blank else char) for char in template[:DRAFT_CELLS]]
-    if len(template) > DRAFT_CELLS:
-        cells.append(more_cells(len(template) - DRAFT_CELLS))
-    return with_legend(canvas_box(cells))
+    elif blank not in template:
+        problem = f"The template has no blank: mark each character to fill with {blank}."
+    else:
+        cells = [cell(None if char == blank else char) for char in template[:DRAFT_CELLS]]
+        more = [more_cells(len(template) - DRAFT_CELLS)] if len(template) > DRAFT_CELLS else []
+        return with_legend(canvas_box(cells + more))
+    return with_legend(placeholder(problem))
 
 
 # past the model's context a frame renders the whole canvas (a 2,000-character run sent 254 frames, 7.9 MB of HTML,
@@ -355,7 +338,6 @@ THROTTLED = None  # what `frames` yields for a step it does not draw: the event'
 
 
 def too_soon(model: MDLM, state: SamplerState, since_last: float) -> bool:
-    """Whether a long run's state is skipped: within 1 / MAX_LONG_FRAMES_PER_SECOND of the last frame, and neither
-    its first nor its last."""
+    """Whether a long run's state, neither its first nor its last, comes too soon after the last frame to draw."""
     long = state.tokens.size(1) > model.block_size
     return long and 0 < state.step and not state.done and since_last < 1 / MAX_LONG_FRAMES_PER_SECOND

@@ -141,8 +141,7 @@ def finished(
     before: float | None,
 ) -> tuple:
     """The panel after the run: the choices ranked left to right and the readout (with `before`, the bits per
-    character of the span as it was; None: still being scored). The order view stays the text's: it showed the best
-    rewrite's while the text box still held the text as it was; a pick shows the picked one's."""
+    character of the span as it was; None: still being scored). The order view stays the text's until a pick."""
     start, end = span
     views = [choice_view(model, state, c["choice"] - 1, c["text"], start, end) for c in choices]
     labels = [f"**#{c['rank']}** · {c['bits_per_char']:.2f} bits/char" for c in choices]
@@ -211,10 +210,9 @@ def stopped(readout: str | None, *labels: str | None) -> tuple:
 
 
 def new_text() -> tuple:
-    """A new text in the box, a run's or the visitor's own edit: the undo history and the rewrites were of the text
-    it replaced, so both go, from the panel too (an Undo or a Pick would bring that text back, the new one lost):
-    the history, Undo, the choices, their views, labels and Pick buttons, the readout, and From and To (a span of
-    the text it replaced, which the visitor never selected in this one)."""
+    """A new text in the box (a run's, an edit): the history, Undo, the choices, their views, labels and Pick
+    buttons, the readout, and From and To were of the text it replaced (an Undo or a Pick would bring it back), so
+    all go."""
     labels = [f"Choice {row + 1}" for row in range(NUM_CHOICES)]
     cleared = [NO_CHOICE] * NUM_CHOICES, labels, picks_ready()
     return [], gr.update(interactive=False), None, *(part for group in cleared for part in group), WAITING, 0, 0

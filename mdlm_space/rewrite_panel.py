@@ -15,6 +15,7 @@ from mdlm_hf import MASK_GLYPH, MDLM
 from mdlm_hf.sampling.options import OPTION_SPECS
 from mdlm_space.api import example_span, page_event, public_endpoint, rewrite_result
 from mdlm_space.controls import (
+    QUIET,
     about_settings,
     capped_slider,
     control,
@@ -66,17 +67,8 @@ TAKE_FINISHED_CANVAS = (
 CHANGES = {"num_steps": dict(default=16)}
 # the handler writes a span with at most one step per character of it, whatever the slider says
 STEPS_INFO = "at most one per character of the span"
-
-
-def fit_rewrite_steps(block_size: int, wanted: float | None) -> dict:
-    """The steps slider's update for a typed number (`remembered`): up to the model's context, the value kept and
-    said so where it is out of bounds, no silent snap to the nearest bound."""
-    return capped_slider(block_size, wanted, STEPS_INFO)
-
-
 # runs in the page: an order view once it is one (the race's placeholder, while it runs, leaves the panel's)
 TAKE_ORDER = "(view, current) => (view && view.includes('mdlm-pass')) ? view : current"
-QUIET = dict(queue=False, api_name=False, show_progress="hidden")
 HOW = (
     "### Rewrite a span\nClick a line of a finished text (a run's lands here) or select any span, press **Rewrite**: "
     "the span is masked and written again three times, the model reading both sides of it. Each is ranked by the "
@@ -123,7 +115,7 @@ def fit_to_text(info: str | None, text: str | None, wanted: float | None) -> dic
 
 def span_controls(model: MDLM) -> dict[str, gr.components.Component]:
     """The text, From and To (which the selection fills) and the line that says the span in words, as Rewrite's
-    check would: it said "Rewriting characters 0-10" for an empty From, which the check then refused."""
+    check would."""
     text = control("text", model.block_size, "", lines=6, elem_id="rewrite-text")
     with gr.Row():  # no minimum: gradio's says "Error" (`remembered` says what it did with a value it does not take)
         start = control("start", model.block_size, min_width=100, elem_id="rewrite-start")
@@ -172,10 +164,8 @@ def feed_from_runs(demo: gr.Blocks, text: gr.Textbox) -> gr.Number:
 
 def show_run_orders(demo: gr.Blocks, order: gr.HTML, text_order: gr.HTML) -> None:
     """Each finished Generate or Infill run's order of writing (shown, and kept as the text's: `text_order`), from
-    the frames its replay slider keeps, and
-    Compare's confidence-order side's, whose text the panel takes. The page
-    asks for it once, when the run's text is finished (a hidden box takes that text): asking at every frame, as
-    a change of the frames would, sent a long run's thousands of frames a request each, which slowed it 4x."""
+    its replay frames, and Compare's confidence-order side's. Asked for once, when the run's text is finished (a
+    hidden box takes it): asking at every frame sent a long run's thousands of frames a request each (4x slower)."""
     found = by_elem_id(demo)
     for fn in list(demo.fns.values()):
         if fn.fn is not replay_slider:  # its input: the session's list of a tab's frames; its output, the slider
@@ -216,7 +206,7 @@ def follow_run_options(demo: gr.Blocks, controls: dict[str, gr.components.Compon
         shared = [name for name in named if name in OPTION_SPECS and name in controls and name != "num_steps"]
         for block_id, trigger in fn.targets:
             listen = getattr(demo.blocks[block_id], trigger)
-            listen(run_options, [named[name] for name in shared], [controls[name] for name in shared], **QUIET)
+            listen(run_options, [named[n] for n in shared], [controls[n] for n in shared], **QUIET)
 
 
 def rewrite_panel(model: MDLM, demo: gr.Blocks, example: str) -> None:
@@ -228,12 +218,12 @@ def rewrite_panel(model: MDLM, demo: gr.Blocks, example: str) -> None:
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
             controls = span_controls(model)
-            real_words, keep_cast = play_shape_controls(model, block_size)  # above the button, as Generate's
+            beside_run = play_shape_controls(model)  # above the button, as Generate's
             button, stop = run_buttons("Rewrite")
             undo_button = gr.Button("Undo", interactive=False, elem_id="rewrite-undo")
             controls |= sampling_options("rewrite", block_size, ("steps", "drawing"), CHANGES)
-            remembered(controls["num_steps"], functools.partial(fit_rewrite_steps, block_size))
-            controls["real_words"], controls["keep_cast"] = real_words, keep_cast
+            remembered(controls["num_steps"], functools.partial(capped_slider, block_size, info=STEPS_INFO))
+            controls |= beside_run
             about_settings(controls)
         with gr.Column(scale=2):
             # above the choices: on a phone they stack, and a readout below them was out of view while they streamed

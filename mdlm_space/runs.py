@@ -10,19 +10,18 @@ from typing import Any
 import gradio as gr
 
 from mdlm_space.api import page_event
-from mdlm_space.controls import remembered, taken
+from mdlm_space.controls import QUIET, remembered, taken
 from mdlm_space.handlers import running, stopped
 from mdlm_space.render import MAX_LONG_FRAMES_PER_SECOND
-from mdlm_space.texts import before_the_edit
+from mdlm_space.texts import marked_last_run
 
 
 def run_buttons(label: str) -> tuple[gr.Button, gr.Button]:
     """A tab's run button and its Stop button, side by side."""
     with gr.Row():
+        run = gr.Button(label, variant="primary", scale=3)
         # a plain Stop: a red one beside an idle run button read as an alarm (it only matters while a run streams)
-        return gr.Button(label, variant="primary", scale=3), gr.Button(
-            "Stop", variant="secondary", scale=1, min_width=80
-        )
+        return run, gr.Button("Stop", variant="secondary", scale=1, min_width=80)
 
 
 # runs in the page before the run's request, passing its inputs on: scrolls only as far as it takes to show the
@@ -55,7 +54,7 @@ def stoppable(
     dependency = run.click(*args, **kwargs)
     stop.click(None, cancels=[dependency], api_name=False)
     if readout is not None:  # once the run has ended: a line rewritten at the Stop click could be a frame behind
-        dependency.then(stopped, readout, readout, queue=False, api_name=False, show_progress="hidden")
+        dependency.then(stopped, readout, readout, **QUIET)
     return dependency
 
 
@@ -113,35 +112,36 @@ def replayable(
     slider, canvases = replay
     recording = {**handler, "fn": recorded(handler["fn"])}
     run_event = stoppable(run, stop, **recording, outputs=[*outputs, canvases], **page_event(endpoint))
-    quiet = dict(queue=False, api_name=False, show_progress="hidden")
-    run_event.then(replay_slider, canvases, slider, **quiet).then(stopped, outputs[2], outputs[2], **quiet)  # readout
-    slider.change(replay_frame, [canvases, slider], outputs[0], **quiet, trigger_mode="always_last")
+    run_event.then(replay_slider, canvases, slider, **QUIET).then(stopped, outputs[2], outputs[2], **QUIET)  # readout
+    slider.change(replay_frame, [canvases, slider], outputs[0], **QUIET, trigger_mode="always_last")
+
+
+def last_run_marks(shown: tuple, placeholders: tuple[str, ...] = ()) -> tuple:
+    """Each of a finished run's lines and views (`shown`) marked as the last run's (`marked_last_run`), else kept."""
+    return tuple(gr.skip() if (mark := marked_last_run(value, placeholders)) is None else mark for value in shown)
 
 
 def redraw(
     trigger: Callable, fn: Callable, inputs: list, outputs: Any, readout: gr.components.Component | None = None
 ) -> None:
-    """A quick redraw of `outputs` from the raw values of `inputs`, no queue: it computes nothing heavy. `trigger`:
-    the `then` of the event fitting the controls to the change (gradio's page calls a deferred "always_last" function
-    by calling all of its event's again: two on one trigger deferred each other without end). Raw: a slider's bounds
-    check fails on a value its new maximum has not caught up with yet. None while the tab's `readout` says a run is
-    streaming: the draft would replace the run's canvas until its next frame, and stay over its last. With a
-    readout, a finished run's is marked as the last run's (`before_the_edit`)."""
+    """A quick redraw of `outputs` from the raw values of `inputs` (raw: a slider's bounds check fails on a value its
+    new maximum has not caught up with yet). `trigger`: the `then` of the event fitting the controls to the change
+    (two "always_last" functions on one trigger deferred each other without end). Nothing while the tab's `readout`
+    says a run is streaming: the draft would cover the run's canvas; a finished run's readout is marked as the last
+    run's (the canvas showed the new prompt's masks beside "done in 29 of 32 steps")."""
 
     def drawn(*values: Any) -> Any:
         if readout is None:
             return fn(*values)
-        if running(values[-1]):
+        line = values[-1] or ""
+        if running(line):
             return gr.skip(), gr.skip()
-        marked = before_the_edit(values[-1])
+        # a run's readout starts with its seed: not the placeholder, nor one marked already
+        marked = marked_last_run(line) if line.startswith("seed ") else None
         return fn(*values[: len(inputs)]), gr.skip() if marked is None else marked
 
-    watched, drawn_to = (
-        [*inputs, *([readout] if readout is not None else [])],
-        [outputs, readout] if readout is not None else outputs,
-    )
-    quiet = dict(queue=False, preprocess=False, api_name=False, show_progress="hidden", trigger_mode="always_last")
-    trigger(drawn, watched, drawn_to, **quiet)
+    watched, drawn_to = (inputs, outputs) if readout is None else ([*inputs, readout], [outputs, readout])
+    trigger(drawn, watched, drawn_to, **QUIET, preprocess=False, trigger_mode="always_last")
 
 
 def canvas_column(tab: str, draft: str, run_label: str) -> tuple[gr.HTML, gr.Markdown]:
@@ -164,17 +164,8 @@ def after_run_column(
     tab's event (the canvas, the final text, the readout) and the replay slider with its session's frames."""
     with gr.Column(scale=2):
         # there before the first run (disabled), so that a run does not push the output down
-        slider = gr.Slider(
-            0,
-            1,
-            value=0,
-            step=1,
-            precision=0,
-            label=REPLAY[0],
-            info=REPLAY[1],
-            interactive=False,
-            elem_id=f"{tab}-replay",
-        )
+        replay = dict(label=REPLAY[0], info=REPLAY[1], interactive=False, elem_id=f"{tab}-replay")
+        slider = gr.Slider(0, 1, value=0, step=1, precision=0, **replay)
         label = "Text of the last run (the canvas so far while it runs)"  # the last run's after an edit too
         final_text = gr.Textbox(label=label, lines=lines, buttons=["copy"], elem_id=f"{tab}-final-text")
     canvases = gr.State([])

@@ -12,14 +12,6 @@ LAST_RUN = "Last run, before the edit: "
 SCORING = "Scoring…"  # Score's line while it scores
 
 
-def before_the_edit(line: str | None) -> str | None:
-    """A finished run's readout marked as the last run's, once a draft of the edited input replaces its canvas (the
-    canvas showed the new prompt's masks beside "done in 29 of 32 steps"); None for an empty or marked one."""
-    if not line or not line.startswith("seed "):  # a run's readout; not the placeholder, nor one marked already
-        return None
-    return LAST_RUN + line
-
-
 LAST_RUN_HTML = f"<p style='margin: 0 0 4px; font-size: 13px;'><b>{LAST_RUN.rstrip(': ')}</b></p>"
 
 
@@ -89,9 +81,7 @@ def choose_blank(vocab: str) -> str:
 
 def covers(model: MDLM, text: str, blank: str = "") -> bool:
     """Whether the model writes every character of `text` (blanks aside) and reads it all at a time."""
-    return len(text) <= model.block_size and not model.tokenizer.unknown_chars(
-        text.replace(blank, "") if blank else text
-    )
+    return len(text) <= model.block_size and not model.tokenizer.unknown_chars(text.replace(blank, ""))
 
 
 def model_sample(model: MDLM) -> str:
@@ -125,11 +115,6 @@ def demo_texts(model: MDLM, metadata: dict | None = None) -> DemoText:
     if not texts.sample.strip() or model.tokenizer.unknown_chars(texts.sample):
         texts = dataclasses.replace(texts, sample=model_sample(model), sample_name=DemoText("").sample_name)
     return texts
-
-
-def with_blank(template: str, blank: str) -> str:
-    """An example template (each "_" a blank) written with the app's blank character."""
-    return template.replace("_", blank)
 
 
 def sample_label(texts: DemoText) -> str:

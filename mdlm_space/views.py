@@ -4,18 +4,17 @@ text tinted by the model's surprise: the views that are no canvas of a run."""
 from __future__ import annotations
 
 import html
+import itertools
 
-from mdlm_hf import MASK_GLYPH
 from mdlm_space.render import (
     CANVAS_BACKGROUND,
     CANVAS_FONT,
     LEGEND_TEXT,
-    MASK_CELL,
-    MASK_COLOUR,
     NEWLINE_GLYPH,
     SPACE_GLYPH,
     SUBDUED_TEXT,
     canvas_box,
+    cell,
     colour_scale,
 )
 
@@ -37,7 +36,7 @@ def forward_column(char: str, masked: bool, guess: str) -> str:
         x_t, model_row, truth = plain, f"<span style='color:{SUBDUED_TEXT}'>{plain}</span>", "&nbsp;"
     else:
         right = guess == char
-        x_t = f"<span class='mdlm-mask' style='background:{MASK_COLOUR}; {MASK_CELL}'>{MASK_GLYPH}</span>"
+        x_t = cell(None)  # a mask, as on the canvas
         colour = RIGHT_COLOUR if right else WRONG_COLOUR
         model_row = f"<span class='mdlm-{'right' if right else 'wrong'}' style='background:{colour}'>"
         model_row += f"{shown_char(guess)}</span>"
@@ -54,19 +53,13 @@ def forward_view(line: str, is_masked: list[bool], guesses: list[str]) -> str:
     label_style = f"display: inline-flex; flex-direction: column; padding-right: 8px; color: {SUBDUED_TEXT};"
     label_style += " font-family: inherit; font-size: 12px; line-height: 1.6rem; text-align: right;"
     labels = "".join(f"<span class='mdlm-row-label'>{name}</span>" for name in FORWARD_ROWS)
-    items, word = [f"<span class='mdlm-row-labels' style='{label_style}'>{labels}</span>"], []
-    word_style = "display: inline-flex; flex-wrap: wrap;"  # a word wider than a whole line still wraps
-    for char, masked, guess in zip(line, is_masked, guesses, strict=True):
-        column = forward_column(char, masked, guess)
-        if char in " \n":  # a break opportunity between words
-            if word:
-                items.append(f"<span class='mdlm-word' style='{word_style}'>{''.join(word)}</span>")
-            items.append(column)
-            word = []
-        else:
-            word.append(column)
-    if word:
-        items.append(f"<span class='mdlm-word' style='{word_style}'>{''.join(word)}</span>")
+    items = [f"<span class='mdlm-row-labels' style='{label_style}'>{labels}</span>"]
+    # a word wider than a whole line still wraps
+    word = "<span class='mdlm-word' style='display: inline-flex; flex-wrap: wrap;'>{}</span>"
+    positions = zip(line, is_masked, guesses, strict=True)
+    for between_words, run in itertools.groupby(positions, key=lambda position: position[0] in " \n"):
+        columns = [forward_column(*position) for position in run]
+        items += columns if between_words else [word.format("".join(columns))]
     box = (
         f"{CANVAS_FONT} display: flex; flex-wrap: wrap; row-gap: 10px; align-items: flex-start; font-size: 15px; "
         f"line-height: 1.6rem; padding: 10px; border-radius: 8px; background: {CANVAS_BACKGROUND}; color: #1f2733;"

@@ -71,10 +71,8 @@ def trusted_proxies() -> int:
 
 
 def client_key(request: gr.Request | None) -> str | None:
-    """Who a call comes from: the address the trusted proxy appended to X-Forwarded-For (on a Space, the last
-    entry), else the connection's own; never an address the caller wrote itself (the entries before). uvicorn takes a
-    loopback connection's X-Forwarded-For for its address (a proxy on this machine); None for this machine itself
-    (`python app.py`: its one user's tabs) or unknown."""
+    """Who a call comes from: the address the trusted proxy appended to X-Forwarded-For, else the connection's own,
+    never one the caller wrote itself; None for this machine (`python app.py`: its one user's tabs) or unknown."""
     if request is None:
         return None
     hops = trusted_proxies()

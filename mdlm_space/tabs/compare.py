@@ -9,6 +9,7 @@ from mdlm_hf import MDLM
 from mdlm_hf.sampling.options import REVEAL_RULE_OPTIONS
 from mdlm_space.api import page_event, public_endpoint, race_result
 from mdlm_space.controls import (
+    QUIET,
     about_settings,
     control,
     default_value,
@@ -19,8 +20,8 @@ from mdlm_space.controls import (
 from mdlm_space.endpoints import event
 from mdlm_space.race import NO_RACE_ORDER, compare, race_stopped
 from mdlm_space.render import COMPARE_FONT_PX, COMPARE_ROWS, RACE_LEGEND, draft_canvas
-from mdlm_space.runs import redraw, run_buttons, stoppable
-from mdlm_space.texts import DemoText, marked_last_run
+from mdlm_space.runs import last_run_marks, redraw, run_buttons, stoppable
+from mdlm_space.texts import DemoText
 
 # where Compare's controls differ from PARAMS' and the library's: a race within the model's context, short enough to
 # watch, its steps counted as what the sides spend (forward passes)
@@ -67,8 +68,7 @@ def follow_edits(demo: gr.Blocks, block_size: int, inputs: tuple, canvases: list
     prompt, length, steps = inputs
 
     def draft_and_marks(prompt: str | None, length: float | None, *shown: str | None) -> tuple:
-        marks = (marked_last_run(value, (NO_RACE_ORDER,)) for value in shown)
-        return (*compare_draft(prompt, length), *(gr.skip() if mark is None else mark for mark in marks))
+        return (*compare_draft(prompt, length), *last_run_marks(shown, (NO_RACE_ORDER,)))
 
     for fitted in follow_prompt(demo, block_size, block_size, prompt, length, steps):
         redraw(fitted.then, draft_and_marks, [prompt, length, *last_race], canvases + last_race)
@@ -123,7 +123,7 @@ def compare_tab(
         controls = dict(prompt=prompt, length=length, num_steps=steps, temperature=temperature)
     with gr.Row():
         controls["autoregressive"] = control("autoregressive", block_size)
-        controls["real_words"], controls["keep_cast"] = play_shape_controls(model, block_size)
+        controls |= play_shape_controls(model)
         controls |= seed_controls("compare", block_size)
     # the sides' orders are the race's own: of the reveal rule, only what both can share
     with gr.Accordion("Reveal rule, both sides", open=False):
@@ -138,6 +138,6 @@ def compare_tab(
     race = stoppable(
         button, stop, **compared, outputs=outputs + orders, **page_event("compare"), into_view="compare-race"
     )
-    race.then(race_stopped, [summary, left_stats], summary, queue=False, api_name=False, show_progress="hidden")
+    race.then(race_stopped, [summary, left_stats], summary, **QUIET)
     raced = event(race_result(model, known_words, twin), controls)
     public_endpoint("compare", raced, lambda result: result)

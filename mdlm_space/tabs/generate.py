@@ -34,8 +34,7 @@ def generate_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
         with gr.Column(scale=1, min_width=300):
             prompt = control("prompt", block_size, texts.prompt, lines=2)
             # above the run button: beside it, in view with it and with the canvas
-            real_words, keep_cast = play_shape_controls(model, block_size)
-            read_better = control("read_better", block_size)
+            beside_run = play_shape_controls(model) | dict(read_better=control("read_better", block_size))
             button, stop = run_buttons("Generate")
         canvas, readout = canvas_column("generate", draft_canvas(texts.prompt, room), "Generate")
     with gr.Row():
@@ -45,8 +44,7 @@ def generate_tab(model: MDLM, demo: gr.Blocks, texts: DemoText) -> None:
             steps = control("num_steps", block_size, min(default_value("num_steps"), default_length))
             controls = dict(prompt=prompt, length=length, num_steps=steps, end_at=end_at)
             controls |= sampling_options("generate", block_size, ("drawing", "blocks"))
-            controls["real_words"], controls["keep_cast"] = real_words, keep_cast
-            controls["read_better"] = read_better
+            controls |= beside_run
             about_settings(controls)
         outputs, replay = after_run_column("generate", 8, canvas, readout)
     # the canvas before a run shows what will be filled, drawn once the sliders fit the change

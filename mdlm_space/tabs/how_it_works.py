@@ -29,9 +29,8 @@ DEFAULT = SamplerOptions()  # the rule the text describes
 
 
 def sample_accuracy(model: MDLM, text: str) -> list[tuple[float, float]]:
-    """Accuracy by mask ratio of the loaded model on its sample text (Sonnet 18 for the shipped model, which it
-    never saw in training: a few seconds on a CPU), one mask ratio at a time on the model thread, so that other
-    visitors' sampling steps go in between."""
+    """Accuracy by mask ratio of the model on its sample text (a few seconds on a CPU), one mask ratio at a time on
+    the model thread, so that other visitors' sampling steps go in between."""
     tokens = torch.tensor(model.tokenizer.encode(text))
     return [
         on_model_thread(accuracy_by_mask_ratio, model, tokens, (ratio,), num_windows=16)[0] for ratio in MASK_RATIOS
@@ -39,8 +38,7 @@ def sample_accuracy(model: MDLM, text: str) -> list[tuple[float, float]]:
 
 
 def marked_accuracy_figure(results: list[tuple[float, float]], t: float, sample_name: str = SHAKESPEARE.sample_name):
-    """The accuracy plot on the sample text `sample_name` with a vertical line at the mask ratio t that the tab
-    shows."""
+    """The accuracy plot on the sample text `sample_name`, marked at the mask ratio t that the tab shows."""
     figure = accuracy_figure(results, f"Denoising accuracy on {sample_name}")
     axes = figure.axes[0]
     axes.axvline(t, color="#c2410c", linestyle="--", linewidth=1.5, label=f"t = {t:.2f}, as above")
@@ -52,9 +50,8 @@ ACCURACY_LOCK = threading.Lock()
 
 
 def accuracy_results(model: MDLM, text: str) -> Future:
-    """The accuracies by mask ratio of `model` on `text`, measured once per model (kept with it) in a thread of
-    their own, one mask ratio at a time on the model thread: app.main starts them at start-up, so a first visit
-    to the tab finds them measured; a later call waits for the same measurement."""
+    """The accuracies by mask ratio of `model` on `text`, measured once per model in a thread of their own (app.main
+    starts them at start-up, so a first visit to the tab finds them measured)."""
     with ACCURACY_LOCK:
         measured = model.__dict__.setdefault("_app_accuracy", {})
         if text not in measured:
@@ -72,14 +69,11 @@ def accuracy_results(model: MDLM, text: str) -> Future:
 
 
 def accuracy_plot_once(model: MDLM, texts: DemoText = SHAKESPEARE) -> Callable[[float], Any]:
-    """A function of t that draws the accuracies on the sample text (`accuracy_results`: measured once, at
-    start-up or on the first call), marked at t (a few tens of milliseconds)."""
+    """A function of t that draws the accuracies on the sample text (`accuracy_results`), marked at t."""
     lock = threading.Lock()
 
     def draw(t: float) -> Any:
-        """How it works tab: the denoising accuracy by mask ratio on the sample text, marked at t (no change for a t
-        that is not one: the forward view, on the same slider, says what is wrong, once)."""
-        try:
+        try:  # no change for a t that is not one: the forward view, on the same slider, says what is wrong, once
             t = as_float(t, "mask ratio", 0.0, 1.0)
         except gr.Error:
             return gr.skip()
@@ -103,14 +97,9 @@ def when_taken(draw: Callable, mask_ratio: gr.Slider, seed: gr.Number) -> Callab
 
 def forward_process_views(model: MDLM, demo: gr.Blocks, texts: DemoText) -> tuple[gr.Slider, Any]:
     """A line of the sample text, its mask ratio and seed, and the masked line with the model's guesses (also the
-    API's /forward_process); the mask ratio's slider, which the accuracy plot follows, and the event of its change."""
+    API's /forward_process); returns the mask ratio's slider, which the accuracy plot follows, and its change."""
     with gr.Row():
-        line = gr.Textbox(
-            label=sample_label(texts),
-            value=sample_line(texts, model.block_size),
-            scale=3,
-            min_width=240,
-        )
+        line = gr.Textbox(label=sample_label(texts), value=sample_line(texts, model.block_size), scale=3, min_width=240)
         mask_ratio = gr.Slider(0, 1, value=0.3, step=0.01, label="Mask ratio t", scale=2, min_width=200)
         seed = control("seed", model.block_size, scale=1, min_width=90)
     # noted here rather than by the layout's last pass: the view below skips what these boxes do not take
@@ -124,11 +113,9 @@ def forward_process_views(model: MDLM, demo: gr.Blocks, texts: DemoText) -> tupl
     # change, not release: typing into the slider's number box must update the views too; a t or a seed the box
     # does not take as typed draws nothing (its note says what it did, and the value it sets draws the view): the
     # view drew t = 1 under the slider's refusal of 99999
-    typed = dict(forward, fn=when_taken(forward["fn"], mask_ratio, seed))
-    masked = mask_ratio.change(
-        **typed, outputs=outputs, api_name=False, trigger_mode="always_last", show_progress="hidden"
-    )
-    seed.change(**typed, outputs=outputs, api_name=False, trigger_mode="always_last", show_progress="hidden")
+    typed = dict(forward, fn=when_taken(forward["fn"], mask_ratio, seed), outputs=outputs, api_name=False)
+    masked = mask_ratio.change(**typed, trigger_mode="always_last", show_progress="hidden")
+    seed.change(**typed, trigger_mode="always_last", show_progress="hidden")
     line.submit(**forward, outputs=outputs, api_name=False)
     gr.Button("Mask and predict", size="sm").click(**forward, outputs=outputs, **page_event("forward_process"))
     forward_api = event(forward_guessed, dict(line=line, t=mask_ratio, seed=seed), model=model)
@@ -138,8 +125,7 @@ def forward_process_views(model: MDLM, demo: gr.Blocks, texts: DemoText) -> tupl
 
 
 def kept_rules(model: MDLM) -> str:
-    """The rules of a play's shape that the model keeps by default (the checkboxes beside each run), in a sentence
-    ("" for a model that keeps none)."""
+    """The rules of a play's shape that the model keeps by default, in a sentence ("" for none)."""
     defaults, said = default_options(model), []
     if defaults.real_words:
         said.append(f"*{OPTION_SPECS['real_words'].label}* keeps each word to the training text's words")

@@ -6,11 +6,12 @@ import gradio as gr
 
 from mdlm_hf import MDLM
 from mdlm_space.api import page_event, public_endpoint, score_result, scores
+from mdlm_space.controls import QUIET
 from mdlm_space.endpoints import event
 from mdlm_space.handlers import SCORE_MAX_CHARS, score
 from mdlm_space.render import placeholder
-from mdlm_space.runs import run_buttons, stoppable
-from mdlm_space.texts import DemoText, marked_last_run, sample_passage
+from mdlm_space.runs import last_run_marks, run_buttons, stoppable
+from mdlm_space.texts import DemoText, sample_passage
 
 
 def score_tab(model: MDLM, texts: DemoText) -> None:
@@ -34,11 +35,8 @@ def score_tab(model: MDLM, texts: DemoText) -> None:
             view = gr.HTML(waiting, elem_id="score-view")
 
     # an edit of the text marks the last score's line and tinted text as the last run's
-    def marks(*shown: str | None) -> tuple:
-        return tuple(gr.skip() if (mark := marked_last_run(value, (waiting,))) is None else mark for value in shown)
-
-    quiet = dict(queue=False, api_name=False, show_progress="hidden", trigger_mode="always_last")
-    text.change(marks, [summary, view], [summary, view], **quiet)
+    marks = dict(fn=lambda *shown: last_run_marks(shown, (waiting,)), inputs=[summary, view], outputs=[summary, view])
+    text.change(**marks, **QUIET, trigger_mode="always_last")
     scored = event(score, dict(text=text), model=model)  # streamed: each pass on the model thread, others between
     stoppable(button, stop, **scored, outputs=[view, summary], **page_event("score"), readout=summary)
     public_endpoint("score", event(scores, dict(text=text), model=model), score_result(model))
