@@ -15,9 +15,8 @@ import torch
 from evals import invented_words
 from lab import gpu_job, ship_check, ship_figures, ship_recheck, ship_unpack
 from mdlm_hf import MDLM
-from mdlm_hf.data import split_text
 from tests.test_lab_ship_check import error_line, export_folder, packed, write_text
-from training.corpus import read_texts
+from training.corpus import read_texts, split_text
 from training.export_dir import write_manifest
 
 

@@ -4,9 +4,9 @@ from collections import Counter
 
 import pytest
 
-from mdlm_hf.data import split_text
 from training import build_corpus
 from training.build_corpus import STRETCH, Play, build, stretches, tinyshakespeare_layout
+from training.corpus import split_text
 from training.speaker_headings import map_heading, persons_words
 
 PERSONS = """HAMLET, PRINCE OF DENMARK

@@ -13,10 +13,10 @@ import torch
 
 import training.checkpoints
 import training.trainer
-from mdlm_hf.data import atomic_write_bytes
 from tests.conftest import REPO_ROOT
 from tests.training_helpers import TINY_ARGS, export_cli, run
 from training import export, run_options, train
+from training.atomic import atomic_write_bytes
 
 
 def test_killed_write_keeps_the_previous_file(tmp_path, monkeypatch):
@@ -173,7 +173,7 @@ def test_a_checkpoint_of_the_older_format_says_it_cannot_be_resumed(text_file, t
 
 
 def test_atomic_writes_keep_a_files_mode_and_give_a_new_one_the_umasks(tmp_path):
-    from mdlm_hf.data import atomic_write_bytes
+    from training.atomic import atomic_write_bytes
 
     path = tmp_path / "card.md"
     atomic_write_bytes(path, b"new")

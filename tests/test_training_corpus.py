@@ -12,10 +12,10 @@ import torch
 
 import training.trainer
 from mdlm_hf import CharTokenizer
-from mdlm_hf.data import read_text, split_text
 from tests.conftest import REPO_ROOT
 from tests.training_helpers import TINY_ARGS, run
 from training import export, train
+from training.corpus import read_text, split_text
 
 
 def old_get_batch(text, batch_size, block_size, generator):

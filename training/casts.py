@@ -1,11 +1,7 @@
 """Each play's speakers in a training text: the casts.json an export writes beside the weights (`keep_cast` keeps a
-model's headings to one play of it).
-
-The plays of a text: TinyShakespeare's nine (recognised by its md5; where each starts is in
-training/tinyshakespeare_plays.json, which the corpus builder writes), the corpus builder's (its manifest beside the
-text says where each starts), and any other file one play, named by its file. A play's speakers are those its
-headings name (`mdlm_hf.metrics.speakers`: `NAME:` after a blank line), in the training split only, where the model
-read them. `longest_line` is the training text's longest line, a speech line's limit.
+model's headings to one play of it). The plays: TinyShakespeare's nine (training/tinyshakespeare_plays.json), the
+corpus builder's (by its manifest), any other file one play; their speakers are those their headings name in the
+training split. `longest_line` is the training text's longest line, a speech line's limit.
 
     python -m training.casts --data tinyshakespeare.txt --train-extra runs/corpus/more_plays.txt --out casts.json
 """
@@ -19,11 +15,11 @@ import re
 import sys
 from pathlib import Path
 
-from mdlm_hf.data import TINYSHAKESPEARE_MD5, TRAIN_FRACTION, atomic_write_bytes, read_text
 from mdlm_hf.metrics import speakers
 from mdlm_hf.sampling.casts import LONGEST_LINE, Casts
+from training.atomic import atomic_write_bytes
 from training.build_corpus import read_plays
-from training.corpus import SEPARATOR
+from training.corpus import SEPARATOR, TINYSHAKESPEARE_MD5, TRAIN_FRACTION, read_text
 
 TINYSHAKESPEARE_PLAYS = Path(__file__).with_name("tinyshakespeare_plays.json")
 ROMAN = re.compile(r"[IVXLC]+")  # "II:", an act's number that the builder's text reads as a heading: no speaker

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from mdlm_hf import MDLM
-from mdlm_hf.data import atomic_write_bytes
+from training.atomic import atomic_write_bytes
 
 
 class RunError(RuntimeError):
@@ -54,17 +54,14 @@ def unpickler_reason(error: pickle.UnpicklingError) -> str:
     """What torch's weights-only unpickler refused (`Unsupported operand 192`, `unsupported GLOBAL posix.system ...`),
     from its long message, without its advice to load the file unsafely."""
     text = " ".join(str(error).split())
-    if "WeightsUnpickler error:" in text:
-        reason = text.rpartition("WeightsUnpickler error:")[2]
-    else:
-        reason = text.rpartition("Trying to load ")[2] if "Trying to load " in text else ""
+    marker = next((m for m in ("WeightsUnpickler error:", "Trying to load ") if m in text), None)
+    reason = text.rpartition(marker)[2] if marker else ""
     reason = re.split(r"\.? (?:Please use|Check the documentation)|\.$", reason.strip())[0].strip()
     return reason or "a file torch cannot read"
 
 
 def damaged_record(path: Path) -> str | None:
-    """The first record of a zip checkpoint whose bytes no longer match their CRC (damaged on disk), or None.
-
+    """The first record of a zip checkpoint whose bytes no longer match their CRC (damaged on disk), or None:
     torch.load reads tensors without checking their CRCs, so a flipped byte would be trained on silently."""
     try:
         with zipfile.ZipFile(path) as archive:
@@ -74,11 +71,8 @@ def damaged_record(path: Path) -> str | None:
 
 
 def load_checkpoint(path: Path, required: tuple[str, ...] = MODEL_KEYS) -> dict:
-    """Loads tensors and plain values only (weights_only: a crafted file cannot run code), or says why not.
-
-    `required`: the keys the caller reads; a dict without them (another program's checkpoint) is a ValueError.
-    A file damaged on disk (a record whose CRC does not match) or a malformed counter is a ValueError too.
-    """
+    """Loads tensors and plain values only (weights_only: a crafted file cannot run code), or says why not in a
+    ValueError: a file damaged on disk, one without the `required` keys (another program's), a malformed field."""
     if (record := damaged_record(path)) is not None:
         raise ValueError(
             f"{path} is damaged: its record {record} does not match its checksum (the file changed on disk after it "
@@ -105,8 +99,6 @@ def load_checkpoint(path: Path, required: tuple[str, ...] = MODEL_KEYS) -> dict:
     missing = [key for key in required if key not in checkpoint]
     if missing:
         raise ValueError(f"{path} is not an mdlm_hf checkpoint: it has no {', '.join(missing)}")
-    if not isinstance(checkpoint["model_config"], dict) or not isinstance(checkpoint["model"], dict):
-        raise ValueError(f"{path} is not an mdlm_hf checkpoint: its model_config and model are not dicts")
     for key, (expected, valid) in FIELD_CHECKS.items():
         if key in checkpoint and not valid(checkpoint[key]):
             shown = repr(checkpoint[key])
@@ -140,6 +132,8 @@ def _is_history(value: Any) -> bool:
 
 # the plain values a checkpoint carries beside its tensors: what each must be, and its test
 FIELD_CHECKS = {
+    "model_config": ("a dict of the model's settings", lambda v: isinstance(v, dict)),
+    "model": ("a dict of weights", lambda v: isinstance(v, dict)),
     "step": ("a whole number >= 0", _is_count),
     "tokens_seen": ("a whole number >= 0", _is_count),
     "wall_time": ("a number of seconds", lambda v: _is_number(v) and math.isfinite(v) and v >= 0),

@@ -1,14 +1,8 @@
-"""The training text as token files: the ids of nanoGPT's train.bin / val.bin, memory-mapped, so a corpus
-bigger than memory trains.
-
-`--data` may name several files: they are read in the order given, joined by a newline, and split as one
-text (the first 90 % trains, the last 10 % validates, as `mdlm_hf.data.split_text` splits a string).
-`--train-extra` files join the training split only, after a newline: more text to learn from, while the
-validation split stays the one of `--data` (training/build_corpus.py writes Shakespeare's other plays). The
-files are streamed in chunks, never held whole: one pass finds the characters and the text's hash, a
-second writes the ids (uint16, or uint32 for a vocabulary of more than 65,536 characters). The token files
-live in the run directory beside tokens.json, which records the text's hash and the vocabulary they were
-written with; a run, or a resume, whose text and vocabulary match reuses them.
+"""The training text as token files: nanoGPT's train.bin / val.bin, memory-mapped, so a corpus bigger than memory
+trains. The --data files are joined by a newline and split as one text (as `split_text` splits);
+--train-extra files join the training split only. The files are streamed in chunks: one pass finds the characters
+and the hash, a second writes the ids. tokens.json beside them records the text's hash and vocabulary: a run, or a
+resume, whose text and vocabulary match reuses them.
 """
 
 from __future__ import annotations
@@ -24,9 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-from mdlm_hf.data import TINYSHAKESPEARE_MD5, TRAIN_FRACTION, atomic_write_bytes, read_text
+from training.atomic import atomic_write_bytes
 from training.checkpoints import RunError
 
+TINYSHAKESPEARE_MD5 = "6fb458f1232090904fb40fe944165e91"
+TRAIN_FRACTION = 0.9  # nanoGPT's split: first 90 % train, last 10 % validation
 TINYSHAKESPEARE_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 
 SEPARATOR = "\n"  # between two files of --data
@@ -36,10 +32,29 @@ TOKEN_FILES = ("train.bin", "val.bin")
 MAX_CODE_POINT = 0x10FFFF
 
 
+def read_text(path: str | Path) -> str:
+    """Reads a UTF-8 text file, with a clear error for a missing, unreadable or empty file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"training text {path} does not exist or is not a file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"training text {path} is not valid UTF-8 ({error})") from error
+    if not text.strip():
+        raise ValueError(f"training text {path} is empty")
+    return text
+
+
+def split_text(text: str) -> tuple[str, str]:
+    """First 90 % for training, last 10 % for validation."""
+    cut = int(len(text) * TRAIN_FRACTION)
+    return text[:cut], text[cut:]
+
+
 def text_chunks(paths: Iterable[str | Path]) -> Iterator[str]:
-    """The text of the files, joined by SEPARATOR, in chunks; a missing, unreadable, non-UTF-8 or empty file is a
-    ValueError naming it (as `mdlm_hf.data.read_text` says it). Newlines are read as `read_text` reads them
-    (universal)."""
+    """The text of the files, joined by SEPARATOR, in chunks, newlines read as `read_text` reads them; a
+    missing, unreadable, non-UTF-8 or empty file is a ValueError naming it, as `read_text` says it."""
     for index, path in enumerate(map(Path, paths)):
         if not path.is_file():
             raise ValueError(f"training text {path} does not exist or is not a file")
@@ -93,11 +108,6 @@ def scan_text(paths: Iterable[str | Path]) -> TextFacts:
     return TextFacts(chars, "".join(sorted(characters)), sha256.hexdigest())
 
 
-def token_dtype(vocab: str) -> np.dtype:
-    """uint16 (nanoGPT's) when every id fits, else uint32; the mask id is never stored."""
-    return np.dtype(np.uint16 if len(vocab) <= 2**16 else np.uint32)
-
-
 @dataclass
 class Corpus:
     """The memory-mapped ids of the training and validation splits, and what tokens.json says of them."""
@@ -136,7 +146,7 @@ def tokenize(
             + ", ".join(map(repr, unknown[:20]))
             + (", ..." if len(unknown) > 20 else "")
         )
-    dtype = token_dtype(vocab)
+    dtype = np.dtype(np.uint16 if len(vocab) <= 2**16 else np.uint32)  # nanoGPT's where every id fits (never a mask)
     meta = {
         "sha256": facts.sha256,
         "vocab": vocab,

@@ -7,11 +7,8 @@ import torch.nn as nn
 
 
 class EMA:
-    """Shadow copy of a model's parameters, updated after every optimizer step.
-
-    The decay ramps up as (1 + n) / (10 + n) until it reaches `decay` (diffusers' EMAModel warmup), so
-    the average of a short run is not dominated by its random initial weights.
-    """
+    """Shadow copy of a model's parameters, updated after every optimizer step. The decay ramps up as (1 + n) / (10 + n)
+    to `decay` (diffusers' EMAModel warmup), so a short run's average is not its random initial weights'."""
 
     def __init__(self, model: nn.Module, decay: float) -> None:
         if not 0.0 < decay < 1.0:

@@ -18,11 +18,11 @@ from pathlib import Path
 import torch
 
 from mdlm_hf import MDLM
-from mdlm_hf.data import atomic_write_bytes, split_text
 from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
 from mdlm_hf.objectives import objective_of
 from mdlm_hf.plots import accuracy_figure
-from training.corpus import read_texts
+from training.atomic import atomic_write_bytes
+from training.corpus import read_texts, split_text
 
 NLL_BATCH = 64  # windows (a twin) or canvases (a diffusion model's reveal chain) a pass of the exact NLL reads
 
@@ -31,20 +31,14 @@ def evaluate_model(
     model: MDLM,
     val_text: str,
     num_samples: int = 4,
-    num_texts: int = 3,
-    seed: int = 0,
     nll_chars: int = 16384,
     progress: bool = False,
     score: float | None = None,
 ) -> dict:
     """The model's report, as its objective measures it: its validation score over the whole split (a diffusion
-    model's NELBO with `num_samples` mask draws per window, a twin's exact NLL), nats and bits per char; the exact
-    NLL of the split's first `nll_chars` in each order its objective takes; what else its objective reports
-    (`Objective.figures`: a diffusion model's accuracy by mask ratio); and generated samples.
-
-    `score`: the validation score, where the caller already measured it on `val_text` (with the same masks).
-    `progress`: print a line as each phase starts (and the exact NLL's progress bars).
-    """
+    model's NELBO with `num_samples` mask draws per window, a twin's exact NLL), the exact NLL of its first
+    `nll_chars` in each order the objective takes, the objective's figures, and samples. `score`: the validation
+    score where the caller measured it already (the same masks); `progress`: a line as each phase starts."""
 
     def phase(line: str) -> None:
         if progress:
@@ -54,16 +48,16 @@ def evaluate_model(
     tokens = torch.tensor(model.tokenizer.encode(val_text), dtype=torch.long)
     if score is None:
         phase(f"validation {objective.score_label} over {tokens.numel():,} characters")
-        score = objective.validation_nats(model, tokens, num_samples, torch.Generator().manual_seed(seed))
+        score = objective.validation_nats(model, tokens, num_samples, torch.Generator().manual_seed(0))
     nll_tokens = tokens[:nll_chars]
     orders = objective.nll_orders if nll_chars else ()
     if orders:
         phase(f"exact NLL over {nll_tokens.numel():,} characters in {len(orders)} order(s)")
     nll = {order: objective.exact_nll(model, nll_tokens, order, NLL_BATCH, progress) for order in orders}
     phase("its objective's own figures (a diffusion model's: masked-token accuracy by mask ratio)")
-    figures = objective.figures(model, tokens, num_samples, seed)
+    figures = objective.figures(model, tokens, num_samples, 0)  # seed 0, as every draw of the report
     length = min(256, model.block_size)
-    phase(f"sampling {num_texts} texts of {length} characters")
+    phase(f"sampling 3 texts of {length} characters")
     return {
         f"val_{objective.score}_nats_per_char": score,
         f"val_{objective.score}_bits_per_char": score / math.log(2),
@@ -71,7 +65,7 @@ def evaluate_model(
         "exact_nll_nats_per_char": nll,
         "exact_nll_chars": nll_tokens.numel() if nll_chars else 0,
         **figures,
-        **draw_samples(model, num_texts, seed),
+        **draw_samples(model),
     }
 
 
@@ -130,22 +124,16 @@ def main(argv: list[str] | None = None) -> dict:
         help="validation characters for the exact NLL (one forward pass each, per order); 0: skip",
     )
     parser.add_argument("--out", default=None, help="directory for metrics.json and the accuracy plot")
-    parser.add_argument(
-        "--device",
-        default="cpu",
-        help=f"{DEVICE_HELP} (off the CPU: the exact fp32 weights)",
-    )
+    parser.add_argument("--device", default="cpu", help=f"{DEVICE_HELP} (off the CPU: the exact fp32 weights)")
     args = parser.parse_args(argv)
     if args.num_samples < 1 or args.nll_chars < 0:
         parser.error("--num-samples must be >= 1 and --nll-chars >= 0")
-    problem = device_problem(args.device)
-    if problem:
+    if problem := device_problem(args.device):
         parser.error(problem)
     if args.out is not None:  # refused now, not after the evaluation (an empty one wrote nothing, and said nothing)
         if not args.out.strip():
             parser.error("--out is empty: give a directory")
-        problem = out_problem(Path(args.out))
-        if problem:
+        if problem := out_problem(Path(args.out)):
             parser.error(problem)
     device = choose_device(args.device)
     print(f"evaluate: loading {args.model} and the validation split of {' '.join(args.data)}...", flush=True)

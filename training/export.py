@@ -3,14 +3,12 @@
     python -m training.export --run-dir runs/shakespeare --export-dir pretrained/mdlm-shakespeare-char \\
         --data ../shared/data/tinyshakespeare.txt [--push-to-hub user/mdlm-shakespeare-char]
 
-The export holds model.safetensors, config.json, a model card README.md with measured metrics (training/card.py),
-training_curve.png, accuracy_vs_mask_ratio.png (a diffusion model's), metrics.json, words.txt (the training text's
-words, for the app's valid-word metric), demo.json (the app's subject, prompt and examples), casts.json (each play's
-speakers: training/casts.py), the images the --recipe markdown links, and .mdlm_export.json, the list of the files it
-wrote. It is written beside the export directory and swapped in (training/export_dir.py), so the directory must be
-new, empty or an earlier export. --data must be the text the run trained on (its tokens.json records the text's
-hash); --other-data measures the card's metrics on another text. An autoregressive twin's run exports the same way,
-with its own card (mdlm_hf/twin_card.md).
+The export holds the weights and config, a model card with measured metrics (training/card.py, or for an
+autoregressive twin mdlm_hf/twin_card.md), its figures, metrics.json, words.txt (the app's word list), demo.json (the
+app's subject, prompt and examples), casts.json (each play's speakers), the images the --recipe links and
+.mdlm_export.json, the list of its files. It is written beside the directory and swapped in (training/export_dir.py),
+so the directory must be new, empty or an earlier export. --data must be the text the run trained on (its
+tokens.json records the hash); --other-data measures the card's metrics on another text.
 """
 
 from __future__ import annotations
@@ -27,17 +25,16 @@ from pathlib import Path
 from safetensors import SafetensorError
 
 from mdlm_hf import MDLM
-from mdlm_hf.data import split_text
 from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
 from mdlm_hf.objectives import objective_of
 from mdlm_hf.plots import accuracy_figure
 from training.card import TrainingData, demo_metadata, describe_training_data, model_card_details, training_stages
 from training.casts import training_casts, write_casts
 from training.checkpoints import RunError, build_model, load_checkpoint, prepare_dir
-from training.corpus import SEPARATOR, read_texts, scan_text, texts_trained_on
+from training.corpus import SEPARATOR, read_texts, scan_text, split_text, texts_trained_on
 from training.evaluate import evaluate_model
 from training.export_dir import check_export_dir, staged
-from training.flags import CARD_FLAGS, add_flags
+from training.flags import CARD_FLAGS, FLAGS_BY_NAME, add_flags
 from training.plots import training_curve_figure
 from training.push_to_hub import push_to_hub
 from training.run_options import push_problem
@@ -62,12 +59,9 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp")  # what a re
 
 
 def recipe_with_images(recipe_path: Path, image_root: Path | None = None) -> tuple[str, list[Path]]:
-    """The recipe's markdown with local image links pointing at the export's copies, and those images.
-
-    A link like `![plot](results/plot.png)` works when the recipe is read in the repository; in the
-    Hub repo the image sits beside the card, so the link becomes `plot.png`. Only images (IMAGE_SUFFIXES)
-    linked by a relative path, beside or below `image_root` (default: the recipe's directory), are copied,
-    since the export may be pushed to a public repo; any other local link is a ValueError.
+    """The recipe's markdown with its local image links pointing at the export's copies (`results/plot.png` becomes
+    `plot.png`, beside the card), and those images. Only images by a relative path, beside or below `image_root`
+    (default: the recipe's directory) are attached, as the export may go public; any other local link is a ValueError.
     """
     recipe_path = Path(recipe_path)
     root = Path(image_root if image_root is not None else recipe_path.parent).resolve()
@@ -114,12 +108,8 @@ def export_model(
     weights_dtype: str = "auto",
     repo_id: str | None = None,
 ) -> dict:
-    """Writes the Hub-ready directory for `model` (staged, then swapped in); returns the evaluation report.
-
-    `data`: what the card says of the training and validation texts (`describe_training_data`);
-    `casts`: casts.json's content; `recipe`: the card's recipe notes and the images they link (`recipe_with_images`);
-    `repo_id`: the Hub repo it will be pushed to, for the card's usage example and model-index.
-    """
+    """Writes the Hub-ready directory for `model` (staged, then swapped in); returns the evaluation report. `recipe`:
+    the card's recipe notes and the images they link (`recipe_with_images`); `repo_id`: where it will be pushed."""
     if weights_dtype == "auto":
         score = objective_of(model).score_label
         print(f"export: measuring the validation {score} of fp32 and bf16 weights...", flush=True)
@@ -136,9 +126,7 @@ def export_model(
             model.save_pretrained(staging, model_card_kwargs=card)
             write_weights(model, staging, report["weights_dtype"])
             left_out = save_word_list(train_text, staging / "words.txt")
-            print(
-                f"export: words.txt leaves out {left_out} words: stray letters, a foreign passage's (mdlm_hf.metrics)"
-            )
+            print(f"export: words.txt leaves out {left_out} words: stray letters, a foreign passage's (training.words)")
             write_casts(casts, staging / "casts.json")
             demo = json.dumps(demo_metadata(model, data, val_text), indent=2, ensure_ascii=False)
             (staging / "demo.json").write_text(demo, encoding="utf-8")
@@ -177,12 +165,8 @@ def export_run(
     device: str = "cpu",
     other_data: bool = False,
 ) -> dict:
-    """Exports the best checkpoint of a run (the latest if none was kept) and optionally uploads it.
-
-    `data_path`: the training text, or its files in the order training joined them; `train_extra`: the files that
-    joined the training split only. The text must be one the run trained on, unless `other_data` asks for another.
-    The other arguments are python -m training.export's flags.
-    """
+    """Exports the best checkpoint of a run (the latest if none was kept) and optionally uploads it. `data_path`:
+    the training text, or its files in training's order; the other arguments are python -m training.export's flags."""
     run_dir, export_dir = Path(run_dir), Path(os.path.abspath(export_dir))
     check_export_dir(export_dir, run_dir)
     run, model = load_run(run_dir)
@@ -280,8 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="measure the card's metrics on --data even though it is not the text the run trained on",
     )
     parser.add_argument("--device", default="cpu", help=f"where the evaluation runs: {DEVICE_HELP}")
-    parser.add_argument("--push-to-hub", default=None, metavar="REPO_ID")
-    add_flags(parser, CARD_FLAGS)
+    add_flags(parser, (FLAGS_BY_NAME["push_to_hub"], *CARD_FLAGS))
     parser.add_argument(
         "--recipe",
         default=None,
@@ -318,14 +301,11 @@ def main(argv: list[str] | None = None) -> None:
             args.push_to_hub,
             args.recipe,
             args.weights_dtype,
-            private=args.private,
             recipe_root=args.recipe_root,
-            dataset_name=args.dataset_name,
-            license=args.license,
-            language=args.language,
             train_extra=[Path(name) for name in args.train_extra],
             device=str(choose_device(args.device)),
             other_data=args.other_data,
+            **{f.name: getattr(args, f.name) for f in CARD_FLAGS},  # --private and what the card says
         )
     except (ValueError, RunError) as error:  # bad input, no network or credentials: one line, no traceback
         sys.exit(f"error: {error}")

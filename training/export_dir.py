@@ -38,10 +38,7 @@ def check_export_dir(export_dir: Path, run_dir: Path | None = None) -> None:
             f"{backup} is in the way: the export uses that name while it swaps {export_dir.name} in, and it is not "
             "an earlier export; move it elsewhere"
         )
-    if not export_dir.exists():
-        return
-    foreign = foreign_entries(export_dir)
-    if foreign:
+    if foreign := foreign_entries(export_dir):  # None: no directory yet
         shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
         raise ValueError(
             f"--export-dir {export_dir} is not empty and not an earlier export ({shown}); the export replaces only "
@@ -124,12 +121,10 @@ def process_alive(pid: int) -> bool:
         return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # OverflowError: no process has such an id
         return False
     except PermissionError:
         return True
-    except OverflowError:  # no process has such an id
-        return False
     return True
 
 
@@ -166,34 +161,27 @@ def exchanged(a: Path, b: Path) -> bool:
 
 
 def replace_directory(staging: Path, export_dir: Path) -> None:
-    """Swaps the finished staging directory in for `export_dir` (an earlier export, which is deleted), in one step
-    where the system can (`exchanged`): a kill at any instant leaves the old or the new export, loadable.
-
-    Elsewhere, a swap killed half-way leaves `.NAME.old` beside it: the previous export, which the next swap removes
-    (when NAME is missing, the kill came between the two renames, and `.NAME.old` is all that was there).
-    Anything else by that name is a user's, and is refused rather than deleted, checked again once the earlier
-    export is moved aside. The limit: a file written into `.NAME.old` through a folder handle opened before the
-    move, in the instant between that check and the removal, goes with it.
-    """
+    """Swaps the finished staging directory in for `export_dir` (an earlier export, deleted), in one step where the
+    system can (`exchanged`). Elsewhere a swap killed half-way leaves `.NAME.old`, the previous export, which the next
+    swap removes; anything else by that name is a user's, refused. The limit: a file written into `.NAME.old` through
+    a folder handle opened before the move, between the check and the removal, goes with it."""
     old = backup_path(export_dir)
     if old.exists() or old.is_symlink():
         if foreign_entries(old) != []:
             raise ValueError(f"{old} is in the way and is not an earlier export; move it elsewhere")
         shutil.rmtree(old)
-    foreign = foreign_entries(export_dir) if export_dir.exists() else []
-    if foreign:  # checked at the start of the export too: these came while it ran
+    if foreign := foreign_entries(export_dir):  # checked at the start of the export too: these came while it ran
         raise gained_files(export_dir, foreign, "ran")
     if export_dir.exists() and exchanged(staging, export_dir):  # one step: at every instant the old or the new
-        foreign = foreign_entries(staging)  # the earlier export, under the staging folder's name: what came since
-        if foreign:
+        # the earlier export, under the staging folder's name: what came since
+        if foreign := foreign_entries(staging):
             exchanged(staging, export_dir)  # swapped back, the user's files with it
             raise gained_files(export_dir, foreign, "swapped")
         shutil.rmtree(staging, ignore_errors=True)
         return
     if export_dir.exists():
         export_dir.rename(old)
-        foreign = foreign_entries(old)  # what came between the check above and the rename is in `old` now
-        if foreign:
+        if foreign := foreign_entries(old):  # what came between the check above and the rename is in `old` now
             old.rename(export_dir)
             raise gained_files(export_dir, foreign, "swapped")
     staging.rename(export_dir)

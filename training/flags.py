@@ -1,9 +1,6 @@
-"""Every flag of `python -m training.train`, once: `FLAGS`, a `Flag` a flag, grouped as --help lists them (the data,
-the model, optimisation, the run, the card). A flag's row gives its default, help, check, and what a resume, a warm
-start (--init-from), a run of another objective and the model card do with it. Read from the table: the parser
-(`add_flags`), the single-flag checks (`Check`), the tuples below (RESUMABLE_CHANGES, MACHINE_FLAGS, SHAPE_FLAGS,
-OBJECTIVE_SETTINGS; training.card's RECIPE_KEYS) and `RunSettings`, the typed settings a run carries. Checks of
-several flags together, and the parsing, are training.run_options'.
+"""Every flag of `python -m training.train`, once: `FLAGS`, grouped as --help lists them. A flag's row gives its
+default, help and check, and what a resume, a warm start, a run of another objective and the model card do with it:
+the parser, the tuples below and `RunSettings` are read from it. Checks of several flags together are run_options'.
 """
 
 from __future__ import annotations

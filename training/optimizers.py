@@ -12,12 +12,9 @@ from training.flags import RunSettings
 
 
 def parameter_groups(model: nn.Module) -> dict[str, list[torch.Tensor]]:
-    """Each parameter exactly once: hidden matrices, embeddings (tied to the output head), and gains/biases.
-
-    Muon orthogonalises whole-matrix updates, which suits the transformer blocks' linear maps; the
-    embedding is a lookup table (one row per character) and norms are vectors, so those stay on AdamW
-    (the split of modded-nanoGPT).
-    """
+    """Each parameter exactly once: hidden matrices, embeddings (tied to the output head), and gains/biases. Muon's
+    whole-matrix updates suit the blocks' linear maps; the embedding (a lookup table) and the vectors stay on AdamW
+    (modded-nanoGPT's split)."""
     groups: dict[str, list[torch.Tensor]] = {"matrices": [], "embeddings": [], "vectors": []}
     for name, p in model.named_parameters():  # tied weights are yielded once
         if p.dim() < 2:

@@ -4,6 +4,7 @@ the hardware the model card names, and the stop a signal asks for, which every r
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import platform
@@ -54,11 +55,9 @@ def setup_processes(args: RunSettings) -> Processes:
 
 
 def agreed(processes: Processes, *flags: bool) -> list[bool]:
-    """Each flag as every rank will act on it: true if it is true on any rank (one collective per call).
-
-    Decisions taken by the clock (time limit, periodic save) are passed as true on rank 0 alone, so rank 0's
-    clock decides for all: saving is collective, and every rank must leave the loop at the same step.
-    """
+    """Each flag as every rank will act on it: true if it is true on any rank (one collective per call). The clock's
+    decisions (time limit, periodic save) are passed as true on rank 0 alone, so its clock decides for all: saving
+    is collective, and every rank must leave the loop at the same step."""
     if not processes.distributed:
         return list(flags)
     tensor = torch.tensor([float(f) for f in flags], device=processes.device)
@@ -67,13 +66,9 @@ def agreed(processes: Processes, *flags: bool) -> list[bool]:
 
 
 class StopRequest:
-    """Ctrl-C or SIGTERM asks the loop to stop at the next step boundary, so the checkpoint is exact.
-
-    Raising mid-step (Python's default) would save random streams that had already moved past the
-    interrupted step. A second signal stops at once, without saving (the last checkpoint stays), unless
-    it comes within DUPLICATE_SECONDS of the first: one Ctrl-C under torchrun reaches each worker twice,
-    from the terminal and forwarded by torchrun. `close` gives the signals back to their previous handlers.
-    """
+    """Ctrl-C or SIGTERM asks the loop to stop at the next step boundary, so the checkpoint is exact (raising
+    mid-step would save random streams past the step). A second signal quits without saving, unless it comes within
+    DUPLICATE_SECONDS of the first: under torchrun one Ctrl-C reaches each worker twice."""
 
     DUPLICATE_SECONDS = 2.0
 
@@ -106,13 +101,11 @@ def hardware_description(device: torch.device, processes: int = 1) -> str:
     if device.type == "mps":
         return "an Apple GPU (mps)"
     model_name = platform.processor() or platform.machine()
-    try:
+    with contextlib.suppress(OSError):  # Linux names the CPU model; elsewhere platform's words stay
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
                 model_name = line.split(":", 1)[1].strip()
                 break
-    except OSError:
-        pass
     threads = torch.get_num_threads() * processes
     plural = "s" if threads > 1 else ""
     return f"{model_name}, {threads} thread{plural}" + (f" in {processes} processes" if processes > 1 else "")

@@ -14,18 +14,15 @@ import sys
 from pathlib import Path
 
 from mdlm_hf import MDLM
-from mdlm_hf.data import atomic_write_bytes
+from training.atomic import atomic_write_bytes
 from training.card import python_string
 from training.checkpoints import RunError
 from training.run_options import repo_id_problem
 
 
 def push_to_hub(export_dir: Path, repo_id: str, token: str | None = None, private: bool = False) -> str:
-    """Creates the model repo if needed and uploads the export directory; returns the commit URL.
-
-    `private`: a new repo is created private, and an existing public one is refused (it would stay public).
-    No network or no credentials is a RunError saying so.
-    """
+    """Creates the model repo if needed and uploads the export directory; returns the commit URL. `private`: a new
+    repo is private, an existing public one refused (it would stay public). No network or credentials: a RunError."""
     from huggingface_hub import HfApi
 
     export_dir = Path(export_dir)

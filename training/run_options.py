@@ -1,7 +1,5 @@
-"""The command line of a training run: the parser (every flag of training.flags.FLAGS), the single-flag checks the
-table gives, the checks of flags taken together, and what a resume keeps and changes. `train` and `export` both
-import the flags from training.flags; neither imports the other for them.
-"""
+"""The command line of a training run: the parser of training.flags.FLAGS, the checks of single flags and of flags
+taken together, and what a resume keeps and changes."""
 
 from __future__ import annotations
 
@@ -26,6 +24,7 @@ from training.tracking import missing_package
 
 _NOT_GIVEN = object()
 MAX_BATCH_CHARS = 2**24  # characters per step and process: 256x the GPU job's batch of 256 windows of 256
+MODEL_SETTINGS = (*SHAPE_FLAGS, "dropout")  # the flags of the MDLM config, beside the text's characters
 
 
 def build_parser(description: str | None = None) -> argparse.ArgumentParser:
@@ -56,8 +55,7 @@ def flag_problem(args: RunSettings) -> str | None:
     for f in FLAGS:
         if f.check is not None and (problem := f.check.problem(f.name, getattr(args, f.name))):
             return problem
-    if args.batch_size * args.block_size > MAX_BATCH_CHARS:  # hung in the fp32/bf16 timing, or no memory
-        chars = args.batch_size * args.block_size
+    if (chars := args.batch_size * args.block_size) > MAX_BATCH_CHARS:  # hung in the fp32/bf16 timing, or no memory
         return (
             f"--batch-size {args.batch_size} of --block-size {args.block_size} is {chars:,} characters a step, more "
             f"than {MAX_BATCH_CHARS:,}: lower --batch-size"
@@ -128,11 +126,8 @@ def same_folder(a: str | Path, b: str | Path) -> bool:
 
 
 def resumed_args(args: RunSettings, explicit: set[str], saved: dict) -> RunSettings:
-    """The checkpoint's own settings, with the flags a resume may change taken from the command line.
-
-    A flag that would change the run itself (model shape, optimizer, loss, batch...) and differs from
-    the checkpoint's is an error rather than being silently ignored or silently applied.
-    """
+    """The checkpoint's own settings, with the flags a resume may change taken from the command line; a typed flag
+    that would change the run itself (shape, optimizer, loss...) is a ValueError, neither ignored nor applied."""
     now = dataclasses.asdict(args)  # the command line's settings, typed or default
     conflicts = [
         f"{flag(k)} {now[k]} (the run has {saved[k]})"
@@ -180,12 +175,4 @@ def saved_setting_problem(saved: dict) -> str | None:
 
 def model_config_from_args(args: RunSettings, vocab: str) -> dict:
     """The MDLM constructor's arguments for a new run: the text's characters and the model flags."""
-    return dict(
-        vocab=vocab,
-        n_layer=args.n_layer,
-        n_head=args.n_head,
-        n_embd=args.n_embd,
-        block_size=args.block_size,
-        dropout=args.dropout,
-        objective=args.objective,
-    )
+    return {"vocab": vocab, **{name: getattr(args, name) for name in MODEL_SETTINGS}}

@@ -71,10 +71,9 @@ def persons_words(gutenberg: str) -> frozenset[str]:
 
 
 def map_heading(heading: str, persons: frozenset[str], spoken: Counter[str]) -> str | None:
-    """A Gutenberg heading ("Ber.", "1 Clown.", "KING HENRY V.") as TinyShakespeare names the speaker ("BERNARDO",
-    "First Clown", "KING HENRY V"). Each word is a person's word, or abbreviates one (of several, the one the play
-    speaks most), or (abbreviating none) is a word the play speaks ("GUARD"), or is an OCR slip of one person's
-    word; otherwise None: the heading is ambiguous ("Cor.": CORDELIA or CORNWALL, as often spoken)."""
+    """A Gutenberg heading ("Ber.", "1 Clown.") as TinyShakespeare names the speaker ("BERNARDO", "First Clown"): each
+    word a person's word, or one it abbreviates (of several, the most spoken), a word the play speaks ("GUARD") or an
+    OCR slip of a person's word; None where it is ambiguous ("Cor.": CORDELIA or CORNWALL, as often spoken)."""
     words = heading.removesuffix(".").upper().split()
     ordinal = ORDINALS.get(words[0]) if len(words) > 1 else None
     mapped = []

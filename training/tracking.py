@@ -1,15 +1,12 @@
-"""Optional experiment tracking for training/train.py: TensorBoard or trackio behind one small interface.
-
-Neither package is a dependency: `--tracker tensorboard` needs `pip install tensorboard`, `--tracker trackio`
-needs `pip install trackio`, and `missing_package` says so in one line before any work starts. A tracker has
-two methods, `log(step, metrics)` (numbers become scalars, strings become text) and `finish()`.
+"""Optional experiment tracking for training/train.py: TensorBoard or trackio behind one small interface, `log(step,
+metrics)` (numbers become scalars, strings text) and `finish()`. Neither package is a dependency: `missing_package`
+says what to install in one line before any work starts.
 """
 
 from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Protocol
 
 from training.checkpoints import RunError
 
@@ -20,22 +17,15 @@ TRACKIO_PROJECT = "mdlm_hf"
 TENSORBOARD_DIR = "tensorboard"  # inside the run's --out-dir, so a resume finds it
 
 
-class Tracker(Protocol):
-    """Where a run's metrics go besides the console and history.json."""
-
-    def log(self, step: int, metrics: dict[str, float | str]) -> None: ...
-
-    def finish(self) -> None: ...
-
-
-class NoTracker:
-    """--tracker none, and every rank but 0 under torchrun."""
+class Tracker:
+    """Where a run's metrics go besides the console and history.json: nowhere (--tracker none, and every rank but 0
+    under torchrun), or a dashboard (the subclasses)."""
 
     def log(self, step: int, metrics: dict[str, float | str]) -> None:
-        """Drops the metrics."""
+        """Records `metrics` at global step `step`."""
 
     def finish(self) -> None:
-        """Nothing to close."""
+        """Writes what is left and closes."""
 
 
 def as_markdown(text: str) -> str:
@@ -43,7 +33,7 @@ def as_markdown(text: str) -> str:
     return f"```\n{text}\n```"
 
 
-class TensorBoardTracker:
+class TensorBoardTracker(Tracker):
     """Event files in OUT_DIR/tensorboard; a resume appends to them, hiding what was logged after its checkpoint."""
 
     def __init__(self, log_dir: Path, start_step: int) -> None:
@@ -67,7 +57,7 @@ class TensorBoardTracker:
         self.writer.close()
 
 
-class TrackioTracker:
+class TrackioTracker(Tracker):
     """A trackio run named after the run directory, in project mdlm_hf; a resume continues the same run."""
 
     def __init__(self, name: str, config: dict, resume: bool) -> None:
@@ -111,4 +101,4 @@ def open_tracker(kind: str, out_dir: Path, start_step: int, config: dict) -> Tra
         return TensorBoardTracker(out_dir / TENSORBOARD_DIR, start_step)
     if kind == "trackio":
         return TrackioTracker(out_dir.resolve().name, config, resume=start_step > 0)
-    return NoTracker()
+    return Tracker()

@@ -6,9 +6,8 @@
     python -m training.train --out-dir runs/shakespeare --resume       # continue where it stopped
 
 The defaults are the best recipe found for a CPU (training/RECIPE.md); an estimate is printed after the first steps.
-Reads top to bottom, as main runs it: arguments (or a checkpoint's), the run directory and processes, the data
-(tokenized once into the run directory: training/corpus.py), the trainer (training/trainer.py), the loop, the export.
-Checkpoints are written atomically, every --save-minutes and at every evaluation; Ctrl-C (or SIGTERM) saves and exits.
+The text is tokenized once into the run directory (training/corpus.py). Checkpoints are written atomically, every
+--save-minutes and at every evaluation; Ctrl-C (or SIGTERM) saves and exits.
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ from training.corpus import (
     tokenize,
 )
 from training.export_dir import check_export_dir
-from training.flags import SHAPE_FLAGS, RunSettings
+from training.flags import CARD_FLAGS, SHAPE_FLAGS, RunSettings
 from training.processes import Processes, StopRequest, setup_processes
 from training.run_options import flag_problem, resumed_args, saved_setting_problem, settings_problem
 from training.run_options import parse_args as parse_run_options
@@ -75,8 +74,7 @@ def run_settings(argv: list[str] | None) -> tuple[RunSettings, set[str], dict | 
         raise ValueError(f"{ckpt_path}: its args are malformed ({problem}): not as saved")
     check_copied_export(args, explicit, saved)
     args = resumed_args(args, explicit, saved)
-    problem = flag_problem(args) or settings_problem(args)  # the run's own settings with the typed changes
-    if problem:
+    if problem := flag_problem(args) or settings_problem(args):  # the run's own settings with the typed changes
         raise ValueError(f"--resume: {problem}")
     return args, explicit, checkpoint
 
@@ -90,8 +88,7 @@ def fine_tuning_start(args: RunSettings, explicit: set[str]) -> tuple[RunSetting
         config["dropout"] = args.dropout
     shape = {name: config.get(name, getattr(args, name)) for name in (*SHAPE_FLAGS, "dropout")}
     args = dataclasses.replace(args, **shape)
-    problem = settings_problem(args)  # the diffusion-only flags against the saved model's objective
-    if problem:
+    if problem := settings_problem(args):  # the diffusion-only flags against the saved model's objective
         raise ValueError(f"--init-from: {problem}")
     return args, start
 
@@ -106,8 +103,7 @@ def check_new_run_dir(out_dir: Path) -> None:
     its checkpoints there and clears temporary files, so a user's folder would lose them."""
     if not out_dir.is_dir() or (out_dir / RUN_MARKER).is_file():
         return
-    entries = sorted(entry.name + ("/" if entry.is_dir() else "") for entry in out_dir.iterdir())
-    if entries:
+    if entries := sorted(entry.name + ("/" if entry.is_dir() else "") for entry in out_dir.iterdir()):
         shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
         raise ValueError(
             f"--out-dir {out_dir} holds files a training run did not make ({shown}): a run writes its own files "
@@ -129,10 +125,9 @@ def check_copied_export(args: RunSettings, explicit: set[str], saved: dict) -> N
 
 
 def prepare_out_dir(args: RunSettings, processes: Processes) -> Path:
-    """Creates --out-dir (rank 0) and removes what a killed write left there; returns it."""
+    """Marks --out-dir (made by prepare_dir) as a run's and removes what a killed write left there (rank 0)."""
     out_dir = Path(args.out_dir)
     if processes.is_main:
-        out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / RUN_MARKER).write_text('{"written_by": "python -m training.train"}\n', encoding="utf-8")
         for stale in out_dir.glob(".*.tmp"):  # SIGKILL cannot be caught, so its temporary files stay behind
             stale.unlink()
@@ -143,9 +138,9 @@ def prepare_out_dir(args: RunSettings, processes: Processes) -> Path:
 
 
 def training_files(args: RunSettings) -> list[Path]:
-    """The --data files (a checkpoint of an older run may hold one name), or TinyShakespeare, downloaded."""
+    """The --data files, or TinyShakespeare, downloaded."""
     if args.data:
-        return [Path(name) for name in ([args.data] if isinstance(args.data, str) else args.data)]
+        return [Path(name) for name in args.data]
     if not DEFAULT_DATA_CACHE.is_file():
         print(f"no --data given: downloading TinyShakespeare to {DEFAULT_DATA_CACHE}...", flush=True)
     try:
@@ -226,16 +221,9 @@ def export_finished_run(args: RunSettings, files: list[Path], step: int) -> None
         return
     from training.export import export_run
 
-    card = {"dataset_name": args.dataset_name, "license": args.license, "language": args.language}
-    export_run(
-        Path(args.out_dir),
-        Path(args.export_dir),
-        files,
-        args.push_to_hub,
-        private=args.private,
-        train_extra=[Path(name) for name in args.train_extra or []],
-        **card,
-    )
+    card = {f.name: getattr(args, f.name) for f in CARD_FLAGS}  # --private and what the card says
+    extra = [Path(name) for name in args.train_extra or []]
+    export_run(Path(args.out_dir), Path(args.export_dir), files, args.push_to_hub, train_extra=extra, **card)
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -9,7 +9,7 @@ import math
 import sys
 import time
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +29,7 @@ from training.flags import EVAL_TEXT_SEED, EVAL_TEXT_STEPS, EVAL_TEXTS, RunSetti
 from training.optimizers import build_optimizers, learning_rate, set_learning_rates
 from training.processes import Processes, StopRequest, agreed, hardware_description, joined_hardware
 from training.run_options import model_config_from_args
-from training.tracking import NoTracker, Tracker
+from training.tracking import Tracker
 
 ETA_TIMED_STEPS = 2  # after a warm-up step, the steps timed for the estimate printed as the loop starts
 
@@ -52,8 +52,7 @@ def get_batch(
 def training_loss(
     model: torch.nn.Module, batch: torch.Tensor, generator: torch.Generator, args: RunSettings
 ) -> torch.Tensor:
-    """The loss of the run's objective on a batch of clean text (B, T): the diffusion loss (masks drawn from
-    `generator`), or for the autoregressive twin the next character's cross-entropy."""
+    """The run's objective's loss on a batch of clean text (B, T), its masks (a diffusion model's) from `generator`."""
     return objective_of(model).loss(model, batch, generator, args.loss_weighting, args.t_min)
 
 
@@ -109,10 +108,7 @@ class Trainer:
         self.model_config = saved["model_config"] if saved else model_config_from_args(args, corpus.vocab)
         rank, device = processes.rank, processes.device
         torch.manual_seed(args.seed)  # the same initial weights on every rank; DDP also broadcasts rank 0's
-        if saved is None:
-            self.model = MDLM(**self.model_config).to(device)
-        else:
-            self.model = model_from_config(self.model_config, self.out_dir / "ckpt.pt").to(device)
+        self.model = model_from_config(self.model_config, self.out_dir / "ckpt.pt").to(device)
         # the stages of training before this run (--init-from's lineage), for its card and metrics.json
         self.parent_stages: list[dict] = list(start.get("stages", [])) if start is not None else []
         if start is not None:
@@ -131,7 +127,7 @@ class Trainer:
         # what the run trained on so far, for the model card; a resume elsewhere adds the new machine
         self.hardware = hardware_description(device, processes.world_size)
         self.saved_step: int | None = None  # the step this invocation last wrote to ckpt.pt
-        self.tracker: Tracker = NoTracker()  # main opens the one --tracker asks for, on rank 0
+        self.tracker = Tracker()  # main opens the one --tracker asks for, on rank 0
         if checkpoint is not None:
             self.restore(checkpoint)
         self.train_model = DistributedDataParallel(self.model) if processes.distributed else self.model
@@ -143,7 +139,7 @@ class Trainer:
         """Weights, optimizer and EMA state, counters and this rank's random streams from a checkpoint."""
         args, rank, path = self.args, self.processes.rank, self.out_dir / "ckpt.pt"
         load_state(self.model, checkpoint["model"], path)
-        if not isinstance(checkpoint["optimizers"], list) or len(checkpoint["optimizers"]) != len(self.optimizers):
+        if len(checkpoint["optimizers"]) != len(self.optimizers):  # load_checkpoint made sure it is a list
             raise ValueError(f"{path}: its optimizer states do not match --optimizer {args.optimizer}")
         for optimizer, state in zip(self.optimizers, checkpoint["optimizers"], strict=True):
             load_state(optimizer, state, path)
@@ -151,9 +147,7 @@ class Trainer:
             if checkpoint.get("ema") is None:
                 raise ValueError("--ema: the checkpoint was trained without EMA weights; resume without --ema")
             load_state(self.ema, checkpoint["ema"], path)
-        self.progress = Progress(
-            **{k: checkpoint[k] for k in ("step", "tokens_seen", "wall_time", "best_val", "history")}
-        )
+        self.progress = Progress(**{f.name: checkpoint[f.name] for f in fields(Progress)})
         self.hardware = joined_hardware(checkpoint.get("hardware"), self.hardware)
         self.parent_stages = list(checkpoint.get("parent_stages") or [])
         step = self.progress.step
@@ -291,10 +285,7 @@ class Trainer:
 
     def save(self) -> None:
         """Writes ckpt.pt and history.json atomically (rank 0); every rank must call it (the streams are gathered).
-
-        A step already saved in this invocation is not written again (the last step is saved by the loop's
-        evaluation and again asked for by main); every rank is at the same step, so all skip alike.
-        """
+        A step this invocation saved already (the last: the loop's evaluation, then main) is skipped on every rank."""
         if self.saved_step == self.progress.step:
             return
         payload = self.checkpoint()
@@ -316,9 +307,7 @@ class Trainer:
 
     def loop(self, stop: StopRequest, deadline: float = math.inf) -> str:
         """Trains until max_steps or a stop; returns why it stopped ("finished", "stopped", "interrupted").
-
-        `deadline`: the time.perf_counter() at which --max-minutes stops this invocation.
-        """
+        `deadline`: the time.perf_counter() at which --max-minutes stops this invocation."""
         args, p, is_main = self.args, self.progress, self.processes.is_main
         bar = tqdm(total=args.max_steps, initial=p.step, disable=not is_main, dynamic_ncols=True, file=sys.stdout)
         run_start = time.perf_counter() - p.wall_time  # wall_time counts every invocation of the run
@@ -347,8 +336,6 @@ class Trainer:
                     if is_main:
                         self.evaluate()
                     self.save()
-                    last_save = time.perf_counter()
-                    window_start, window_tokens = time.perf_counter(), p.tokens_seen
                 now = time.perf_counter()
                 # rank 0's clock decides (see agreed); a stop request on any rank stops all; the end saves anyway
                 save_due = is_main and not saved and p.step < args.max_steps and now - last_save > save_every
@@ -366,6 +353,7 @@ class Trainer:
                     return "stopped"
                 if save_due:  # --save-minutes: a checkpoint even when evaluations are far apart
                     self.save()
+                if saved or save_due:  # the time a save took is not the steps'
                     last_save = time.perf_counter()
                     window_start, window_tokens = time.perf_counter(), p.tokens_seen
         finally:
@@ -388,8 +376,8 @@ class Trainer:
 
 
 def validation_metrics(record: dict, score: str = "nelbo") -> dict[str, float | str]:
-    """An evaluation's record as tracker scalars: the validation `score` (NELBO, or an autoregressive twin's "nll") in
-    nats and bits per char (raw and EMA), tokens seen."""
+    """An evaluation's record as tracker scalars: the validation `score` ("nelbo", a twin's "nll") in nats and bits
+    per char, raw and EMA, and the tokens seen."""
     metrics = {f"val/{score}": record["nelbo"], "val/bpc": record["nelbo"] / math.log(2)}
     if "nelbo_ema" in record:
         metrics.update({f"val/{score}_ema": record["nelbo_ema"], "val/bpc_ema": record["nelbo_ema"] / math.log(2)})

@@ -30,12 +30,8 @@ def bf16_rounded(model: MDLM) -> MDLM:
 
 def choose_weights(model: MDLM, val_text: str, weights_dtype: str = "auto") -> tuple[MDLM, dict, float | None]:
     """The model to ship (as is, or bf16-rounded), the measurement behind the choice, and the shipped one's
-    validation score (None where none was measured).
-
-    "auto" compares the validation score of both (a diffusion model's NELBO with the same masks: a paired
-    difference, so the only change is the rounding; a twin's exact NLL) and takes bf16, half the download, when it
-    costs at most BF16_TOLERANCE.
-    """
+    validation score (None where none was measured). "auto" takes bf16, half the download, when its validation score
+    (the same masks for both) is at most BF16_TOLERANCE worse."""
     if weights_dtype not in WEIGHTS_DTYPES:
         raise ValueError(f"weights dtype must be one of {WEIGHTS_DTYPES}, got {weights_dtype!r}")
     if weights_dtype == "float32":
@@ -46,7 +42,7 @@ def choose_weights(model: MDLM, val_text: str, weights_dtype: str = "auto") -> t
     tokens = torch.tensor(model.tokenizer.encode(val_text), dtype=torch.long)
     candidates = (("float32", model), ("bfloat16", rounded))
     objective = objective_of(model)
-    nats = {  # the same masks for both (seed 0): a paired difference
+    nats = {  # the same masks for both (seed 0): a paired difference, the rounding its only change
         name: objective.validation_nats(candidate.eval(), tokens, ELBO_SAMPLES, torch.Generator().manual_seed(0))
         for name, candidate in candidates
     }
