@@ -19,9 +19,9 @@ import time
 import torch
 
 from mdlm_hf import MDLM
-from mdlm_hf.data import read_text, split_text
 from mdlm_space.rewrite_handlers import rewrite
 from studio.common import SHARED_DATA, SHIPPED_MODEL, thread_count, whole_number
+from training.corpus import read_text, split_text
 
 PANEL_STEPS = 16  # the panel's num_steps (mdlm_space.rewrite_panel.CHANGES)
 

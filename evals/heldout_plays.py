@@ -16,8 +16,8 @@ import re
 import tempfile
 from pathlib import Path
 
-from mdlm_hf.data import atomic_write_bytes
 from studio.common import RUNS
+from training.atomic import atomic_write_bytes
 from training.build_corpus import TINY_CHARS, fetch_texts, outside_stage_directions
 
 HELDOUT_DIR = RUNS / "heldout"

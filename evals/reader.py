@@ -31,13 +31,13 @@ import torch
 
 from evals.text_metrics import KneserNeyJudge
 from mdlm_hf import MDLM, elbo, sample
-from mdlm_hf.data import split_text
 from mdlm_hf.likelihood import exact_nll
 from mdlm_hf.metrics import heading_name, words
 from mdlm_hf.sampling.casts import as_casts
 from mdlm_hf.sampling.quotes import closes_unopened
 from mdlm_hf.sampling.state import final_state
 from studio.common import SHARED_DATA, SHIPPED_MODEL, SHIPPED_TWIN, thread_count
+from training.corpus import split_text
 
 PASSAGE = 200  # characters a reader reads of each passage
 LENGTH = 256  # characters each sampler writes: the model's context, from an empty canvas

@@ -39,14 +39,15 @@ from evals.heldout_plays import HELDOUT_TEXT, text_digest
 from evals.structure_metrics import Sample, castmates, count_structure, metrics, speakers
 from evals.text_metrics import KneserNeyJudge
 from mdlm_hf import MDLM, SamplerOptions, sample
-from mdlm_hf.data import atomic_write_bytes, read_text, split_text
 from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
 from mdlm_hf.metrics import word_list
 from mdlm_hf.pipeline import text_to_canvas
 from mdlm_hf.sampling.state import final_state
 from studio.common import REPO_ROOT, RUNS, SHARED_DATA, load_model, load_twin, thread_count, whole_number
 from studio.rules import LENGTH, RULES, rule_options
+from training.atomic import atomic_write_bytes
 from training.build_corpus import read_plays
+from training.corpus import read_text, split_text
 
 CORPUS = RUNS / "corpus" / "more_plays.txt"  # the corpus builder's plays: python -m training.build_corpus ... --out it
 STORE = RUNS / "evals" / "structure" / "texts.json"  # where sampled rows go unless --store names another

@@ -21,9 +21,9 @@ import torch
 from evals.heldout_plays import HELDOUT_TEXT
 from mdlm_hf import MDLM, elbo
 from mdlm_hf.autoregressive import autoregressive_nll
-from mdlm_hf.data import read_text, split_text
 from mdlm_hf.diffusion import exact_nll
 from studio.common import SHARED_DATA, load_model, load_twin, thread_count
+from training.corpus import read_text, split_text
 
 EXACT_CHARS = 16_384  # the diffusion model's exact NLL costs a pass per character: the README's first characters
 ELBO_DRAWS = 4

@@ -27,11 +27,10 @@ import torch
 
 from lab import gpu_job
 from mdlm_hf import MDLM
-from mdlm_hf.data import split_text
 from mdlm_hf.objectives import objective_of
 from training import train
 from training.checkpoints import build_model, load_checkpoint
-from training.corpus import read_texts
+from training.corpus import read_texts, split_text
 
 SHAPE = ["--n-layer", "4", "--n-head", "4", "--n-embd", "128", "--block-size", "128"]
 RECIPE = ["--optimizer", "muon", "--zero-init-residual"]

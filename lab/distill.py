@@ -29,10 +29,9 @@ from pathlib import Path
 import torch
 
 from mdlm_hf import MDLM
-from mdlm_hf.data import split_text
 from mdlm_hf.devices import DEVICE_HELP, choose_device, device_problem
 from mdlm_hf.objectives import DIFFUSION, objective_of
-from training.corpus import read_texts
+from training.corpus import read_texts, split_text
 
 TEACHER_PASSES = 32  # the shipped sampler's steps: the first round's teacher writes 256 characters in these
 COPIED = ("words.txt", "casts.json", "demo.json")  # what the export takes from the teacher's folder, where it has them

@@ -47,12 +47,11 @@ import torch
 
 from lab.safe_files import link_problem, new_file, plain_name_problem, read_json, refuse_links, write_bytes
 from mdlm_hf import MDLM, elbo
-from mdlm_hf.data import split_text
 from mdlm_hf.likelihood import exact_nll
 from mdlm_hf.objectives import OBJECTIVES as MODEL_OBJECTIVES
 from mdlm_hf.objectives import objective_for_config, objective_of
 from training.build_corpus import read_plays
-from training.corpus import read_texts
+from training.corpus import read_texts, split_text
 from training.export import load_run
 from training.flags import SHAPE_FLAGS
 

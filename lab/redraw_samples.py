@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from mdlm_hf import MDLM
-from mdlm_hf.data import atomic_write_bytes
+from training.atomic import atomic_write_bytes
 from training.card import samples_section
 from training.evaluate import draw_samples
 

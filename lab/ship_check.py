@@ -60,9 +60,8 @@ from lab.ship_figures import (
 from lab.ship_recheck import recheck
 from lab.ship_unpack import run_files, unpack
 from mdlm_hf import MDLM
-from mdlm_hf.data import read_text, split_text
 from studio.common import RUNS, SHARED_DATA, thread_count
-from training.corpus import read_texts
+from training.corpus import read_text, read_texts, split_text
 from training.export_dir import MANIFEST, check_export_dir, staged
 
 KEPT_FILES = ("casts.json",)  # taken from the incumbent where the candidate's export lacks them (a student's)

@@ -18,13 +18,12 @@ from evals.structure_metrics import Sample, castmates, speakers
 from evals.structure_suite import BLANK, HELDOUT_WINDOWS, PROMPTS, context_metrics, heldout_samples, template
 from lab import gpu_job
 from mdlm_hf import MDLM, SamplerOptions, sample
-from mdlm_hf.data import read_text, split_text
 from mdlm_hf.metrics import word_list
 from mdlm_hf.objectives import objective_of
 from mdlm_hf.pipeline import default_options, text_to_canvas
 from mdlm_hf.sampling.state import final_state
 from training.build_corpus import read_plays
-from training.corpus import read_texts
+from training.corpus import read_text, read_texts, split_text
 
 LENGTH = 256  # characters of each text sampled and timed
 STUDENT_PASSES = 8  # the student samples with these passes (lab/distill.py's last round)

@@ -10,9 +10,9 @@ from pathlib import Path
 import torch
 
 from mdlm_hf import MDLM
-from mdlm_hf.data import read_text
 from mdlm_hf.devices import max_threads
 from mdlm_hf.objectives import check_twin
+from training.corpus import read_text
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_MODEL = REPO_ROOT / "pretrained" / "mdlm-shakespeare-char"
