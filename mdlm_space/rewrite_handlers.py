@@ -234,8 +234,9 @@ def selection_line(model: MDLM, text: str | None, start: float | None, end: floa
     (`checked_span`) refuses, in its words, as pressing Rewrite would show it."""
     try:
         text, start, end = checked_span(model, text, start, end)
-    except gr.Error as error:
-        return f"{error.message[:1].upper()}{error.message[1:]}."
+    except ValueError as error:  # the app's gr.Error, or the package's own check of the span
+        message = str(getattr(error, "message", error))
+        return f"{message[:1].upper()}{message[1:]}."
     span = "".join(shown_char(c) for c in text[start:end])
     if len(span) > 60:
         span = f"{span[:28]}…{span[-28:]}"

@@ -112,6 +112,9 @@ def test_from_and_to_take_any_number_and_the_panel_says_what_is_wrong_with_it(mo
     for start in (None, 0.5):
         assert "must be" in rewrite_handlers.selection_line(model, "to be or not", start, 3)
     assert rewrite_handlers.selection_line(model, "to be or not", 0, 2) == "Rewriting characters 0–2 (2): «to»"
+    # To past the end of a text made shorter: the package's own check refused it, and the line raised instead of
+    # saying so
+    assert rewrite_handlers.selection_line(model, "to be", 0, 9).startswith("The span must satisfy 0 <= start < end")
 
 
 def test_undo_after_a_rewrite_brings_back_the_order_view_of_the_text_it_restores(model_dir):
