@@ -200,13 +200,13 @@ def preprocessed(component: gr.components.Component, name: str, value: Any) -> A
     line."""
     got = "nothing" if value is None or value == "" else repr(value)  # an empty box reads as None
     if isinstance(value, bool) and isinstance(component, (gr.Slider, gr.Number)):  # a slider would take True as 1
-        raise gr.Error(f"{name} must be {payload_words(component)}, got {got}")
+        raise gr.Error(f"{name} must be {payload_words(component) or 'a valid value'}, got {got}")
     try:
         value = component.preprocess(value)
     except gr.Error as error:  # the component's own message, such as a slider's bounds, which names no parameter
         raise gr.Error(f"{name}: {error.message}", print_exception=False) from None
     except Exception:
-        raise gr.Error(f"{name} must be {payload_words(component)}, got {got}") from None
+        raise gr.Error(f"{name} must be {payload_words(component) or 'a valid value'}, got {got}") from None
     return OPTION_SPECS[name].parse(value) if name in OPTION_SPECS else value
 
 

@@ -56,7 +56,8 @@ def confidence_colour(confidence: float) -> str:
 def canvas_style(rows: int, font_px: int = 15, shrink: bool | None = None) -> str:
     """The canvas box: monospace, words kept whole, `rows` whole lines high (its margins are borders, which do not
     scroll with the lines as padding would). At COMPARE_FONT_PX or less (`shrink` None), or with `shrink`, its text
-    and margins shrink with a narrow screen, to NARROW_FONT_PX on a phone: 17 characters a line, not 14."""
+    and margins shrink with a narrow screen, to NARROW_FONT_PX on a phone: 17 characters a line, not 14 (`shrink`
+    False: a canvas that takes a phone's whole width, as the twin's does)."""
     line = 1.6
     size, padding = f"{font_px}px", "10px"
     if font_px <= COMPARE_FONT_PX if shrink is None else shrink:

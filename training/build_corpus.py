@@ -237,7 +237,7 @@ def tinyshakespeare_plays(texts: dict[str, str], tinyshakespeare: str, stretch: 
     for speech, play in zip(speeches, plays, strict=True):
         if not segments or segments[-1]["play"] != play:
             segments.append({"play": play, "start": start})
-        start += len(speech) + 2  # the blank line after it, but after the last
+        start += len(speech) + 2  # and the blank line after it; the last speech has none, hence min() below
         segments[-1]["end"] = min(start, len(tinyshakespeare))
     return segments
 

@@ -25,6 +25,7 @@ from training.atomic import atomic_write_bytes
 from training.corpus import read_texts, split_text
 
 NLL_BATCH = 64  # windows (a twin) or canvases (a diffusion model's reveal chain) a pass of the exact NLL reads
+SAMPLE_TEXTS = 3  # the texts a report samples for the card
 
 
 def evaluate_model(
@@ -57,7 +58,7 @@ def evaluate_model(
     phase("its objective's own figures (a diffusion model's: masked-token accuracy by mask ratio)")
     figures = objective.figures(model, tokens, num_samples, 0)  # seed 0, as every draw of the report
     length = min(256, model.block_size)
-    phase(f"sampling 3 texts of {length} characters")
+    phase(f"sampling {SAMPLE_TEXTS} texts of {length} characters")
     return {
         f"val_{objective.score}_nats_per_char": score,
         f"val_{objective.score}_bits_per_char": score / math.log(2),
@@ -69,7 +70,7 @@ def evaluate_model(
     }
 
 
-def draw_samples(model: MDLM, num_texts: int = 3, seed: int = 0) -> dict:
+def draw_samples(model: MDLM, num_texts: int = SAMPLE_TEXTS, seed: int = 0) -> dict:
     """The card's samples with the default sampler (an autoregressive twin's own: left to right, temperature 1),
     without a play's rules, which read the export's own files (so the export and a redraw from its folder agree):
     {"samples": texts, "sampling": their length and options}."""

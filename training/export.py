@@ -166,7 +166,8 @@ def export_run(
     other_data: bool = False,
 ) -> dict:
     """Exports the best checkpoint of a run (the latest if none was kept) and optionally uploads it. `data_path`:
-    the training text, or its files in training's order; the other arguments are python -m training.export's flags."""
+    the training text, or its files in training's order; `train_extra`: the files that joined the training split
+    only; `other_data`: the text may be one the run did not train on. The rest are python -m training.export's flags."""
     run_dir, export_dir = Path(run_dir), Path(os.path.abspath(export_dir))
     check_export_dir(export_dir, run_dir)
     run, model = load_run(run_dir)

@@ -22,10 +22,10 @@ class Tracker:
     under torchrun), or a dashboard (the subclasses)."""
 
     def log(self, step: int, metrics: dict[str, float | str]) -> None:
-        """Records `metrics` at global step `step`."""
+        """Records `metrics` at global step `step` (here: nowhere; a dashboard's subclass records them)."""
 
     def finish(self) -> None:
-        """Writes what is left and closes."""
+        """Writes what is left and closes (here: nothing to write)."""
 
 
 def as_markdown(text: str) -> str:

@@ -120,7 +120,8 @@ def heading_table(
 
 @functools.lru_cache(maxsize=4)
 def read_casts(path: str, modified: float) -> Casts:
-    """The casts in the casts.json at `path` (`modified`: its time, so an edited file is read anew)."""
+    """The casts in the casts.json at `path` (`modified`: its time, so an edited file is read anew); a file that is
+    not one is a ValueError naming it."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

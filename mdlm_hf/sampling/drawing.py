@@ -52,7 +52,8 @@ def newline_id(model: nn.Module) -> int | None:
 
 def within_line_blanks(tokens: torch.Tensor, mask_id: int, line_break: int | None) -> torch.Tensor | None:
     """(B, T) bool: the masks of `tokens` (B, T) in a blank within a line, with a given character other than a line
-    break right before and right after it (keep_lines: no line break goes there); None where there is none."""
+    break right before and right after it (keep_lines: no line break goes there); None where there is none. A blank
+    at the text's edge or beside a line break may take line breaks."""
     if line_break is None:
         return None
     masked, T = tokens == mask_id, tokens.size(1)

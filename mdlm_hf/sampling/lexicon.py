@@ -93,8 +93,10 @@ def fragment_table(word_list: frozenset[str], at_start: bool, at_end: bool) -> d
     """Every fragment of the words (`fragments`), with the length of the shortest word holding it there."""
     table: dict[str, int] = {}
     for word in word_list:
+        n = len(word)
         for piece in fragments(word, at_start, at_end):
-            table[piece] = min(table.get(piece, len(word)), len(word))
+            if piece and table.get(piece, math.inf) > n:  # no word is empty: `shortest("")` stays inf
+                table[piece] = n
     return table
 
 
@@ -161,7 +163,8 @@ class Side:
             j = i
             while 0 <= j < n and chars[j] is None:
                 j += step
-            if chars[j] not in IN_WORDS if 0 <= j < n else not open_edge:
+            beyond = chars[j] if 0 <= j < n else None
+            if (0 <= j < n and beyond not in IN_WORDS) or (not 0 <= j < n and not open_edge):
                 self.room = abs(j - i)
 
 

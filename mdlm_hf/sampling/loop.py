@@ -212,7 +212,7 @@ class DenoisingRun:
     def take(self, tokens: torch.Tensor, revealed: torch.Tensor, confidence: torch.Tensor, local_step: int) -> None:
         """Writes a step's result (each (B, T), the window's) into the canvas, then remasks if the options say."""
         self.tokens[:, self.span] = tokens
-        self.confidence[:, self.span][revealed] = confidence[revealed]
+        self.confidence[:, self.span][revealed] = confidence[revealed].to(self.confidence.dtype)  # a stand-in's logits
         remasked = torch.zeros_like(revealed)
         if self.options.remask_ratio > 0 and local_step < self.block_steps:  # the last step leaves no mask
             remasked = self.remask(revealed)

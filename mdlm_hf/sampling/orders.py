@@ -23,7 +23,7 @@ Plan = Callable[[torch.Tensor, torch.Tensor, int, torch.Tensor | None], tuple[to
 @dataclass(frozen=True)
 class RevealOrder:
     """One reveal order: a score that ranks the masked positions at every step, or a plan made at a block's start
-    of the pass that writes each position."""
+    that says which pass writes each position (exactly one of the two)."""
 
     name: str
     # log scale, higher first, so that order_temperature means the same for every scored order: position i is

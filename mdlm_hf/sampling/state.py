@@ -53,5 +53,5 @@ class SamplerState:
 
 
 def final_state(states: Iterator[SamplerState]) -> SamplerState:
-    """Runs a sampler generator to the end and returns its last state."""
+    """Runs a sampler generator to the end and returns its last state (every writer yields its start first)."""
     return deque(states, maxlen=1)[0]

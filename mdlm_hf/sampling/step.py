@@ -48,7 +48,7 @@ def denoise_step(step: DenoisingPass) -> tuple[torch.Tensor, torch.Tensor, torch
     at_separators = None  # (B, T) a planned order's word separators revealed now
     if reveal_order(options.order).plan is not None:  # [score]: the plan says which positions' pass it is
         revealed = eligible & step.streams_due
-        if step.separators is not None:
+        if step.separators is not None and step.separator_ids is not None:
             at_separators = revealed & step.separators
             if at_separators.any():
                 separators = separator_tokens(logits, step.separator_ids, options, generator)
