@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
 def shown(model: MDLM, runs: Iterator[SamplerState], args: argparse.Namespace, steps: bool) -> Iterator[SamplerState]:
     """The run's states, saying first how much of a long prompt the model reads, and with `steps` printing each."""
     for state in runs:
-        note = unseen_prompt_note(state, len(args.prompt)) if state.step == 0 and args.template is None else None
+        note = unseen_prompt_note(state, len(args.prompt)) if state.step == 0 else None  # a template's prompt is ""
         if note:
             print(f"note: {note}", file=sys.stderr)
         if steps:
@@ -147,10 +147,10 @@ def shown(model: MDLM, runs: Iterator[SamplerState], args: argparse.Namespace, s
 def write(model: MDLM, runs: Iterator[SamplerState], args: argparse.Namespace, live: bool) -> SamplerState:
     """Prints the text (live: each draft over the last, as a streamer draws them; --show-steps: every canvas);
     returns the run's last state."""
-    start = 0 if args.template is not None else len(args.prompt)
+    start = len(args.prompt)  # a template's prompt is "", and its end_at "length" (main refuses another)
     last: list[SamplerState] = []
     states = (last.append(state) or state for state in shown(model, runs, args, args.show_steps and not live))
-    finish = functools.partial(ended, start=start, end_at="length" if args.template is not None else args.end_at)
+    finish = functools.partial(ended, start=start, end_at=args.end_at)
     text = streamed(model.tokenizer, states, TerminalStreamer(model.tokenizer) if live else None, start, finish)
     if not live:
         print(text)

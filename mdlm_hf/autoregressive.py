@@ -86,9 +86,9 @@ def char_nats(model: nn.Module, tokens: torch.Tensor, context: int = 0, batch_si
     return nats.cpu()
 
 
-def autoregressive_nll(model: nn.Module, tokens: torch.Tensor, context: int = 0, batch_size: int = 64) -> float:
-    """Exact negative log-likelihood in nats per char of a 1-D `tokens` (`char_nats`' mean)."""
-    return char_nats(model, tokens, context, batch_size).double().mean().item()
+def autoregressive_nll(model: nn.Module, tokens: torch.Tensor, batch_size: int = 64) -> float:
+    """Exact negative log-likelihood in nats per char of a 1-D `tokens`, in windows side by side (`char_nats`' mean)."""
+    return char_nats(model, tokens, 0, batch_size).double().mean().item()
 
 
 def check_options(options: SamplerOptions) -> None:

@@ -24,7 +24,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from mdlm_hf.checks import check_seed, described, is_number
-from mdlm_hf.inference import check_batch_size, check_draws, check_model, check_token_ids, evaluating, predictor
+from mdlm_hf.inference import check_draws, check_integer, check_model, check_token_ids, evaluating, predictor
 from mdlm_hf.windows import batches_by_length, score_windows
 
 LOSS_WEIGHTINGS = ("elbo", "uniform")
@@ -43,7 +43,7 @@ def refuse_one_sided(model: nn.Module, what: str, instead: str = "") -> None:
 
 def sample_times(batch_size: int, generator: torch.Generator, t_min: float = 1e-3) -> torch.Tensor:
     """Low-discrepancy (stratified) t in [t_min, 1): one shared uniform offset, B evenly spaced strata."""
-    check_batch_size(batch_size)
+    check_integer(batch_size, "batch_size")
     if not (is_number(t_min) and 0 <= t_min < 1):  # also false for NaN
         raise ValueError(f"t_min must be a number in [0, 1), got {described(t_min)}")
     if not isinstance(generator, torch.Generator):
@@ -133,21 +133,13 @@ def elbo(
     # a twin's likelihood is its own (mdlm_hf/objectives.py): the refusal points its caller there
     refuse_one_sided(model, "the ELBO", ": mdlm_hf.likelihood scores either kind of model")
     check_token_ids(tokens, model)
-    check_batch_size(batch_size)
+    check_integer(batch_size, "batch_size")
     check_draws(num_samples, "num_samples", "each draw is a forward pass of every block_size window of the text")
     if generator is not None and not isinstance(generator, torch.Generator):
         raise ValueError(f"generator must be a torch.Generator or None, got {described(generator)}")
     generator = generator if generator is not None else torch.Generator().manual_seed(0)
-    with evaluating(model):
-        return ElboResult(_elbo_nats(model, tokens.long(), num_samples, generator, batch_size), tokens.numel())
-
-
-def _elbo_nats(
-    model: nn.Module, tokens: torch.Tensor, num_samples: int, generator: torch.Generator, batch_size: int
-) -> float:
-    """`elbo`'s nats per character, the model in eval mode."""
     device = next(model.parameters()).device
-    windows = tokens.split(model.block_size)  # side by side: the last may be shorter
+    windows = tokens.long().split(model.block_size)  # side by side: the last may be shorter
     # The mask count m is stratified twice (a Latin square, docs/decisions.md): draw s of every window falls in the
     # s-th of num_samples equal parts of [0, 1), and within that part the windows take one stratum each, in a random
     # order. Each draw's m is still uniform, so each window's estimate stays unbiased, and the draws together cover
@@ -157,20 +149,20 @@ def _elbo_nats(
     order = [torch.randperm(num_windows, generator=generator).tolist() for _ in range(num_samples)]
     jobs = [(w, s * num_windows + order[s][i]) for i, w in enumerate(windows) for s in range(num_samples)]
     total_nats = 0.0
-    for group in batches_by_length(jobs, lambda job: job[0].numel(), batch_size):
-        x0 = torch.stack([w for w, _ in group]).to(device)  # (b, n)
-        n = x0.size(1)
-        group_strata = torch.tensor([s for _, s in group], dtype=torch.float64)
-        u = (group_strata + torch.rand(len(group), generator=generator, dtype=torch.float64)) / num_jobs
-        num_masked = (u * n).floor().long().clamp(0, n - 1) + 1  # (b,) m in 1..n
-        is_masked = random_subset_mask(len(group), n, num_masked, generator).to(device)  # (b, n)
-        noisy = torch.where(is_masked, model.mask_id, x0)
-        logits = model(noisy)
-        ce = F.cross_entropy(logits.reshape(-1, logits.size(-1)), x0.reshape(-1), reduction="none")
-        ce = (ce.view_as(x0) * is_masked).sum(dim=1).double().cpu()  # (b,)
-        # window NELBO = n * mean over masked; averaged over the num_samples draws
-        total_nats += (ce / num_masked * n).sum().item() / num_samples
-    return total_nats / tokens.numel()
+    with evaluating(model):
+        for group in batches_by_length(jobs, lambda job: job[0].numel(), batch_size):
+            x0 = torch.stack([w for w, _ in group]).to(device)  # (b, n)
+            n = x0.size(1)
+            group_strata = torch.tensor([s for _, s in group], dtype=torch.float64)
+            u = (group_strata + torch.rand(len(group), generator=generator, dtype=torch.float64)) / num_jobs
+            num_masked = (u * n).floor().long().clamp(0, n - 1) + 1  # (b,) m in 1..n
+            is_masked = random_subset_mask(len(group), n, num_masked, generator).to(device)  # (b, n)
+            logits = model(torch.where(is_masked, model.mask_id, x0))
+            ce = F.cross_entropy(logits.reshape(-1, logits.size(-1)), x0.reshape(-1), reduction="none")
+            ce = (ce.view_as(x0) * is_masked).sum(dim=1).double().cpu()  # (b,)
+            # window NELBO = n * mean over masked; averaged over the num_samples draws
+            total_nats += (ce / num_masked * n).sum().item() / num_samples
+    return ElboResult(total_nats / tokens.numel(), tokens.numel())
 
 
 @torch.no_grad()
@@ -287,25 +279,18 @@ def accuracy_by_mask_ratio(
     bad = [r for r in ratios if not (is_number(r) and 0 < r <= 1)]
     if bad:
         raise ValueError(f"mask ratios must be numbers in (0, 1], got {described(bad[0])}")
-    with evaluating(model):
-        return _accuracies(model, tokens.long(), ratios, num_windows, torch.Generator().manual_seed(seed))
-
-
-def _accuracies(
-    model: nn.Module, tokens: torch.Tensor, ratios: tuple[float, ...], num_windows: int, generator: torch.Generator
-) -> list[tuple[float, float]]:
-    """`accuracy_by_mask_ratio`, the model in eval mode."""
+    generator, tokens = torch.Generator().manual_seed(seed), tokens.long()
     L = min(model.block_size, tokens.numel())
     starts = torch.randint(0, tokens.numel() - L + 1, (num_windows,), generator=generator)
     windows = torch.stack([tokens[s : s + L] for s in starts.tolist()])  # (N, L)
     device = next(model.parameters()).device
     results = []
-    for ratio in ratios:
-        num_masked = max(1, round(ratio * L))
-        is_masked = random_subset_mask(num_windows, L, torch.tensor([num_masked]), generator)
-        noisy = torch.where(is_masked, model.mask_id, windows)
-        logits = model(noisy.to(device))
-        predictions = logits.argmax(dim=-1).cpu()
-        correct = (predictions == windows) & is_masked
-        results.append((ratio, correct.sum().item() / is_masked.sum().item()))
+    with evaluating(model):
+        for ratio in ratios:
+            num_masked = max(1, round(ratio * L))
+            is_masked = random_subset_mask(num_windows, L, torch.tensor([num_masked]), generator)
+            noisy = torch.where(is_masked, model.mask_id, windows)
+            predictions = model(noisy.to(device)).argmax(dim=-1).cpu()
+            correct = (predictions == windows) & is_masked
+            results.append((ratio, correct.sum().item() / is_masked.sum().item()))
     return results

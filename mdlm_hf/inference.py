@@ -63,10 +63,10 @@ def check_token_ids(
 MAX_DRAWS = 10_000
 
 
-def check_integer(value: object, name: str, low: int = 1) -> None:
-    """A ValueError unless `value` is an integer (not a bool) >= `low`."""
-    if not is_int(value) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {described(value)}")
+def check_integer(value: object, name: str) -> None:
+    """A ValueError unless `value` is an integer (not a bool) >= 1."""
+    if not is_int(value) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {described(value)}")
 
 
 def check_draws(value: object, name: str, each: str) -> None:
@@ -98,11 +98,6 @@ def shipped_file(model: nn.Module, finder: str) -> Path | None:
     "casts_file"); None where it has none, or the model has no such method (one built in a notebook, a stand-in)."""
     find = getattr(model, finder, None)
     return find() if callable(find) else None
-
-
-def check_batch_size(batch_size: object) -> None:
-    """A ValueError unless `batch_size` is an integer >= 1."""
-    check_integer(batch_size, "batch_size")
 
 
 def predictor(model: nn.Module) -> Callable[..., torch.Tensor]:

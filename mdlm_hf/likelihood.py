@@ -11,7 +11,7 @@ import torch
 import torch.nn as nn
 
 from mdlm_hf.checks import described, is_int
-from mdlm_hf.inference import check_batch_size, check_flag, check_model, check_token_ids
+from mdlm_hf.inference import check_flag, check_integer, check_model, check_token_ids
 from mdlm_hf.objectives import objective_of
 
 
@@ -39,7 +39,7 @@ def exact_nll(
     check_model(model, "exact_nll", "tokens")
     check_order(model, order)
     check_token_ids(tokens, model)
-    check_batch_size(batch_size)
+    check_integer(batch_size, "batch_size")
     check_flag(progress, "progress")
     return objective_of(model).exact_nll(model, tokens, order, batch_size, progress)
 
@@ -63,7 +63,7 @@ def surprise_steps(
     `fast`. An autoregressive twin scores every character in its one step."""
     check_model(model, "surprise_steps", "tokens")
     check_token_ids(tokens, model)
-    check_batch_size(batch_size)
+    check_integer(batch_size, "batch_size")
     check_flag(fast, "fast")
     check_context(model, context)
     return objective_of(model).surprise_steps(model, tokens, batch_size, context, fast)

@@ -77,22 +77,8 @@ def _diffusion_figures(model: nn.Module, tokens: torch.Tensor, num_samples: int,
     return {"elbo_mask_samples_per_window": num_samples, "accuracy_by_mask_ratio": accuracy}
 
 
-def _twin_loss(model: nn.Module, tokens: torch.Tensor, generator: torch.Generator, *_: object) -> torch.Tensor:
-    """The next character's cross-entropy: it draws no masks, so the generator and the mask options go unused."""
-    return autoregressive.autoregressive_loss(model, tokens)
-
-
-def _twin_validation(model: nn.Module, tokens: torch.Tensor, num_samples: int, generator: torch.Generator) -> float:
-    """The exact NLL, nats per character, which the diffusion model's NELBO bounds: it draws no masks."""
-    return autoregressive.autoregressive_nll(model, tokens)
-
-
-def _twin_char_nats(model: nn.Module, tokens: torch.Tensor, order: str) -> torch.Tensor:
-    return autoregressive.char_nats(model, tokens)
-
-
 def _twin_exact_nll(model: nn.Module, tokens: torch.Tensor, order: str, batch_size: int, progress: bool) -> float:
-    return autoregressive.autoregressive_nll(model, tokens, 0, batch_size)  # one pass a window: no progress to show
+    return autoregressive.autoregressive_nll(model, tokens, batch_size)  # one pass a window: no progress to show
 
 
 def _twin_surprise_steps(
@@ -133,9 +119,10 @@ AUTOREGRESSIVE = Objective(
     score="nll",
     score_label="NLL",
     nll_orders=("left_to_right",),
-    loss=_twin_loss,
-    validation_nats=_twin_validation,
-    char_nats=_twin_char_nats,
+    # it draws no masks: the generator and the mask options go unused, and its score is the exact NLL
+    loss=lambda model, tokens, *_: autoregressive.autoregressive_loss(model, tokens),
+    validation_nats=lambda model, tokens, *_: autoregressive.autoregressive_nll(model, tokens),
+    char_nats=lambda model, tokens, order: autoregressive.char_nats(model, tokens),
     exact_nll=_twin_exact_nll,
     surprise_steps=_twin_surprise_steps,
     writer=autoregressive.write_left_to_right,

@@ -125,7 +125,6 @@ def span_nats(model: nn.Module, text: str, start: int, end: int, fast: bool = Fa
     """-log p, in nats, of each character of `text[start:end]` given the text on both sides and the span's earlier
     characters, its later ones masked: the exact chain rule left to right over the span; (end - start,) on the CPU.
     `fast`: the passes run where the sampler's do (`denoise`: bf16 weights where faster) instead of the exact fp32."""
-    check_model(model, "span_nats", "text, start, end")
     *_, nats = span_nats_steps(model, [text], start, end, fast)
     return nats[0]
 

@@ -22,11 +22,10 @@ def check_streamer(streamer: object) -> None:
     """A ValueError unless `streamer` is None or has callable `put` and `end` (and `put_draft`, where it has one)."""
     if streamer is None:
         return
-    for name in ("put", "end"):
-        if not callable(getattr(streamer, name, None)):
-            raise ValueError(
-                f"streamer must have put and end methods (as transformers' streamers do), got {described(streamer)}"
-            )
+    if not all(callable(getattr(streamer, name, None)) for name in ("put", "end")):
+        raise ValueError(
+            f"streamer must have put and end methods (as transformers' streamers do), got {described(streamer)}"
+        )
     if hasattr(streamer, "put_draft") and not callable(streamer.put_draft):
         raise ValueError(f"streamer's put_draft must be a method, got {described(streamer.put_draft)}")
 
