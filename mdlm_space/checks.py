@@ -8,6 +8,7 @@ import secrets
 import gradio as gr
 
 from mdlm_hf import MDLM
+from mdlm_hf.pipeline import check_text
 
 MAX_SEED = 2**31 - 1
 
@@ -84,9 +85,11 @@ def vocabulary_words(vocab: str) -> str:
     return listed(parts)
 
 
-def check_chars(model: MDLM, text: str, what: str) -> None:
-    """A gr.Error naming the characters of `text` outside the model's vocabulary, and the ones it writes."""
-    unknown = model.tokenizer.unknown_chars(text)
+def check_chars(model: MDLM, text: object, what: str, blank: str = "") -> None:
+    """A ValueError unless `text` is a string, and a gr.Error naming its characters (`blank` aside) outside the
+    model's vocabulary, and the ones it writes."""
+    check_text(text, what)
+    unknown = model.tokenizer.unknown_chars(text.replace(blank, ""))
     if unknown:
         count = "1 character" if len(unknown) == 1 else f"{len(unknown)} characters"
         raise gr.Error(

@@ -16,7 +16,7 @@ import torch
 from mdlm_hf import MASK_GLYPH, MDLM, READ_BETTER, SamplerOptions, SamplerState, mask_tokens, sample
 from mdlm_hf.likelihood import surprise_steps
 from mdlm_hf.metrics import valid_word_rate, written_words
-from mdlm_hf.pipeline import check_end_at, check_text, ended, prompt_canvas, text_to_canvas, unseen_prompt_note
+from mdlm_hf.pipeline import check_end_at, ended, prompt_canvas, text_to_canvas, unseen_prompt_note
 from mdlm_hf.sampling.drawing import GREEDY_BELOW
 from mdlm_hf.sampling.orders import reveal_order
 from mdlm_hf.windows import MAX_CANVAS, context_of, plan_windows
@@ -235,17 +235,13 @@ def generate(
 ) -> Iterator[tuple]:
     """Generate tab: the prompt followed by up to `length` generated characters (fewer where the prompt leaves less
     room, as the readout says), ending `end_at`, streamed step by step (window by window past the context)."""
-    check_text(prompt, "prompt")
     check_chars(model, prompt, "prompt")  # before any length: an unknown character is the problem to fix first
     check_end_at(end_at)
     length, note = fitted_length(prompt, length, MAX_CANVAS)
-    seed = run_seed(seed, fixed_seed)
     canvas = prompt_canvas(model, prompt, length)
-    options = run_options(model, canvas, controls, read_better)  # validated
-    options, capped = capped_steps(model, canvas, options)
-    states = sample(model, canvas, options, seed=seed)
-    note = " ".join(filter(None, (note, capped, greedy_note(options))))
-    yield from frames(model, states, len(prompt), seed, note, prompt_length=len(prompt), end_at=end_at)
+    yield from sampled(
+        model, canvas, seed, fixed_seed, read_better, controls, note, prompt_length=len(prompt), end_at=end_at
+    )
 
 
 def infill(
@@ -258,16 +254,30 @@ def infill(
     **controls: Any,
 ) -> Iterator[tuple]:
     """Infill tab: every `blank` of the template filled in, streamed step by step."""
-    check_text(template, "template")
-    check_chars(model, template.replace(blank, ""), "template")
+    check_chars(model, template, "template", blank)
     check_fits(template, "template", MAX_CANVAS, f"a run writes at most {MAX_CANVAS:,} characters")
     canvas = text_to_canvas(model, template, blank)
+    yield from sampled(model, canvas, seed, fixed_seed, read_better, controls)
+
+
+def sampled(
+    model: MDLM,
+    canvas: torch.Tensor,
+    seed: float,
+    fixed_seed: bool,
+    read_better: bool,
+    controls: dict[str, Any],
+    note: str = "",
+    **shown: Any,
+) -> Iterator[tuple]:
+    """Generate's and Infill's run of `canvas` with the controls' options, its steps capped, as `frames` (`shown`:
+    their prompt_length and end_at), `note` first in the readout."""
     seed = run_seed(seed, fixed_seed)
     options = run_options(model, canvas, controls, read_better)  # validated
     options, capped = capped_steps(model, canvas, options)
     states = sample(model, canvas, options, seed=seed)
-    note = " ".join(filter(None, (capped, greedy_note(options))))
-    yield from frames(model, states, int((canvas != model.mask_id).sum()), seed, note)
+    note = " ".join(filter(None, (note, capped, greedy_note(options))))
+    yield from frames(model, states, int((canvas != model.mask_id).sum()), seed, note, **shown)
 
 
 @dataclass(frozen=True)
@@ -298,10 +308,9 @@ class ForwardGuesses:
 
 def forward_guesses(model: MDLM, line: str | None, t: float, seed: float) -> ForwardGuesses:
     """The line masked at ratio t (each character with probability t, drawn from `seed`) and the model's guesses."""
-    check_text(line, "line")
+    check_chars(model, line, "line")
     if not line:
         raise ValueError("enter a line of at least one character")
-    check_chars(model, line, "line")
     check_fits(line, "line", model.block_size, f"the model's context is {model.block_size} characters")
     tokens = torch.tensor([model.tokenizer.encode(line)], device=next(model.parameters()).device)
     generator = torch.Generator().manual_seed(as_int(seed, "seed", 0, MAX_SEED))
@@ -328,10 +337,9 @@ SCORE_FAST = True  # Score's passes run where Generate's do (the fast path: bf16
 
 def check_score_text(model: MDLM, text: str | None) -> None:
     """A gr.Error unless `text` is text Score reads: not empty, in the model's characters, not too long."""
-    check_text(text, "text")
+    check_chars(model, text, "text")
     if not text:
         raise gr.Error("paste some text to score")
-    check_chars(model, text, "text")
     check_fits(text, "text", SCORE_MAX_CHARS, f"Score reads at most {SCORE_MAX_CHARS:,} characters")
 
 

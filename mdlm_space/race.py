@@ -18,7 +18,7 @@ from mdlm_hf import MDLM, SamplerOptions, SamplerState, sample
 from mdlm_hf.autoregressive import DRAWS, left_to_right_defaults
 from mdlm_hf.likelihood import exact_nll
 from mdlm_hf.metrics import words
-from mdlm_hf.pipeline import check_text, ended, prompt_canvas
+from mdlm_hf.pipeline import ended, prompt_canvas
 from mdlm_hf.sampling.casts import model_casts
 from mdlm_hf.sampling.lexicon import model_lexicon
 from mdlm_hf.sampling.orders import reveal_order
@@ -64,7 +64,6 @@ def race_rounds(
     """Left-to-right and confidence order on the same canvas with the same reveal rule (`rule`: the
     REVEAL_RULE_OPTIONS) where it applies, and the autoregressive `twin` when given, in turns, every side kept to
     the model's words and casts alike: a RaceRound after each round."""
-    check_text(prompt, "prompt")
     check_chars(model, prompt, "prompt")
     check_flag(autoregressive, "autoregressive")
     length, note = fitted_length(prompt, length, model.block_size)
@@ -92,14 +91,8 @@ def compare(
     orders = None
     for now in race_rounds(model, known_words, *race_args, twin=twin, **controls):
         orders = orders or RaceOrders(model, tuple(now.options), now.num_fixed)
-        views = [
-            part
-            for name, side in now.options.items()
-            for part in compare_view(model, now, name, known_words, rule_words(side, now.autoregressive))
-        ]
-        twin_view = ("", "")
-        if "twin" in now.latest:
-            twin_view = compare_view(twin, now, "twin", known_words, TWIN_RULE, shrink=False)
+        views = [part for name in now.options for part in compare_view(model, now, name, known_words)]
+        twin_view = compare_view(twin, now, "twin", known_words) if "twin" in now.latest else ("", "")
         yield (*views, now.takeaway, now.seed, *twin_view, *orders.update(now.latest))
 
 
@@ -215,12 +208,13 @@ def text_end(model: MDLM, state: SamplerState, num_fixed: int) -> int | None:
 TWIN_RULE = "reveal rule: none, one character per forward pass, left to right, keys and values cached"
 
 
-def compare_view(
-    model: MDLM, now: RaceRound, name: str, known_words: set[str] | None, rule: str, shrink: bool | None = None
-) -> tuple[str, str]:
-    """Side `name` of the Compare tab after a round: its canvas, and its forward passes, the characters each pass
-    revealed so far, its own compute time, its reveal rule and (when done) its share of real words."""
+def compare_view(model: MDLM, now: RaceRound, name: str, known_words: set[str] | None) -> tuple[str, str]:
+    """Side `name` of the Compare tab after a round (`model`: the twin's, for its side): its canvas, and its forward
+    passes, the characters each pass revealed so far, its own compute time, its reveal rule and (when done) its
+    share of real words."""
     state, num_fixed = now.latest[name], now.num_fixed
+    rule = TWIN_RULE if name == "twin" else rule_words(now.options[name], now.autoregressive)
+    shrink = False if name == "twin" else None  # the twin's takes a phone's whole width: its text does not shrink
     num_revealed = int((~state.is_masked & ~state.is_given)[0].sum())
     stats = f"{passes(state.num_forward_passes)} · {num_revealed / max(1, state.num_forward_passes):.1f} chars per pass"
     stats += f" · {now.seconds[name]:.2f} s"
@@ -250,7 +244,7 @@ def takeaway(
     num_fixed: int,
     known_words: set[str] | None,
     autoregressive: bool,
-    seconds: dict[str, float] | None = None,
+    seconds: dict[str, float],
     twin: MDLM | None = None,
 ) -> str:
     """The Compare tab's one line once every side is done ("" before); the twin's sentence says only what is clear,
@@ -278,7 +272,7 @@ def takeaway(
             line += " Revealing the surest characters first gives the hard ones context on both sides."
     if twin is not None:
         line += twin_reading(model, twin, {name: texts[name] for name in ("left_to_right", "confidence")})
-    if "twin" in states and seconds is not None:
+    if "twin" in states:
         line += " " + twin_sentence(states["twin"], right, seconds["twin"], seconds["confidence"])
         if known_words is not None:
             against = f"({shares['twin']} against {shares['confidence']})"

@@ -288,9 +288,12 @@ def struck(cells: str) -> str:
     return f"<span class='mdlm-dropped' style='{DROPPED}' title='{DROPPED_TITLE}'>{cells}</span>"
 
 
-def more_cells(count: int) -> str:
-    """What a draft canvas says of the `count` cells it leaves out (DRAFT_CELLS)."""
-    return f"<span style='color:{SUBDUED_TEXT}'> … and {count:,} more</span>"
+def draft_cells(chars: list[str | None], total: int) -> list[str]:
+    """A draft canvas's cells (None: a mask) and, where `total` is more, how many more it leaves out (DRAFT_CELLS)."""
+    more = (
+        [f"<span style='color:{SUBDUED_TEXT}'> … and {total - len(chars):,} more</span>"] if total > len(chars) else []
+    )
+    return [cell(char) for char in chars] + more
 
 
 def draft_canvas(
@@ -301,15 +304,15 @@ def draft_canvas(
     legend: bool = True,
     shrink: bool | None = None,
 ) -> str:
-    """The canvas before a run: the prompt, then a mask for each character to generate (`legend`: with its legend)."""
+    """The canvas before a run: the prompt (whole), then a mask for each character to generate (`legend`: with its
+    legend)."""
     try:
         length = max(0, int(length or 0))
     except (TypeError, ValueError):  # a half-typed number: keep a canvas on screen anyway
         length = 0
-    shown = min(length, max(0, DRAFT_CELLS - len(prompt or "")))
-    more = [more_cells(length - shown)] if shown < length else []
-    cells = [cell(char) for char in prompt or ""] + [cell(None)] * shown + more
-    canvas = canvas_box(cells, rows, font_px, shrink=shrink)
+    prompt = prompt or ""
+    masks = min(length, max(0, DRAFT_CELLS - len(prompt)))
+    canvas = canvas_box(draft_cells([*prompt, *[None] * masks], len(prompt) + length), rows, font_px, shrink=shrink)
     return with_legend(canvas) if legend else canvas
 
 
@@ -326,9 +329,8 @@ def draft_template(template: str | None, blank: str = "_") -> str:
     elif blank not in template:
         problem = f"The template has no blank: mark each character to fill with {blank}."
     else:
-        cells = [cell(None if char == blank else char) for char in template[:DRAFT_CELLS]]
-        more = [more_cells(len(template) - DRAFT_CELLS)] if len(template) > DRAFT_CELLS else []
-        return with_legend(canvas_box(cells + more))
+        cells = draft_cells([None if char == blank else char for char in template[:DRAFT_CELLS]], len(template))
+        return with_legend(canvas_box(cells))
     return with_legend(placeholder(problem))
 
 

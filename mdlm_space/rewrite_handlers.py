@@ -13,7 +13,6 @@ from typing import Any
 import gradio as gr
 
 from mdlm_hf import MDLM, SamplerOptions, SamplerState, sample
-from mdlm_hf.pipeline import check_text
 from mdlm_hf.rewriting import check_span, span_canvas, span_nats_steps, span_options
 from mdlm_hf.windows import MAX_CANVAS
 from mdlm_space.checks import as_int, check_chars, run_seed
@@ -39,10 +38,9 @@ NO_ORDER = placeholder("After a run: each character it wrote, tinted by the pass
 
 def checked_span(model: MDLM, text: str | None, start: float, end: float) -> tuple[str, int, int]:
     """The text and the span's bounds from the page or the API, or one gr.Error line naming what is wrong."""
-    check_text(text, "text")
+    check_chars(model, text, "text")
     if not text:
         raise gr.Error("paste a text, or run Generate, Infill or Compare: its finished text comes here")
-    check_chars(model, text, "text")
     start, end = as_int(start, "start", 0, MAX_CANVAS), as_int(end, "end", 0, MAX_CANVAS)
     if start >= end:
         raise gr.Error("select at least one character of the text to rewrite (From below To)")

@@ -170,14 +170,11 @@ def show_run_orders(demo: gr.Blocks, order: gr.HTML, text_order: gr.HTML) -> Non
     for fn in list(demo.fns.values()):
         if fn.fn is not replay_slider:  # its input: the session's list of a tab's frames; its output, the slider
             continue
-        final_text = found.get(str(fn.outputs[0].elem_id).replace("-replay", "-final-text"))
-        if final_text is not None:
-            finished = gr.Textbox(visible=False)
-            final_text.change(None, [final_text, finished], finished, js=TAKE_FINISHED, **QUIET)
-            if final_text.elem_id in ("generate-final-text", "infill-final-text"):  # a stopped run's text too
-                readout = found[str(final_text.elem_id).replace("-final-text", "-readout")]
-                readout.change(None, [readout, final_text, finished], finished, js=TAKE_STOPPED, **QUIET)
-            finished.change(run_orders, [fn.inputs[0], finished], [order, text_order], **QUIET)
+        tab = str(fn.outputs[0].elem_id).removesuffix("-replay")  # Generate's or Infill's: the tabs with a replay
+        final_text, readout, finished = found[f"{tab}-final-text"], found[f"{tab}-readout"], gr.Textbox(visible=False)
+        final_text.change(None, [final_text, finished], finished, js=TAKE_FINISHED, **QUIET)
+        readout.change(None, [readout, final_text, finished], finished, js=TAKE_STOPPED, **QUIET)  # a stopped run's
+        finished.change(run_orders, [fn.inputs[0], finished], [order, text_order], **QUIET)
     if "compare-right-order" in found:  # Compare's text in the panel is confidence order's: so is its order
         race_order = found["compare-right-order"]
         for view in (order, text_order):
