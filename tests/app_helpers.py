@@ -107,5 +107,11 @@ def chromium():
 DESKTOP, PHONE = (1280, 900), (390, 844)
 
 
+def new_page(browser, size: tuple[int, int] = DESKTOP):
+    """A page of `browser` with a viewport of `size`, (width, height)."""
+    width, height = size
+    return browser.new_page(viewport={"width": width, "height": height})
+
+
 # WCAG AA contrast of every visible text, computed in the page (tests/data/low_contrast.js)
 LOW_CONTRAST = (REPO_ROOT / "tests" / "data" / "low_contrast.js").read_text(encoding="utf-8")

@@ -12,7 +12,7 @@ from mdlm_hf import MASK_GLYPH
 from mdlm_hf.windows import MAX_CANVAS
 from mdlm_space import handlers, loading
 from mdlm_space.texts import INFILL_EXAMPLES, SHAKESPEARE, SONNET_18, sample_passage
-from tests.app_helpers import DESKTOP, JULIET, LOW_CONTRAST, PHONE, REQUIRE_BROWSER, chromium
+from tests.app_helpers import DESKTOP, JULIET, LOW_CONTRAST, PHONE, REQUIRE_BROWSER, chromium, new_page
 from tests.conftest import SHAKESPEARE_LIKE
 
 
@@ -72,7 +72,7 @@ def test_browser_run_button_and_canvas_stay_in_view_and_every_mask_is_a_cell(ser
 
     shots = screenshots(tmp_path)
     with chromium() as browser:
-        page = browser.new_page(viewport=dict(zip(("width", "height"), DESKTOP, strict=True)))
+        page = new_page(browser)
         page.goto(server)
         for tab, label, num_blanks in (("Generate", "Generate", 121), ("Infill", "Fill the blanks", 8)):
             page.get_by_role("tab", name=tab).click()
@@ -113,7 +113,7 @@ def test_browser_the_first_screen_is_the_prompt_the_run_button_and_the_canvas(se
 
     where = "desktop" if viewport == DESKTOP else "phone"
     with chromium() as browser:
-        page = browser.new_page(viewport=dict(zip(("width", "height"), viewport, strict=True)))
+        page = new_page(browser, viewport)
         page.goto(server)
         for tab, field, label in (
             ("Generate", "Prompt (kept fixed at the start)", "Generate"),
@@ -141,7 +141,7 @@ def test_browser_the_legend_of_a_plain_run_is_one_line_without_taken_back(server
     from playwright.sync_api import expect
 
     with chromium() as browser:
-        page = browser.new_page(viewport=dict(zip(("width", "height"), DESKTOP, strict=True)))
+        page = new_page(browser)
         page.goto(server)
         page.get_by_role("button", name="Generate", exact=True).click()  # remask ratio 0, the default
         expect(page.locator("#generate-readout")).to_contain_text("chars/s", timeout=60_000)
@@ -158,7 +158,7 @@ def test_browser_after_stop_final_text_readout_and_replay_agree(server, tmp_path
     from playwright.sync_api import expect
 
     with chromium() as browser:
-        page = browser.new_page(viewport=dict(zip(("width", "height"), DESKTOP, strict=True)))
+        page = new_page(browser)
         page.goto(server)
         readout, final_text = page.locator("#generate-readout"), page.locator("#generate-final-text textarea")
         page.get_by_role("button", name="Generate", exact=True).click()
@@ -211,7 +211,7 @@ def test_browser_a_canvas_shows_whole_lines_never_a_cut_one(server):
 
     with chromium() as browser:
         for where, (width, height) in (("desktop", DESKTOP), ("phone", PHONE)):
-            page = browser.new_page(viewport=dict(width=width, height=height))
+            page = new_page(browser, (width, height))
             page.goto(server)
             canvases = {"Generate": "#generate-canvas", "Compare": "#compare-left-canvas"}
             for tab, canvas in canvases.items():
@@ -245,7 +245,7 @@ def test_browser_compare_on_a_phone_holds_a_line_of_verse_per_side(server):
     with chromium() as browser:
         widths = {}
         for where, (width, height) in (("desktop", DESKTOP), ("phone", PHONE)):
-            page = browser.new_page(viewport=dict(width=width, height=height))
+            page = new_page(browser, (width, height))
             page.goto(server)
             page.get_by_role("tab", name="Compare").click()
             for side in ("left", "right"):
@@ -268,7 +268,7 @@ def test_browser_every_tab_at_desktop_and_phone_width(server, tmp_path, model_di
     shots = screenshots(tmp_path)
     with chromium() as browser:
         for where, (width, height) in (("desktop", DESKTOP), ("phone", PHONE)):
-            page = browser.new_page(viewport=dict(width=width, height=height))
+            page = new_page(browser, (width, height))
             page.goto(server)
             expect(page.locator("#generate-canvas .mdlm-canvas")).to_be_visible()
             for tab in TABS:  # every tab in sight: no "..." overflow menu hides one
@@ -397,7 +397,7 @@ def test_browser_only_words_it_has_read(server, tmp_path, viewport):
 
     known = set(words(SHAKESPEARE_LIKE))  # the model_dir model's words.txt
     with chromium() as browser:
-        page = browser.new_page(viewport=dict(zip(("width", "height"), viewport, strict=True)))
+        page = new_page(browser, viewport)
         page.goto(server)
         expect(page.get_by_text("at most 121")).to_be_visible()  # loaded: the load's fit will not undo the fill
         tab = page.get_by_role("tabpanel")
@@ -439,7 +439,7 @@ def test_browser_on_a_phone_a_run_brings_its_canvas_into_view(server, tmp_path):
 
     # on a phone the Generate and Infill canvases stayed below the fold during a run
     with chromium() as browser:
-        page = browser.new_page(viewport=dict(zip(("width", "height"), PHONE, strict=True)))
+        page = new_page(browser, PHONE)
         page.goto(server)
         expect(page.get_by_text("at most 16,377")).to_be_visible()  # loaded: the load's fit will not undo the fill
         length = page.get_by_label("number input for Characters to generate (at most)")
@@ -475,7 +475,7 @@ def test_browser_a_long_text_grows_with_its_live_window_in_view(server, tmp_path
     shots = screenshots(tmp_path)
     where = "desktop" if viewport == DESKTOP else "phone"
     with chromium() as browser:
-        page = browser.new_page(viewport=dict(zip(("width", "height"), viewport, strict=True)))
+        page = new_page(browser, viewport)
         page.goto(server)
         length = page.get_by_label("number input for Characters to generate (at most)")
         expect(page.get_by_text("at most 16,377")).to_be_visible()  # loaded: the load's fit will not undo the fill
@@ -515,7 +515,7 @@ def test_browser_every_text_meets_wcag_aa_contrast(server, viewport):
     from playwright.sync_api import expect
 
     with chromium() as browser:
-        page = browser.new_page(viewport=dict(zip(("width", "height"), viewport, strict=True)))
+        page = new_page(browser, viewport)
         page.goto(server)
         page.get_by_role("button", name="Generate", exact=True).click()
         expect(page.locator("#generate-readout")).to_contain_text("chars/s", timeout=60_000)
@@ -544,7 +544,7 @@ def test_browser_after_stop_the_readouts_say_it_stopped(server, counted_steps, m
     # after Stop, Generate's readout kept its trailing "· …" and Score kept "Scoring… 48 of 256"
     slow_scoring(monkeypatch, 0.1)
     with chromium() as browser:
-        page = browser.new_page(viewport=dict(zip(("width", "height"), DESKTOP, strict=True)))
+        page = new_page(browser)
         page.goto(server)
         readout = page.locator("#generate-readout [data-testid=markdown]")  # not its hidden status
         page.get_by_role("button", name="Generate", exact=True).click()
@@ -574,7 +574,7 @@ def test_browser_the_nested_accordions_heading_is_one_line_as_its_parents(server
     # "More of the reveal rule: …" wrapped to two centred lines at both sizes, while its parent's heading is one line
     with chromium() as browser:
         for viewport in (DESKTOP, PHONE):
-            page = browser.new_page(viewport=dict(zip(("width", "height"), viewport, strict=True)))
+            page = new_page(browser, viewport)
             page.goto(server)
             parent = page.get_by_text("Sampling options: order, temperature, seed").first
             parent.click()
@@ -604,7 +604,7 @@ def test_browser_a_canvas_with_lines_below_its_box_says_so(server):
     # on a phone the canvas is 10 rows high and the default run needed 11: the last line hid with no hint
     with chromium() as browser:
         for viewport in (PHONE, DESKTOP):
-            page = browser.new_page(viewport=dict(zip(("width", "height"), viewport, strict=True)))
+            page = new_page(browser, viewport)
             page.goto(server)
             page.get_by_label("Prompt (kept fixed at the start)").fill("A:\n" * 14)
             canvas = page.locator("#generate-canvas .mdlm-canvas")
@@ -651,7 +651,7 @@ def test_browser_selecting_text_then_switching_tabs_never_crashes_the_page(serve
     from playwright.sync_api import expect
 
     with chromium() as browser:
-        page = browser.new_page(viewport=dict(zip(("width", "height"), viewport, strict=True)))
+        page = new_page(browser, viewport)
         crashes = []
         page.on("crash", lambda crashed: crashes.append(crashed))
         page.goto(server)
@@ -673,7 +673,7 @@ def test_browser_selecting_text_then_switching_tabs_never_crashes_the_page(serve
 def test_browser_on_a_phone_the_whole_race_is_in_view_and_the_twin_readable(server, tmp_path):
     # on a phone the twin and the takeaway were below the fold (y 1035 and 1321), the twin's text 9 px
     with chromium() as browser:
-        page = browser.new_page(viewport=dict(zip(("width", "height"), PHONE, strict=True)))
+        page = new_page(browser, PHONE)
         page.goto(server)
         page.get_by_role("tab", name="Compare").click()
         page.get_by_role("button", name="Compare", exact=True).click()
@@ -702,7 +702,7 @@ def test_browser_after_a_run_an_edit_of_the_prompt_settles_and_a_typed_length_is
     from playwright.sync_api import expect
 
     with chromium() as browser:
-        page = browser.new_page(viewport=dict(zip(("width", "height"), DESKTOP, strict=True)))
+        page = new_page(browser)
         calls = []
         page.on("request", lambda request: calls.append(request.url) if "/run/predict" in request.url else None)
         page.goto(server)
@@ -742,7 +742,7 @@ def test_browser_a_stopped_runs_text_comes_to_the_rewrite_panel_once_at_a_word_e
     from playwright.sync_api import expect
 
     with chromium() as browser:
-        page = browser.new_page(viewport=dict(zip(("width", "height"), DESKTOP, strict=True)))
+        page = new_page(browser)
         page.goto(server)
         tab, panel = page.get_by_role("tabpanel"), page.locator("#rewrite-text textarea")
         expect(tab.get_by_text("at most 16,377")).to_be_visible()  # loaded: the load's fit will not undo a typed value
@@ -778,7 +778,7 @@ def test_browser_on_a_phone_scores_line_is_in_view_beside_its_buttons(server, mo
     # view: a visitor saw the tint move and no number
     slow_scoring(monkeypatch, 0.2)
     with chromium() as browser:
-        page = browser.new_page(viewport=dict(zip(("width", "height"), PHONE, strict=True)))
+        page = new_page(browser, PHONE)
         page.goto(server)
         page.get_by_role("tab", name="Score").click()
         page.get_by_role("button", name="Score", exact=True).click()
@@ -804,7 +804,7 @@ def test_browser_a_click_on_a_line_of_the_rewrite_text_selects_it_for_rewriting(
     text = "ROMEO:\nBut soft, what light through yonder window breaks?\nIt is the east.\n"
     line = "But soft, what light through yonder window breaks?"
     with chromium() as browser:
-        page = browser.new_page(viewport=dict(zip(("width", "height"), viewport, strict=True)))
+        page = new_page(browser, viewport)
         page.goto(server)
         box = page.locator("#rewrite-text textarea")
         box.fill(text)

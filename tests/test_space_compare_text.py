@@ -9,7 +9,7 @@ import pytest
 from mdlm_hf.pipeline import ended
 from mdlm_space import race
 from mdlm_space.render import NEWLINE_GLYPH
-from tests.app_helpers import DESKTOP, PHONE, chromium
+from tests.app_helpers import DESKTOP, PHONE, chromium, new_page
 from tests.space_browser import screenshot_path, shipped_server  # noqa: F401
 
 PROMPT = "to be or\n"
@@ -82,7 +82,7 @@ def test_browser_compare_keeps_its_headings_in_view_and_gives_the_panel_whole_wo
 
     with chromium() as browser:
         for width, height in (PHONE, DESKTOP):
-            page = browser.new_page(viewport=dict(width=width, height=height))
+            page = new_page(browser, (width, height))
             page.goto(shipped_server)
             page.get_by_role("tab", name="Compare").click()
             page.get_by_role("button", name="Compare", exact=True).click()

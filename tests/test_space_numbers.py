@@ -15,7 +15,7 @@ from mdlm_space.checks import MAX_SEED, run_seed
 from mdlm_space.endpoints import input_names
 from mdlm_space.rewrite_panel import STEPS_INFO, by_elem_id
 from mdlm_space.runs import fit_replay, replay_frame
-from tests.app_helpers import DESKTOP, Page, chromium
+from tests.app_helpers import Page, chromium, new_page
 from tests.space_browser import SHIPPED, screenshot_path, shipped_server  # noqa: F401
 
 TEXT = "ROMEO:\nBut soft, what light through yonder window breaks?\n"
@@ -271,7 +271,7 @@ def test_browser_every_number_box_says_what_it_did_with_a_value_it_did_not_take(
     from playwright.sync_api import expect
 
     with chromium() as browser:
-        page = browser.new_page(viewport=dict(zip(("width", "height"), DESKTOP, strict=True)))
+        page = new_page(browser)
         page.goto(shipped_server)
         expect(page.get_by_text("at most 16,377")).to_be_visible()  # loaded: the load's fit will not undo a typed value
         panel = page.locator("#rewrite-panel")

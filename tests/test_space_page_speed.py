@@ -3,7 +3,7 @@ to draw freezes scrolling, typing and the Stop button), and the canvas's legend 
 
 import pytest
 
-from tests.app_helpers import DESKTOP, PHONE, chromium
+from tests.app_helpers import DESKTOP, PHONE, chromium, new_page
 from tests.space_browser import screenshot_path, shipped_server  # noqa: F401
 
 # registered before the page's own scripts run: every main-thread task over 50 ms (the browser's "long task"), its
@@ -37,7 +37,7 @@ def test_browser_a_2000_character_run_never_holds_the_page_over_200_ms(shipped_s
     # each frame of a run past the model's context redrew the whole canvas: a 2,000-character run's page held its
     # main thread for up to 2 s at a time
     with chromium() as browser:
-        page = browser.new_page(viewport=dict(zip(("width", "height"), DESKTOP, strict=True)))
+        page = new_page(browser)
         page.add_init_script(WATCH_LONG_TASKS)
         page.goto(shipped_server)
         page.wait_for_timeout(1000)
@@ -71,7 +71,7 @@ def test_browser_the_legend_under_a_run_is_one_line(shipped_server, tmp_path, vi
 
     where = "phone" if viewport == PHONE else "desktop"
     with chromium() as browser:
-        page = browser.new_page(viewport=dict(zip(("width", "height"), viewport, strict=True)))
+        page = new_page(browser, viewport)
         page.goto(shipped_server)
         expect(page.locator("#generate-canvas .mdlm-legend")).to_contain_text("given")
         page.get_by_role("button", name="Generate", exact=True).click()

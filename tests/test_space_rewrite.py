@@ -14,7 +14,7 @@ from mdlm_space import handlers, layout, loading, race, rewrite_handlers, rewrit
 from mdlm_space.order_view import PassRecorder, order_from_frames, order_view, run_order
 from mdlm_space.render import render_canvas, with_legend
 from mdlm_space.rewrite_panel import by_elem_id
-from tests.app_helpers import DESKTOP, LOW_CONTRAST, PHONE, Page, chromium, tab_controls
+from tests.app_helpers import DESKTOP, LOW_CONTRAST, PHONE, Page, chromium, new_page, tab_controls
 
 TEXT = "ROMEO:\nBut soft, what light through yonder window breaks?\n"
 SPAN = (12, 30)  # "oft, what light th"
@@ -276,7 +276,7 @@ def test_browser_generate_then_rewrite_a_selected_span_pick_and_undo(server):
 
     with chromium() as browser:
         for where, (width, height) in (("desktop", DESKTOP), ("phone", PHONE)):
-            page = browser.new_page(viewport=dict(width=width, height=height))
+            page = new_page(browser, (width, height))
             page.goto(server)
             page.get_by_role("button", name="Generate", exact=True).click()
             expect(page.locator("#generate-readout")).to_contain_text("chars/s", timeout=60_000)
