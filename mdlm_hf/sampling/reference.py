@@ -11,8 +11,8 @@ probable draws are kept each pass. MDLM's own ancestral sampler reveals each mas
 distribution: `sample(model, canvas, order="random", reveal_counts="binomial", spacing=0, temperature=1,
 min_p=None, capital_temperature_factor=1, real_words=False, keep_cast=False, keep_lines=False)` runs it.
 
-`sample()` (mdlm_hf/sampling/loop.py) is this loop with its options, each module naming the bracketed line it
-extends; with `temperature=0, order="confidence", spacing=0, min_p=None` and no rules it writes what this writes.
+`sample()` runs this loop with its options (loop.py's writer), each module naming the bracketed line it extends;
+with `temperature=0, order="confidence", spacing=0, min_p=None` and no rules it writes what this writes.
 """
 
 from __future__ import annotations
